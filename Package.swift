@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "winback",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "winback", targets: ["winback"]),
+        .library(name: "WinBack", targets: ["WinBack"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(
+            name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]),
+        .target(
+            name: "WinBack",
+            dependencies: [
+                "CZlib", "CLibXML2",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .executableTarget(
+            name: "winback",
+            dependencies: [
+                "WinBack",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .testTarget(
+            name: "WinBackTests",
+            dependencies: ["WinBack", "CLibXML2"],
+            resources: [.copy("Fixtures")]),
+    ],
+    swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,91 @@
+import Foundation
+
+/// A JSON document with its types kept exact (an integer is not a double, `1` is not `true`),
+/// for configuration files, where every field is checked and every problem named.
+/// Not for the hot path: transaction lines go through ``NDJSONScanner``.
+public enum JSONValue: Decodable, Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: Decoder) throws {
+        if var a = try? decoder.unkeyedContainer() {
+            var items: [JSONValue] = []
+            while !a.isAtEnd { items.append(try a.decode(JSONValue.self)) }
+            self = .array(items)
+            return
+        }
+        if let o = try? decoder.container(keyedBy: AnyKey.self) {
+            var d: [String: JSONValue] = [:]
+            for k in o.allKeys { d[k.stringValue] = try o.decode(JSONValue.self, forKey: k) }
+            self = .object(d)
+            return
+        }
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int64.self) {
+            self = .int(i)
+        } else if let d = try? c.decode(Double.self) {
+            self = .double(d)
+        } else {
+            self = .string(try c.decode(String.self))
+        }
+    }
+
+    /// Parses a whole document.
+    public static func parse(_ data: Data) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: data)
+    }
+
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+
+    public var string: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    public var int: Int64? {
+        if case .int(let i) = self { return i }
+        return nil
+    }
+
+    public var array: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    public var object: [String: JSONValue]? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
+
+    /// A short name of the JSON type, for messages.
+    public var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .bool: return "a boolean"
+        case .int: return "an integer"
+        case .double: return "a number"
+        case .string: return "a string"
+        case .array: return "an array"
+        case .object: return "an object"
+        }
+    }
+
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}

@@ -1,0 +1,154 @@
+/// Interns byte strings to dense `Int32` ids, without allocating per lookup.
+///
+/// The hot representation of a transaction holds ids, not Strings. Each reader has its own
+/// table (no locks); tables are merged into one after reading, and the merged ids compare by
+/// their bytes where the SPEC asks for a bytewise order.
+public final class StringTable: @unchecked Sendable {
+    private(set) var arena: [UInt8] = []
+    private(set) var starts: [Int32] = [0]
+    private var slots: [Int32]
+    private var hashes: [UInt32] = []
+    private var mask: Int
+
+    public init(capacity: Int = 1024) {
+        var n = 16
+        while n < capacity * 2 { n <<= 1 }
+        slots = Array(repeating: -1, count: n)
+        mask = n - 1
+        arena.reserveCapacity(capacity * 12)
+    }
+
+    /// Number of distinct strings.
+    public var count: Int { starts.count - 1 }
+
+    @inline(__always)
+    static func hash(_ p: UnsafeRawBufferPointer) -> UInt32 {
+        // FNV-1a; ids are short, so this is cheaper than anything vectorised.
+        var h: UInt32 = 2_166_136_261
+        for b in p {
+            h = (h ^ UInt32(b)) &* 16_777_619
+        }
+        return h
+    }
+
+    /// The id of `bytes`, adding it when new.
+    @inline(__always)
+    public func intern(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        let h = StringTable.hash(bytes)
+        var i = Int(h) & mask
+        while true {
+            let id = slots[i]
+            if id < 0 { break }
+            if hashes[Int(id)] == h && equals(id, bytes) { return id }
+            i = (i + 1) & mask
+        }
+        let id = Int32(count)
+        arena.append(contentsOf: bytes)
+        starts.append(Int32(arena.count))
+        hashes.append(h)
+        slots[i] = id
+        if count * 2 > slots.count { grow() }
+        return id
+    }
+
+    public func intern(_ s: String) -> Int32 {
+        var s = s
+        return s.withUTF8 { intern(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The id of `s` when present.
+    public func lookup(_ s: String) -> Int32? {
+        var s = s
+        return s.withUTF8 { p -> Int32? in
+            let bytes = UnsafeRawBufferPointer(p)
+            let h = StringTable.hash(bytes)
+            var i = Int(h) & mask
+            while true {
+                let id = slots[i]
+                if id < 0 { return nil }
+                if hashes[Int(id)] == h && equals(id, bytes) { return id }
+                i = (i + 1) & mask
+            }
+        }
+    }
+
+    @inline(__always)
+    private func equals(_ id: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        let s = Int(starts[Int(id)])
+        let e = Int(starts[Int(id) + 1])
+        guard e - s == bytes.count else { return false }
+        return arena.withUnsafeBytes { a in
+            bytes.count == 0 || memcmp(a.baseAddress! + s, bytes.baseAddress!, bytes.count) == 0
+        }
+    }
+
+    private func grow() {
+        let n = slots.count * 2
+        slots = Array(repeating: -1, count: n)
+        mask = n - 1
+        for id in 0..<count {
+            var i = Int(hashes[id]) & mask
+            while slots[i] >= 0 { i = (i + 1) & mask }
+            slots[i] = Int32(id)
+        }
+    }
+
+    /// Calls `body` with the bytes of `id`.
+    @inline(__always)
+    public func withBytes<R>(_ id: Int32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let s = Int(starts[Int(id)])
+        let e = Int(starts[Int(id) + 1])
+        return arena.withUnsafeBytes { a in body(UnsafeRawBufferPointer(rebasing: a[s..<e])) }
+    }
+
+    /// The string of `id`; for the edges (output, messages), not the hot path.
+    public func string(_ id: Int32) -> String {
+        withBytes(id) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Appends the bytes of `id` to `out`.
+    @inline(__always)
+    public func append(_ id: Int32, to out: inout [UInt8]) {
+        let s = Int(starts[Int(id)])
+        let e = Int(starts[Int(id) + 1])
+        out.append(contentsOf: arena[s..<e])
+    }
+
+    /// Bytewise comparison of two ids' strings.
+    @inline(__always)
+    public func less(_ a: Int32, _ b: Int32) -> Bool {
+        if a == b { return false }
+        return compare(a, b) < 0
+    }
+
+    @inline(__always)
+    public func compare(_ a: Int32, _ b: Int32) -> Int {
+        let sa = Int(starts[Int(a)]), ea = Int(starts[Int(a) + 1])
+        let sb = Int(starts[Int(b)]), eb = Int(starts[Int(b) + 1])
+        let la = ea - sa, lb = eb - sb
+        let r = arena.withUnsafeBytes { p -> Int32 in
+            let n = min(la, lb)
+            return n == 0 ? 0 : memcmp(p.baseAddress! + sa, p.baseAddress! + sb, n)
+        }
+        if r != 0 { return Int(r) }
+        return la - lb
+    }
+
+    /// Interns every string of `other`, returning the map from its ids to this table's ids.
+    public func merge(_ other: StringTable) -> [Int32] {
+        var map = [Int32](repeating: 0, count: other.count)
+        other.arena.withUnsafeBytes { a in
+            for id in 0..<other.count {
+                let s = Int(other.starts[id]), e = Int(other.starts[id + 1])
+                map[id] = intern(UnsafeRawBufferPointer(rebasing: a[s..<e]))
+            }
+        }
+        return map
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif

@@ -1,0 +1,122 @@
+/// Parsing and printing of the UTC timestamps and dates the project reads and writes.
+///
+/// Hand-rolled on bytes: these run per row, where `DateFormatter` would dominate the profile.
+public enum Timestamp {
+    /// `2026-08-14T10:22:31.568Z`: ISO 8601 UTC with milliseconds.
+    public static func iso(_ t: Int64) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        appendISO(t, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `iso(t)` to a byte buffer without allocating a String.
+    public static func appendISO(_ t: Int64, to out: inout [UInt8]) {
+        let (days, ms) = MonthMath.split(t)
+        let c = MonthMath.civilFromDays(days)
+        appendDate(year: c.year, month: c.month, day: c.day, to: &out)
+        out.append(UInt8(ascii: "T"))
+        let s = ms / 1000
+        pad(s / 3600, 2, &out)
+        out.append(UInt8(ascii: ":"))
+        pad((s / 60) % 60, 2, &out)
+        out.append(UInt8(ascii: ":"))
+        pad(s % 60, 2, &out)
+        out.append(UInt8(ascii: "."))
+        pad(ms % 1000, 3, &out)
+        out.append(UInt8(ascii: "Z"))
+    }
+
+    /// `YYYY-MM-DD` of the UTC day containing `t`.
+    public static func date(_ t: Int64) -> String {
+        var out: [UInt8] = []
+        let c = MonthMath.civilFromDays(MonthMath.dayNumber(t))
+        appendDate(year: c.year, month: c.month, day: c.day, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `YYYY-MM` of the UTC month containing `t`.
+    public static func month(_ t: Int64) -> String {
+        String(date(t).prefix(7))
+    }
+
+    static func appendDate(year: Int64, month: Int64, day: Int64, to out: inout [UInt8]) {
+        if year < 0 { out.append(UInt8(ascii: "-")) }
+        pad(abs(year), 4, &out)
+        out.append(UInt8(ascii: "-"))
+        pad(month, 2, &out)
+        out.append(UInt8(ascii: "-"))
+        pad(day, 2, &out)
+    }
+
+    static func pad(_ v: Int64, _ width: Int, _ out: inout [UInt8]) {
+        var digits: [UInt8] = []
+        var x = v
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(x % 10))
+            x /= 10
+        } while x > 0
+        for _ in digits.count..<max(width, digits.count) { out.append(UInt8(ascii: "0")) }
+        out.append(contentsOf: digits.reversed())
+    }
+
+    /// Parses `YYYY-MM-DD` into the day number, validating the calendar date.
+    public static func parseDate<S: StringProtocol>(_ s: S) -> Int64? {
+        let b = Array(s.utf8)
+        guard b.count == 10, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-") else { return nil }
+        guard let y = digits(b, 0, 4), let m = digits(b, 5, 2), let d = digits(b, 8, 2) else { return nil }
+        guard (1...12).contains(m), d >= 1, d <= MonthMath.daysInMonth(year: y, month: m) else { return nil }
+        return MonthMath.daysFromCivil(year: y, month: m, day: d)
+    }
+
+    /// Parses a UTC date-time: `YYYY-MM-DDTHH:MM:SS[.sss]Z` (or with a space and no `Z` when
+    /// `allowSpace`), returning milliseconds since the epoch.
+    public static func parseDateTime(_ b: UnsafeBufferPointer<UInt8>, allowSpaceForm: Bool = true) -> Int64? {
+        guard b.count >= 19 else { return nil }
+        guard b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
+            b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":")
+        else { return nil }
+        let sep = b[10]
+        var end = b.count
+        if sep == UInt8(ascii: "T") {
+            guard b[end - 1] == UInt8(ascii: "Z") else { return nil }
+            end -= 1
+        } else if sep == UInt8(ascii: " ") && allowSpaceForm {
+            // UTC without a zone designator.
+        } else {
+            return nil
+        }
+        guard let y = digits(b, 0, 4), let mo = digits(b, 5, 2), let d = digits(b, 8, 2),
+            let h = digits(b, 11, 2), let mi = digits(b, 14, 2), let s = digits(b, 17, 2)
+        else { return nil }
+        guard (1...12).contains(mo), d >= 1, d <= MonthMath.daysInMonth(year: y, month: mo),
+            h < 24, mi < 60, s < 60
+        else { return nil }
+        var ms: Int64 = 0
+        if end > 19 {
+            guard b[19] == UInt8(ascii: "."), end - 20 >= 1, end - 20 <= 3,
+                let f = digits(b, 20, end - 20)
+            else { return nil }
+            ms = f * [1, 100, 10, 1][end - 20]
+        }
+        let days = MonthMath.daysFromCivil(year: y, month: mo, day: d)
+        return days * MonthMath.day + ((h * 60 + mi) * 60 + s) * 1000 + ms
+    }
+
+    public static func parseDateTime(_ s: String) -> Int64? {
+        var s = s
+        return s.withUTF8 { parseDateTime($0) }
+    }
+
+    @inline(__always)
+    static func digits<C: RandomAccessCollection>(_ b: C, _ at: Int, _ n: Int) -> Int64?
+    where C.Element == UInt8, C.Index == Int {
+        var v: Int64 = 0
+        for i in at..<(at + n) {
+            let c = b[b.startIndex + i]
+            guard c >= 48 && c <= 57 else { return nil }
+            v = v * 10 + Int64(c - 48)
+        }
+        return v
+    }
+}

@@ -1,0 +1,92 @@
+/// One transaction as the pipeline holds it: integers and interned ids only.
+///
+/// The readable form of a `JWSTransactionDecodedPayload` lives at the edges (`explain`);
+/// this compact record is what millions of rows are kept as.
+/// See https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
+public struct Transaction: Sendable, Equatable {
+    /// Sentinel for an absent id.
+    public static let none: Int32 = -1
+    /// Sentinel for an absent revocationDate: never revoked.
+    public static let never: Int64 = .max
+    /// Sentinel for an absent signedDate: older than any.
+    public static let unsigned: Int64 = .min
+
+    public var purchaseDate: Int64
+    public var expiresDate: Int64
+    public var revocationDate: Int64 = Transaction.never
+    public var signedDate: Int64 = Transaction.unsigned
+    /// Raw `offerType`; 0 when absent. See ``OfferType``.
+    public var offerType: Int64 = 0
+    public var transactionId: Int32
+    public var originalTransactionId: Int32
+    public var subscriptionGroupId: Int32
+    public var productId: Int32
+    public var offerIdentifier: Int32 = Transaction.none
+    /// Interned raw `offerDiscountType`; `none` when absent.
+    public var offerDiscountType: Int32 = Transaction.none
+    public var storefront: Int32 = Transaction.none
+    public var appAccountToken: Int32 = Transaction.none
+    public var ownership: Ownership = .purchased
+    public var production: Bool = true
+    public var isUpgraded: Bool = false
+    /// `offerDiscountType == FREE_TRIAL`; kept as a flag so the timeline needs no lookup.
+    public var isFreeTrial: Bool = false
+
+    public init(
+        transactionId: Int32, originalTransactionId: Int32, subscriptionGroupId: Int32,
+        productId: Int32, purchaseDate: Int64, expiresDate: Int64
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.subscriptionGroupId = subscriptionGroupId
+        self.productId = productId
+        self.purchaseDate = purchaseDate
+        self.expiresDate = expiresDate
+    }
+
+    /// Revoked at `t`: a revocation known at `t` (strictly before it) that is not an upgrade.
+    @inline(__always)
+    public func isRevoked(at t: Int64) -> Bool {
+        revocationDate < t && !isUpgraded
+    }
+
+    /// Rewrites every id through `map` (after merging a reader's table into the global one).
+    @inline(__always)
+    mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
+        transactionId = map[Int(transactionId)]
+        originalTransactionId = map[Int(originalTransactionId)]
+        subscriptionGroupId = map[Int(subscriptionGroupId)]
+        productId = map[Int(productId)]
+        if offerIdentifier >= 0 { offerIdentifier = map[Int(offerIdentifier)] }
+        if offerDiscountType >= 0 { offerDiscountType = map[Int(offerDiscountType)] }
+        if storefront >= 0 { storefront = map[Int(storefront)] }
+        if appAccountToken >= 0 { appAccountToken = map[Int(appAccountToken)] }
+    }
+}
+
+/// `inAppOwnershipType`; an unknown raw value matches nothing.
+/// See https://developer.apple.com/documentation/appstoreserverapi/inappownershiptype
+public enum Ownership: UInt8, Sendable {
+    case purchased
+    case familyShared
+    case unknown
+}
+
+/// `offerType` wire values. See https://developer.apple.com/documentation/appstoreserverapi/offertype
+public enum OfferType: Int64, Sendable, CaseIterable {
+    case introductory = 1
+    case promotional = 2
+    case offerCode = 3
+    case winBack = 4
+
+    /// The report label of a raw offer type: `introductory` … `win_back`, or `unknown:N`.
+    public static func label(_ raw: Int64) -> String {
+        switch OfferType(rawValue: raw) {
+        case .introductory: return "introductory"
+        case .promotional: return "promotional"
+        case .offerCode: return "offer_code"
+        case .winBack: return "win_back"
+        case nil: return "unknown:\(raw)"
+        }
+    }
+}

@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+import Crypto
+import Foundation
+
+/// A stream of a file's (decompressed) bytes, read in chunks.
+protocol ByteSource: AnyObject {
+    /// Fills `buffer` from the front; returns how many bytes were written, 0 at the end.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Bytes of the file itself consumed so far (compressed bytes for gzip).
+    var fileBytesConsumed: Int { get }
+    /// SHA-256 (hex) of the file's bytes read so far: of the whole file once at its end.
+    func fileSHA256() -> String
+}
+
+/// An open file descriptor, closed when the owner goes away.
+final class FileHandleFD {
+    let fd: Int32
+    let path: String
+    private var hasher = SHA256()
+
+    init(path: String) throws {
+        self.path = path
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw WinBackError(.noInput, "cannot open: \(String(cString: strerror(errno)))", path: path)
+        }
+        var st = stat()
+        if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            throw WinBackError(.noInput, "is a directory, not a file", path: path)
+        }
+        self.fd = fd
+    }
+
+    /// Reads up to `buffer.count` bytes; retries on EINTR.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let n = Glibc_read(fd, buffer.baseAddress, buffer.count)
+            if n >= 0 {
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                return n
+            }
+            if errno == EINTR { continue }
+            throw WinBackError(.noInput, "cannot read: \(String(cString: strerror(errno)))", path: path)
+        }
+    }
+
+    /// Hex SHA-256 of every byte read so far.
+    func sha256() -> String {
+        hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    deinit { close(fd) }
+}
+
+@inline(__always)
+private func Glibc_read(_ fd: Int32, _ p: UnsafeMutableRawPointer?, _ n: Int) -> Int {
+    #if canImport(Glibc)
+        return Glibc.read(fd, p, n)
+    #else
+        return Darwin.read(fd, p, n)
+    #endif
+}
+
+/// A plain (uncompressed) file.
+final class PlainFileSource: ByteSource {
+    private let file: FileHandleFD
+    private(set) var fileBytesConsumed = 0
+
+    init(path: String) throws { file = try FileHandleFD(path: path) }
+
+    func fileSHA256() -> String { file.sha256() }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let n = try file.read(into: buffer)
+        fileBytesConsumed += n
+        return n
+    }
+}
+
+/// Opens `path` as a byte source: gzip when it ends in `.gz`, plain otherwise.
+func openSource(path: String) throws -> ByteSource {
+    path.hasSuffix(".gz") ? try GzipFileSource(path: path) : try PlainFileSource(path: path)
+}

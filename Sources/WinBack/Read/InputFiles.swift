@@ -1,0 +1,69 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Resolves the input globs of a pipeline to files: relative to the pipeline's folder, each
+/// file once, in sorted path order (absolute, normalised paths compared bytewise).
+public enum InputFiles {
+    /// Makes `path` absolute against `base` and normalises it (`.`/`..`, repeated slashes).
+    public static func absolute(_ path: String, base: String) -> String {
+        let joined = path.hasPrefix("/") ? path : (base.hasSuffix("/") ? base : base + "/") + path
+        var parts: [Substring] = []
+        for part in joined.split(separator: "/", omittingEmptySubsequences: true) {
+            if part == "." { continue }
+            if part == ".." {
+                if !parts.isEmpty { parts.removeLast() }
+                continue
+            }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    /// Files matching `patterns`; a pattern matching nothing fails with exit 66 naming it.
+    public static func resolve(_ patterns: [String], base: String) throws -> [String] {
+        var found = Set<String>()
+        for pattern in patterns {
+            let abs = absolute(pattern, base: base)
+            let matches = try glob(abs)
+            if matches.isEmpty {
+                throw WinBackError(.noInput, "matches no file", path: pattern == abs ? pattern : "\(pattern) (\(abs))")
+            }
+            found.formUnion(matches.map { absolute($0, base: "/") })
+        }
+        return found.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    static func glob(_ pattern: String) throws -> [String] {
+        let hasMagic = pattern.contains { "*?[".contains($0) }
+        if !hasMagic {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: pattern, isDirectory: &isDir) else { return [] }
+            if isDir.boolValue { throw WinBackError(.noInput, "is a directory, not a file", path: pattern) }
+            return [pattern]
+        }
+        var g = glob_t()
+        defer { globfree(&g) }
+        let rc = Glibc.glob(pattern, 0, nil, &g)
+        if rc == GLOB_NOMATCH { return [] }
+        guard rc == 0 else { throw WinBackError(.noInput, "cannot expand glob (error \(rc))", path: pattern) }
+        var out: [String] = []
+        for i in 0..<Int(g.gl_pathc) {
+            guard let p = g.gl_pathv[i] else { continue }
+            let path = String(cString: p)
+            var isDir: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue {
+                out.append(path)
+            }
+        }
+        return out
+    }
+
+    /// Size in bytes of a file, 0 when it cannot be read (the read reports that).
+    static func size(_ path: String) -> Int {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : 0
+    }
+}

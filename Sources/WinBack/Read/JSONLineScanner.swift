@@ -1,0 +1,434 @@
+/// A value found for one of the keys a ``JSONLineScanner`` looks for.
+enum ScannedValue {
+    case absent
+    case null
+    case string(UnsafeRawBufferPointer)
+    case int(Int64)
+    case bool(Bool)
+    /// Any other JSON value (a number with a fraction, an object, an array), with its raw bytes.
+    case other(kind: String, raw: UnsafeRawBufferPointer)
+
+    var typeName: String {
+        switch self {
+        case .absent: return "absent"
+        case .null: return "null"
+        case .string: return "a string"
+        case .int: return "an integer"
+        case .bool: return "a boolean"
+        case .other(let kind, _): return kind
+        }
+    }
+}
+
+/// Scans one line holding a JSON object for a fixed set of top-level keys, from bytes.
+///
+/// The whole line is validated as JSON (nested values of keys not looked for are checked and
+/// skipped); the values of the keys looked for are kept as slices of the line, or of a scratch
+/// buffer when a string had escapes. No String is made per field. A key given twice: the last
+/// wins. Slices stay valid until the next `scan`.
+final class JSONLineScanner {
+    private let keys: [[UInt8]]
+    private(set) var values: [ScannedValue]
+    private var scratch: UnsafeMutableRawBufferPointer
+    private var scratchUsed = 0
+    private var base: UnsafeRawPointer = UnsafeRawPointer(bitPattern: 1)!
+    private var count = 0
+    private var pos = 0
+    /// Why the last line was not valid JSON.
+    private(set) var error: String = ""
+
+    init(keys: [String]) {
+        self.keys = keys.map { Array($0.utf8) }
+        values = Array(repeating: .absent, count: keys.count)
+        scratch = .allocate(byteCount: 4096, alignment: 8)
+    }
+
+    deinit { scratch.deallocate() }
+
+    private struct Invalid: Error {}
+
+    /// Scans `line`; false when it is not a valid JSON object (see `error`).
+    func scan(_ line: UnsafeRawBufferPointer) -> Bool {
+        for i in values.indices { values[i] = .absent }
+        guard let b = line.baseAddress else {
+            error = "empty line"
+            return false
+        }
+        base = b
+        count = line.count
+        pos = 0
+        scratchUsed = 0
+        if scratch.count < count {
+            scratch.deallocate()
+            scratch = .allocate(byteCount: count, alignment: 8)
+        }
+        do {
+            skipWS()
+            guard pos < count, byte(pos) == UInt8(ascii: "{") else {
+                error = "expected a JSON object at column \(pos + 1)"
+                return false
+            }
+            try parseObject(top: true)
+            skipWS()
+            if pos != count {
+                error = "unexpected data after the object at column \(pos + 1)"
+                return false
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    @inline(__always) private func byte(_ i: Int) -> UInt8 { base.load(fromByteOffset: i, as: UInt8.self) }
+
+    @inline(__always) private func skipWS() {
+        while pos < count {
+            let c = byte(pos)
+            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D { pos += 1 } else { break }
+        }
+    }
+
+    private func fail(_ what: String) -> Invalid {
+        error = "\(what) at column \(pos + 1)"
+        return Invalid()
+    }
+
+    @inline(__always) private func keyIndex(_ k: UnsafeRawBufferPointer) -> Int {
+        for (i, key) in keys.enumerated() where key.count == k.count {
+            if key.withUnsafeBytes({ memcmp($0.baseAddress!, k.baseAddress!, k.count) == 0 }) { return i }
+        }
+        return -1
+    }
+
+    private func parseObject(top: Bool) throws {
+        pos += 1  // {
+        skipWS()
+        if pos < count && byte(pos) == UInt8(ascii: "}") {
+            pos += 1
+            return
+        }
+        while true {
+            skipWS()
+            guard pos < count, byte(pos) == UInt8(ascii: "\"") else { throw fail("expected a key string") }
+            let key = try parseString()
+            skipWS()
+            guard pos < count, byte(pos) == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            pos += 1
+            skipWS()
+            if top, key.count > 0, case let k = keyIndex(key), k >= 0 {
+                values[k] = try parseValue()
+            } else {
+                try skipValue(depth: 1)
+            }
+            skipWS()
+            guard pos < count else { throw fail("unterminated object") }
+            let c = byte(pos)
+            pos += 1
+            if c == UInt8(ascii: "}") { return }
+            if c != UInt8(ascii: ",") {
+                pos -= 1
+                throw fail("expected ',' or '}'")
+            }
+        }
+    }
+
+    private func parseValue() throws -> ScannedValue {
+        guard pos < count else { throw fail("expected a value") }
+        let start = pos
+        switch byte(pos) {
+        case UInt8(ascii: "\""):
+            return .string(try parseString())
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return try parseNumber()
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
+        case UInt8(ascii: "{"):
+            try skipValue(depth: 1)
+            return .other(kind: "an object", raw: UnsafeRawBufferPointer(start: base + start, count: pos - start))
+        case UInt8(ascii: "["):
+            try skipValue(depth: 1)
+            return .other(kind: "an array", raw: UnsafeRawBufferPointer(start: base + start, count: pos - start))
+        default:
+            throw fail("unexpected character")
+        }
+    }
+
+    private func literal(_ word: StaticString) throws {
+        let n = word.utf8CodeUnitCount
+        guard pos + n <= count, memcmp(base + pos, word.utf8Start, n) == 0 else { throw fail("invalid literal") }
+        pos += n
+    }
+
+    private func parseNumber() throws -> ScannedValue {
+        let start = pos
+        var negative = false
+        if byte(pos) == UInt8(ascii: "-") {
+            negative = true
+            pos += 1
+        }
+        guard pos < count, byte(pos) >= 48, byte(pos) <= 57 else { throw fail("invalid number") }
+        var value: Int64 = 0
+        var overflow = false
+        if byte(pos) == 48 {
+            pos += 1
+        } else {
+            while pos < count, case let c = byte(pos), c >= 48, c <= 57 {
+                let (m, o1) = value.multipliedReportingOverflow(by: 10)
+                let (s, o2) = negative ? m.subtractingReportingOverflow(Int64(c - 48)) : m.addingReportingOverflow(Int64(c - 48))
+                overflow = overflow || o1 || o2
+                value = s
+                pos += 1
+            }
+        }
+        var integral = true
+        if pos < count && byte(pos) == UInt8(ascii: ".") {
+            integral = false
+            pos += 1
+            guard pos < count, byte(pos) >= 48, byte(pos) <= 57 else { throw fail("invalid number") }
+            while pos < count, byte(pos) >= 48, byte(pos) <= 57 { pos += 1 }
+        }
+        if pos < count && (byte(pos) == UInt8(ascii: "e") || byte(pos) == UInt8(ascii: "E")) {
+            integral = false
+            pos += 1
+            if pos < count && (byte(pos) == UInt8(ascii: "+") || byte(pos) == UInt8(ascii: "-")) { pos += 1 }
+            guard pos < count, byte(pos) >= 48, byte(pos) <= 57 else { throw fail("invalid number") }
+            while pos < count, byte(pos) >= 48, byte(pos) <= 57 { pos += 1 }
+        }
+        let raw = UnsafeRawBufferPointer(start: base + start, count: pos - start)
+        if !integral { return .other(kind: "a number with a fraction or exponent", raw: raw) }
+        if overflow { return .other(kind: "an integer that does not fit in 64 bits", raw: raw) }
+        return .int(value)
+    }
+
+    /// Parses a string at `pos` (on its opening quote); returns its decoded bytes.
+    private func parseString() throws -> UnsafeRawBufferPointer {
+        pos += 1
+        let start = pos
+        // Fast path: no escapes.
+        while pos < count {
+            let c = byte(pos)
+            if c == UInt8(ascii: "\"") {
+                let s = UnsafeRawBufferPointer(start: base + start, count: pos - start)
+                pos += 1
+                return s
+            }
+            if c == UInt8(ascii: "\\") { break }
+            if c < 0x20 { throw fail("control character in string") }
+            if c >= 0x80 { try skipUTF8() } else { pos += 1 }
+        }
+        guard pos < count else { throw fail("unterminated string") }
+        // Slow path: decode into scratch.
+        let out = scratch.baseAddress! + scratchUsed
+        var n = pos - start
+        out.copyMemory(from: base + start, byteCount: n)
+        while pos < count {
+            let c = byte(pos)
+            if c == UInt8(ascii: "\"") {
+                pos += 1
+                scratchUsed += n
+                return UnsafeRawBufferPointer(start: out, count: n)
+            }
+            if c < 0x20 { throw fail("control character in string") }
+            if c != UInt8(ascii: "\\") {
+                let s = pos
+                if c >= 0x80 { try skipUTF8() } else { pos += 1 }
+                (out + n).copyMemory(from: base + s, byteCount: pos - s)
+                n += pos - s
+                continue
+            }
+            pos += 1
+            guard pos < count else { throw fail("unterminated escape") }
+            let e = byte(pos)
+            pos += 1
+            var decoded: UInt8 = 0
+            switch e {
+            case UInt8(ascii: "\""): decoded = 0x22
+            case UInt8(ascii: "\\"): decoded = 0x5C
+            case UInt8(ascii: "/"): decoded = 0x2F
+            case UInt8(ascii: "b"): decoded = 0x08
+            case UInt8(ascii: "f"): decoded = 0x0C
+            case UInt8(ascii: "n"): decoded = 0x0A
+            case UInt8(ascii: "r"): decoded = 0x0D
+            case UInt8(ascii: "t"): decoded = 0x09
+            case UInt8(ascii: "u"):
+                var scalar = try hex4()
+                if scalar >= 0xD800 && scalar < 0xDC00 {
+                    // A high surrogate: a low one should follow.
+                    if pos + 6 <= count && byte(pos) == UInt8(ascii: "\\") && byte(pos + 1) == UInt8(ascii: "u") {
+                        let save = pos
+                        pos += 2
+                        let low = try hex4()
+                        if low >= 0xDC00 && low < 0xE000 {
+                            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                        } else {
+                            pos = save
+                            scalar = 0xFFFD
+                        }
+                    } else {
+                        scalar = 0xFFFD
+                    }
+                } else if scalar >= 0xDC00 && scalar < 0xE000 {
+                    scalar = 0xFFFD
+                }
+                // UTF-8 of a scalar is never longer than the 6+ bytes of its escape.
+                n += encodeUTF8(scalar, out + n)
+                continue
+            default:
+                pos -= 1
+                throw fail("invalid escape")
+            }
+            out.storeBytes(of: decoded, toByteOffset: n, as: UInt8.self)
+            n += 1
+        }
+        throw fail("unterminated string")
+    }
+
+    private func hex4() throws -> UInt32 {
+        guard pos + 4 <= count else { throw fail("invalid \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            let c = byte(pos)
+            let d: UInt32
+            switch c {
+            case 48...57: d = UInt32(c - 48)
+            case 65...70: d = UInt32(c - 55)
+            case 97...102: d = UInt32(c - 87)
+            default: throw fail("invalid \\u escape")
+            }
+            v = v << 4 | d
+            pos += 1
+        }
+        return v
+    }
+
+    private func encodeUTF8(_ s: UInt32, _ out: UnsafeMutableRawPointer) -> Int {
+        if s < 0x80 {
+            out.storeBytes(of: UInt8(s), as: UInt8.self)
+            return 1
+        } else if s < 0x800 {
+            out.storeBytes(of: UInt8(0xC0 | (s >> 6)), as: UInt8.self)
+            out.storeBytes(of: UInt8(0x80 | (s & 0x3F)), toByteOffset: 1, as: UInt8.self)
+            return 2
+        } else if s < 0x10000 {
+            out.storeBytes(of: UInt8(0xE0 | (s >> 12)), as: UInt8.self)
+            out.storeBytes(of: UInt8(0x80 | ((s >> 6) & 0x3F)), toByteOffset: 1, as: UInt8.self)
+            out.storeBytes(of: UInt8(0x80 | (s & 0x3F)), toByteOffset: 2, as: UInt8.self)
+            return 3
+        } else {
+            out.storeBytes(of: UInt8(0xF0 | (s >> 18)), as: UInt8.self)
+            out.storeBytes(of: UInt8(0x80 | ((s >> 12) & 0x3F)), toByteOffset: 1, as: UInt8.self)
+            out.storeBytes(of: UInt8(0x80 | ((s >> 6) & 0x3F)), toByteOffset: 2, as: UInt8.self)
+            out.storeBytes(of: UInt8(0x80 | (s & 0x3F)), toByteOffset: 3, as: UInt8.self)
+            return 4
+        }
+    }
+
+    /// Steps over one well-formed UTF-8 sequence at `pos`.
+    private func skipUTF8() throws {
+        let c = byte(pos)
+        let need: Int
+        var min: UInt32
+        var v: UInt32
+        switch c {
+        case 0xC2...0xDF: need = 1; min = 0x80; v = UInt32(c & 0x1F)
+        case 0xE0...0xEF: need = 2; min = 0x800; v = UInt32(c & 0x0F)
+        case 0xF0...0xF4: need = 3; min = 0x10000; v = UInt32(c & 0x07)
+        default: throw fail("invalid UTF-8")
+        }
+        guard pos + need < count else { throw fail("invalid UTF-8") }
+        for k in 1...need {
+            let d = byte(pos + k)
+            guard d & 0xC0 == 0x80 else { throw fail("invalid UTF-8") }
+            v = v << 6 | UInt32(d & 0x3F)
+        }
+        guard v >= min, v <= 0x10FFFF, !(v >= 0xD800 && v < 0xE000) else { throw fail("invalid UTF-8") }
+        pos += need + 1
+    }
+
+    /// Validates and steps over any value.
+    private func skipValue(depth: Int) throws {
+        guard depth < 512 else { throw fail("nesting too deep") }
+        guard pos < count else { throw fail("expected a value") }
+        switch byte(pos) {
+        case UInt8(ascii: "{"):
+            pos += 1
+            skipWS()
+            if pos < count && byte(pos) == UInt8(ascii: "}") {
+                pos += 1
+                return
+            }
+            while true {
+                skipWS()
+                guard pos < count, byte(pos) == UInt8(ascii: "\"") else { throw fail("expected a key string") }
+                _ = try parseStringNoDecode()
+                skipWS()
+                guard pos < count, byte(pos) == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                pos += 1
+                skipWS()
+                try skipValue(depth: depth + 1)
+                skipWS()
+                guard pos < count else { throw fail("unterminated object") }
+                let c = byte(pos)
+                pos += 1
+                if c == UInt8(ascii: "}") { return }
+                if c != UInt8(ascii: ",") {
+                    pos -= 1
+                    throw fail("expected ',' or '}'")
+                }
+            }
+        case UInt8(ascii: "["):
+            pos += 1
+            skipWS()
+            if pos < count && byte(pos) == UInt8(ascii: "]") {
+                pos += 1
+                return
+            }
+            while true {
+                skipWS()
+                try skipValue(depth: depth + 1)
+                skipWS()
+                guard pos < count else { throw fail("unterminated array") }
+                let c = byte(pos)
+                pos += 1
+                if c == UInt8(ascii: "]") { return }
+                if c != UInt8(ascii: ",") {
+                    pos -= 1
+                    throw fail("expected ',' or ']'")
+                }
+            }
+        case UInt8(ascii: "\""):
+            _ = try parseStringNoDecode()
+        default:
+            _ = try parseValue()
+        }
+    }
+
+    /// Validates a string without keeping its decoded bytes.
+    private func parseStringNoDecode() throws {
+        let saved = scratchUsed
+        _ = try parseString()
+        scratchUsed = saved
+    }
+
+    /// The strings of a JSON array of strings (e.g. `eligibleWinBackOfferIds`), or nil.
+    static func stringArray(_ raw: UnsafeRawBufferPointer) -> [String]? {
+        // Rare (renewal info only): the exact-typed configuration parser is fine here.
+        guard let list = (try? JSONValue.parse(Data(raw)))?.array else { return nil }
+        var out: [String] = []
+        for item in list {
+            guard let s = item.string else { return nil }
+            out.append(s)
+        }
+        return out
+    }
+}
+
+import Foundation

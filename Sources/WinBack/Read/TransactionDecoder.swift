@@ -1,0 +1,149 @@
+/// Turns one NDJSON line into a ``Transaction``, applying SPEC §2.1's order of handling:
+/// invalid JSON → rejected; a type other than auto-renewable → skipped; a missing or mistyped
+/// field, a bad identifier, expiresDate before purchaseDate → rejected.
+final class TransactionDecoder {
+    enum Outcome {
+        case row(Transaction)
+        case nonSubscription
+        case rejected(String)
+    }
+
+    private enum Key: Int, CaseIterable {
+        case transactionId, originalTransactionId, subscriptionGroupIdentifier, productId
+        case purchaseDate, expiresDate, type, environment, inAppOwnershipType, offerType
+        case offerIdentifier, offerDiscountType, revocationDate, revocationReason, isUpgraded
+        case storefront, appAccountToken, signedDate
+
+        var name: String {
+            switch self {
+            case .transactionId: return "transactionId"
+            case .originalTransactionId: return "originalTransactionId"
+            case .subscriptionGroupIdentifier: return "subscriptionGroupIdentifier"
+            case .productId: return "productId"
+            case .purchaseDate: return "purchaseDate"
+            case .expiresDate: return "expiresDate"
+            case .type: return "type"
+            case .environment: return "environment"
+            case .inAppOwnershipType: return "inAppOwnershipType"
+            case .offerType: return "offerType"
+            case .offerIdentifier: return "offerIdentifier"
+            case .offerDiscountType: return "offerDiscountType"
+            case .revocationDate: return "revocationDate"
+            case .revocationReason: return "revocationReason"
+            case .isUpgraded: return "isUpgraded"
+            case .storefront: return "storefront"
+            case .appAccountToken: return "appAccountToken"
+            case .signedDate: return "signedDate"
+            }
+        }
+    }
+
+    private let scanner = JSONLineScanner(keys: Key.allCases.map(\.name))
+    let table: StringTable
+
+    init(table: StringTable) { self.table = table }
+
+    private struct Rejection: Error { let reason: String }
+
+    @inline(__always) private func value(_ k: Key) -> ScannedValue { scanner.values[k.rawValue] }
+
+    private func string(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
+        switch value(k) {
+        case .absent, .null:
+            if required { throw Rejection(reason: "missing required field \(k.name)") }
+            return nil
+        case .string(let s): return s
+        case let v: throw Rejection(reason: "field \(k.name): expected a string, found \(v.typeName)")
+        }
+    }
+
+    private func int(_ k: Key, required: Bool = false) throws -> Int64? {
+        switch value(k) {
+        case .absent, .null:
+            if required { throw Rejection(reason: "missing required field \(k.name)") }
+            return nil
+        case .int(let i): return i
+        case let v: throw Rejection(reason: "field \(k.name): expected an integer, found \(v.typeName)")
+        }
+    }
+
+    private func id(_ k: Key, required: Bool = false) throws -> Int32 {
+        guard let s = try string(k, required: required) else { return Transaction.none }
+        guard Identifier.isValid(s) else {
+            throw Rejection(reason: "field \(k.name): '\(excerpt(s))' is not a valid identifier")
+        }
+        return table.intern(s)
+    }
+
+    private func excerpt(_ s: UnsafeRawBufferPointer) -> String {
+        String(String(decoding: s, as: UTF8.self).prefix(40))
+    }
+
+    @inline(__always) private static func equals(_ s: UnsafeRawBufferPointer, _ lit: StaticString) -> Bool {
+        s.count == lit.utf8CodeUnitCount && memcmp(s.baseAddress!, lit.utf8Start, s.count) == 0
+    }
+
+    func decode(_ line: UnsafeRawBufferPointer) -> Outcome {
+        guard scanner.scan(line) else { return .rejected("invalid JSON: \(scanner.error)") }
+        do {
+            if let type = try string(.type), !TransactionDecoder.equals(type, "Auto-Renewable Subscription") {
+                return .nonSubscription
+            }
+            let tx = try id(.transactionId, required: true)
+            let orig = try id(.originalTransactionId, required: true)
+            let group = try id(.subscriptionGroupIdentifier, required: true)
+            let product = try id(.productId, required: true)
+            let purchase = try int(.purchaseDate, required: true)!
+            let expires = try int(.expiresDate, required: true)!
+            if expires < purchase { throw Rejection(reason: "expiresDate before purchaseDate") }
+            var t = Transaction(
+                transactionId: tx, originalTransactionId: orig, subscriptionGroupId: group, productId: product,
+                purchaseDate: purchase, expiresDate: expires)
+            if let env = try string(.environment) {
+                t.production = TransactionDecoder.equals(env, "Production")
+            }
+            if let own = try string(.inAppOwnershipType) {
+                t.ownership =
+                    TransactionDecoder.equals(own, "PURCHASED")
+                    ? .purchased : TransactionDecoder.equals(own, "FAMILY_SHARED") ? .familyShared : .unknown
+            }
+            t.offerType = try int(.offerType) ?? 0
+            t.offerIdentifier = try id(.offerIdentifier)
+            if let d = try string(.offerDiscountType) {
+                t.offerDiscountType = table.intern(d)
+                t.isFreeTrial = TransactionDecoder.equals(d, "FREE_TRIAL")
+            }
+            t.revocationDate = try int(.revocationDate) ?? Transaction.never
+            _ = try int(.revocationReason)
+            switch value(.isUpgraded) {
+            case .absent, .null: break
+            case .bool(let b): t.isUpgraded = b
+            case let v: throw Rejection(reason: "field isUpgraded: expected a boolean, found \(v.typeName)")
+            }
+            if let sf = try string(.storefront) {
+                guard Identifier.isStorefront(sf) else {
+                    throw Rejection(reason: "field storefront: '\(excerpt(sf))' is not three capital letters")
+                }
+                t.storefront = table.intern(sf)
+            }
+            if let token = try string(.appAccountToken) {
+                guard Identifier.isUUID(token) else {
+                    throw Rejection(reason: "field appAccountToken: '\(excerpt(token))' is not a UUID")
+                }
+                t.appAccountToken = table.intern(token)
+            }
+            t.signedDate = try int(.signedDate) ?? Transaction.unsigned
+            return .row(t)
+        } catch let r as Rejection {
+            return .rejected(r.reason)
+        } catch {
+            return .rejected("\(error)")
+        }
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif

@@ -1,0 +1,118 @@
+/// Calendar arithmetic in UTC on millisecond timestamps, as SPEC §3 defines it.
+///
+/// Every function here is pure and allocation-free: it runs millions of times per night.
+public enum MonthMath {
+    /// Milliseconds in a day.
+    public static let day: Int64 = 86_400_000
+
+    /// Days since 1970-01-01 of a proleptic Gregorian civil date (Hinnant's algorithm).
+    @inlinable
+    public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    /// The civil date of a day number (days since 1970-01-01).
+    @inlinable
+    public static func civilFromDays(_ z0: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let y = yoe + era * 400
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (m <= 2 ? y + 1 : y, m, d)
+    }
+
+    @inlinable
+    public static func isLeap(_ year: Int64) -> Bool {
+        (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+    }
+
+    @inlinable
+    public static func daysInMonth(year: Int64, month: Int64) -> Int64 {
+        switch month {
+        case 2: return isLeap(year) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Floor division of a timestamp into (day number, millisecond of day).
+    @inlinable
+    public static func split(_ t: Int64) -> (days: Int64, msOfDay: Int64) {
+        var days = t / day
+        var ms = t % day
+        if ms < 0 {
+            days -= 1
+            ms += day
+        }
+        return (days, ms)
+    }
+
+    /// The day number (days since epoch) containing `t`.
+    @inlinable
+    public static func dayNumber(_ t: Int64) -> Int64 { split(t).days }
+
+    /// `addMonths(t, k)`: same time of day, day of month clamped to the target month's length.
+    @inlinable
+    public static func addMonths(_ t: Int64, _ k: Int64) -> Int64 {
+        let (days, ms) = split(t)
+        let c = civilFromDays(days)
+        let m0 = c.month - 1 + k
+        var y = c.year + m0 / 12
+        var m = m0 % 12
+        if m < 0 {
+            m += 12
+            y -= 1
+        }
+        let month = m + 1
+        let d = min(c.day, daysInMonth(year: y, month: month))
+        return daysFromCivil(year: y, month: month, day: d) * day + ms
+    }
+
+    /// `wholeMonths(a, b)`: the largest k ≥ 0 with `addMonths(a, k) ≤ b`; 0 when b < a.
+    @inlinable
+    public static func wholeMonths(_ a: Int64, _ b: Int64) -> Int64 {
+        if b < a { return 0 }
+        let ca = civilFromDays(split(a).days)
+        let cb = civilFromDays(split(b).days)
+        var k = max(0, (cb.year - ca.year) * 12 + (cb.month - ca.month))
+        // addMonths is strictly increasing in k, so the estimate is off by at most one.
+        while k > 0 && addMonths(a, k) > b { k -= 1 }
+        while addMonths(a, k + 1) <= b { k += 1 }
+        return k
+    }
+
+    /// `calendarMonths(a, b)` for a ≤ b: whole months plus the elapsed fraction of the next one.
+    @inlinable
+    public static func calendarMonths(_ a: Int64, _ b: Int64) -> Double {
+        if b <= a { return 0 }
+        let k = wholeMonths(a, b)
+        let lo = addMonths(a, k)
+        let hi = addMonths(a, k + 1)
+        return Double(k) + Double(b - lo) / Double(hi - lo)
+    }
+
+    /// The first instant (00:00 UTC) of the month containing `t`, shifted by `k` months.
+    @inlinable
+    public static func monthStart(_ t: Int64, offset k: Int64 = 0) -> Int64 {
+        let c = civilFromDays(split(t).days)
+        let m0 = c.month - 1 + k
+        var y = c.year + m0 / 12
+        var m = m0 % 12
+        if m < 0 {
+            m += 12
+            y -= 1
+        }
+        return daysFromCivil(year: y, month: m + 1, day: 1) * day
+    }
+}
