@@ -1,0 +1,142 @@
+/// One subscriber's reconstruction and the offers they are eligible for, in rank order.
+public struct CustomerResult: Sendable {
+    /// Index into ``CustomerRows``.
+    public var customer: Int32
+    public var timeline: CustomerTimeline
+    /// Catalog indices, rank 1 first.
+    public var eligible: [Int16]
+}
+
+/// Where one offer's group customers drop out (SPEC §4.3 eligibility funnel).
+public struct FunnelRow: Sendable, Equatable {
+    public var live = false
+    public var customersInGroup = 0
+    public var active = 0
+    public var billingRetry = 0
+    public var churned = 0
+    public var otherProduct = 0
+    public var territory = 0
+    public var paidDuration = 0
+    public var tooRecent = 0
+    public var tooLongAgo = 0
+    public var waitBetweenOffers = 0
+    public var eligible = 0
+
+    mutating func add(_ o: FunnelRow) {
+        customersInGroup += o.customersInGroup
+        active += o.active
+        billingRetry += o.billingRetry
+        churned += o.churned
+        otherProduct += o.otherProduct
+        territory += o.territory
+        paidDuration += o.paidDuration
+        tooRecent += o.tooRecent
+        tooLongAgo += o.tooLongAgo
+        waitBetweenOffers += o.waitBetweenOffers
+        eligible += o.eligible
+    }
+}
+
+/// Customer counts by state at the as-of instant.
+public struct StateCounts: Sendable, Equatable {
+    public var customers = 0
+    public var active = 0
+    public var billingRetry = 0
+    public var churned = 0
+    public var notSubscriber = 0
+
+    mutating func add(_ o: StateCounts) {
+        customers += o.customers
+        active += o.active
+        billingRetry += o.billingRetry
+        churned += o.churned
+        notSubscriber += o.notSubscriber
+    }
+}
+
+/// Every customer reconstructed and evaluated against every offer at one instant.
+public struct Audience: Sendable {
+    public var asOf: Int64
+    /// Subscribers (customers with a period), in output order.
+    public var results: [CustomerResult]
+    public var counts: StateCounts
+    /// Per catalog offer.
+    public var funnel: [FunnelRow]
+
+    /// Evaluates all customers at `t`, spread over `threads` threads (customers are split into
+    /// contiguous shards; each shard's results land in its own slot, so no locks are taken).
+    public static func evaluate(
+        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
+        threads: Int
+    ) -> Audience {
+        let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
+        let slots = ResultSlots<([CustomerResult], StateCounts, [FunnelRow])>(count: pieces.count)
+        let day = MonthMath.dayNumber(t)
+        let live = book.offers.map { $0.offer.isLive(onDay: day) }
+        try? parallelFor(count: pieces.count, threads: threads) { p in
+            var periods: [Period] = []
+            var results: [CustomerResult] = []
+            var counts = StateCounts()
+            var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
+            for k in pieces[p] {
+                let group = customers.groups[k]
+                let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
+                guard
+                    let tl = CustomerTimeline.build(
+                        rows: customers.rows(of: k), asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
+                else {
+                    counts.notSubscriber += 1
+                    continue
+                }
+                counts.customers += 1
+                switch tl.state {
+                case .active: counts.active += 1
+                case .billingRetry: counts.billingRetry += 1
+                case .churned: counts.churned += 1
+                }
+                var eligible: [Int16] = []
+                if let ranked = book.rankedByGroup[group] {
+                    for i in ranked {
+                        let failed = book.offers[i].failures(tl, asOf: t)
+                        funnel[i].count(tl.state, failed)
+                        if failed.isEmpty { eligible.append(Int16(i)) }
+                    }
+                }
+                results.append(CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible))
+            }
+            slots[p] = (results, counts, funnel)
+        }
+        var all: [CustomerResult] = []
+        all.reserveCapacity(customers.count)
+        var counts = StateCounts()
+        var funnel = live.map { FunnelRow(live: $0) }
+        for (r, c, f) in slots.all {
+            all.append(contentsOf: r)
+            counts.add(c)
+            for i in funnel.indices { funnel[i].add(f[i]) }
+        }
+        return Audience(asOf: t, results: all, counts: counts, funnel: funnel)
+    }
+
+    /// Customers eligible per catalog offer.
+    public var eligibleCounts: [Int] { funnel.map(\.eligible) }
+}
+
+extension FunnelRow {
+    @inline(__always)
+    mutating func count(_ state: SubscriptionState, _ failed: Reasons) {
+        customersInGroup += 1
+        switch state {
+        case .active: active += 1; return
+        case .billingRetry: billingRetry += 1; return
+        case .churned: churned += 1
+        }
+        if failed.contains(.otherProduct) { otherProduct += 1 }
+        if failed.contains(.territory) { territory += 1 }
+        if failed.contains(.paidDuration) { paidDuration += 1 }
+        if failed.contains(.tooRecent) { tooRecent += 1 }
+        if failed.contains(.tooLongAgo) { tooLongAgo += 1 }
+        if failed.contains(.waitBetweenOffers) { waitBetweenOffers += 1 }
+        if failed.isEmpty { eligible += 1 }
+    }
+}

@@ -1,0 +1,262 @@
+import Foundation
+import Yams
+
+/// A pipeline file (SPEC §2.5), validated: every problem is collected and named.
+public struct PipelineConfig: Sendable {
+    public enum AsOf: Sendable, Equatable {
+        case today
+        case now
+        case instant(Int64)
+
+        /// Parses `today`, `now`, `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM:SS[.sss]Z`.
+        public static func parse(_ s: String) -> AsOf? {
+            switch s {
+            case "today": return .today
+            case "now": return .now
+            default:
+                if let d = Timestamp.parseDate(s) { return .instant(d * MonthMath.day) }
+                var s = s
+                return s.withUTF8 { Timestamp.parseDateTime($0, allowSpaceForm: false) }.map { .instant($0) }
+            }
+        }
+
+        /// The instant, given the wall clock.
+        public func resolve(now: Int64) -> Int64 {
+            switch self {
+            case .today: return MonthMath.dayNumber(now) * MonthMath.day
+            case .now: return now
+            case .instant(let t): return t
+            }
+        }
+    }
+
+    /// The pipeline file's path and folder (relative paths are relative to the folder).
+    public var path: String
+    public var folder: String
+    public var name: String
+    public var format: String = "appstore-ndjson"
+    public var transactionPaths: [String] = []
+    public var renewalInfoPaths: [String] = []
+    public var products: [String: String] = [:]
+    public var offersPath: String = ""
+    public var asOf: AsOf = .today
+    public var consecutiveGapDays: Int64 = 60
+    public var outputDirectory: String = ""
+    public var formats: [String] = ["csv", "xml"]
+    public var windowMonths: Int = 12
+    public var maxRejectedFraction: Double = 0.001
+    /// nil = auto (the number of cores).
+    public var threads: Int?
+
+    public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat"]
+
+    /// Loads and validates a pipeline file; throws a configuration error (exit 78) listing
+    /// every problem.
+    public static func load(path: String) throws -> PipelineConfig {
+        let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
+        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8) else {
+            throw WinBackError(.configuration, "pipeline file is missing or unreadable", path: path)
+        }
+        let (config, problems) = parse(text, path: abs)
+        if let config, problems.isEmpty { return config }
+        throw WinBackError(
+            .configuration, "invalid pipeline file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+            path: path, details: problems)
+    }
+
+    /// Parses pipeline YAML; returns the configuration (when usable) and every problem.
+    public static func parse(_ text: String, path: String) -> (PipelineConfig?, [String]) {
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: text)
+        } catch {
+            return (nil, ["not valid YAML: \(error)"])
+        }
+        guard let root = node?.mapping else { return (nil, ["expected a mapping at the top level"]) }
+        var p = YAMLChecker()
+        let folder = (path as NSString).deletingLastPathComponent
+        var c = PipelineConfig(path: path, folder: folder.isEmpty ? "." : folder, name: "")
+
+        p.allow(
+            root,
+            ["name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
+             "reports", "limits", "threads"], at: "")
+        if let name = p.string(root, "name", required: true) {
+            if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
+                p.fail("name", "'\(name)' must match [a-z0-9-]+ (it names the output folder)")
+            } else {
+                c.name = name
+            }
+        }
+        if let t = p.field(root, "transactions", required: true) {
+            if let m = t.mapping {
+                p.allow(m, ["format", "paths"], at: "transactions.")
+                if let f = p.string(m, "format", at: "transactions.") {
+                    if formatsKnown.contains(f) { c.format = f } else {
+                        p.fail("transactions.format", "'\(f)' is not one of \(formatsKnown.joined(separator: ", "))")
+                    }
+                }
+                c.transactionPaths = p.strings(m, "paths", at: "transactions.", required: true)
+                if c.transactionPaths.isEmpty && m["paths"] != nil {
+                    p.fail("transactions.paths", "lists no path")
+                }
+            } else {
+                p.fail("transactions", "expected a mapping with format and paths")
+            }
+        }
+        if root["renewalInfo"] != nil { c.renewalInfoPaths = p.strings(root, "renewalInfo") }
+        if let prod = p.field(root, "products") {
+            if let m = prod.mapping {
+                for (k, v) in m {
+                    guard let key = k.scalar?.string, let group = v.scalar?.string else {
+                        p.fail("products", "expected productId: subscriptionGroupId pairs")
+                        continue
+                    }
+                    c.products[key] = group
+                }
+            } else {
+                p.fail("products", "expected a mapping of productId to subscription group id")
+            }
+        }
+        if c.format == "revenuecat" && c.products.isEmpty {
+            p.fail("products", "required for format revenuecat (the export has no subscription group)")
+        }
+        if let o = p.string(root, "offers", required: true) { c.offersPath = o }
+        if let a = p.string(root, "asOf") {
+            if let v = AsOf.parse(a) { c.asOf = v } else {
+                p.fail("asOf", "'\(a)' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")
+            }
+        }
+        if let g = p.int(root, "consecutiveGapDays") {
+            if g < 0 { p.fail("consecutiveGapDays", "must be 0 or more, found \(g)") } else { c.consecutiveGapDays = Int64(g) }
+        }
+        if let out = p.field(root, "output", required: true) {
+            if let m = out.mapping {
+                p.allow(m, ["directory", "formats"], at: "output.")
+                if let d = p.string(m, "directory", at: "output.", required: true) { c.outputDirectory = d }
+                if m["formats"] != nil {
+                    let f = p.strings(m, "formats", at: "output.")
+                    let bad = f.filter { $0 != "csv" && $0 != "xml" }
+                    if !bad.isEmpty {
+                        p.fail("output.formats", "unknown format \(bad.joined(separator: ", ")); use csv and/or xml")
+                    } else if f.isEmpty {
+                        p.fail("output.formats", "lists no format")
+                    } else {
+                        c.formats = f
+                    }
+                }
+            } else {
+                p.fail("output", "expected a mapping with directory (and formats)")
+            }
+        }
+        if let r = p.field(root, "reports") {
+            if let m = r.mapping {
+                p.allow(m, ["windowMonths"], at: "reports.")
+                if let w = p.int(m, "windowMonths", at: "reports.") {
+                    if w < 1 || w > 120 { p.fail("reports.windowMonths", "must be 1–120, found \(w)") } else { c.windowMonths = w }
+                }
+            } else {
+                p.fail("reports", "expected a mapping with windowMonths")
+            }
+        }
+        if let l = p.field(root, "limits") {
+            if let m = l.mapping {
+                p.allow(m, ["maxRejectedFraction"], at: "limits.")
+                if let v = p.field(m, "maxRejectedFraction") {
+                    if let d = v.scalar.flatMap({ Double($0.string) }), d >= 0, d <= 1 {
+                        c.maxRejectedFraction = d
+                    } else {
+                        p.fail("limits.maxRejectedFraction", "expected a fraction between 0 and 1")
+                    }
+                }
+            } else {
+                p.fail("limits", "expected a mapping with maxRejectedFraction")
+            }
+        }
+        if let t = p.string(root, "threads") {
+            if t == "auto" {
+                c.threads = nil
+            } else if let n = Int(t), n >= 1, n <= 256 {
+                c.threads = n
+            } else {
+                p.fail("threads", "expected auto or a number of threads from 1 to 256, found '\(t)'")
+            }
+        }
+        return (p.problems.isEmpty ? c : nil, p.problems.map { "\(path): \($0)" })
+    }
+
+    /// An absolute path for a path of the file (relative ones are relative to its folder).
+    public func resolve(_ p: String) -> String { InputFiles.absolute(p, base: folder) }
+}
+
+/// Reads typed fields out of YAML nodes, collecting a message per problem.
+struct YAMLChecker {
+    var problems: [String] = []
+
+    mutating func fail(_ field: String, _ why: String) { problems.append("field '\(field)': \(why)") }
+
+    mutating func allow(_ m: Node.Mapping, _ keys: Set<String>, at prefix: String) {
+        for k in m.keys {
+            guard let s = k.scalar?.string else {
+                problems.append("a key under '\(prefix)' is not a plain string")
+                continue
+            }
+            if !keys.contains(s) {
+                let near = keys.sorted().first { $0.lowercased() == s.lowercased() }
+                problems.append(
+                    "unknown key '\(prefix)\(s)'" + (near.map { " (did you mean '\(prefix)\($0)'?)" } ?? "")
+                        + "; known keys: \(keys.sorted().joined(separator: ", "))")
+            }
+        }
+    }
+
+    mutating func field(_ m: Node.Mapping, _ key: String, required: Bool = false, at prefix: String = "") -> Node? {
+        guard let v = m[key] else {
+            if required { fail(prefix + key, "required") }
+            return nil
+        }
+        // YAML's null: an empty plain value, `~` or `null`.
+        if let s = v.scalar, s.style == .plain, s.string == "" || s.string == "~" || s.string == "null" {
+            if required { fail(prefix + key, "required") }
+            return nil
+        }
+        return v
+    }
+
+    mutating func string(_ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false) -> String? {
+        guard let v = field(m, key, required: required, at: prefix) else { return nil }
+        guard let s = v.scalar?.string else {
+            fail(prefix + key, "expected a single value")
+            return nil
+        }
+        return s
+    }
+
+    mutating func int(_ m: Node.Mapping, _ key: String, at prefix: String = "") -> Int? {
+        guard let s = string(m, key, at: prefix) else { return nil }
+        guard let i = Int(s) else {
+            fail(prefix + key, "expected a whole number, found '\(s)'")
+            return nil
+        }
+        return i
+    }
+
+    /// A list of strings; a single string counts as a one-item list.
+    mutating func strings(_ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false) -> [String] {
+        guard let v = field(m, key, required: required, at: prefix) else { return [] }
+        if let s = v.scalar { return [s.string] }
+        guard let seq = v.sequence else {
+            fail(prefix + key, "expected a list of strings")
+            return []
+        }
+        var out: [String] = []
+        for item in seq {
+            guard let s = item.scalar?.string else {
+                fail(prefix + key, "expected a list of strings")
+                return []
+            }
+            out.append(s)
+        }
+        return out
+    }
+}

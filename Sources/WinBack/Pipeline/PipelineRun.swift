@@ -1,0 +1,163 @@
+import Foundation
+
+/// What the command line may override in a pipeline file.
+public struct RunOptions: Sendable {
+    public var pipelinePath: String
+    public var asOf: String?
+    public var output: String?
+    public var threads: Int?
+    /// The wall clock, in ms since the epoch (injectable for tests).
+    public var now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)
+
+    public init(pipelinePath: String, asOf: String? = nil, output: String? = nil, threads: Int? = nil) {
+        self.pipelinePath = pipelinePath
+        self.asOf = asOf
+        self.output = output
+        self.threads = threads
+    }
+}
+
+/// The outcome of a successful run.
+public struct RunSummary: Sendable {
+    /// `<output>/<name>/<YYYY-MM-DD>` as published.
+    public var published: String
+    public var asOf: Int64
+    public var states: StateCounts
+    public var counters: ReadCounters
+    /// (offerId, eligible customers) in catalog order.
+    public var eligible: [(String, Int)]
+    public var seconds: Double
+}
+
+/// Everything a run needs, resolved from the pipeline file and the command line.
+public struct ResolvedPipeline: Sendable {
+    public var config: PipelineConfig
+    public var catalog: OfferCatalog
+    public var asOf: Int64
+    public var threads: Int
+    public var outputDirectory: String
+    public var transactionFiles: [String]
+    public var renewalFiles: [String]
+
+    /// Loads the pipeline file and catalog and resolves the input globs (exit 78 / 66).
+    public static func resolve(_ o: RunOptions) throws -> ResolvedPipeline {
+        let config = try PipelineConfig.load(path: o.pipelinePath)
+        var asOf = config.asOf
+        if let s = o.asOf {
+            guard let v = PipelineConfig.AsOf.parse(s) else {
+                throw WinBackError(.usage, "--as-of '\(s)' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")
+            }
+            asOf = v
+        }
+        let catalog = try OfferCatalog.load(path: config.resolve(config.offersPath))
+        let cwd = FileManager.default.currentDirectoryPath
+        let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
+        let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
+        return ResolvedPipeline(
+            config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),
+            outputDirectory: out,
+            transactionFiles: try InputFiles.resolve(config.transactionPaths, base: config.folder),
+            renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder))
+    }
+}
+
+/// The nightly job: read → reconstruct → evaluate → write, then publish atomically.
+public enum PipelineRun {
+    public static func run(_ options: RunOptions, progress: Progress) throws -> RunSummary {
+        let started = Date()
+        let p = try ResolvedPipeline.resolve(options)
+        XMLWriter.initialize()  // before any worker thread touches libxml2
+
+        var manifest = Manifest()
+        manifest.pipeline = p.config.name
+        manifest.asOf = p.asOf
+        manifest.started = started
+        manifest.threads = p.threads
+
+        let publisher = Publisher(
+            root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
+        try publisher.begin()
+        var rejectsBytes: [UInt8] = CSVRecord.header(["file", "line", "reason", "excerpt"])
+        do {
+            // Read.
+            let totalBytes = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
+            progress.begin("read", totalBytes: totalBytes)
+            let set = try TransactionReader.read(
+                paths: p.transactionFiles, format: p.config.format, threads: p.threads,
+                progress: { progress.advance($0) })
+            manifest.inputs = set.inputs
+            manifest.counters = set.counters
+            let (renewals, renewalRejects, renewalStats) = try RenewalReader.read(
+                paths: p.renewalFiles, strings: set.strings)
+            manifest.renewalInputs = renewalStats
+            manifest.renewalRejected = renewalRejects.count
+            rejectsBytes = RejectsWriter.bytes(set.rejects + renewalRejects, relativeTo: p.config.folder)
+            let c = set.counters
+            manifest.stages.append(
+                ("read",
+                 progress.end(
+                    "\(p.transactionFiles.count) files, \(Progress.mb(totalBytes)), \(c.rowsRead) rows, "
+                        + "\(c.rejected) rejected, \(c.duplicates) duplicates")))
+            try checkRejectBudget(c, limit: p.config.maxRejectedFraction)
+
+            // Reconstruct and evaluate.
+            progress.begin("evaluate")
+            let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: p.threads)
+            let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
+            let audience = Audience.evaluate(
+                customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,
+                threads: p.threads)
+            manifest.states = audience.counts
+            manifest.eligible = zip(p.catalog.offers, audience.eligibleCounts).map { ($0.offerId, $1) }
+            let s = audience.counts
+            manifest.stages.append(
+                ("evaluate",
+                 progress.end(
+                    "\(s.customers) customers: \(s.active) active, \(s.billingRetry) in billing retry, "
+                        + "\(s.churned) churned; \(audience.results.filter { !$0.eligible.isEmpty }.count) eligible")))
+
+            // Write.
+            progress.begin("write")
+            var outputs = try SegmentWriter(
+                customers: customers, audience: audience, book: book, formats: p.config.formats
+            ).write(to: publisher.staging, threads: p.threads)
+            outputs.append(try writeFile(publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count))
+            manifest.outputs = outputs
+            manifest.stages.append(("write", progress.end("\(outputs.count) files")))
+            manifest.finished = Date()
+            _ = try writeFile(publisher.staging, "manifest.json", manifest.json(), rows: 0)
+            try publisher.publish()
+            let published = publisher.root + "/" + publisher.date
+            progress.note("winback: published \(published)")
+            return RunSummary(
+                published: published, asOf: p.asOf, states: audience.counts, counters: set.counters,
+                eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
+        } catch {
+            manifest.status = "failed"
+            manifest.error = "\(error)"
+            manifest.finished = Date()
+            publisher.fail(keeping: [("rejects.csv", rejectsBytes), ("manifest.json", manifest.json())])
+            throw error
+        }
+    }
+
+    /// Fails the run (exit 65) when more rows were rejected than the pipeline allows.
+    static func checkRejectBudget(_ c: ReadCounters, limit: Double) throws {
+        guard c.rowsRead > 0 else { return }
+        let fraction = Double(c.rejected) / Double(c.rowsRead)
+        if fraction > limit {
+            throw WinBackError(
+                .badData,
+                String(
+                    format: "%d of %d rows rejected (%.4f%%), more than maxRejectedFraction %g allows; see rejects.csv in the .failed folder",
+                    c.rejected, c.rowsRead, fraction * 100, limit))
+        }
+    }
+
+    static func writeFile(_ dir: String, _ name: String, _ bytes: [UInt8], rows: Int) throws -> OutputStats {
+        let f = try OutputFile(path: dir + "/" + name)
+        try f.write(bytes)
+        let (n, sha) = try f.finish()
+        return OutputStats(path: name, bytes: n, rows: rows, sha256: sha)
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// `winback validate`: every problem of a pipeline file, its catalog and its inputs, at once.
+public enum PipelineValidation {
+    public struct Report: Sendable {
+        public var problems: [String] = []
+        /// A short description of what was checked, when valid.
+        public var summary = ""
+    }
+
+    public static func check(pipelinePath: String) -> Report {
+        var report = Report()
+        let abs = InputFiles.absolute(pipelinePath, base: FileManager.default.currentDirectoryPath)
+        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8) else {
+            report.problems.append("\(pipelinePath): pipeline file is missing or unreadable")
+            return report
+        }
+        let (config, problems) = PipelineConfig.parse(text, path: abs)
+        report.problems += problems
+        guard let config else { return report }
+
+        let catalogPath = config.resolve(config.offersPath)
+        var offers = 0
+        if let data = FileManager.default.contents(atPath: catalogPath) {
+            let (catalog, problems) = OfferCatalog.parse(data)
+            report.problems += problems.map { "\(catalogPath): \($0)" }
+            offers = catalog.offers.count
+        } else {
+            report.problems.append("\(catalogPath): offer catalog is missing or unreadable")
+        }
+        var files = 0
+        for pattern in config.transactionPaths + config.renewalInfoPaths {
+            do {
+                for path in try InputFiles.resolve([pattern], base: config.folder) {
+                    if access(path, R_OK) != 0 {
+                        report.problems.append("\(path): input is not readable")
+                    }
+                    files += 1
+                }
+            } catch {
+                report.problems.append("\(error)")
+            }
+        }
+        report.summary = "\(offers) offers, \(files) input files"
+        return report
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif

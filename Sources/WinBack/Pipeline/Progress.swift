@@ -1,0 +1,83 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Tells the operator what a run is doing, on stderr only (stdout is for results).
+///
+/// On a terminal: a progress line redrawn in place (bytes read of total, rate, ETA). Without
+/// one (cron): one concise line per finished stage. Quiet: nothing.
+public final class Progress: @unchecked Sendable {
+    public enum Mode: Sendable { case quiet, terminal, log }
+
+    public let mode: Mode
+    private let lock = NSLock()
+    private var total = 0
+    private var done = 0
+    private var stageName = ""
+    private var stageStart = Date()
+    private var lastDraw = Date.distantPast
+    private var drew = false
+
+    public init(mode: Mode) { self.mode = mode }
+
+    /// Terminal mode when stderr is a TTY, log mode otherwise; quiet when asked.
+    public static func automatic(quiet: Bool) -> Progress {
+        Progress(mode: quiet ? .quiet : (isatty(2) != 0 ? .terminal : .log))
+    }
+
+    public func begin(_ stage: String, totalBytes: Int = 0) {
+        lock.lock()
+        stageName = stage
+        stageStart = Date()
+        total = totalBytes
+        done = 0
+        lock.unlock()
+    }
+
+    /// Adds bytes read; thread-safe; redraws at most ten times a second.
+    public func advance(_ bytes: Int) {
+        guard mode == .terminal else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        done += bytes
+        let now = Date()
+        guard now.timeIntervalSince(lastDraw) >= 0.1 else { return }
+        lastDraw = now
+        let elapsed = max(now.timeIntervalSince(stageStart), 0.001)
+        let rate = Double(done) / elapsed
+        let eta = rate > 0 && total > done ? Double(total - done) / rate : 0
+        let line = String(
+            format: "\r%@: %@ of %@  %@/s  ETA %.0fs ", stageName, Progress.mb(done), Progress.mb(total), Progress.mb(Int(rate)),
+            eta)
+        FileHandle.standardError.write(Data(line.utf8))
+        drew = true
+    }
+
+    /// Ends a stage with a one-line summary; returns its wall seconds.
+    @discardableResult
+    public func end(_ summary: String) -> Double {
+        lock.lock()
+        let seconds = Date().timeIntervalSince(stageStart)
+        let name = stageName
+        let clear = drew
+        drew = false
+        lock.unlock()
+        switch mode {
+        case .quiet: break
+        case .terminal, .log:
+            let prefix = clear ? "\r\u{1B}[K" : ""
+            note(prefix + String(format: "winback: %@: %@ (%.2f s)", name, summary, seconds))
+        }
+        return seconds
+    }
+
+    /// A line on stderr, unless quiet.
+    public func note(_ line: String) {
+        guard mode != .quiet else { return }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    static func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
+}

@@ -1,0 +1,33 @@
+/// Renewal information by originalTransactionId, each list ordered by signedDate.
+public struct RenewalIndex: Sendable {
+    var byOriginal: [Int32: [RenewalInfo]] = [:]
+
+    public init() {}
+
+    public mutating func add(originalTransactionId: Int32, _ info: RenewalInfo) {
+        byOriginal[originalTransactionId, default: []].append(info)
+    }
+
+    /// Orders each list by signedDate (stable: for equal dates the later read wins).
+    public mutating func finish() {
+        for (k, list) in byOriginal where list.count > 1 {
+            byOriginal[k] = list.enumerated().sorted {
+                $0.element.signedDate != $1.element.signedDate
+                    ? $0.element.signedDate < $1.element.signedDate : $0.offset < $1.offset
+            }.map(\.element)
+        }
+    }
+
+    /// The newest renewal info with signedDate ≤ t (SPEC §2.2).
+    @inline(__always)
+    public func known(at t: Int64, originalTransactionId: Int32) -> RenewalInfo? {
+        guard let list = byOriginal[originalTransactionId] else { return nil }
+        var found: RenewalInfo?
+        for info in list {
+            if info.signedDate <= t { found = info } else { break }
+        }
+        return found
+    }
+
+    public var isEmpty: Bool { byOriginal.isEmpty }
+}

@@ -1,0 +1,154 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Publishes a run atomically under `<output>/<name>/` (SPEC §4, §6).
+///
+/// A run is built in a hidden staging folder; on success it is renamed to a versioned hidden
+/// folder and `<YYYY-MM-DD>` and `latest` are relative symlinks swapped by rename(2), so a
+/// reader sees either the complete new run or the previous one. A lock (flock(2), released by
+/// the kernel when the process dies, so a killed run never blocks the next) keeps two runs of
+/// the same pipeline apart.
+public final class Publisher {
+    public let root: String
+    public let date: String
+    private var lockFD: Int32 = -1
+    /// Where this run's files are written before publishing.
+    public private(set) var staging: String = ""
+
+    /// - Parameters:
+    ///   - root: `<output>/<name>`.
+    ///   - date: `YYYY-MM-DD` of the as-of instant.
+    public init(root: String, date: String) {
+        self.root = root
+        self.date = date
+    }
+
+    deinit { unlock() }
+
+    private static func errnoText() -> String { String(cString: strerror(errno)) }
+
+    /// Creates the output folder, takes the lock and prepares an empty staging folder.
+    /// Throws exit 75 when another run holds the lock, 73 when the folder cannot be made.
+    public func begin() throws {
+        do {
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(.cannotCreateOutput, "cannot create the output folder: \(error.localizedDescription)", path: root)
+        }
+        let lockPath = root + "/.lock"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw WinBackError(.cannotCreateOutput, "cannot open the lock file: \(Publisher.errnoText())", path: lockPath)
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let holder = (try? String(contentsOfFile: lockPath, encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            close(fd)
+            throw WinBackError(
+                .locked,
+                "another run of this pipeline holds the lock\(holder.isEmpty ? "" : " (\(holder))"); not starting",
+                path: lockPath)
+        }
+        lockFD = fd
+        ftruncate(fd, 0)
+        let info = "pid \(getpid()) since \(Timestamp.iso(Int64(Date().timeIntervalSince1970 * 1000)))\n"
+        _ = info.withCString { write(fd, $0, strlen($0)) }
+
+        // Under the lock, anything staged is left over from a killed run.
+        removeHidden(prefix: ".staging-")
+        staging = root + "/.staging-\(date)-\(getpid())"
+        do {
+            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(.cannotCreateOutput, "cannot create the staging folder: \(error.localizedDescription)", path: staging)
+        }
+    }
+
+    func unlock() {
+        if lockFD >= 0 {
+            close(lockFD)
+            lockFD = -1
+        }
+    }
+
+    private func removeHidden(prefix: String) {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        for e in entries where e.hasPrefix(prefix) {
+            try? FileManager.default.removeItem(atPath: root + "/" + e)
+        }
+    }
+
+    /// Moves the staged run into place and points `<date>` and `latest` at it.
+    public func publish() throws {
+        let stamp = Int64(Date().timeIntervalSince1970 * 1000)
+        let versioned = ".run-\(date)-\(stamp)-\(getpid())"
+        try rename(staging, root + "/" + versioned)
+        syncDirectory(root)
+        try swapLink(named: date, to: versioned)
+        // `latest` follows the highest published date, which need not be this one.
+        let dates = publishedDates()
+        if let newest = dates.max() { try swapLink(named: "latest", to: newest) }
+        // Versioned folders no date points at any more are old runs.
+        let live = Set(dates.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + $0) })
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        for e in entries where e.hasPrefix(".run-") && !live.contains(e) {
+            try? FileManager.default.removeItem(atPath: root + "/" + e)
+        }
+        syncDirectory(root)
+        unlock()
+    }
+
+    /// Dates (`YYYY-MM-DD` symlinks) published under the root.
+    func publishedDates() -> [String] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return entries.filter { Timestamp.parseDate($0) != nil }.sorted()
+    }
+
+    private func rename(_ from: String, _ to: String) throws {
+        if Glibc.rename(from, to) != 0 {
+            throw WinBackError(.cannotCreateOutput, "cannot rename \(from) to \(to): \(Publisher.errnoText())", path: root)
+        }
+    }
+
+    private func swapLink(named name: String, to target: String) throws {
+        let tmp = root + "/.link-\(name)-\(getpid())"
+        unlink(tmp)
+        guard symlink(target, tmp) == 0 else {
+            throw WinBackError(.cannotCreateOutput, "cannot create a symlink: \(Publisher.errnoText())", path: tmp)
+        }
+        let final = root + "/" + name
+        var st = stat()
+        if lstat(final, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+            // A real folder (not made by this tool) cannot be replaced by rename(2).
+            throw WinBackError(.cannotCreateOutput, "is a folder, not a link this tool manages; move it away", path: final)
+        }
+        try rename(tmp, final)
+    }
+
+    private func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+
+    /// After a failure: removes the staging folder and keeps `files` (name → bytes) in
+    /// `.failed-<date>/`, replacing an older failure. The published runs are untouched.
+    public func fail(keeping files: [(String, [UInt8])]) {
+        let failed = root + "/.failed-\(date)"
+        let tmp = root + "/.failed-tmp-\(getpid())"
+        try? FileManager.default.removeItem(atPath: tmp)
+        try? FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
+        for (name, bytes) in files {
+            FileManager.default.createFile(atPath: tmp + "/" + name, contents: Data(bytes))
+        }
+        if !staging.isEmpty { try? FileManager.default.removeItem(atPath: staging) }
+        try? FileManager.default.removeItem(atPath: failed)
+        Glibc.rename(tmp, failed)
+        unlock()
+    }
+}

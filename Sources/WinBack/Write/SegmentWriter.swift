@@ -1,0 +1,141 @@
+import Foundation
+
+/// Writes the audience segments (SPEC §4.1, §4.2): one CSV and one XML per catalog offer, and
+/// the best-offer list, all in customer order.
+public struct SegmentWriter {
+    public static let columns = [
+        "subscription_group_id", "original_transaction_id", "app_account_token", "storefront", "product_id",
+        "paid_months", "paid_run_start", "last_subscribed_end", "months_since_last_subscribed", "offer_id",
+        "offer_rank", "eligible_offer_ids", "offer_url",
+    ]
+
+    let customers: CustomerRows
+    let audience: Audience
+    let book: OfferBook
+    let formats: [String]
+
+    public init(customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String]) {
+        self.customers = customers
+        self.audience = audience
+        self.book = book
+        self.formats = formats
+    }
+
+    /// One line of a segment: a result and the offer it is listed under.
+    struct Entry {
+        var result: Int
+        var offer: Int
+        var rank: Int
+    }
+
+    /// Writes every segment into `directory/segments/`; returns the files written.
+    public func write(to directory: String, threads: Int) throws -> [OutputStats] {
+        let dir = directory + "/segments"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let n = book.offers.count
+        var perOffer = [[Entry]](repeating: [], count: n)
+        var best: [Entry] = []
+        for (ri, r) in audience.results.enumerated() {
+            for (rank, o) in r.eligible.enumerated() {
+                perOffer[Int(o)].append(Entry(result: ri, offer: Int(o), rank: rank + 1))
+            }
+            if let first = r.eligible.first { best.append(Entry(result: ri, offer: Int(first), rank: 1)) }
+        }
+        let jobs: [(name: String, entries: [Entry], offer: Int?)] =
+            book.offers.indices.map { (book.offers[$0].offer.offerId, perOffer[$0], $0) } + [("best-offer", best, nil)]
+        let tasks = jobs.flatMap { job in formats.map { (job, $0) } }
+        let slots = ResultSlots<OutputStats>(count: tasks.count)
+        try parallelFor(count: tasks.count, threads: threads) { i in
+            let (job, format) = tasks[i]
+            let rel = "segments/\(job.name).\(format)"
+            let path = directory + "/" + rel
+            let rows: Int
+            if format == "csv" {
+                rows = try writeCSV(job.entries, path: path)
+            } else {
+                rows = try writeXML(job.entries, offer: job.offer, path: path)
+            }
+            let (bytes, sha) = try OutputFile.sha256(of: path)
+            slots[i] = OutputStats(path: rel, bytes: bytes, rows: rows, sha256: sha)
+        }
+        return slots.all
+    }
+
+    func eligibleIds(_ r: CustomerResult, separator: String) -> String {
+        r.eligible.map { book.offers[Int($0)].offer.offerId }.joined(separator: separator)
+    }
+
+    func writeCSV(_ entries: [Entry], path: String) throws -> Int {
+        let file = try OutputFile(path: path)
+        try file.write(CSVRecord.header(SegmentWriter.columns))
+        let s = customers.strings
+        var rec = CSVRecord()
+        for e in entries {
+            let r = audience.results[e.result]
+            let tl = r.timeline
+            let k = Int(r.customer)
+            rec.reset()
+            s.withBytes(customers.groups[k]) { rec.field(bytes: $0) }
+            s.withBytes(customers.originalTransactionIds[k]) { rec.field(bytes: $0) }
+            if tl.appAccountToken >= 0 { s.withBytes(tl.appAccountToken) { rec.field(bytes: $0) } } else { rec.empty() }
+            if tl.storefront >= 0 { s.withBytes(tl.storefront) { rec.field(bytes: $0) } } else { rec.empty() }
+            s.withBytes(tl.productId) { rec.field(bytes: $0) }
+            rec.field(tl.paidMonths)
+            rec.field(timestamp: tl.paidRunStart)
+            rec.field(timestamp: tl.lastSubscribedEnd)
+            rec.field(tl.monthsSinceLastSubscribed)
+            let offer = book.offers[e.offer].offer
+            rec.field(offer.offerId)
+            rec.field(e.rank)
+            rec.field(eligibleIds(r, separator: ";"))
+            rec.field(offer.offerURL)
+            rec.end()
+            try file.write(rec.bytes)
+        }
+        _ = try file.finish()
+        return entries.count
+    }
+
+    func writeXML(_ entries: [Entry], offer: Int?, path: String) throws -> Int {
+        let x = try XMLWriter(path: path)
+        let s = customers.strings
+        let asOf = Timestamp.iso(audience.asOf)
+        if let offer {
+            let o = book.offers[offer].offer
+            try x.start("segment")
+            try x.attribute("xmlns", "urn:winback:segment:1")
+            try x.attribute("offerId", o.offerId)
+            try x.attribute("subscriptionGroupId", o.subscriptionGroupId)
+            try x.attribute("productId", o.productId)
+        } else {
+            try x.start("audience")
+            try x.attribute("xmlns", "urn:winback:segment:1")
+        }
+        try x.attribute("asOf", asOf)
+        try x.attribute("customers", String(entries.count))
+        for e in entries {
+            let r = audience.results[e.result]
+            let tl = r.timeline
+            let k = Int(r.customer)
+            let o = book.offers[e.offer].offer
+            try x.start("customer")
+            if offer == nil { try x.attribute("subscriptionGroupId", s.string(customers.groups[k])) }
+            try x.attribute("originalTransactionId", s.string(customers.originalTransactionIds[k]))
+            if tl.appAccountToken >= 0 { try x.attribute("appAccountToken", s.string(tl.appAccountToken)) }
+            if tl.storefront >= 0 { try x.attribute("storefront", s.string(tl.storefront)) }
+            try x.attribute("productId", s.string(tl.productId))
+            try x.attribute("paidMonths", String(tl.paidMonths))
+            if let p = tl.paidRunStart { try x.attribute("paidRunStart", Timestamp.iso(p)) }
+            try x.attribute("lastSubscribedEnd", Timestamp.iso(tl.lastSubscribedEnd))
+            try x.attribute("monthsSinceLastSubscribed", String(tl.monthsSinceLastSubscribed))
+            if offer == nil { try x.attribute("offerId", o.offerId) }
+            try x.attribute("offerRank", String(e.rank))
+            try x.attribute("eligibleOfferIds", eligibleIds(r, separator: " "))
+            try x.attribute("offerUrl", o.offerURL)
+            try x.end()
+        }
+        try x.end()
+        try x.finish()
+        return entries.count
+    }
+}

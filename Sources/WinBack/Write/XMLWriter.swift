@@ -1,0 +1,62 @@
+import CLibXML2
+
+/// A streaming XML file writer over libxml2's xmlTextWriter: one element per line, indented
+/// by two spaces. All libxml2 writer calls of the project go through this type.
+final class XMLWriter {
+    private let writer: xmlTextWriterPtr
+    let path: String
+
+    /// libxml2 must be initialised once before threads use it.
+    static func initialize() { xmlInitParser() }
+
+    init(path: String) throws {
+        self.path = path
+        guard let w = xmlNewTextWriterFilename(path, 0) else {
+            throw WinBackError(.cannotCreateOutput, "cannot create XML file", path: path)
+        }
+        writer = w
+        xmlTextWriterSetIndent(writer, 1)
+        xmlTextWriterSetIndentString(writer, "  ")
+        try check(xmlTextWriterStartDocument(writer, nil, "UTF-8", nil))
+    }
+
+    deinit { xmlFreeTextWriter(writer) }
+
+    private func check(_ rc: Int32) throws {
+        if rc < 0 { throw WinBackError(.cannotCreateOutput, "cannot write XML", path: path) }
+    }
+
+    func start(_ name: String) throws { try check(xmlTextWriterStartElement(writer, name)) }
+
+    /// Writes an attribute; an empty value is omitted (SPEC §4.2).
+    func attribute(_ name: String, _ value: String) throws {
+        if value.isEmpty { return }
+        try check(xmlTextWriterWriteAttribute(writer, name, value))
+    }
+
+    func end() throws { try check(xmlTextWriterEndElement(writer)) }
+
+    /// Ends the document and flushes the file.
+    func finish() throws {
+        try check(xmlTextWriterEndDocument(writer))
+        try check(xmlTextWriterFlush(writer))
+    }
+}
+
+/// Validates XML files against an XSD with libxml2 (tests and `validate` use it).
+public enum XMLSchemaValidator {
+    /// Problems found validating `xmlPath` against `xsdPath`; empty when valid.
+    public static func validate(xmlPath: String, xsdPath: String) -> [String] {
+        xmlInitParser()
+        guard let pctx = xmlSchemaNewParserCtxt(xsdPath) else { return ["cannot read schema \(xsdPath)"] }
+        defer { xmlSchemaFreeParserCtxt(pctx) }
+        guard let schema = xmlSchemaParse(pctx) else { return ["invalid schema \(xsdPath)"] }
+        defer { xmlSchemaFree(schema) }
+        guard let vctx = xmlSchemaNewValidCtxt(schema) else { return ["cannot create a validation context"] }
+        defer { xmlSchemaFreeValidCtxt(vctx) }
+        let rc = xmlSchemaValidateFile(vctx, xmlPath, 0)
+        if rc == 0 { return [] }
+        let last = xmlGetLastError().map { String(cString: $0.pointee.message) } ?? "invalid"
+        return ["\(xmlPath): not valid against \(xsdPath) (code \(rc)): \(last)"]
+    }
+}

@@ -1,0 +1,23 @@
+import ArgumentParser
+import WinBack
+
+struct ValidateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "validate",
+        abstract: "Check a pipeline file, its offer catalog and its input paths; run nothing.",
+        discussion: "Reports every problem found at once. Exit 0 when valid, 78 when not.")
+
+    @Argument(help: "The pipeline file (YAML).")
+    var pipeline: String
+
+    func run() throws {
+        let report = PipelineValidation.check(pipelinePath: pipeline)
+        for line in report.problems { FileHandleStderr.write("winback: \(line)\n") }
+        if report.problems.isEmpty {
+            print("\(pipeline): valid — \(report.summary)")
+        } else {
+            FileHandleStderr.write("winback: \(pipeline): \(report.problems.count) problem(s)\n")
+            throw ExitCode(78)
+        }
+    }
+}

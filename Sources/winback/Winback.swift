@@ -1,0 +1,37 @@
+import ArgumentParser
+import WinBack
+
+@main
+struct Winback: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "winback",
+        abstract: "Win-back offer audiences and redemption reports from App Store transaction exports.",
+        discussion: """
+            Exit codes: 0 success, 64 usage, 65 bad data (reject budget exceeded, corrupt gzip), \
+            66 input missing or unreadable, 73 cannot create output, 75 another run holds the lock, \
+            78 bad configuration.
+            """,
+        version: Manifest.toolVersion,
+        subcommands: [RunCommand.self, ValidateCommand.self])
+}
+
+/// Runs `body`, turning a ``WinBackError`` into its message on stderr and its exit code.
+func reportingErrors<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let e as WinBackError {
+        FileHandleStderr.write("winback: error (\(e.code)): \(e)\n")
+        throw ExitCode(e.code.exitCode)
+    }
+}
+
+enum FileHandleStderr {
+    static func write(_ s: String) {
+        var s = s
+        s.withUTF8 { p in _ = fwrite(p.baseAddress, 1, p.count, stderr) }
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#endif
