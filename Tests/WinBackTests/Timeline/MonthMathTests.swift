@@ -1,0 +1,93 @@
+import Testing
+
+@testable import WinBack
+
+@Suite("Month arithmetic (SPEC §3)")
+struct MonthMathTests {
+    @Test(
+        "addMonths clamps the day to the target month and keeps the time of day",
+        arguments: [
+            ("2025-01-31T12:00:00Z", 1, "2025-02-28T12:00:00.000Z"),
+            ("2024-01-31T12:00:00Z", 1, "2024-02-29T12:00:00.000Z"),  // leap year
+            ("2024-02-29T08:30:00Z", 12, "2025-02-28T08:30:00.000Z"),
+            ("2024-02-29T08:30:00Z", 48, "2028-02-29T08:30:00.000Z"),
+            ("2025-03-31T00:00:00Z", -1, "2025-02-28T00:00:00.000Z"),
+            ("2025-01-15T23:59:59.999Z", -1, "2024-12-15T23:59:59.999Z"),
+            ("2025-12-15T01:00:00Z", 1, "2026-01-15T01:00:00.000Z"),
+            ("2025-05-31T12:00:00Z", 1, "2025-06-30T12:00:00.000Z"),
+            ("2025-01-31T12:00:00Z", 2, "2025-03-31T12:00:00.000Z"),
+            ("1900-01-31T00:00:00Z", 1, "1900-02-28T00:00:00.000Z"),  // not a leap year
+            ("2000-01-31T00:00:00Z", 1, "2000-02-29T00:00:00.000Z"),  // a leap year
+            ("1969-12-31T23:00:00Z", 2, "1970-02-28T23:00:00.000Z"),  // before the epoch
+            ("2025-06-10T00:00:00Z", 0, "2025-06-10T00:00:00.000Z"),
+        ])
+    func addMonths(start: String, k: Int, expected: String) {
+        #expect(Timestamp.iso(MonthMath.addMonths(ms(start), Int64(k))) == expected)
+    }
+
+    @Test(
+        "wholeMonths is the largest k with addMonths(a, k) ≤ b",
+        arguments: [
+            ("2025-01-31T12:00:00Z", "2025-02-28T12:00:00Z", 1),
+            ("2025-01-31T12:00:00Z", "2025-02-28T11:59:59.999Z", 0),
+            ("2025-05-01T12:00:00Z", "2025-07-01T00:00:00Z", 1),
+            ("2025-05-01T12:00:00Z", "2025-07-01T12:00:00Z", 2),
+            ("2025-05-01T12:00:00Z", "2025-05-01T12:00:00Z", 0),
+            ("2025-05-01T12:00:00Z", "2025-04-01T12:00:00Z", 0),  // b before a
+            ("2024-02-29T00:00:00Z", "2025-02-28T00:00:00Z", 12),
+            ("2024-02-29T00:00:00Z", "2025-02-27T23:59:59.999Z", 11),
+            ("2020-01-15T00:00:00Z", "2026-01-15T00:00:00Z", 72),
+            ("2025-03-31T00:00:00Z", "2025-04-30T00:00:00Z", 1),
+        ])
+    func wholeMonths(a: String, b: String, expected: Int) {
+        #expect(MonthMath.wholeMonths(ms(a), ms(b)) == Int64(expected))
+    }
+
+    @Test(
+        "calendarMonths adds the elapsed fraction of the next month",
+        arguments: [
+            ("2025-01-01T00:00:00Z", "2025-02-01T00:00:00Z", 1.0),
+            ("2025-02-01T00:00:00Z", "2025-02-15T00:00:00Z", 0.5),  // 14 of 28 days
+            ("2024-02-01T00:00:00Z", "2024-02-15T00:00:00Z", 14.0 / 29.0),  // leap February
+            ("2025-01-31T00:00:00Z", "2025-02-28T00:00:00Z", 1.0),  // clamped month counts whole
+            ("2025-01-15T00:00:00Z", "2025-03-01T00:00:00Z", 1.0 + 14.0 / 28.0),
+            ("2025-01-01T00:00:00Z", "2026-01-01T00:00:00Z", 12.0),
+            ("2025-03-01T00:00:00Z", "2025-03-01T00:00:00Z", 0.0),
+        ])
+    func calendarMonths(a: String, b: String, expected: Double) {
+        #expect(abs(MonthMath.calendarMonths(ms(a), ms(b)) - expected) < 1e-12)
+    }
+
+    @Test("civil dates round-trip over four centuries")
+    func civilRoundTrip() {
+        var day = MonthMath.daysFromCivil(year: 1900, month: 1, day: 1)
+        let end = MonthMath.daysFromCivil(year: 2300, month: 1, day: 1)
+        var previous = (year: Int64(1899), month: Int64(12), day: Int64(31))
+        while day < end {
+            let c = MonthMath.civilFromDays(day)
+            #expect(MonthMath.daysFromCivil(year: c.year, month: c.month, day: c.day) == day)
+            // Consecutive days step by one day, month or year.
+            let next = previous.day + 1 <= MonthMath.daysInMonth(year: previous.year, month: previous.month)
+            if next {
+                #expect(c == (previous.year, previous.month, previous.day + 1))
+            } else {
+                #expect(c.day == 1)
+            }
+            previous = c
+            day += 1
+        }
+    }
+
+    @Test("timestamps print and parse in ISO 8601 UTC with milliseconds")
+    func timestamps() {
+        #expect(Timestamp.iso(0) == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso(ms("2026-08-14T10:22:31.568Z")) == "2026-08-14T10:22:31.568Z")
+        #expect(Timestamp.parseDateTime("2026-08-14 10:22:31") == ms("2026-08-14T10:22:31Z"))
+        #expect(Timestamp.parseDateTime("2026-08-14T10:22:31.5Z") == ms("2026-08-14T10:22:31.500Z"))
+        #expect(Timestamp.parseDateTime("2026-02-30T10:22:31Z") == nil)
+        #expect(Timestamp.parseDate("2025-02-29") == nil)
+        #expect(Timestamp.parseDate("2024-02-29") != nil)
+        #expect(Timestamp.date(ms("2026-11-22T23:59:59.999Z")) == "2026-11-22")
+        #expect(Timestamp.date(-1) == "1969-12-31")
+    }
+}
