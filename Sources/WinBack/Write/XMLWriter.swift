@@ -1,4 +1,5 @@
 import CLibXML2
+import Foundation
 
 /// A streaming XML file writer over libxml2's xmlTextWriter: one element per line, indented
 /// by two spaces. All libxml2 writer calls of the project go through this type.
@@ -45,18 +46,35 @@ final class XMLWriter {
 
 /// Validates XML files against an XSD with libxml2 (tests and `validate` use it).
 public enum XMLSchemaValidator {
+    /// Collects libxml2's messages instead of letting it print them.
+    final class Messages {
+        var lines: [String] = []
+    }
+
     /// Problems found validating `xmlPath` against `xsdPath`; empty when valid.
     public static func validate(xmlPath: String, xsdPath: String) -> [String] {
         xmlInitParser()
+        let messages = Messages()
+        let context = Unmanaged.passRetained(messages)
+        defer { context.release() }
+        let collect: xmlStructuredErrorFunc = { ctx, error in
+            guard let ctx, let error else { return }
+            let box = Unmanaged<Messages>.fromOpaque(ctx).takeUnretainedValue()
+            let text = error.pointee.message.map { String(cString: $0) } ?? "error"
+            box.lines.append("line \(error.pointee.line): \(text.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
         guard let pctx = xmlSchemaNewParserCtxt(xsdPath) else { return ["cannot read schema \(xsdPath)"] }
         defer { xmlSchemaFreeParserCtxt(pctx) }
-        guard let schema = xmlSchemaParse(pctx) else { return ["invalid schema \(xsdPath)"] }
+        xmlSchemaSetParserStructuredErrors(pctx, collect, context.toOpaque())
+        guard let schema = xmlSchemaParse(pctx) else {
+            return ["invalid schema \(xsdPath)"] + messages.lines
+        }
         defer { xmlSchemaFree(schema) }
         guard let vctx = xmlSchemaNewValidCtxt(schema) else { return ["cannot create a validation context"] }
         defer { xmlSchemaFreeValidCtxt(vctx) }
+        xmlSchemaSetValidStructuredErrors(vctx, collect, context.toOpaque())
         let rc = xmlSchemaValidateFile(vctx, xmlPath, 0)
         if rc == 0 { return [] }
-        let last = xmlGetLastError().map { String(cString: $0.pointee.message) } ?? "invalid"
-        return ["\(xmlPath): not valid against \(xsdPath) (code \(rc)): \(last)"]
+        return messages.lines.isEmpty ? ["\(xmlPath): not valid against \(xsdPath) (code \(rc))"] : messages.lines.map { "\(xmlPath): \($0)" }
     }
 }

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+@Suite("End to end: a small hand-built world against golden files")
+struct GoldenWorldTests {
+    func run(_ pipeline: String, threads: Int, output: String? = nil) throws -> RunSummary {
+        var o = RunOptions(pipelinePath: pipeline, output: output, threads: threads)
+        o.now = ms("2026-11-22T06:00:00Z")
+        return try PipelineRun.run(o, progress: Progress(mode: .quiet))
+    }
+
+    @Test("segments and rejects match the golden files, for one thread and for four")
+    func goldenSegments() throws {
+        let world = try Paths.copyFixture("golden")
+        let expected = Paths.fixtures + "/golden/expected"
+        for threads in [1, 4] {
+            let out = world + "/out-\(threads)"
+            let summary = try run(world + "/pipeline.yaml", threads: threads, output: out)
+            #expect(summary.published == out + "/golden/2026-11-22")
+            let produced = summary.published
+            #expect(filesBelow(produced + "/segments") == filesBelow(expected + "/segments"))
+            for f in filesBelow(expected + "/segments") {
+                expectSameFile(produced + "/segments/" + f, golden: expected + "/segments/" + f)
+            }
+            expectSameFile(produced + "/rejects.csv", golden: expected + "/rejects.csv")
+            #expect(summary.states == StateCounts(customers: 11, active: 1, billingRetry: 1, churned: 9, notSubscriber: 1))
+            #expect(summary.counters.rowsRead == 83)
+            #expect(summary.counters.rejected == 1)
+            #expect(summary.counters.duplicates == 1)
+            #expect(summary.counters.sandbox == 6)
+            #expect(summary.counters.familyShared == 6)
+            #expect(summary.counters.nonSubscription == 1)
+            #expect(summary.eligible.map(\.1) == [3, 7, 2, 0])
+        }
+    }
+
+    @Test("every XML segment is valid against Data/schemas/segment.xsd")
+    func xmlValidAgainstSchema() throws {
+        let world = try Paths.copyFixture("golden")
+        let summary = try run(world + "/pipeline.yaml", threads: 2)
+        let xml = filesBelow(summary.published + "/segments").filter { $0.hasSuffix(".xml") }
+        #expect(xml.count == 5)
+        for f in xml {
+            #expect(XMLSchemaValidator.validate(xmlPath: summary.published + "/segments/" + f, xsdPath: Paths.segmentXSD) == [])
+        }
+    }
+
+    @Test("the schema rejects a segment that breaks it")
+    func schemaRejectsInvalid() throws {
+        let dir = Paths.temporary()
+        let bad = dir + "/bad.xml"
+        try """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <segment xmlns="urn:winback:segment:1" offerId="x" subscriptionGroupId="1" productId="p" asOf="2026-11-22" customers="1">
+          <customer originalTransactionId="1" productId="p" paidMonths="-1" lastSubscribedEnd="x" monthsSinceLastSubscribed="1" offerRank="0" eligibleOfferIds=""/>
+        </segment>
+        """.write(toFile: bad, atomically: true, encoding: .utf8)
+        #expect(!XMLSchemaValidator.validate(xmlPath: bad, xsdPath: Paths.segmentXSD).isEmpty)
+    }
+
+    @Test("the manifest records inputs, counters, outputs with SHA-256 and stage times")
+    func manifest() throws {
+        let world = try Paths.copyFixture("golden")
+        let summary = try run(world + "/pipeline.yaml", threads: 2)
+        let data = try #require(FileManager.default.contents(atPath: summary.published + "/manifest.json"))
+        let m = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(m["pipeline"] as? String == "golden")
+        #expect(m["asOf"] as? String == "2026-11-22T00:00:00.000Z")
+        #expect(m["status"] as? String == "succeeded")
+        let inputs = try #require(m["inputs"] as? [[String: Any]])
+        #expect(inputs.count == 2)
+        #expect(inputs.allSatisfy { ($0["sha256"] as? String)?.count == 64 })
+        let outputs = try #require(m["outputs"] as? [[String: Any]])
+        let best = try #require(outputs.first { $0["path"] as? String == "segments/best-offer.csv" })
+        #expect(best["rows"] as? Int == 9)
+        let counters = try #require(m["counters"] as? [String: Any])
+        #expect(counters["customers"] as? Int == 11)
+        #expect((m["stageSeconds"] as? [[String: Any]])?.count ?? 0 >= 3)
+    }
+}

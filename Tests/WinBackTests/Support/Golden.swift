@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+/// Paths of the repository and of the test fixtures.
+enum Paths {
+    static let repo: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    static let fixtures = repo + "/Tests/WinBackTests/Fixtures"
+    static let segmentXSD = repo + "/Data/schemas/segment.xsd"
+
+    /// A fresh temporary folder.
+    static func temporary() -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("winback-test-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// Copies a fixture world into a fresh temporary folder (runs write next to the pipeline).
+    static func copyFixture(_ name: String) throws -> String {
+        let dir = temporary()
+        let dest = dir + "/" + name
+        try FileManager.default.copyItem(atPath: fixtures + "/" + name, toPath: dest)
+        return dest
+    }
+}
+
+/// Compares a file with its golden copy; on mismatch records `diff -U5` output.
+func expectSameFile(_ actual: String, golden: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    let a = FileManager.default.contents(atPath: actual)
+    let g = FileManager.default.contents(atPath: golden)
+    if a != nil, a == g { return }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/diff")
+    p.arguments = ["-U5", golden, actual]
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    try? p.run()
+    p.waitUntilExit()
+    let diff = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    Issue.record("\(actual) differs from golden \(golden):\n\(diff)", sourceLocation: sourceLocation)
+}
+
+/// Every file below `dir`, relative, sorted.
+func filesBelow(_ dir: String) -> [String] {
+    (FileManager.default.enumerator(atPath: dir)?.allObjects as? [String] ?? [])
+        .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: dir + "/" + $0, isDirectory: &d) && !d.boolValue }
+        .sorted()
+}
