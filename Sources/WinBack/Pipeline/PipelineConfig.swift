@@ -182,7 +182,9 @@ public struct PipelineConfig: Sendable {
                 p.fail("threads", "expected auto or a number of threads from 1 to 256, found '\(t)'")
             }
         }
-        return (p.problems.isEmpty ? c : nil, p.problems.map { "\(path): \($0)" })
+        // The configuration is returned even with problems, so `validate` can go on to check
+        // the catalog and the inputs; `load` refuses it.
+        return (c, p.problems.map { "\(path): \($0)" })
     }
 
     /// An absolute path for a path of the file (relative ones are relative to its folder).

@@ -21,7 +21,9 @@ public enum PipelineValidation {
 
         let catalogPath = config.resolve(config.offersPath)
         var offers = 0
-        if let data = FileManager.default.contents(atPath: catalogPath) {
+        if config.offersPath.isEmpty {
+            // Already reported as a missing field.
+        } else if let data = FileManager.default.contents(atPath: catalogPath) {
             let (catalog, problems) = OfferCatalog.parse(data)
             report.problems += problems.map { "\(catalogPath): \($0)" }
             offers = catalog.offers.count

@@ -39,9 +39,11 @@ public enum InputFiles {
     static func glob(_ pattern: String) throws -> [String] {
         let hasMagic = pattern.contains { "*?[".contains($0) }
         if !hasMagic {
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: pattern, isDirectory: &isDir) else { return [] }
-            if isDir.boolValue { throw WinBackError(.noInput, "is a directory, not a file", path: pattern) }
+            var st = stat()
+            guard lstat(pattern, &st) == 0 else { return [] }
+            if stat(pattern, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+                throw WinBackError(.noInput, "is a directory, not a file", path: pattern)
+            }
             return [pattern]
         }
         var g = glob_t()
@@ -53,10 +55,11 @@ public enum InputFiles {
         for i in 0..<Int(g.gl_pathc) {
             guard let p = g.gl_pathv[i] else { continue }
             let path = String(cString: p)
-            var isDir: ObjCBool = false
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue {
-                out.append(path)
-            }
+            // Folders are skipped; anything else (even a dangling link) is an input, so that
+            // an unreadable one fails the run by name instead of vanishing.
+            var st = stat()
+            if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR { continue }
+            out.append(path)
         }
         return out
     }

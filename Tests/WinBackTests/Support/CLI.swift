@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+
+/// Runs the built `winback` executable (next to the test bundle; `swift build` makes it).
+struct CLI {
+    static var binary: String {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [dir.appendingPathComponent("winback").path, Paths.repo + "/.build/debug/winback"]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs to completion with no terminal attached (as under cron).
+    static func run(_ args: [String], cwd: String? = nil) throws -> Result {
+        let p = try start(args, cwd: cwd)
+        let out = p.out.fileHandleForReading.readDataToEndOfFile()
+        let err = p.err.fileHandleForReading.readDataToEndOfFile()
+        p.process.waitUntilExit()
+        return Result(
+            status: p.process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+            stderr: String(decoding: err, as: UTF8.self))
+    }
+
+    static func start(_ args: [String], cwd: String? = nil) throws -> (process: Process, out: Pipe, err: Pipe) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = args
+        if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        return (p, out, err)
+    }
+}
