@@ -34,10 +34,23 @@ final class FileRows {
     var rejects: [Reject] = []
     var nonSubscription = 0
     var stats: InputStats
+    /// When set, only rows whose originalTransactionId or appAccountToken is one of these ids
+    /// are kept (`explain` reads one customer with the same reader).
+    private let only: [Int32]?
 
-    init(path: String) {
+    init(path: String, only: [String]? = nil) {
         self.path = path
         stats = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
+        self.only = only.map { [table] in $0.map { table.intern($0) } }
+    }
+
+    /// Keeps a decoded row, unless a customer filter leaves it out.
+    @inline(__always)
+    func add(_ t: Transaction) {
+        if let only, !only.contains(t.originalTransactionId), !(t.appAccountToken >= 0 && only.contains(t.appAccountToken)) {
+            return
+        }
+        rows.append(t)
     }
 }
 
@@ -70,7 +83,7 @@ struct NDJSONFormat: RowFormat {
             if LineReader.isBlank(line) { return }
             out.stats.rows += 1
             switch decoder.decode(line) {
-            case .row(let t): out.rows.append(t)
+            case .row(let t): out.add(t)
             case .nonSubscription: out.nonSubscription += 1
             case .rejected(let reason):
                 out.rejects.append(Reject(file: path, line: number, reason: reason, bytes: line))
@@ -97,16 +110,18 @@ public enum TransactionReader {
 
     /// - Parameters:
     ///   - paths: files in sorted path order (the order ties in deduplication go by).
+    ///   - only: keep only the rows of customers with one of these originalTransactionIds or
+    ///     appAccountTokens (nil = all).
     ///   - progress: called with compressed bytes consumed since the last call, from any thread.
     public static func read(
-        paths: [String], format name: String = "appstore-ndjson", threads: Int,
+        paths: [String], format name: String = "appstore-ndjson", threads: Int, only: [String]? = nil,
         progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws -> TransactionSet {
         let fmt = format(name)
         let slots = ResultSlots<FileRows>(count: paths.count)
         let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
-            let out = FileRows(path: paths[i])
+            let out = FileRows(path: paths[i], only: only)
             try fmt.read(path: paths[i], into: out, progress: progress)
             slots[i] = out
         }

@@ -1,0 +1,179 @@
+import Foundation
+
+/// Builds ``Explanation``s: from customers already grouped (tests, agreement checks), or by
+/// reading only one customer's rows with the run's own reader (`winback explain`).
+public enum Explainer {
+    /// Explains customer `k` of `customers` at `t`.
+    public static func explain(
+        _ k: Int, customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64
+    ) -> Explanation {
+        let s = customers.strings
+        let rows = Array(customers.rows(of: k))
+        let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
+        var periods: [Period] = []
+        let tl = CustomerTimeline.build(rows: rows, asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
+        let group = customers.groups[k]
+
+        func offerLabel(_ r: Transaction) -> String {
+            guard r.offerType != 0 else { return "" }
+            let label = OfferType.label(r.offerType)
+            return r.offerIdentifier >= 0 ? "\(label) \(s.string(r.offerIdentifier))" : label
+        }
+        let used = Set(periods.map(\.row))
+        let rowViews: [Explanation.Row] = rows.enumerated().map { i, r in
+            var ignored: String?
+            if r.purchaseDate >= t {
+                ignored = "purchased at or after the as-of instant"
+            } else if r.ownership == .familyShared {
+                ignored = "family shared: never counts"
+            } else if r.ownership == .unknown {
+                ignored = "unknown ownership type"
+            } else if !used.contains(Int32(i)) {
+                ignored = r.isRevoked(at: t) ? "refunded before it began" : "empty period (cut by the next one or zero length)"
+            }
+            return Explanation.Row(
+                transactionId: s.string(r.transactionId), productId: s.string(r.productId), purchaseDate: r.purchaseDate,
+                expiresDate: r.expiresDate, offer: offerLabel(r),
+                discountType: r.offerDiscountType >= 0 ? s.string(r.offerDiscountType) : "",
+                revocationDate: r.revocationDate == Transaction.never ? nil : r.revocationDate, isUpgraded: r.isUpgraded,
+                ignored: ignored)
+        }
+        var reach = Int64.min
+        let periodViews: [Explanation.PeriodView] = periods.enumerated().map { i, p in
+            let r = rows[Int(p.row)]
+            let gap: Double? = i == 0 ? nil : Double(p.start - reach) / Double(MonthMath.day)
+            let newRun = i > 0 && p.run != periods[i - 1].run
+            reach = max(reach, p.end)
+            return Explanation.PeriodView(
+                start: p.start, end: p.end, paid: p.paid, refunded: p.revoked, run: Int(p.run) + 1,
+                productId: s.string(r.productId), transactionId: s.string(r.transactionId), offer: offerLabel(r),
+                gapDays: gap, startsNewRun: newRun, upgraded: r.isUpgraded)
+        }
+
+        var e = Explanation(
+            subscriptionGroupId: s.string(group), originalTransactionId: s.string(customers.originalTransactionIds[k]),
+            asOf: t, consecutiveGapDays: gapDays, state: tl?.state, lastSubscribedEnd: tl?.lastSubscribedEnd,
+            monthsSinceLastSubscribed: tl?.monthsSinceLastSubscribed, paidMonths: tl?.paidMonths,
+            paidRunStart: tl?.paidRunStart, productId: tl.map { s.string($0.productId) },
+            storefront: tl.flatMap { $0.storefront >= 0 ? s.string($0.storefront) : nil },
+            appAccountToken: tl.flatMap { $0.appAccountToken >= 0 ? s.string($0.appAccountToken) : nil },
+            rows: rowViews, periods: periodViews,
+            winBackHistory: tl?.winBackEnds.map { (s.string($0.offerId), $0.end) } ?? [], offers: [],
+            renewalSignedDate: renewal.map(\.signedDate), appleEligibleWinBackOfferIds: renewal?.eligibleWinBackOfferIds)
+
+        let ranked = book.rankedByGroup[group] ?? []
+        var rank = 0
+        var verdicts: [Int: Explanation.Verdict] = [:]
+        for i in ranked {
+            let o = book.offers[i]
+            guard let tl else {
+                verdicts[i] = Explanation.Verdict(
+                    offerId: o.offer.offerId, eligible: false, rank: nil,
+                    failures: [Explanation.Failure(reason: "not_subscriber", detail: "no access period before the as-of instant", from: nil)])
+                continue
+            }
+            let failed = o.failures(tl, asOf: t)
+            if failed.isEmpty {
+                rank += 1
+                verdicts[i] = Explanation.Verdict(offerId: o.offer.offerId, eligible: true, rank: rank, failures: [])
+            } else {
+                verdicts[i] = Explanation.Verdict(
+                    offerId: o.offer.offerId, eligible: false, rank: nil,
+                    failures: details(failed, o, tl, periods: periods, renewal: renewal, asOf: t, strings: s))
+            }
+        }
+        // Listed in catalog order; the rank says the order of preference.
+        e.offers = ranked.sorted().compactMap { verdicts[$0] }
+        return e
+    }
+
+    static func details(
+        _ failed: Reasons, _ o: CompiledOffer, _ tl: CustomerTimeline, periods: [Period], renewal: RenewalInfo?,
+        asOf t: Int64, strings s: StringTable
+    ) -> [Explanation.Failure] {
+        let offer = o.offer
+        var out: [Explanation.Failure] = []
+        let iso = Timestamp.iso
+        if failed.contains(.active) {
+            let running = periods.first { $0.start <= t && t < $0.end }
+            out.append(.init(reason: "active", detail: "subscribed until \(running.map { iso($0.end) } ?? "?")", from: running?.end))
+        }
+        if failed.contains(.billingRetry) {
+            let e = tl.lastSubscribedEnd
+            if let g = renewal?.gracePeriodExpiresDate, g > t {
+                out.append(.init(reason: "billing_retry", detail: "in a billing grace period until \(iso(g))", from: g))
+            } else {
+                let until = e + CustomerTimeline.billingRetryWindow
+                out.append(.init(
+                    reason: "billing_retry",
+                    detail: "Apple is retrying billing since \(iso(e)) (at most 60 days, until \(iso(until)))", from: until))
+            }
+        }
+        if failed.contains(.otherProduct) {
+            out.append(.init(
+                reason: "other_product",
+                detail: "last subscribed to \(s.string(tl.productId)); the offer is for \(offer.productId)", from: nil))
+        }
+        if failed.contains(.offerNotLive) {
+            let start = offer.startDay.map { Timestamp.date($0 * MonthMath.day) } ?? "always"
+            let end = offer.endDay.map { Timestamp.date($0 * MonthMath.day) } ?? "open"
+            let from = offer.startDay.flatMap { $0 * MonthMath.day > t ? $0 * MonthMath.day : nil }
+            out.append(.init(reason: "offer_not_live", detail: "the offer runs \(start) – \(end)", from: from))
+        }
+        if failed.contains(.territory) {
+            let have = tl.storefront >= 0 ? "storefront \(s.string(tl.storefront))" : "no storefront"
+            out.append(.init(
+                reason: "territory", detail: "\(have); the offer is sold in \(offer.territories.joined(separator: ", "))", from: nil))
+        }
+        if failed.contains(.paidDuration) {
+            out.append(.init(
+                reason: "paid_duration",
+                detail: "paid \(tl.paidMonths) month\(tl.paidMonths == 1 ? "" : "s") in the latest run; the offer needs \(offer.paidMonths)",
+                from: nil))
+        }
+        let range = "\(offer.minMonthsSince)–\(offer.maxMonthsSince)"
+        let months = "\(tl.monthsSinceLastSubscribed) month\(tl.monthsSinceLastSubscribed == 1 ? "" : "s") ago"
+        let since = tl.state == .churned ? "churned \(months)" : "last period ended \(months)"
+        if failed.contains(.tooRecent) {
+            let from = MonthMath.addMonths(tl.lastSubscribedEnd, Int64(offer.minMonthsSince))
+            let ended = tl.lastSubscribedEnd > t ? "subscribed until \(iso(tl.lastSubscribedEnd))" : since
+            out.append(.init(
+                reason: "too_recent", detail: "\(ended); the offer needs \(range) → from \(iso(from))", from: from))
+        }
+        if failed.contains(.tooLongAgo) {
+            out.append(.init(reason: "too_long_ago", detail: "\(since); the offer needs \(range)", from: nil))
+        }
+        if failed.contains(.waitBetweenOffers), let wait = offer.waitMonths, let end = tl.lastRedemptionEnd(of: o.offerIdentifier) {
+            let from = MonthMath.addMonths(end, Int64(wait))
+            out.append(.init(
+                reason: "wait_between_offers",
+                detail: "redeemed this offer until \(iso(end)), wait \(wait) months → eligible from \(iso(from))", from: from))
+        }
+        return out
+    }
+
+    /// `winback explain`: reads the pipeline's inputs keeping only the rows of customers with
+    /// this originalTransactionId or appAccountToken, and explains each (one per group).
+    /// Throws exit 66 when no customer matches.
+    public static func explain(_ options: RunOptions, customer id: String) throws -> [Explanation] {
+        let p = try ResolvedPipeline.resolve(options)
+        var set = try TransactionReader.read(
+            paths: p.transactionFiles, format: p.config.format, threads: p.threads, only: [id])
+        // Matched by token: read again for all rows of those customers, tokens or not.
+        let originals = Set(set.rows.map { set.strings.string($0.originalTransactionId) })
+        if originals != [id] && !originals.isEmpty {
+            set = try TransactionReader.read(
+                paths: p.transactionFiles, format: p.config.format, threads: p.threads,
+                only: ([id] + originals.sorted()))
+        }
+        guard !set.rows.isEmpty else {
+            throw WinBackError(.noInput, "no customer has originalTransactionId or appAccountToken '\(id)' in the inputs")
+        }
+        let (renewals, _, _) = try RenewalReader.read(paths: p.renewalFiles, strings: set.strings)
+        let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: 1)
+        let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
+        return (0..<customers.count).map {
+            explain($0, customers: customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays)
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+
+extension Explanation {
+    /// The human-readable answer to "why is this customer (not) in the audience?".
+    public var text: String {
+        let iso = Timestamp.iso
+        var out: [String] = []
+        out.append("Customer \(originalTransactionId) in subscription group \(subscriptionGroupId), as of \(iso(asOf))")
+        if let state, let e = lastSubscribedEnd, let since = monthsSinceLastSubscribed, let paid = paidMonths {
+            let stateText: String
+            switch state {
+            case .active: stateText = "active (subscribed until \(iso(e)))"
+            case .billingRetry: stateText = "in billing retry (last period ended \(iso(e)))"
+            case .churned: stateText = "churned (last subscribed until \(iso(e)), \(since) whole month\(since == 1 ? "" : "s") ago)"
+            }
+            out.append("  state:        \(stateText)")
+            out.append("  product:      \(productId ?? "")")
+            out.append("  storefront:   \(storefront ?? "(none)")")
+            out.append("  token:        \(appAccountToken ?? "(none)")")
+            let runs = periods.last?.run ?? 0
+            out.append(
+                "  paid months:  \(paid) in the most recent run (run \(runs) of \(runs)"
+                    + (paidRunStart.map { ", paid since \(iso($0))" } ?? ", no paid period") + ")")
+        } else {
+            out.append("  state:        not a subscriber (no access period before the as-of instant)")
+        }
+
+        out.append("")
+        out.append("Periods (a gap of more than \(consecutiveGapDays) days starts a new run):")
+        if periods.isEmpty { out.append("  (none)") }
+        for p in periods {
+            if let gap = p.gapDays, gap > 0 {
+                out.append(
+                    String(format: "        gap of %.1f days%@", gap, p.startsNewRun ? " → new run" : ""))
+            }
+            var notes: [String] = [p.paid ? "paid" : p.refunded ? "unpaid" : "free"]
+            if p.refunded { notes.append("refunded") }
+            if p.upgraded { notes.append("upgraded") }
+            if !p.offer.isEmpty { notes.append(p.offer) }
+            out.append(
+                "  run \(p.run)  \(iso(p.start)) → \(iso(p.end))  \(p.productId)  \(notes.joined(separator: ", "))  [\(p.transactionId)]")
+        }
+        let ignored = rows.filter { $0.ignored != nil }
+        if !ignored.isEmpty {
+            out.append("")
+            out.append("Rows that give no period:")
+            for r in ignored {
+                out.append("  \(r.transactionId)  \(iso(r.purchaseDate)) → \(iso(r.expiresDate))  \(r.productId): \(r.ignored!)")
+            }
+        }
+        out.append("")
+        out.append("Win-back history:")
+        if winBackHistory.isEmpty { out.append("  (no win-back redemption)") }
+        for w in winBackHistory { out.append("  \(w.offerId): last redemption ended \(iso(w.end))") }
+
+        out.append("")
+        out.append("Offers of group \(subscriptionGroupId):")
+        if offers.isEmpty { out.append("  (the catalog has no offer for this group)") }
+        let width = offers.map(\.offerId.count).max() ?? 0
+        for v in offers {
+            let name = v.offerId.padding(toLength: width, withPad: " ", startingAt: 0)
+            if v.eligible {
+                out.append("  \(name)  ELIGIBLE, rank \(v.rank ?? 0)")
+            } else {
+                out.append("  \(name)  not eligible")
+                for f in v.failures { out.append("    - \(f.reason): \(f.detail)") }
+            }
+        }
+        if let apple = appleEligibleWinBackOfferIds {
+            out.append("")
+            out.append(
+                "Apple's eligibleWinBackOfferIds (renewal info signed \(renewalSignedDate.map(iso) ?? "?")): "
+                    + (apple.isEmpty ? "(none)" : apple.joined(separator: ", ")))
+            out.append("Computed here:                     " + (eligibleOfferIds.isEmpty ? "(none)" : eligibleOfferIds.joined(separator: ", ")))
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    /// The same as a JSON-compatible dictionary (timestamps as ISO 8601 strings).
+    public var jsonObject: [String: Any] {
+        let iso = Timestamp.iso
+        var d: [String: Any] = [
+            "subscriptionGroupId": subscriptionGroupId, "originalTransactionId": originalTransactionId,
+            "asOf": iso(asOf), "state": state?.label ?? "not_subscriber", "eligibleOfferIds": eligibleOfferIds,
+        ]
+        if let v = lastSubscribedEnd { d["lastSubscribedEnd"] = iso(v) }
+        if let v = monthsSinceLastSubscribed { d["monthsSinceLastSubscribed"] = v }
+        if let v = paidMonths { d["paidMonths"] = v }
+        if let v = paidRunStart { d["paidRunStart"] = iso(v) }
+        if let v = productId { d["productId"] = v }
+        if let v = storefront { d["storefront"] = v }
+        if let v = appAccountToken { d["appAccountToken"] = v }
+        if let v = appleEligibleWinBackOfferIds { d["appleEligibleWinBackOfferIds"] = v }
+        d["periods"] = periods.map { p -> [String: Any] in
+            var x: [String: Any] = [
+                "start": iso(p.start), "end": iso(p.end), "paid": p.paid, "refunded": p.refunded, "run": p.run,
+                "productId": p.productId, "transactionId": p.transactionId, "startsNewRun": p.startsNewRun,
+                "upgraded": p.upgraded,
+            ]
+            if !p.offer.isEmpty { x["offer"] = p.offer }
+            if let g = p.gapDays { x["gapDays"] = (g * 1000).rounded() / 1000 }
+            return x
+        }
+        d["ignoredRows"] = rows.compactMap { r -> [String: Any]? in
+            guard let why = r.ignored else { return nil }
+            return ["transactionId": r.transactionId, "reason": why]
+        }
+        d["winBackHistory"] = winBackHistory.map { ["offerId": $0.offerId, "lastRedemptionEnd": iso($0.end)] }
+        d["offers"] = offers.map { v -> [String: Any] in
+            var x: [String: Any] = ["offerId": v.offerId, "eligible": v.eligible]
+            if let r = v.rank { x["rank"] = r }
+            x["failures"] = v.failures.map { f -> [String: Any] in
+                var y: [String: Any] = ["reason": f.reason, "detail": f.detail]
+                if let from = f.from { y["from"] = iso(from) }
+                return y
+            }
+            return x
+        }
+        return d
+    }
+
+    /// Pretty, key-sorted JSON of several explanations: `{"customers": [...]}`.
+    public static func json(_ list: [Explanation]) -> String {
+        let obj: [String: Any] = ["customers": list.map(\.jsonObject)]
+        let data = (try? JSONSerialization.data(withJSONObject: obj, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+}
