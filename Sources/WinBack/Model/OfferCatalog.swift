@@ -21,7 +21,7 @@ public struct OfferCatalog: Sendable, Equatable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw WinBackError(.configuration, "offer catalog is missing or unreadable", path: path)
         }
-        let (catalog, problems) = parse(data)
+        let (catalog, problems) = parse(data, folder: (path as NSString).deletingLastPathComponent)
         if !problems.isEmpty {
             throw WinBackError(
                 .configuration, "invalid offer catalog (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
@@ -31,20 +31,31 @@ public struct OfferCatalog: Sendable, Equatable {
     }
 
     /// Parses catalog JSON, returning the valid offers and every problem found.
-    public static func parse(_ data: Data) -> (OfferCatalog, [String]) {
+    /// `folder` resolves the paths of App Store Connect responses the catalog points at.
+    public static func parse(_ data: Data, folder: String = ".") -> (OfferCatalog, [String]) {
         let root: JSONValue
         do {
             root = try JSONValue.parse(data)
         } catch {
             return (OfferCatalog(offers: []), ["not valid JSON: \(error.localizedDescription)"])
         }
-        guard let list = root["offers"]?.array else {
-            return (OfferCatalog(offers: []), ["expected an object with an \"offers\" array"])
+        let list = root["offers"]?.array
+        let connect = root["appStoreConnect"]?.array
+        guard list != nil || connect != nil else {
+            return (OfferCatalog(offers: []), ["expected an object with an \"offers\" array (or \"appStoreConnect\" responses)"])
         }
         var offers: [Offer] = []
         var problems: [String] = []
         var seen: Set<String> = []
-        for (i, item) in list.enumerated() {
+        func add(_ offer: Offer, _ problemsOfOffer: inout [String], label: String) {
+            if seen.contains(offer.offerId) {
+                problemsOfOffer.append("\(label) field 'offerId': duplicate offerId '\(offer.offerId)'")
+            } else {
+                seen.insert(offer.offerId)
+                offers.append(offer)
+            }
+        }
+        for (i, item) in (list ?? []).enumerated() {
             guard let o = item.object else {
                 problems.append("offer #\(i + 1): expected an object, found \(item.typeName)")
                 continue
@@ -59,6 +70,28 @@ public struct OfferCatalog: Sendable, Equatable {
                 }
             }
             problems += p.problems
+        }
+        for (i, entry) in (connect ?? []).enumerated() {
+            let label = "appStoreConnect[\(i)]"
+            guard let group = entry["subscriptionGroupId"]?.string, Identifier.isValid(group),
+                let product = entry["productId"]?.string, Identifier.isValid(product),
+                let file = entry["response"]?.string
+            else {
+                problems.append("\(label): needs subscriptionGroupId, productId and response (a file path)")
+                continue
+            }
+            let path = InputFiles.absolute(file, base: folder)
+            guard let bytes = FileManager.default.contents(atPath: path), let response = try? JSONValue.parse(bytes) else {
+                problems.append("\(label): cannot read \(path) as JSON")
+                continue
+            }
+            let (found, errors) = AppStoreConnectOffers.parse(response, group: group, product: product, source: file)
+            problems += errors
+            for offer in found {
+                var dup: [String] = []
+                add(offer, &dup, label: "\(file): offer '\(offer.offerId)'")
+                problems += dup
+            }
         }
         return (OfferCatalog(offers: offers), problems)
     }

@@ -24,7 +24,7 @@ public enum PipelineValidation {
         if config.offersPath.isEmpty {
             // Already reported as a missing field.
         } else if let data = FileManager.default.contents(atPath: catalogPath) {
-            let (catalog, problems) = OfferCatalog.parse(data)
+            let (catalog, problems) = OfferCatalog.parse(data, folder: (catalogPath as NSString).deletingLastPathComponent)
             report.problems += problems.map { "\(catalogPath): \($0)" }
             offers = catalog.offers.count
         } else {

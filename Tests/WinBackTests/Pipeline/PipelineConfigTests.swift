@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+@Suite("Pipeline file (SPEC §2.5)")
+struct PipelineConfigTests {
+    static let minimal = """
+        name: nightly
+        transactions:
+          paths: ["../Data/sample/transactions-*.jsonl.gz"]
+        offers: ../Data/sample/offers.json
+        output:
+          directory: ../Output
+        """
+
+    @Test("defaults fill every optional key")
+    func defaults() throws {
+        let (c, problems) = PipelineConfig.parse(Self.minimal, path: "/srv/p/nightly.yaml")
+        #expect(problems == [])
+        #expect(c?.format == "appstore-ndjson")
+        #expect(c?.asOf == .today)
+        #expect(c?.consecutiveGapDays == 60)
+        #expect(c?.formats == ["csv", "xml"])
+        #expect(c?.windowMonths == 12)
+        #expect(c?.maxRejectedFraction == 0.001)
+        #expect(c?.threads == nil)
+        #expect(c?.resolve("../Output") == "/srv/Output")
+        #expect(c?.resolve("/abs/x") == "/abs/x")
+    }
+
+    @Test(
+        "asOf works quoted or unquoted, as a date or an instant",
+        arguments: [
+            ("2026-11-22", PipelineConfig.AsOf.instant(ms("2026-11-22"))),
+            ("\"2026-11-22\"", .instant(ms("2026-11-22"))),
+            ("2026-11-22T06:00:00Z", .instant(ms("2026-11-22T06:00:00Z"))),
+            ("'2026-11-22T06:00:00.250Z'", .instant(ms("2026-11-22T06:00:00.250Z"))),
+            ("today", .today), ("now", .now),
+        ])
+    func asOf(text: String, expected: PipelineConfig.AsOf) {
+        let (c, problems) = PipelineConfig.parse(Self.minimal + "\nasOf: \(text)\n", path: "/p.yaml")
+        #expect(problems == [])
+        #expect(c?.asOf == expected)
+    }
+
+    @Test("today is 00:00 UTC of the run's day")
+    func today() {
+        #expect(PipelineConfig.AsOf.today.resolve(now: ms("2026-11-22T23:59:00Z")) == ms("2026-11-22"))
+    }
+
+    @Test(
+        "each mistake is reported with the field it concerns",
+        arguments: [
+            ("consecutiveGapDayz: 30", "consecutiveGapDayz"),
+            ("threads: many", "threads"),
+            ("threads: 0", "threads"),
+            ("asOf: yesterday", "asOf"),
+            ("consecutiveGapDays: -1", "consecutiveGapDays"),
+            ("reports:\n  windowMonth: 12", "reports.windowMonth"),
+            ("limits:\n  maxRejectedFraction: 2", "maxRejectedFraction"),
+            ("transactions:\n  format: parquet\n  paths: [a]", "transactions.format"),
+            ("output:\n  directory: x\n  formats: [json]", "output.formats"),
+        ])
+    func mistakes(line: String, field: String) {
+        // Later keys replace earlier ones in the minimal file where they clash.
+        var text = Self.minimal
+        if line.hasPrefix("transactions:") {
+            text = text.replacingOccurrences(of: "transactions:\n  paths: [\"../Data/sample/transactions-*.jsonl.gz\"]\n", with: "")
+        }
+        if line.hasPrefix("output:") { text = text.replacingOccurrences(of: "output:\n  directory: ../Output", with: "") }
+        let (_, problems) = PipelineConfig.parse(text + "\n" + line + "\n", path: "/p.yaml")
+        #expect(problems.contains { $0.contains(field) }, "\(problems)")
+    }
+
+    @Test("missing required keys are all reported at once")
+    func missingRequired() {
+        let (_, problems) = PipelineConfig.parse("threads: 2\n", path: "/p.yaml")
+        for key in ["name", "transactions", "offers", "output"] {
+            #expect(problems.contains { $0.contains("'\(key)'") && $0.contains("required") }, "\(problems)")
+        }
+    }
+
+    @Test("a bad name and a revenuecat file without products are configuration errors")
+    func nameAndProducts() {
+        let text = Self.minimal.replacingOccurrences(of: "name: nightly", with: "name: Nightly_1")
+            .replacingOccurrences(of: "transactions:\n", with: "transactions:\n  format: revenuecat\n")
+        let (_, problems) = PipelineConfig.parse(text, path: "/p.yaml")
+        #expect(problems.contains { $0.contains("'name'") })
+        #expect(problems.contains { $0.contains("'products'") })
+    }
+
+    @Test("load throws exit 78 naming the file")
+    func loadFails() throws {
+        let dir = Paths.temporary()
+        try "name: x\n".write(toFile: dir + "/p.yaml", atomically: true, encoding: .utf8)
+        do {
+            _ = try PipelineConfig.load(path: dir + "/p.yaml")
+            Issue.record("expected an error")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 78)
+            #expect("\(e)".contains("p.yaml"))
+        }
+        do {
+            _ = try PipelineConfig.load(path: dir + "/missing.yaml")
+            Issue.record("expected an error")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 78)
+        }
+    }
+}
