@@ -16,7 +16,7 @@ public enum Explainer {
 
         func offerLabel(_ r: Transaction) -> String {
             guard r.offerType != 0 else { return "" }
-            let label = OfferType.label(r.offerType)
+            let label = OfferType.label(r.offerType, strings: s)
             return r.offerIdentifier >= 0 ? "\(label) \(s.string(r.offerIdentifier))" : label
         }
         let used = Set(periods.map(\.row))
@@ -158,12 +158,12 @@ public enum Explainer {
     public static func explain(_ options: RunOptions, customer id: String) throws -> [Explanation] {
         let p = try ResolvedPipeline.resolve(options)
         var set = try TransactionReader.read(
-            paths: p.transactionFiles, format: p.config.format, threads: p.threads, only: [id])
+            paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads, only: [id])
         // Matched by token: read again for all rows of those customers, tokens or not.
         let originals = Set(set.rows.map { set.strings.string($0.originalTransactionId) })
         if originals != [id] && !originals.isEmpty {
             set = try TransactionReader.read(
-                paths: p.transactionFiles, format: p.config.format, threads: p.threads,
+                paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
                 only: ([id] + originals.sorted()))
         }
         guard !set.rows.isEmpty else {

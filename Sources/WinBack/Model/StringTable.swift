@@ -59,16 +59,19 @@ public final class StringTable: @unchecked Sendable {
     /// The id of `s` when present.
     public func lookup(_ s: String) -> Int32? {
         var s = s
-        return s.withUTF8 { p -> Int32? in
-            let bytes = UnsafeRawBufferPointer(p)
-            let h = StringTable.hash(bytes)
-            var i = Int(h) & mask
-            while true {
-                let id = slots[i]
-                if id < 0 { return nil }
-                if hashes[Int(id)] == h && equals(id, bytes) { return id }
-                i = (i + 1) & mask
-            }
+        return s.withUTF8 { find(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The id of `bytes` when present; adds nothing.
+    @inline(__always)
+    public func find(_ bytes: UnsafeRawBufferPointer) -> Int32? {
+        let h = StringTable.hash(bytes)
+        var i = Int(h) & mask
+        while true {
+            let id = slots[i]
+            if id < 0 { return nil }
+            if hashes[Int(id)] == h && equals(id, bytes) { return id }
+            i = (i + 1) & mask
         }
     }
 

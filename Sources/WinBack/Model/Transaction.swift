@@ -15,7 +15,9 @@ public struct Transaction: Sendable, Equatable {
     public var expiresDate: Int64
     public var revocationDate: Int64 = Transaction.never
     public var signedDate: Int64 = Transaction.unsigned
-    /// Raw `offerType`; 0 when absent. See ``OfferType``.
+    /// Raw `offerType`; 0 when absent. See ``OfferType``. A negative value -(id + 1) stands
+    /// for an offer type that came as an unknown string (id in the string table), from
+    /// exports that name offer types instead of numbering them.
     public var offerType: Int64 = 0
     public var transactionId: Int32
     public var originalTransactionId: Int32
@@ -61,6 +63,7 @@ public struct Transaction: Sendable, Equatable {
         if offerDiscountType >= 0 { offerDiscountType = map[Int(offerDiscountType)] }
         if storefront >= 0 { storefront = map[Int(storefront)] }
         if appAccountToken >= 0 { appAccountToken = map[Int(appAccountToken)] }
+        if offerType < 0 { offerType = -(Int64(map[Int(-offerType - 1)]) + 1) }
     }
 }
 
@@ -79,7 +82,13 @@ public enum OfferType: Int64, Sendable, CaseIterable {
     case offerCode = 3
     case winBack = 4
 
-    /// The report label of a raw offer type: `introductory` … `win_back`, or `unknown:N`.
+    /// The report label of a raw offer type: `introductory` … `win_back`, `unknown:N`, or
+    /// `unknown:<name>` for a named type this project does not know.
+    public static func label(_ raw: Int64, strings: StringTable) -> String {
+        raw < 0 ? "unknown:" + strings.string(Int32(-raw - 1)) : label(raw)
+    }
+
+    /// The report label of a numeric offer type: `introductory` … `win_back`, or `unknown:N`.
     public static func label(_ raw: Int64) -> String {
         switch OfferType(rawValue: raw) {
         case .introductory: return "introductory"

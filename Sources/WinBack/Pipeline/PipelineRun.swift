@@ -83,7 +83,7 @@ public enum PipelineRun {
             let totalBytes = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
             progress.begin("read", totalBytes: totalBytes)
             let set = try TransactionReader.read(
-                paths: p.transactionFiles, format: p.config.format, threads: p.threads,
+                paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
                 progress: { progress.advance($0) })
             manifest.inputs = set.inputs
             manifest.counters = set.counters

@@ -13,6 +13,8 @@ protocol ByteSource: AnyObject {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
     /// Bytes of the file itself consumed so far (compressed bytes for gzip).
     var fileBytesConsumed: Int { get }
+    /// Bytes handed out by `read` so far (decompressed bytes for gzip).
+    var bytesProduced: Int { get }
     /// SHA-256 (hex) of the file's bytes read so far: of the whole file once at its end.
     func fileSHA256() -> String
 }
@@ -81,6 +83,8 @@ final class PlainFileSource: ByteSource {
         fileBytesConsumed += n
         return n
     }
+
+    var bytesProduced: Int { fileBytesConsumed }
 }
 
 /// Opens `path` as a byte source: gzip when it ends in `.gz`, plain otherwise.

@@ -14,6 +14,7 @@ final class GzipFileSource: ByteSource {
     private var eof = false
     private var memberEnded = false
     private var sawMember = false
+    private(set) var bytesProduced = 0
 
     static let inputSize = 1 << 18
 
@@ -110,6 +111,8 @@ final class GzipFileSource: ByteSource {
                 break
             }
         }
-        return buffer.count - Int(stream.pointee.avail_out)
+        let n = buffer.count - Int(stream.pointee.avail_out)
+        bytesProduced += n
+        return n
     }
 }

@@ -15,7 +15,6 @@ public enum RenewalReader {
             let source = try openSource(path: path)
             var st = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
             try LineReader(source: source).forEachLine { line, number in
-                st.uncompressedBytes += line.count + 1
                 if LineReader.isBlank(line) { return }
                 st.rows += 1
                 switch decode(line, scanner: scanner) {
@@ -27,6 +26,7 @@ public enum RenewalReader {
                 }
             }
             st.bytes = source.fileBytesConsumed
+            st.uncompressedBytes = source.bytesProduced
             st.sha256 = source.fileSHA256()
             stats.append(st)
         }

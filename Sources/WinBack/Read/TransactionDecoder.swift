@@ -8,7 +8,8 @@ final class TransactionDecoder {
         case rejected(String)
     }
 
-    private enum Key: Int, CaseIterable {
+    /// The §2.1 fields, in the order of ``values``.
+    enum Key: Int, CaseIterable {
         case transactionId, originalTransactionId, subscriptionGroupIdentifier, productId
         case purchaseDate, expiresDate, type, environment, inAppOwnershipType, offerType
         case offerIdentifier, offerDiscountType, revocationDate, revocationReason, isUpgraded
@@ -39,13 +40,15 @@ final class TransactionDecoder {
     }
 
     private let scanner = JSONLineScanner(keys: Key.allCases.map(\.name))
+    /// The values of the row being built, indexed by ``Key``.
+    private var values: [ScannedValue] = []
     let table: StringTable
 
     init(table: StringTable) { self.table = table }
 
     private struct Rejection: Error { let reason: String }
 
-    @inline(__always) private func value(_ k: Key) -> ScannedValue { scanner.values[k.rawValue] }
+    @inline(__always) private func value(_ k: Key) -> ScannedValue { values[k.rawValue] }
 
     private func string(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
         switch value(k) {
@@ -85,6 +88,14 @@ final class TransactionDecoder {
 
     func decode(_ line: UnsafeRawBufferPointer) -> Outcome {
         guard scanner.scan(line) else { return .rejected("invalid JSON: \(scanner.error)") }
+        return build(scanner.values)
+    }
+
+    /// Validates the §2.1 fields of one row (indexed by ``Key``) and builds the transaction;
+    /// every export format ends here, so they all reject alike.
+    func build(_ fields: [ScannedValue]) -> Outcome {
+        values = fields
+        defer { values = [] }
         do {
             if let type = try string(.type), !TransactionDecoder.equals(type, "Auto-Renewable Subscription") {
                 return .nonSubscription

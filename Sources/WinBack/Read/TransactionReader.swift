@@ -44,6 +44,14 @@ final class FileRows {
         self.only = only.map { [table] in $0.map { table.intern($0) } }
     }
 
+    /// Records what the source says of the file once it is read.
+    func finish(_ source: ByteSource) {
+        stats.bytes = source.fileBytesConsumed
+        stats.uncompressedBytes = source.bytesProduced
+        stats.sha256 = source.fileSHA256()
+        stats.rejected = rejects.count
+    }
+
     /// Keeps a decoded row, unless a customer filter leaves it out.
     @inline(__always)
     func add(_ t: Transaction) {
@@ -76,10 +84,8 @@ struct NDJSONFormat: RowFormat {
     func read(path: String, into out: FileRows, progress: @Sendable (Int) -> Void) throws {
         let source = try openSource(path: path)
         let decoder = TransactionDecoder(table: out.table)
-        var uncompressed = 0
         var lastConsumed = 0
         try LineReader(source: source).forEachLine({ line, number in
-            uncompressed += line.count + 1
             if LineReader.isBlank(line) { return }
             out.stats.rows += 1
             switch decoder.decode(line) {
@@ -93,17 +99,16 @@ struct NDJSONFormat: RowFormat {
             progress(c - lastConsumed)
             lastConsumed = c
         })
-        out.stats.bytes = source.fileBytesConsumed
-        out.stats.uncompressedBytes = uncompressed
-        out.stats.sha256 = source.fileSHA256()
-        out.stats.rejected = out.rejects.count
+        out.finish(source)
     }
 }
 
 /// Reads every transaction file in parallel, then merges and deduplicates (SPEC §3 rule 1).
 public enum TransactionReader {
-    static func format(_ name: String) -> RowFormat {
+    static func format(_ name: String, products: [String: String]) -> RowFormat {
         switch name {
+        case "csv": return CSVFormat()
+        case "revenuecat": return RevenueCatFormat(products: products)
         default: return NDJSONFormat()
         }
     }
@@ -114,10 +119,10 @@ public enum TransactionReader {
     ///     appAccountTokens (nil = all).
     ///   - progress: called with compressed bytes consumed since the last call, from any thread.
     public static func read(
-        paths: [String], format name: String = "appstore-ndjson", threads: Int, only: [String]? = nil,
-        progress: @escaping @Sendable (Int) -> Void = { _ in }
+        paths: [String], format name: String = "appstore-ndjson", products: [String: String] = [:], threads: Int,
+        only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws -> TransactionSet {
-        let fmt = format(name)
+        let fmt = format(name, products: products)
         let slots = ResultSlots<FileRows>(count: paths.count)
         let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in

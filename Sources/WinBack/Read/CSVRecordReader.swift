@@ -1,0 +1,156 @@
+/// Splits a byte source into RFC 4180 records, from bytes: quoted fields may hold commas,
+/// doubled quotes and line breaks; records end with LF or CRLF; a UTF-8 BOM is skipped.
+///
+/// Each record is handed over as field slices valid only during the call, with the line number
+/// it starts on. A record that is not well-formed CSV is handed over with `malformed` set, so the
+/// caller can reject it with its line number and go on.
+final class CSVRecordReader {
+    private var buffer: UnsafeMutableRawBufferPointer
+    private var scratch: UnsafeMutableRawBufferPointer
+    private let source: ByteSource
+    private(set) var fields: [UnsafeRawBufferPointer] = []
+
+    init(source: ByteSource, chunkSize: Int = 1 << 20) {
+        self.source = source
+        buffer = .allocate(byteCount: chunkSize, alignment: 16)
+        scratch = .allocate(byteCount: chunkSize, alignment: 16)
+    }
+
+    deinit {
+        buffer.deallocate()
+        scratch.deallocate()
+    }
+
+    /// Calls `body(fields, line, raw, malformed)` per non-blank record; `afterChunk` after each read.
+    func forEachRecord(
+        _ body: ([UnsafeRawBufferPointer], Int, UnsafeRawBufferPointer, String?) throws -> Void,
+        afterChunk: () -> Void = {}
+    ) throws {
+        var filled = 0
+        var start = 0
+        var line = 1
+        var eof = false
+        var first = true
+        while true {
+            // Find the end of the record at `start`: a LF outside quotes.
+            var p = start
+            var inQuotes = false
+            var end = -1
+            let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            while p < filled {
+                let c = base[p]
+                if c == 0x22 {
+                    inQuotes.toggle()
+                } else if c == 0x0A && !inQuotes {
+                    end = p
+                    break
+                }
+                p += 1
+            }
+            if end < 0 && !eof {
+                // Need more bytes: keep the partial record, read on.
+                if start > 0 {
+                    let rest = filled - start
+                    if rest > 0 { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: rest) }
+                    filled = rest
+                    start = 0
+                }
+                if filled == buffer.count { grow() }
+                let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+                if n == 0 { eof = true }
+                filled += n
+                if first && filled >= 3 {
+                    let b = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                    if b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF { start = 3 }
+                    first = false
+                }
+                afterChunk()
+                continue
+            }
+            if end < 0 { end = filled }  // last record without a newline (or an open quote)
+            if start >= filled && eof { return }
+            var recEnd = end
+            if recEnd > start && base[recEnd - 1] == 0x0D { recEnd -= 1 }
+            let raw = UnsafeRawBufferPointer(start: buffer.baseAddress! + start, count: recEnd - start)
+            let breaks = countNewlines(base + start, end - start)
+            if !isBlank(raw) {
+                let problem = inQuotes && end == filled ? "unbalanced quote: a quoted field is never closed" : split(raw)
+                try body(fields, line, raw, problem)
+            }
+            line += breaks + 1
+            start = end + 1
+            if start > filled { return }
+        }
+    }
+
+    private func grow() {
+        let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
+        bigger.copyMemory(from: UnsafeRawBufferPointer(buffer))
+        buffer.deallocate()
+        buffer = bigger
+        scratch.deallocate()
+        scratch = .allocate(byteCount: buffer.count, alignment: 16)
+    }
+
+    private func countNewlines(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int {
+        var k = 0
+        for i in 0..<n where p[i] == 0x0A { k += 1 }
+        return k
+    }
+
+    private func isBlank(_ r: UnsafeRawBufferPointer) -> Bool {
+        for c in r where c != 0x20 && c != 0x09 && c != 0x0D { return false }
+        return true
+    }
+
+    /// Splits a record into `fields`; returns why it is malformed, or nil.
+    private func split(_ r: UnsafeRawBufferPointer) -> String? {
+        fields.removeAll(keepingCapacity: true)
+        var used = 0
+        var i = 0
+        let n = r.count
+        while true {
+            if i < n && r[i] == 0x22 {
+                // Quoted: copy out, undoubling quotes.
+                let out = scratch.baseAddress! + used
+                var len = 0
+                i += 1
+                var closed = false
+                while i < n {
+                    let c = r[i]
+                    if c == 0x22 {
+                        if i + 1 < n && r[i + 1] == 0x22 {
+                            out.storeBytes(of: 0x22, toByteOffset: len, as: UInt8.self)
+                            len += 1
+                            i += 2
+                            continue
+                        }
+                        closed = true
+                        i += 1
+                        break
+                    }
+                    out.storeBytes(of: c, toByteOffset: len, as: UInt8.self)
+                    len += 1
+                    i += 1
+                }
+                if !closed { return "unbalanced quote: a quoted field is never closed" }
+                fields.append(UnsafeRawBufferPointer(start: out, count: len))
+                used += len
+                if i < n && r[i] != 0x2C { return "malformed quoted field: text after the closing quote" }
+            } else {
+                let s = i
+                while i < n && r[i] != 0x2C {
+                    if r[i] == 0x22 { return "malformed field: a quote inside an unquoted field" }
+                    i += 1
+                }
+                fields.append(UnsafeRawBufferPointer(rebasing: r[s..<i]))
+            }
+            if i >= n { return nil }
+            i += 1  // the comma
+            if i == n {
+                fields.append(UnsafeRawBufferPointer(rebasing: r[n..<n]))
+                return nil
+            }
+        }
+    }
+}
