@@ -82,7 +82,7 @@ public enum PipelineRun {
             // Read.
             let totalBytes = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
             progress.begin("read", totalBytes: totalBytes)
-            let set = try TransactionReader.read(
+            var set = try TransactionReader.read(
                 paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
                 progress: { progress.advance($0) })
             manifest.inputs = set.inputs
@@ -102,7 +102,7 @@ public enum PipelineRun {
 
             // Reconstruct and evaluate.
             progress.begin("evaluate")
-            let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: p.threads)
+            let customers = CustomerRows.build(rows: &set.rows, strings: set.strings, threads: p.threads)
             let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
             let audience = Audience.evaluate(
                 customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,

@@ -28,7 +28,8 @@ public struct ReadCounters: Sendable, Equatable {
 /// The rows of one input file, with ids local to its own string table.
 final class FileRows {
     let path: String
-    let table = StringTable(capacity: 1 << 14)
+    /// Ids local to this file; replaced by an empty table once merged into the run's.
+    var table = StringTable(capacity: 1 << 14)
     var rows: [Transaction] = []
     /// `updated_at` (or any newer-wins key) per row when the format has one instead of signedDate.
     var rejects: [Reject] = []
@@ -134,43 +135,54 @@ public enum TransactionReader {
     }
 
     /// Merges per-file tables into one, deduplicates by transactionId and drops sandbox rows.
+    ///
+    /// Memory stays near one copy of the rows: each file's rows are remapped in place, and a
+    /// file's rows and table are released as soon as they have been taken over.
     static func merge(_ files: [FileRows]) -> TransactionSet {
-        let strings = StringTable(capacity: files.reduce(0) { $0 + $1.table.count } + 16)
+        let strings = StringTable(capacity: files.map(\.table.count).max() ?? 16)
         var counters = ReadCounters()
-        var all: [Transaction] = []
-        all.reserveCapacity(files.reduce(0) { $0 + $1.rows.count })
         for f in files {
             let map = strings.merge(f.table)
+            f.table = StringTable(capacity: 1)
             map.withUnsafeBufferPointer { m in
-                for var r in f.rows {
-                    r.remap(m)
-                    all.append(r)
+                f.rows.withUnsafeMutableBufferPointer { rows in
+                    for i in rows.indices { rows[i].remap(m) }
                 }
             }
-            f.rows = []
             counters.rowsRead += f.stats.rows
             counters.nonSubscription += f.nonSubscription
             counters.rejected += f.rejects.count
         }
-        // Newest signedDate wins; on a tie the later file, then the later line, which is
-        // the later index here.
-        var best = [Int32](repeating: -1, count: strings.count)
-        for i in all.indices {
-            let tx = Int(all[i].transactionId)
-            let b = best[tx]
-            if b < 0 || all[i].signedDate >= all[Int(b)].signedDate { best[tx] = Int32(i) }
-        }
-        var kept: [Transaction] = []
-        kept.reserveCapacity(all.count)
-        for i in all.indices where best[Int(all[i].transactionId)] == Int32(i) {
-            if !all[i].production {
-                counters.sandbox += 1
-                continue
+        // Newest signedDate wins; on a tie the later file, then the later line: the later
+        // position in (file, row) order, which is the order visited here.
+        var best = [Int64](repeating: -1, count: strings.count)
+        var total = 0
+        for (fi, f) in files.enumerated() {
+            for (i, r) in f.rows.enumerated() {
+                total += 1
+                let tx = Int(r.transactionId)
+                let b = best[tx]
+                if b < 0 || r.signedDate >= files[Int(b >> 32)].rows[Int(b & 0xFFFF_FFFF)].signedDate {
+                    best[tx] = Int64(fi) << 32 | Int64(i)
+                }
             }
-            if all[i].ownership == .familyShared { counters.familyShared += 1 }
-            kept.append(all[i])
         }
-        counters.duplicates = all.count - kept.count - counters.sandbox
+        var winners = 0
+        for b in best where b >= 0 { winners += 1 }
+        var kept: [Transaction] = []
+        kept.reserveCapacity(winners)
+        for (fi, f) in files.enumerated() {
+            for (i, r) in f.rows.enumerated() where best[Int(r.transactionId)] == Int64(fi) << 32 | Int64(i) {
+                if !r.production {
+                    counters.sandbox += 1
+                    continue
+                }
+                if r.ownership == .familyShared { counters.familyShared += 1 }
+                kept.append(r)
+            }
+            f.rows = []
+        }
+        counters.duplicates = total - winners
         let rejects = files.flatMap(\.rejects)  // files are in path order, lines ascending
         return TransactionSet(
             strings: strings, rows: kept, inputs: files.map(\.stats), rejects: rejects, counters: counters)

@@ -14,14 +14,16 @@ public struct CustomerRows: @unchecked Sendable {
 
     public func rows(of k: Int) -> ArraySlice<Transaction> { rows[starts[k]..<starts[k + 1]] }
 
-    /// Groups `rows` (whose ids are in `strings`) by customer.
-    public static func build(rows input: [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
+    /// Groups `rows` (whose ids are in `strings`) by customer, taking them over: `input` is
+    /// emptied, so that only one copy of the rows is ever held.
+    public static func build(rows input: inout [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
         // Customer ids in first-seen order, then a bytewise order over them.
         var index: [UInt64: Int32] = [:]
         index.reserveCapacity(input.count / 4)
         var firstGroup: [Int32] = []
         var firstOrig: [Int32] = []
         var of = [Int32](repeating: 0, count: input.count)
+        let total = input.count
         for (i, r) in input.enumerated() {
             let key = UInt64(UInt32(bitPattern: r.subscriptionGroupId)) << 32
                 | UInt64(UInt32(bitPattern: r.originalTransactionId))
@@ -48,7 +50,7 @@ public struct CustomerRows: @unchecked Sendable {
         for k in of { starts[Int(rank[Int(k)]) + 1] += 1 }
         for k in 0..<n { starts[k + 1] += starts[k] }
         var fill = starts
-        var rows = [Transaction](unsafeUninitializedCapacity: input.count) { buf, done in
+        var rows = [Transaction](unsafeUninitializedCapacity: total) { buf, done in
             for (i, r) in input.enumerated() {
                 let c = Int(rank[Int(of[i])])
                 (buf.baseAddress! + fill[c]).initialize(to: r)
@@ -56,6 +58,8 @@ public struct CustomerRows: @unchecked Sendable {
             }
             done = input.count
         }
+        input = []
+        of = []
         let sortStarts = starts
         rows.withUnsafeMutableBufferPointer { buf in
             nonisolated(unsafe) let base = buf
