@@ -5,6 +5,8 @@
 final class LineReader {
     private var buffer: UnsafeMutableRawBufferPointer
     private let source: ByteSource
+    /// Bytes taken from the source so far (with CRs and newlines): the decompressed size at the end.
+    private(set) var bytesRead = 0
 
     init(source: ByteSource, chunkSize: Int = 1 << 20) {
         self.source = source
@@ -36,6 +38,7 @@ final class LineReader {
                 afterChunk()
                 return
             }
+            bytesRead += n
             let scanFrom = filled
             filled += n
             let base = UnsafeRawPointer(buffer.baseAddress!)

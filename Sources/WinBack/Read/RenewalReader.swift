@@ -14,8 +14,8 @@ public enum RenewalReader {
         for path in paths {
             let source = try openSource(path: path)
             var st = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
-            try LineReader(source: source).forEachLine { line, number in
-                st.uncompressedBytes += line.count + 1
+            let reader = LineReader(source: source)
+            try reader.forEachLine { line, number in
                 if LineReader.isBlank(line) { return }
                 st.rows += 1
                 switch decode(line, scanner: scanner) {
@@ -27,6 +27,7 @@ public enum RenewalReader {
                 }
             }
             st.bytes = source.fileBytesConsumed
+            st.uncompressedBytes = reader.bytesRead
             st.sha256 = source.fileSHA256()
             stats.append(st)
         }

@@ -63,10 +63,9 @@ struct NDJSONFormat: RowFormat {
     func read(path: String, into out: FileRows, progress: @Sendable (Int) -> Void) throws {
         let source = try openSource(path: path)
         let decoder = TransactionDecoder(table: out.table)
-        var uncompressed = 0
         var lastConsumed = 0
-        try LineReader(source: source).forEachLine({ line, number in
-            uncompressed += line.count + 1
+        let reader = LineReader(source: source)
+        try reader.forEachLine({ line, number in
             if LineReader.isBlank(line) { return }
             out.stats.rows += 1
             switch decoder.decode(line) {
@@ -81,7 +80,7 @@ struct NDJSONFormat: RowFormat {
             lastConsumed = c
         })
         out.stats.bytes = source.fileBytesConsumed
-        out.stats.uncompressedBytes = uncompressed
+        out.stats.uncompressedBytes = reader.bytesRead
         out.stats.sha256 = source.fileSHA256()
         out.stats.rejected = out.rejects.count
     }
