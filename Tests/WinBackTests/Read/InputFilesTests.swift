@@ -112,6 +112,28 @@ extension ReadStageTests {
             }
         }
 
+        @Test(arguments: ["exports [2024]", "a*b", "what?", "back\\slash"])
+        func aBaseFolderWithGlobCharactersIsTakenLiterally(folder: String) throws {
+            try ReadSupport.withTempDir { dir in
+                let root = dir.appendingPathComponent(folder).path
+                let fm = FileManager.default
+                try fm.createDirectory(atPath: root + "/pipelines", withIntermediateDirectories: true)
+                try fm.createDirectory(atPath: root + "/data", withIntermediateDirectories: true)
+                for name in ["t-1.jsonl.gz", "t-2.jsonl.gz"] {
+                    try ReadSupport.write("", to: URL(fileURLWithPath: root + "/data/" + name))
+                }
+                let base = root + "/pipelines"
+                let expected = [root + "/data/t-1.jsonl.gz", root + "/data/t-2.jsonl.gz"]
+                #expect(try InputFiles.resolve(["../data/t-*.jsonl.gz"], base: base) == expected)
+                #expect(try InputFiles.resolve(["../data/t-1.jsonl.gz", "../data/t-2.jsonl.gz"], base: base) == expected)
+                #expect {
+                    _ = try InputFiles.resolve(["../data/none-*"], base: base)
+                } throws: { e in
+                    (e as? WinBackError)?.code == .noInput && (e as? WinBackError)?.description.contains(root + "/data/none-*") == true
+                }
+            }
+        }
+
         @Test func noGlobsGiveNoFiles() throws {
             #expect(try InputFiles.resolve([], base: "/") == [])
         }
