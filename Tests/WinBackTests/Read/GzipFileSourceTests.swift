@@ -117,6 +117,13 @@ extension ReadStageTests {
                 for i in mid..<(mid + 16) { gz[i] ^= 0xFF }
                 let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("corrupt.jsonl.gz"))
                 expectBadData(path, containing: "corrupt")
+                // The damage cannot be seen before it is read: the offset is at or past it.
+                do {
+                    _ = try ReadSupport.readAll(path)
+                } catch let e as WinBackError {
+                    let offset = e.message.split(separator: " ").last.flatMap { Int($0) } ?? -1
+                    #expect(offset >= mid, "\(e)")
+                }
                 // Through the reader too, with the file named.
                 #expect {
                     _ = try TransactionReader.read(paths: [path], threads: 2)

@@ -235,6 +235,29 @@ extension ReadStageTests {
             }
         }
 
+        @Test func progressAddsUpToTheStoredBytesOfEveryFile() throws {
+            try ReadSupport.withTempDir { dir in
+                let big = (0..<20000).map { TxLine(id: "b\($0)", signed: Int64($0)).json }
+                let paths = try writeFiles(
+                    [("a.jsonl.gz", big), ("b.jsonl", Array(big.prefix(3000))), ("c.jsonl.gz", [TxLine().json])], in: dir)
+                final class Total: @unchecked Sendable {
+                    let lock = NSLock()
+                    var bytes = 0
+                    var calls = 0
+                }
+                let total = Total()
+                let set = try TransactionReader.read(paths: paths, threads: 3) { n in
+                    total.lock.lock()
+                    total.bytes += n
+                    total.calls += 1
+                    total.lock.unlock()
+                }
+                #expect(total.bytes == paths.map(InputFiles.size).reduce(0, +))
+                #expect(set.inputs.map(\.bytes) == paths.map(InputFiles.size))
+                #expect(total.calls > 3)
+            }
+        }
+
         @Test func noFilesGiveAnEmptySet() throws {
             let set = try TransactionReader.read(paths: [], threads: 4)
             #expect(set.rows.isEmpty)
