@@ -11,7 +11,10 @@ extension ReadStageTests {
             var rng = SplitMix64(seed: seed)
             var out = ""
             for i in 0..<lines {
-                out += TxLine(id: "\(1_000_000 + i)", original: "\(rng.next() % 5000)", signed: Int64(rng.next() % 1_000_000))
+                out +=
+                    TxLine(
+                        id: "\(1_000_000 + i)", original: "\(rng.next() % 5000)", signed: Int64(rng.next() % 1_000_000)
+                    )
                     .with("note", "\"\(rng.next())-\(rng.next())\"").json
                 out += "\n"
             }
@@ -80,7 +83,8 @@ extension ReadStageTests {
         }
 
         @Test func theCommittedTwoMemberFixtureReads() throws {
-            let url = try #require(Bundle.module.url(forResource: "Fixtures/read/two-members.jsonl", withExtension: "gz"))
+            let url = try #require(
+                Bundle.module.url(forResource: "Fixtures/read/two-members.jsonl", withExtension: "gz"))
             let set = try TransactionReader.read(paths: [url.path], threads: 1)
             #expect(set.counters.rowsRead == 4)
             #expect(set.counters.nonSubscription == 1)
@@ -146,7 +150,8 @@ extension ReadStageTests {
         func aTruncatedFileFailsAsTruncated(cut: Int) throws {
             try ReadSupport.withTempDir { dir in
                 let gz = ReadSupport.gzip(Self.sampleText(lines: 200))
-                let path = try ReadSupport.write(Array(gz.dropLast(cut)), to: dir.appendingPathComponent("cut.jsonl.gz"))
+                let path = try ReadSupport.write(
+                    Array(gz.dropLast(cut)), to: dir.appendingPathComponent("cut.jsonl.gz"))
                 expectBadData(path, containing: "truncated")
             }
         }
@@ -155,7 +160,8 @@ extension ReadStageTests {
         func aFileCutInsideTheHeaderFails(keep: Int) throws {
             try ReadSupport.withTempDir { dir in
                 let gz = ReadSupport.gzip(Self.sampleText(lines: 20))
-                let path = try ReadSupport.write(Array(gz.prefix(keep)), to: dir.appendingPathComponent("head.jsonl.gz"))
+                let path = try ReadSupport.write(
+                    Array(gz.prefix(keep)), to: dir.appendingPathComponent("head.jsonl.gz"))
                 expectBadData(path)
             }
         }
@@ -242,10 +248,12 @@ extension ReadStageTests {
         func aLineLongerThanTheChunkStillParses(gzip: Bool) throws {
             try ReadSupport.withTempDir { dir in
                 let blob = String(repeating: "x", count: 3 << 20)
-                let text = TxLine(id: "before").json + "\n" + TxLine(id: "long").with("blob", "\"\(blob)\"").json + "\n"
+                let text =
+                    TxLine(id: "before").json + "\n" + TxLine(id: "long").with("blob", "\"\(blob)\"").json + "\n"
                     + TxLine(id: "after").json + "\n" + "{broken\n"
                 let url = dir.appendingPathComponent(gzip ? "long.jsonl.gz" : "long.jsonl")
-                let path = gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+                let path =
+                    gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
                 let set = try TransactionReader.read(paths: [path], threads: 1)
                 #expect(set.rows.map { set.strings.string($0.transactionId) } == ["before", "long", "after"])
                 #expect(set.rejects.map(\.line) == [4])
@@ -257,9 +265,11 @@ extension ReadStageTests {
         func statsGiveTheFileSizeSHA256AndDecompressedSize(gzip: Bool) throws {
             try ReadSupport.withTempDir { dir in
                 // CRLF line ends and no final newline: the decompressed size counts every byte.
-                let text = Self.sampleText(lines: 3000).replacingOccurrences(of: "\n", with: "\r\n") + TxLine(id: "last").json
+                let text =
+                    Self.sampleText(lines: 3000).replacingOccurrences(of: "\n", with: "\r\n") + TxLine(id: "last").json
                 let url = dir.appendingPathComponent(gzip ? "s.jsonl.gz" : "s.jsonl")
-                let path = gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+                let path =
+                    gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
                 let set = try TransactionReader.read(paths: [path], threads: 1)
                 let stats = try #require(set.inputs.first)
                 #expect(stats.path == path)

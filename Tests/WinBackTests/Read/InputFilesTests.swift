@@ -33,7 +33,8 @@ extension ReadStageTests {
                 try fm.createDirectory(atPath: root + "/data/a-b", withIntermediateDirectories: true)
                 try fm.createDirectory(atPath: root + "/data/a", withIntermediateDirectories: true)
                 for name in [
-                    "data/t-2.jsonl.gz", "data/t-10.jsonl.gz", "data/T-3.jsonl.gz", "data/_t.jsonl.gz", "data/é.jsonl.gz",
+                    "data/t-2.jsonl.gz", "data/t-10.jsonl.gz", "data/T-3.jsonl.gz", "data/_t.jsonl.gz",
+                    "data/é.jsonl.gz",
                     "data/r.jsonl", "data/a/z.jsonl", "data/a-b/y.jsonl",
                 ] {
                     try ReadSupport.write("", to: URL(fileURLWithPath: root + "/" + name))
@@ -96,7 +97,8 @@ extension ReadStageTests {
                 #expect {
                     _ = try InputFiles.resolve([pattern], base: base)
                 } throws: { e in
-                    (e as? WinBackError)?.code == .noInput && (e as? WinBackError)?.description.contains(pattern) == true
+                    (e as? WinBackError)?.code == .noInput
+                        && (e as? WinBackError)?.description.contains(pattern) == true
                 }
             }
         }
@@ -125,11 +127,13 @@ extension ReadStageTests {
                 let base = root + "/pipelines"
                 let expected = [root + "/data/t-1.jsonl.gz", root + "/data/t-2.jsonl.gz"]
                 #expect(try InputFiles.resolve(["../data/t-*.jsonl.gz"], base: base) == expected)
-                #expect(try InputFiles.resolve(["../data/t-1.jsonl.gz", "../data/t-2.jsonl.gz"], base: base) == expected)
+                #expect(
+                    try InputFiles.resolve(["../data/t-1.jsonl.gz", "../data/t-2.jsonl.gz"], base: base) == expected)
                 #expect {
                     _ = try InputFiles.resolve(["../data/none-*"], base: base)
                 } throws: { e in
-                    (e as? WinBackError)?.code == .noInput && (e as? WinBackError)?.description.contains(root + "/data/none-*") == true
+                    (e as? WinBackError)?.code == .noInput
+                        && (e as? WinBackError)?.description.contains(root + "/data/none-*") == true
                 }
             }
         }

@@ -80,7 +80,8 @@ extension ReadStageTests {
 
         @Test func valuesOfEveryKindAreReportedWithTheirType() {
             let scanner = JSONLineScanner(keys: ["i", "n", "t", "f", "z", "d", "e", "o", "a", "big"])
-            let line = #"{"i":-42,"n":0,"t":true,"f":false,"z":null,"d":1.5,"e":1e3,"o":{"k":[1]},"a":[],"big":9223372036854775808}"#
+            let line =
+                #"{"i":-42,"n":0,"t":true,"f":false,"z":null,"d":1.5,"e":1e3,"o":{"k":[1]},"a":[],"big":9223372036854775808}"#
             let ok = Array(line.utf8).withUnsafeBytes { scanner.scan($0) }
             #expect(ok, "\(scanner.error)")
             let v = scanner.values
@@ -193,7 +194,10 @@ extension ReadStageTests {
             ("capitalised literal", Array(#"{"a":True}"#.utf8)),
             ("missing value", Array(#"{"a":}"#.utf8)),
             ("byte-order mark", [0xEF, 0xBB, 0xBF] + Array("{}".utf8)),
-            ("nesting too deep", Array((#"{"a":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}").utf8)),
+            (
+                "nesting too deep",
+                Array((#"{"a":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}").utf8)
+            ),
         ]
 
         @Test(arguments: invalid)

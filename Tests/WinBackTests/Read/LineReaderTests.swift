@@ -19,7 +19,9 @@ extension ReadStageTests {
                 for gzip in [false, true] {
                     let url = dir.appendingPathComponent(gzip ? "l.jsonl.gz" : "l.jsonl")
                     let path =
-                        gzip ? try ReadSupport.write(ReadSupport.gzip(Self.text), to: url) : try ReadSupport.write(Self.text, to: url)
+                        gzip
+                        ? try ReadSupport.write(ReadSupport.gzip(Self.text), to: url)
+                        : try ReadSupport.write(Self.text, to: url)
                     let lines = try ReadSupport.lines(path, chunkSize: chunkSize)
                     #expect(lines.map(\.0) == Self.expected.map(\.0))
                     #expect(lines.map(\.1) == Self.expected.map(\.1))
@@ -36,7 +38,9 @@ extension ReadStageTests {
             }
         }
 
-        @Test(arguments: [("", true), (" ", true), ("\t \t", true), ("\r", true), (" x ", false), ("{}", false), ("\u{0B}", false)])
+        @Test(arguments: [
+            ("", true), (" ", true), ("\t \t", true), ("\r", true), (" x ", false), ("{}", false), ("\u{0B}", false),
+        ])
         func blankMeansOnlySpacesAndTabs(line: String, blank: Bool) {
             #expect(Array(line.utf8).withUnsafeBytes { LineReader.isBlank($0) } == blank)
         }

@@ -15,7 +15,9 @@ extension ReadStageTests {
         static let samples: [String] = [
             TxLine().json,
             TxLine(id: "2000000000000002", original: "2000000000000001", signed: nil)
-                .with("offerType", "4").with("offerIdentifier", #""wb.pass.1m""#).with("offerDiscountType", #""FREE_TRIAL""#)
+                .with("offerType", "4").with("offerIdentifier", #""wb.pass.1m""#).with(
+                    "offerDiscountType", #""FREE_TRIAL""#
+                )
                 .with("appAccountToken", #""7e3fb20b-4cdb-47cc-936d-99d65f608138""#).with("isUpgraded", "false")
                 .with("revocationDate", "1701000000000").with("revocationReason", "0").json,
             #"{"note":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \n","meta":{"a":[1,-2.5e-3,true,null,{"b":"}"}]},"transactionId":"10\u0030","originalTransactionId":"o\u002e1","subscriptionGroupIdentifier":"g","productId":"p","purchaseDate":0,"expiresDate":9223372036854775807,"storefront":"JPN","environment":"Sandbox"}"#,
@@ -23,10 +25,14 @@ extension ReadStageTests {
             #"{ "transactionId" : "a" , "transactionId" : null , "productId" : "Grüße" , "x" : [ [ [ ] ] ] }"#,
         ]
 
-        static let tokens: [[UInt8]] = [
-            "{", "}", "[", "]", "\"", "\\", "\\u", "\\ud83d", "\\ude00", "\\u00", ":", ",", "null", "true", "-", "1e",
-            "0.", "99999999999999999999", "\"transactionId\":", "\"purchaseDate\":", " ", "\r", "\n", "\t",
-        ].map { Array($0.utf8) } + [[0x00], [0x80], [0xC3], [0xED, 0xA0, 0x80], [0xF4, 0x90], [0xFF], [0xE2, 0x82, 0xAC]]
+        static let tokens: [[UInt8]] =
+            [
+                "{", "}", "[", "]", "\"", "\\", "\\u", "\\ud83d", "\\ude00", "\\u00", ":", ",", "null", "true", "-",
+                "1e",
+                "0.", "99999999999999999999", "\"transactionId\":", "\"purchaseDate\":", " ", "\r", "\n", "\t",
+            ].map { Array($0.utf8) } + [
+                [0x00], [0x80], [0xC3], [0xED, 0xA0, 0x80], [0xF4, 0x90], [0xFF], [0xE2, 0x82, 0xAC],
+            ]
 
         static func mutate(_ input: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
             var b = input
@@ -68,7 +74,8 @@ extension ReadStageTests {
                 return [
                     s(t.transactionId), s(t.originalTransactionId), s(t.subscriptionGroupId), s(t.productId),
                     "\(t.purchaseDate)", "\(t.expiresDate)", "\(t.signedDate)", "\(t.revocationDate)", "\(t.offerType)",
-                    s(t.offerIdentifier), s(t.offerDiscountType), s(t.storefront), s(t.appAccountToken), "\(t.ownership)",
+                    s(t.offerIdentifier), s(t.offerDiscountType), s(t.storefront), s(t.appAccountToken),
+                    "\(t.ownership)",
                     "\(t.production)", "\(t.isUpgraded)", "\(t.isFreeTrial)",
                 ].joined(separator: "|")
             }
@@ -176,11 +183,14 @@ extension ReadStageTests {
                 } else if !ours && theirs && Self.hasTrailingComma(line) {
                     knownDifferences += 1
                 } else if ours != theirs {
-                    disagreements.append("\(ours ? "accepted" : "rejected (\(scanner.error))"): \(String(decoding: line, as: UTF8.self))")
+                    disagreements.append(
+                        "\(ours ? "accepted" : "rejected (\(scanner.error))"): \(String(decoding: line, as: UTF8.self))"
+                    )
                 }
             }
             #expect(knownDifferences < 2_000 * Self.scale)
-            #expect(disagreements.isEmpty, "\(disagreements.count): \(disagreements.prefix(10).joined(separator: "\n"))")
+            #expect(
+                disagreements.isEmpty, "\(disagreements.count): \(disagreements.prefix(10).joined(separator: "\n"))")
         }
 
         @Test(.timeLimit(.minutes(10)))
@@ -189,26 +199,38 @@ extension ReadStageTests {
                 var rng = SplitMix64(seed: Self.seed + 3)
                 let text = Self.samples.joined(separator: "\r\n") + "\n\n" + Self.samples.joined(separator: "\n")
                 let half = text.utf8.count / 2
-                let valid = ReadSupport.gzip(Array(text.utf8.prefix(half))) + ReadSupport.gzip(Array(text.utf8.dropFirst(half)), level: 1)
+                let valid =
+                    ReadSupport.gzip(Array(text.utf8.prefix(half)))
+                    + ReadSupport.gzip(Array(text.utf8.dropFirst(half)), level: 1)
                 var (read, failed) = (0, 0)
                 for i in 0..<(300 * Self.scale) {
                     var b = valid
                     switch rng.below(4) {
                     case 0:  // a few flipped bytes
-                        for _ in 0..<(1 + rng.below(4)) { b[rng.below(b.count)] ^= UInt8(truncatingIfNeeded: 1 + rng.below(255)) }
+                        for _ in 0..<(1 + rng.below(4)) {
+                            b[rng.below(b.count)] ^= UInt8(truncatingIfNeeded: 1 + rng.below(255))
+                        }
                     case 1:  // truncated
                         b.removeLast(1 + rng.below(b.count))
                     case 2:  // bytes inserted
-                        b.insert(contentsOf: (0..<(1 + rng.below(8))).map { _ in UInt8(truncatingIfNeeded: rng.next()) }, at: rng.below(b.count + 1))
+                        b.insert(
+                            contentsOf: (0..<(1 + rng.below(8))).map { _ in UInt8(truncatingIfNeeded: rng.next()) },
+                            at: rng.below(b.count + 1))
                     default:  // a range removed or repeated
                         let s = rng.below(b.count)
                         let piece = b[s..<min(b.count, s + 1 + rng.below(30))]
-                        if rng.below(2) == 0 { b.removeSubrange(piece.indices) } else { b.insert(contentsOf: piece, at: s) }
+                        if rng.below(2) == 0 {
+                            b.removeSubrange(piece.indices)
+                        } else {
+                            b.insert(contentsOf: piece, at: s)
+                        }
                     }
                     let path = try ReadSupport.write(b, to: dir.appendingPathComponent("m\(i).jsonl.gz"))
                     do {
                         var lines = 0
-                        try LineReader(source: try openSource(path: path), chunkSize: 64).forEachLine { _, _ in lines += 1 }
+                        try LineReader(source: try openSource(path: path), chunkSize: 64).forEachLine { _, _ in
+                            lines += 1
+                        }
                         let set = try TransactionReader.read(paths: [path], threads: 1)
                         #expect(set.counters.rowsRead <= lines)
                         read += 1

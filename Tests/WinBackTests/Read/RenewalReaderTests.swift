@@ -6,11 +6,14 @@ import Testing
 extension ReadStageTests {
     /// Renewal info NDJSON (SPEC §2.2) and the newest version known at T.
     @Suite struct RenewalReaderTests {
-        private func read(_ lines: [String], gzip: Bool = true) throws -> (RenewalIndex, [Reject], [InputStats], StringTable) {
+        private func read(_ lines: [String], gzip: Bool = true) throws -> (
+            RenewalIndex, [Reject], [InputStats], StringTable
+        ) {
             try ReadSupport.withTempDir { dir in
                 let text = lines.joined(separator: "\n")
                 let url = dir.appendingPathComponent(gzip ? "renewal-info.jsonl.gz" : "renewal-info.jsonl")
-                let path = gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+                let path =
+                    gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
                 let strings = StringTable()
                 let (index, rejects, stats) = try RenewalReader.read(paths: [path], strings: strings)
                 #expect(stats.first?.sha256 == (try ReadSupport.sha256sum(path)))

@@ -85,7 +85,8 @@ extension ReadStageTests {
         @Test func nestedValuesOfUnusedFieldsAreSkipped() throws {
             let h = DecodeHarness()
             var line = TxLine()
-            line.fields.insert(("meta", #"{"productId":"not.this","list":[1,{"type":"Consumable"},[[]],"]}"],"n":null}"#), at: 0)
+            line.fields.insert(
+                ("meta", #"{"productId":"not.this","list":[1,{"type":"Consumable"},[[]],"]}"],"n":null}"#), at: 0)
             line.fields.insert(("tags", #"[[],{},"a\"b",-1.5e3,true]"#), at: 3)
             line.fields.append(("note", #""Grüße 😀 \u00e9 \ud83d\ude00""#))
             let t = try #require(h.row(line.json))
@@ -95,7 +96,9 @@ extension ReadStageTests {
         @Test func escapedIdentifiersAreDecodedBeforeTheyAreChecked() throws {
             let h = DecodeHarness()
             let t = try #require(
-                h.row(TxLine().with("productId", #""com\u002eexample\u002Epass""#).with("transactionId", #""10\u0030""#).json))
+                h.row(
+                    TxLine().with("productId", #""com\u002eexample\u002Epass""#).with("transactionId", #""10\u0030""#)
+                        .json))
             #expect(h.string(t.productId) == "com.example.pass")
             #expect(h.string(t.transactionId) == "100")
             // An escaped slash is still a slash, which identifiers do not allow.
@@ -145,7 +148,8 @@ extension ReadStageTests {
                 Issue.record("\(type) with no other field was not counted as non-subscription")
                 return
             }
-            let bad = #"{"transactionId":"-bad","purchaseDate":"x","expiresDate":1,"storefront":"usa","type":"\#(type)"}"#
+            let bad =
+                #"{"transactionId":"-bad","purchaseDate":"x","expiresDate":1,"storefront":"usa","type":"\#(type)"}"#
             guard case .nonSubscription = h.decode(bad) else {
                 Issue.record("\(type) with bad fields was not counted as non-subscription")
                 return
@@ -224,7 +228,9 @@ extension ReadStageTests {
         @Test func integersMayBeNegativeOrZero() throws {
             let h = DecodeHarness()
             let t = try #require(
-                h.row(TxLine(signed: -1, purchase: -5, expires: 0).with("revocationReason", "-3").with("offerType", "-1").json))
+                h.row(
+                    TxLine(signed: -1, purchase: -5, expires: 0).with("revocationReason", "-3").with("offerType", "-1")
+                        .json))
             #expect(t.purchaseDate == -5)
             #expect(t.expiresDate == 0)
             #expect(t.signedDate == -1)
@@ -233,7 +239,9 @@ extension ReadStageTests {
 
         // MARK: Identifiers
 
-        static let identifierFields = ["transactionId", "originalTransactionId", "subscriptionGroupIdentifier", "productId", "offerIdentifier"]
+        static let identifierFields = [
+            "transactionId", "originalTransactionId", "subscriptionGroupIdentifier", "productId", "offerIdentifier",
+        ]
 
         static let badIdentifiers: [String] = [
             "-abc", ".abc", "_abc", ":abc", "a b", " abc", "abc ", "", String(repeating: "a", count: 129), "é", "abé",
@@ -279,8 +287,10 @@ extension ReadStageTests {
         }
 
         static let badTokens = [
-            "7e3fb20b4cdb47cc936d99d65f608138", "7e3fb20b-4cdb-47cc-936d-99d65f60813", "7e3fb20b-4cdb-47cc-936d-99d65f6081388",
-            "7e3fb20b-4cdb-47cc-936d_99d65f608138", "7e3fb20-b4cdb-47cc-936d-99d65f608138", "{7e3fb20b-4cdb-47cc-936d-99d65f608138}",
+            "7e3fb20b4cdb47cc936d99d65f608138", "7e3fb20b-4cdb-47cc-936d-99d65f60813",
+            "7e3fb20b-4cdb-47cc-936d-99d65f6081388",
+            "7e3fb20b-4cdb-47cc-936d_99d65f608138", "7e3fb20-b4cdb-47cc-936d-99d65f608138",
+            "{7e3fb20b-4cdb-47cc-936d-99d65f608138}",
             "ge3fb20b-4cdb-47cc-936d-99d65f608138", "", "not-a-uuid",
         ]
 
@@ -315,21 +325,29 @@ extension ReadStageTests {
             if raw != 0 { #expect(OfferType.label(t.offerType) == "unknown:\(raw)") }
         }
 
-        @Test(arguments: [("PURCHASED", Ownership.purchased), ("FAMILY_SHARED", .familyShared), ("SHARED_WITH_FRIENDS", .unknown), ("purchased", .unknown)])
+        @Test(arguments: [
+            ("PURCHASED", Ownership.purchased), ("FAMILY_SHARED", .familyShared), ("SHARED_WITH_FRIENDS", .unknown),
+            ("purchased", .unknown),
+        ])
         func ownershipIsReadAndAnUnknownOneIsKept(raw: String, expected: Ownership) throws {
             let h = DecodeHarness()
             let t = try #require(h.row(TxLine().with("inAppOwnershipType", "\"\(raw)\"").json))
             #expect(t.ownership == expected)
         }
 
-        @Test(arguments: [("Production", true), ("Sandbox", false), ("Xcode", false), ("production", false), ("LocalTesting", false)])
+        @Test(arguments: [
+            ("Production", true), ("Sandbox", false), ("Xcode", false), ("production", false), ("LocalTesting", false),
+        ])
         func onlyProductionIsProduction(raw: String, production: Bool) throws {
             let h = DecodeHarness()
             let t = try #require(h.row(TxLine().with("environment", "\"\(raw)\"").json))
             #expect(t.production == production)
         }
 
-        @Test(arguments: [("FREE_TRIAL", true), ("PAY_AS_YOU_GO", false), ("PAY_UP_FRONT", false), ("free_trial", false), ("SOMETHING_NEW", false)])
+        @Test(arguments: [
+            ("FREE_TRIAL", true), ("PAY_AS_YOU_GO", false), ("PAY_UP_FRONT", false), ("free_trial", false),
+            ("SOMETHING_NEW", false),
+        ])
         func freeTrialIsFlaggedAndTheRawDiscountTypeKept(raw: String, free: Bool) throws {
             let h = DecodeHarness()
             let t = try #require(h.row(TxLine().with("offerDiscountType", "\"\(raw)\"").json))
@@ -342,7 +360,9 @@ extension ReadStageTests {
             // Every field wrong and the JSON broken: invalid JSON wins.
             #expect(h.rejection(#"{"transactionId":-1,"type":"Consumable""#)?.hasPrefix("invalid JSON") == true)
             // Valid JSON, wrong type and broken fields: non-subscription wins.
-            guard case .nonSubscription = h.decode(#"{"transactionId":-1,"expiresDate":0,"purchaseDate":9,"type":"Consumable"}"#)
+            guard
+                case .nonSubscription = h.decode(
+                    #"{"transactionId":-1,"expiresDate":0,"purchaseDate":9,"type":"Consumable"}"#)
             else {
                 Issue.record("expected nonSubscription")
                 return

@@ -49,7 +49,13 @@ extension ReadStageTests {
                     [
                         ("a.jsonl", [line("x", signed: -5, version: 1), line("y", signed: nil, version: 1)]),
                         ("b.jsonl", [line("x", signed: nil, version: 2), line("y", signed: 0, version: 2)]),
-                        ("c.jsonl", [line("x", signed: nil, version: 3), line("z", signed: nil, version: 1), line("z", signed: nil, version: 2)]),
+                        (
+                            "c.jsonl",
+                            [
+                                line("x", signed: nil, version: 3), line("z", signed: nil, version: 1),
+                                line("z", signed: nil, version: 2),
+                            ]
+                        ),
                     ], in: dir)
                 let set = try TransactionReader.read(paths: paths, threads: 2)
                 // Two unsigned versions tie: the later line wins.
@@ -64,7 +70,13 @@ extension ReadStageTests {
                 let paths = try writeFiles(
                     [
                         ("2024-01.jsonl.gz", [line("x", signed: 500, version: 1), line("y", signed: 500, version: 1)]),
-                        ("2024-02.jsonl.gz", [line("x", signed: 500, version: 2), line("y", signed: 500, version: 2), line("y", signed: 500, version: 3)]),
+                        (
+                            "2024-02.jsonl.gz",
+                            [
+                                line("x", signed: 500, version: 2), line("y", signed: 500, version: 2),
+                                line("y", signed: 500, version: 3),
+                            ]
+                        ),
                         ("2024-03.jsonl.gz", [line("x", signed: 500, version: 4), line("x", signed: 400, version: 5)]),
                     ], in: dir)
                 let set = try TransactionReader.read(paths: paths, threads: threads)
@@ -87,7 +99,10 @@ extension ReadStageTests {
                                 line("z", signed: 100, version: 1, env: "Xcode"),
                             ]
                         ),
-                        ("b.jsonl", [line("x", signed: 200, version: 2, env: "Sandbox"), line("y", signed: 200, version: 2)]),
+                        (
+                            "b.jsonl",
+                            [line("x", signed: 200, version: 2, env: "Sandbox"), line("y", signed: 200, version: 2)]
+                        ),
                     ], in: dir)
                 let set = try TransactionReader.read(paths: paths, threads: 2)
                 #expect(kept(set) == ["y": 1_002])
@@ -107,7 +122,8 @@ extension ReadStageTests {
                     TxLine(id: "p1", signed: 1).with("inAppOwnershipType", shared).json,
                     TxLine(id: "p1", signed: 2).json,
                     // Nor is a family-shared Sandbox row.
-                    TxLine(id: "s1", signed: 1).with("inAppOwnershipType", shared).with("environment", #""Sandbox""#).json,
+                    TxLine(id: "s1", signed: 1).with("inAppOwnershipType", shared).with("environment", #""Sandbox""#)
+                        .json,
                 ]
                 let paths = try writeFiles([("a.jsonl", rows)], in: dir)
                 let set = try TransactionReader.read(paths: paths, threads: 1)
@@ -124,7 +140,10 @@ extension ReadStageTests {
                 let paths = try writeFiles(
                     [
                         ("a.jsonl", [TxLine(id: "1").json, "", #"{"type":"Consumable"}"#, "{", TxLine(id: "2").json]),
-                        ("b.jsonl", ["  ", #"{"transactionId":"3"}"#, TxLine(id: "1").json, #"{"type":"Non-Consumable"}"#]),
+                        (
+                            "b.jsonl",
+                            ["  ", #"{"transactionId":"3"}"#, TxLine(id: "1").json, #"{"type":"Non-Consumable"}"#]
+                        ),
                     ], in: dir)
                 let set = try TransactionReader.read(paths: paths, threads: 2)
                 #expect(set.counters.rowsRead == 7)
@@ -134,7 +153,11 @@ extension ReadStageTests {
                 #expect(set.inputs.map(\.path) == paths)
                 #expect(set.inputs.map(\.rows) == [4, 3])
                 #expect(set.inputs.map(\.rejected) == [1, 1])
-                #expect(set.rejects.map(\.reason) == ["invalid JSON: expected a key string at column 2", "missing required field originalTransactionId"])
+                #expect(
+                    set.rejects.map(\.reason) == [
+                        "invalid JSON: expected a key string at column 2",
+                        "missing required field originalTransactionId",
+                    ])
             }
         }
 
@@ -166,7 +189,9 @@ extension ReadStageTests {
                 for _ in 0..<(200 + rng.below(300)) {
                     let id = "tx\(rng.below(400))"
                     let signed: Int64? = rng.below(5) == 0 ? nil : Int64(rng.below(20))
-                    var l = TxLine(id: id, original: "o\(rng.below(50))", signed: signed, purchase: 0, expires: Int64(rng.below(1000)))
+                    var l = TxLine(
+                        id: id, original: "o\(rng.below(50))", signed: signed, purchase: 0,
+                        expires: Int64(rng.below(1000)))
                     if rng.below(10) == 0 { l = l.with("environment", #""Sandbox""#) }
                     if rng.below(10) == 0 { l = l.with("inAppOwnershipType", #""FAMILY_SHARED""#) }
                     if rng.below(4) == 0 { l = l.with("storefront", "\"\(["FRA", "DEU", "JPN"][rng.below(3)])\"") }
@@ -183,7 +208,9 @@ extension ReadStageTests {
             func str(_ id: Int32) -> String { id == Transaction.none ? "-" : s.string(id) }
             return set.rows.map {
                 "\(str($0.transactionId)) \(str($0.originalTransactionId)) \(str($0.storefront)) \($0.expiresDate) \($0.signedDate) \($0.ownership)"
-            } + set.rejects.map { "\($0.file):\($0.line) \($0.reason)" } + set.inputs.map { "\($0)" } + ["\(set.counters)"]
+            } + set.rejects.map { "\($0.file):\($0.line) \($0.reason)" } + set.inputs.map { "\($0)" } + [
+                "\(set.counters)"
+            ]
         }
 
         @Test func theResultIsTheSameWhateverTheThreadsAndTheGlobOrder() throws {
@@ -211,7 +238,13 @@ extension ReadStageTests {
             try ReadSupport.withTempDir { dir in
                 let paths = try writeFiles(
                     [
-                        ("a.jsonl", [line("a1", signed: 1, version: 1), line("shared", signed: 9, version: 1), line("a2", signed: 1, version: 1)]),
+                        (
+                            "a.jsonl",
+                            [
+                                line("a1", signed: 1, version: 1), line("shared", signed: 9, version: 1),
+                                line("a2", signed: 1, version: 1),
+                            ]
+                        ),
                         ("b.jsonl", [line("b1", signed: 1, version: 1), line("shared", signed: 1, version: 2)]),
                     ], in: dir)
                 let set = try TransactionReader.read(paths: paths, threads: 2)
@@ -239,7 +272,8 @@ extension ReadStageTests {
             try ReadSupport.withTempDir { dir in
                 let big = (0..<20000).map { TxLine(id: "b\($0)", signed: Int64($0)).json }
                 let paths = try writeFiles(
-                    [("a.jsonl.gz", big), ("b.jsonl", Array(big.prefix(3000))), ("c.jsonl.gz", [TxLine().json])], in: dir)
+                    [("a.jsonl.gz", big), ("b.jsonl", Array(big.prefix(3000))), ("c.jsonl.gz", [TxLine().json])],
+                    in: dir)
                 final class Total: @unchecked Sendable {
                     let lock = NSLock()
                     var bytes = 0
