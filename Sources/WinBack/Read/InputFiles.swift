@@ -27,7 +27,9 @@ public enum InputFiles {
         var found = Set<String>()
         for pattern in patterns {
             let abs = absolute(pattern, base: base)
-            let matches = try glob(abs)
+            // The base folder is a path, not a pattern: its `[`, `*`, `?` and `\` are literal.
+            let isPattern = pattern.contains { "*?[".contains($0) }
+            let matches = isPattern ? try glob(absolute(pattern, base: escapeGlob(base))) : try literal(abs)
             if matches.isEmpty {
                 throw WinBackError(.noInput, "matches no file", path: pattern == abs ? pattern : "\(pattern) (\(abs))")
             }
@@ -36,16 +38,19 @@ public enum InputFiles {
         return found.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
+    /// `path` with glob(3)'s special characters escaped, so it matches only itself.
+    static func escapeGlob(_ path: String) -> String {
+        var out = ""
+        for c in path {
+            if c == "*" || c == "?" || c == "[" || c == "\\" { out.append("\\") }
+            out.append(c)
+        }
+        return out
+    }
+
     static func glob(_ pattern: String) throws -> [String] {
         let hasMagic = pattern.contains { "*?[".contains($0) }
-        if !hasMagic {
-            var st = stat()
-            guard lstat(pattern, &st) == 0 else { return [] }
-            if stat(pattern, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
-                throw WinBackError(.noInput, "is a directory, not a file", path: pattern)
-            }
-            return [pattern]
-        }
+        if !hasMagic { return try literal(pattern) }
         var g = glob_t()
         defer { globfree(&g) }
         let rc = Glibc.glob(pattern, 0, nil, &g)
@@ -62,6 +67,17 @@ public enum InputFiles {
             out.append(path)
         }
         return out
+    }
+
+    /// `[path]` when it names a file, `[]` when nothing is there.
+    static func literal(_ path: String) throws -> [String] {
+        // A dangling link is still named, so that reading it fails with its name.
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return [] }
+        if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+            throw WinBackError(.noInput, "is a directory, not a file", path: path)
+        }
+        return [path]
     }
 
     /// Size in bytes of a file, 0 when it cannot be read (the read reports that).

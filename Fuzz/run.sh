@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of the read stage (not part of `swift test`) and runs each
+# for a fixed time. Usage: Fuzz/run.sh [seconds per target, default 30] [line|gzip ...]
+# Needs a Swift toolchain with -sanitize=fuzzer (Linux toolchains have it) and zlib1g-dev.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-30}"
+[ $# -gt 0 ] && shift
+[ $# -eq 0 ] && set -- line gzip
+out=.build/fuzz
+mkdir -p "$out"
+
+# Everything the decoder and the gzip reader use, and nothing that needs swift-crypto.
+sources=(
+    Sources/WinBack/Read/JSONLineScanner.swift Sources/WinBack/Read/TransactionDecoder.swift
+    Sources/WinBack/Read/LineReader.swift Sources/WinBack/Read/ByteSource.swift
+    Sources/WinBack/Read/GzipFileSource.swift
+    Sources/WinBack/Model/StringTable.swift Sources/WinBack/Model/Identifier.swift
+    Sources/WinBack/Model/Transaction.swift Sources/WinBack/Model/JSONValue.swift
+    Sources/WinBack/Model/WinBackError.swift
+)
+
+swiftc -parse-as-library -module-name Crypto -emit-module -emit-module-path "$out/Crypto.swiftmodule" \
+    -c Fuzz/CryptoStub.swift -o "$out/Crypto.o"
+
+make_seeds() {
+    local dir="$1" kind="$2"
+    mkdir -p "$dir"
+    local lines=(
+        '{"transactionId":"1000000000000001","originalTransactionId":"1000000000000001","subscriptionGroupIdentifier":"21482345","productId":"com.example.pass.monthly","purchaseDate":1700000000000,"expiresDate":1702592000000,"type":"Auto-Renewable Subscription","environment":"Production","storefront":"USA","signedDate":1700000000000,"offerType":4,"offerIdentifier":"wb.a","offerDiscountType":"FREE_TRIAL","appAccountToken":"7e3fb20b-4cdb-47cc-936d-99d65f608138"}'
+        '{"note":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/","meta":{"a":[1,-2.5e-3,true,null]},"transactionId":"10\u0030","originalTransactionId":"o","subscriptionGroupIdentifier":"g","productId":"p","purchaseDate":0,"expiresDate":1}'
+        '{"type":"Consumable","transactionId":"n1"}'
+    )
+    local i=0
+    for l in "${lines[@]}"; do
+        i=$((i + 1))
+        if [ "$kind" = line ]; then
+            printf '%s' "$l" > "$dir/seed$i"
+        else
+            printf '%s\r\n\n%s\n' "$l" "$l" | gzip -n > "$dir/seed$i"
+            { printf '%s\n' "$l" | gzip -n; printf '%s' "$l" | gzip -n; } > "$dir/multi$i"
+        fi
+    done
+}
+
+for t in "$@"; do
+    case "$t" in
+        line) entry=Fuzz/FuzzLine.swift ;;
+        gzip) entry=Fuzz/FuzzGzip.swift ;;
+        *) echo "unknown target $t (line, gzip)" >&2; exit 64 ;;
+    esac
+    echo "== building fuzz-$t"
+    swiftc -parse-as-library -O -g -sanitize=fuzzer,address -module-name WinBackFuzz \
+        -I "$out" -I Sources/CZlib "$out/Crypto.o" -lz \
+        "${sources[@]}" "$entry" -o "$out/fuzz-$t" 2> "$out/build-$t.log" \
+        || { cat "$out/build-$t.log" >&2; exit 1; }
+    corpus="$out/corpus-$t"
+    make_seeds "$corpus" "$t"
+    echo "== running fuzz-$t for ${seconds}s"
+    if "$out/fuzz-$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -artifact_prefix="$out/crash-$t-" "$corpus" > "$out/run-$t.log" 2>&1; then
+        grep -E '^Done [0-9]+ runs' "$out/run-$t.log"
+    else
+        tail -n 40 "$out/run-$t.log" >&2
+        echo "fuzz-$t failed; the input is in $out/crash-$t-*" >&2
+        exit 1
+    fi
+done

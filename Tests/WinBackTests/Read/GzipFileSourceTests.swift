@@ -1,0 +1,285 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+extension ReadStageTests {
+    /// Gzip and plain sources (SPEC §2.1 file kinds, §6 corrupt and truncated files).
+    @Suite struct GzipFileSourceTests {
+        /// Text large enough for dynamic Huffman blocks and several 256 KiB input refills.
+        static func sampleText(lines: Int, seed: UInt64 = 1) -> String {
+            var rng = SplitMix64(seed: seed)
+            var out = ""
+            for i in 0..<lines {
+                out +=
+                    TxLine(
+                        id: "\(1_000_000 + i)", original: "\(rng.next() % 5000)", signed: Int64(rng.next() % 1_000_000)
+                    )
+                    .with("note", "\"\(rng.next())-\(rng.next())\"").json
+                out += "\n"
+            }
+            return out
+        }
+
+        private func expectBadData(
+            _ path: String, containing: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+        ) {
+            do {
+                _ = try ReadSupport.readAll(path)
+                Issue.record("read \(path) without an error", sourceLocation: sourceLocation)
+            } catch let e as WinBackError {
+                #expect(e.code == .badData, "\(e)", sourceLocation: sourceLocation)
+                #expect(e.description.contains(path), "\(e)", sourceLocation: sourceLocation)
+                if let containing {
+                    #expect(e.message.contains(containing), "\(e)", sourceLocation: sourceLocation)
+                }
+                // "… at compressed byte offset N", N within the file.
+                let size = InputFiles.size(path)
+                let offset = e.message.split(separator: " ").last.flatMap { Int($0) }
+                #expect(e.message.contains("byte offset"), "\(e)", sourceLocation: sourceLocation)
+                #expect(offset.map { $0 >= 0 && $0 <= size } == true, "\(e)", sourceLocation: sourceLocation)
+            } catch {
+                Issue.record("not a WinBackError: \(error)", sourceLocation: sourceLocation)
+            }
+        }
+
+        @Test(arguments: [1, 100, 4096, 1 << 20])
+        func aSingleMemberReadsBack(readSize: Int) throws {
+            try ReadSupport.withTempDir { dir in
+                let text = Self.sampleText(lines: 300)
+                let path = try ReadSupport.write(ReadSupport.gzip(text), to: dir.appendingPathComponent("a.jsonl.gz"))
+                #expect(try ReadSupport.readAll(path, chunk: readSize) == Array(text.utf8))
+            }
+        }
+
+        @Test func aFileLargerThanTheInputBufferReadsBack() throws {
+            try ReadSupport.withTempDir { dir in
+                let text = Self.sampleText(lines: 20000, seed: 7)
+                let gz = ReadSupport.gzip(Array(text.utf8), level: 1)
+                #expect(gz.count > 2 * GzipFileSource.inputSize)
+                let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("big.jsonl.gz"))
+                #expect(try ReadSupport.readAll(path, chunk: 1 << 20) == Array(text.utf8))
+            }
+        }
+
+        @Test func everyMemberOfAMultiMemberFileIsRead() throws {
+            try ReadSupport.withTempDir { dir in
+                let parts = ["{\"a\":1}\n", "", "{\"b\":2}\n{\"c\":3}", "\n"]
+                let bytes = parts.flatMap { ReadSupport.gzip($0) }
+                let path = try ReadSupport.write(bytes, to: dir.appendingPathComponent("multi.jsonl.gz"))
+                #expect(try ReadSupport.readAll(path, chunk: 3) == Array(parts.joined().utf8))
+                let lines = try ReadSupport.lines(path).map(\.1)
+                #expect(lines == ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"])
+            }
+        }
+
+        @Test func manyLargeMembersAcrossRefillsAreRead() throws {
+            try ReadSupport.withTempDir { dir in
+                let texts = (0..<4).map { Self.sampleText(lines: 4000, seed: UInt64($0) + 10) }
+                let bytes = texts.flatMap { ReadSupport.gzip(Array($0.utf8), level: 1) }
+                let path = try ReadSupport.write(bytes, to: dir.appendingPathComponent("multi.jsonl.gz"))
+                #expect(try ReadSupport.readAll(path, chunk: 65536) == Array(texts.joined().utf8))
+            }
+        }
+
+        @Test func theCommittedTwoMemberFixtureReads() throws {
+            let url = try #require(
+                Bundle.module.url(forResource: "Fixtures/read/two-members.jsonl", withExtension: "gz"))
+            let set = try TransactionReader.read(paths: [url.path], threads: 1)
+            #expect(set.counters.rowsRead == 4)
+            #expect(set.counters.nonSubscription == 1)
+            #expect(set.counters.sandbox == 1)
+            #expect(set.counters.rejected == 0)
+            #expect(set.rows.count == 2)
+            let winBack = try #require(set.rows.last)
+            #expect(set.strings.string(winBack.transactionId) == "2000000000000102")
+            #expect(winBack.offerType == 4)
+            #expect(winBack.isFreeTrial)
+            #expect(set.strings.string(winBack.storefront) == "CAN")
+            #expect(set.inputs[0].sha256 == (try ReadSupport.sha256sum(url.path)))
+        }
+
+        @Test(arguments: ["rows.jsonl", "rows.ndjson", "rows.ndjson.gz", "rows.jsonl.gz"])
+        func everyFileKindReadsTheSameRows(name: String) throws {
+            try ReadSupport.withTempDir { dir in
+                let text = TxLine(id: "t1").json + "\r\n\n" + TxLine(id: "t2").json
+                let url = dir.appendingPathComponent(name)
+                let path =
+                    name.hasSuffix(".gz")
+                    ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+                let set = try TransactionReader.read(paths: [path], threads: 1)
+                #expect(set.rows.map { set.strings.string($0.transactionId) } == ["t1", "t2"])
+                #expect(set.counters.rowsRead == 2)
+                #expect(set.inputs[0].uncompressedBytes == text.utf8.count)
+            }
+        }
+
+        @Test func flippedBytesInTheDeflateDataFailWithTheFileAndOffset() throws {
+            try ReadSupport.withTempDir { dir in
+                var gz = ReadSupport.gzip(Self.sampleText(lines: 2000))
+                let mid = gz.count / 2
+                for i in mid..<(mid + 16) { gz[i] ^= 0xFF }
+                let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("corrupt.jsonl.gz"))
+                expectBadData(path, containing: "corrupt")
+                // The damage cannot be seen before it is read: the offset is at or past it.
+                do {
+                    _ = try ReadSupport.readAll(path)
+                } catch let e as WinBackError {
+                    let offset = e.message.split(separator: " ").last.flatMap { Int($0) } ?? -1
+                    #expect(offset >= mid, "\(e)")
+                }
+                // Through the reader too, with the file named.
+                #expect {
+                    _ = try TransactionReader.read(paths: [path], threads: 2)
+                } throws: { e in
+                    (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == path
+                }
+            }
+        }
+
+        @Test func aBadChecksumIsCorrupt() throws {
+            try ReadSupport.withTempDir { dir in
+                var gz = ReadSupport.gzip("{\"a\":1}\n")
+                gz[gz.count - 8] ^= 0x01  // CRC-32 in the trailer
+                let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("crc.jsonl.gz"))
+                expectBadData(path, containing: "corrupt")
+            }
+        }
+
+        @Test(arguments: [1, 4, 8, 9, 20, 200])
+        func aTruncatedFileFailsAsTruncated(cut: Int) throws {
+            try ReadSupport.withTempDir { dir in
+                let gz = ReadSupport.gzip(Self.sampleText(lines: 200))
+                let path = try ReadSupport.write(
+                    Array(gz.dropLast(cut)), to: dir.appendingPathComponent("cut.jsonl.gz"))
+                expectBadData(path, containing: "truncated")
+            }
+        }
+
+        @Test(arguments: [1, 2, 10])
+        func aFileCutInsideTheHeaderFails(keep: Int) throws {
+            try ReadSupport.withTempDir { dir in
+                let gz = ReadSupport.gzip(Self.sampleText(lines: 20))
+                let path = try ReadSupport.write(
+                    Array(gz.prefix(keep)), to: dir.appendingPathComponent("head.jsonl.gz"))
+                expectBadData(path)
+            }
+        }
+
+        @Test func aTruncatedSecondMemberFails() throws {
+            try ReadSupport.withTempDir { dir in
+                let second = ReadSupport.gzip(Self.sampleText(lines: 50, seed: 3))
+                let bytes = ReadSupport.gzip(Self.sampleText(lines: 50)) + second.dropLast(20)
+                let path = try ReadSupport.write(bytes, to: dir.appendingPathComponent("cut2.jsonl.gz"))
+                expectBadData(path, containing: "truncated")
+            }
+        }
+
+        @Test func plainTextNamedGzFails() throws {
+            try ReadSupport.withTempDir { dir in
+                let path = try ReadSupport.write(TxLine().json + "\n", to: dir.appendingPathComponent("plain.jsonl.gz"))
+                expectBadData(path, containing: "not gzip")
+            }
+        }
+
+        @Test func aBadSecondMagicByteFails() throws {
+            try ReadSupport.withTempDir { dir in
+                var gz = ReadSupport.gzip("{}\n")
+                gz[1] = 0x00
+                let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("magic.jsonl.gz"))
+                expectBadData(path)
+            }
+        }
+
+        @Test func anEmptyGzFileFails() throws {
+            try ReadSupport.withTempDir { dir in
+                let path = try ReadSupport.write([UInt8](), to: dir.appendingPathComponent("empty.jsonl.gz"))
+                expectBadData(path, containing: "empty")
+            }
+        }
+
+        @Test func garbageAfterTheLastMemberFails() throws {
+            try ReadSupport.withTempDir { dir in
+                let path = try ReadSupport.write(
+                    ReadSupport.gzip("{}\n") + Array("garbage".utf8), to: dir.appendingPathComponent("trail.jsonl.gz"))
+                expectBadData(path, containing: "trailing")
+            }
+        }
+
+        @Test func anEmptyPlainFileHasNoLines() throws {
+            try ReadSupport.withTempDir { dir in
+                let path = try ReadSupport.write("", to: dir.appendingPathComponent("empty.jsonl"))
+                let set = try TransactionReader.read(paths: [path], threads: 1)
+                #expect(set.counters.rowsRead == 0)
+                #expect(set.inputs[0].sha256 == (try ReadSupport.sha256sum(path)))
+            }
+        }
+
+        @Test(arguments: ["missing.jsonl.gz", "missing.jsonl"])
+        func aMissingFileIsNoInput(name: String) throws {
+            try ReadSupport.withTempDir { dir in
+                let path = dir.appendingPathComponent(name).path
+                #expect {
+                    _ = try openSource(path: path)
+                } throws: { e in
+                    (e as? WinBackError)?.code == .noInput && (e as? WinBackError)?.path == path
+                }
+                #expect {
+                    _ = try TransactionReader.read(paths: [path], threads: 1)
+                } throws: { e in
+                    (e as? WinBackError)?.code == .noInput
+                }
+            }
+        }
+
+        @Test func aDirectoryIsNoInput() throws {
+            try ReadSupport.withTempDir { dir in
+                let sub = dir.appendingPathComponent("folder.jsonl.gz")
+                try FileManager.default.createDirectory(at: sub, withIntermediateDirectories: true)
+                #expect {
+                    _ = try openSource(path: sub.path)
+                } throws: { e in
+                    (e as? WinBackError)?.code == .noInput
+                }
+            }
+        }
+
+        @Test(arguments: [false, true])
+        func aLineLongerThanTheChunkStillParses(gzip: Bool) throws {
+            try ReadSupport.withTempDir { dir in
+                let blob = String(repeating: "x", count: 3 << 20)
+                let text =
+                    TxLine(id: "before").json + "\n" + TxLine(id: "long").with("blob", "\"\(blob)\"").json + "\n"
+                    + TxLine(id: "after").json + "\n" + "{broken\n"
+                let url = dir.appendingPathComponent(gzip ? "long.jsonl.gz" : "long.jsonl")
+                let path =
+                    gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+                let set = try TransactionReader.read(paths: [path], threads: 1)
+                #expect(set.rows.map { set.strings.string($0.transactionId) } == ["before", "long", "after"])
+                #expect(set.rejects.map(\.line) == [4])
+                #expect(set.inputs[0].uncompressedBytes == text.utf8.count)
+            }
+        }
+
+        @Test(arguments: [false, true])
+        func statsGiveTheFileSizeSHA256AndDecompressedSize(gzip: Bool) throws {
+            try ReadSupport.withTempDir { dir in
+                // CRLF line ends and no final newline: the decompressed size counts every byte.
+                let text =
+                    Self.sampleText(lines: 3000).replacingOccurrences(of: "\n", with: "\r\n") + TxLine(id: "last").json
+                let url = dir.appendingPathComponent(gzip ? "s.jsonl.gz" : "s.jsonl")
+                let path =
+                    gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+                let set = try TransactionReader.read(paths: [path], threads: 1)
+                let stats = try #require(set.inputs.first)
+                #expect(stats.path == path)
+                #expect(stats.sha256 == (try ReadSupport.sha256sum(path)))
+                #expect(stats.sha256.count == 64)
+                #expect(stats.bytes == InputFiles.size(path))
+                #expect(stats.uncompressedBytes == text.utf8.count)
+                #expect(stats.rows == 3001)
+                #expect(stats.rejected == 0)
+            }
+        }
+    }
+}

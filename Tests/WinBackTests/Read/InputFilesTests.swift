@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+extension ReadStageTests {
+    /// Resolving input globs to files (SPEC §2.5: relative to the pipeline's folder, each file
+    /// once, absolute normalised paths sorted bytewise; §6: a glob matching nothing fails).
+    @Suite struct InputFilesTests {
+        static let normalisation: [(path: String, base: String, expected: String)] = [
+            ("a/b.jsonl", "/x/y", "/x/y/a/b.jsonl"),
+            ("a/b.jsonl", "/x/y/", "/x/y/a/b.jsonl"),
+            ("../d/./e.gz", "/x/y", "/x/d/e.gz"),
+            ("./f", "/", "/f"),
+            ("/abs//p/../q", "/ignored", "/abs/q"),
+            ("../../../../f", "/a", "/f"),
+            ("a//b/./c/..", "/x", "/x/a/b"),
+            ("*.gz", "/x/./y/../z", "/x/z/*.gz"),
+        ]
+
+        @Test(arguments: normalisation)
+        func pathsAreMadeAbsoluteAndNormalised(path: String, base: String, expected: String) {
+            #expect(InputFiles.absolute(path, base: base) == expected)
+        }
+
+        /// A world: `root/pipelines/` (the base) and `root/data/` with files and a folder.
+        private func world(_ body: (_ root: String, _ base: String) throws -> Void) throws {
+            try ReadSupport.withTempDir { dir in
+                let fm = FileManager.default
+                let root = dir.path
+                try fm.createDirectory(atPath: root + "/pipelines", withIntermediateDirectories: true)
+                try fm.createDirectory(atPath: root + "/data/sub.jsonl.gz", withIntermediateDirectories: true)
+                try fm.createDirectory(atPath: root + "/data/a-b", withIntermediateDirectories: true)
+                try fm.createDirectory(atPath: root + "/data/a", withIntermediateDirectories: true)
+                for name in [
+                    "data/t-2.jsonl.gz", "data/t-10.jsonl.gz", "data/T-3.jsonl.gz", "data/_t.jsonl.gz",
+                    "data/é.jsonl.gz",
+                    "data/r.jsonl", "data/a/z.jsonl", "data/a-b/y.jsonl",
+                ] {
+                    try ReadSupport.write("", to: URL(fileURLWithPath: root + "/" + name))
+                }
+                try body(root, root + "/pipelines")
+            }
+        }
+
+        @Test func relativeGlobsResolveAgainstTheBaseAndSortBytewise() throws {
+            try world { root, base in
+                let files = try InputFiles.resolve(["../data/*.jsonl.gz"], base: base)
+                // Bytewise: 'T' < '_' < 't', "10" < "2", 'é' (0xC3…) last; the folder is left out.
+                #expect(files == ["T-3", "_t", "t-10", "t-2", "é"].map { root + "/data/\($0).jsonl.gz" })
+            }
+        }
+
+        @Test func sortingIsBytewiseOnTheWholePath() throws {
+            try world { root, base in
+                // '-' (0x2D) sorts before '/' (0x2F): a-b/y before a/z.
+                let files = try InputFiles.resolve(["../data/a/*.jsonl", "../data/a-b/*"], base: base)
+                #expect(files == [root + "/data/a-b/y.jsonl", root + "/data/a/z.jsonl"])
+            }
+        }
+
+        @Test func aFileMatchedByManyGlobsIsListedOnce() throws {
+            try world { root, base in
+                let files = try InputFiles.resolve(
+                    [
+                        "../data/t-2.jsonl.gz", "../data/t-*.jsonl.gz", root + "/data/t-2.jsonl.gz",
+                        "../pipelines/../data/./t-2.jsonl.gz", root + "//data/../data/t-[0-9].jsonl.gz",
+                    ], base: base)
+                #expect(files == [root + "/data/t-10.jsonl.gz", root + "/data/t-2.jsonl.gz"])
+            }
+        }
+
+        @Test func theGlobOrderDoesNotMatter() throws {
+            try world { _, base in
+                let a = try InputFiles.resolve(["../data/r.jsonl", "../data/t-*", "../data/T-*"], base: base)
+                let b = try InputFiles.resolve(["../data/T-*", "../data/r.jsonl", "../data/t-*"], base: base)
+                #expect(a == b)
+                #expect(a.count == 4)
+            }
+        }
+
+        @Test(arguments: ["../data/nothing-*.jsonl.gz", "../data/missing.jsonl.gz", "../nowhere/*.gz"])
+        func aRelativeGlobMatchingNothingIsNoInputNamingIt(pattern: String) throws {
+            try world { _, base in
+                #expect {
+                    _ = try InputFiles.resolve(["../data/t-2.jsonl.gz", pattern], base: base)
+                } throws: { e in
+                    guard let e = e as? WinBackError else { return false }
+                    return e.code == .noInput && e.description.contains(pattern)
+                }
+            }
+        }
+
+        @Test func anAbsoluteGlobMatchingNothingIsNoInputNamingIt() throws {
+            try world { root, base in
+                let pattern = root + "/data/*.csv"
+                #expect {
+                    _ = try InputFiles.resolve([pattern], base: base)
+                } throws: { e in
+                    (e as? WinBackError)?.code == .noInput
+                        && (e as? WinBackError)?.description.contains(pattern) == true
+                }
+            }
+        }
+
+        @Test func aGlobMatchingOnlyFoldersMatchesNothing() throws {
+            try world { _, base in
+                #expect(throws: WinBackError.self) { try InputFiles.resolve(["../data/sub*"], base: base) }
+                #expect {
+                    _ = try InputFiles.resolve(["../data/sub.jsonl.gz"], base: base)
+                } throws: { e in
+                    (e as? WinBackError)?.code == .noInput
+                }
+            }
+        }
+
+        @Test(arguments: ["exports [2024]", "a*b", "what?", "back\\slash"])
+        func aBaseFolderWithGlobCharactersIsTakenLiterally(folder: String) throws {
+            try ReadSupport.withTempDir { dir in
+                let root = dir.appendingPathComponent(folder).path
+                let fm = FileManager.default
+                try fm.createDirectory(atPath: root + "/pipelines", withIntermediateDirectories: true)
+                try fm.createDirectory(atPath: root + "/data", withIntermediateDirectories: true)
+                for name in ["t-1.jsonl.gz", "t-2.jsonl.gz"] {
+                    try ReadSupport.write("", to: URL(fileURLWithPath: root + "/data/" + name))
+                }
+                let base = root + "/pipelines"
+                let expected = [root + "/data/t-1.jsonl.gz", root + "/data/t-2.jsonl.gz"]
+                #expect(try InputFiles.resolve(["../data/t-*.jsonl.gz"], base: base) == expected)
+                #expect(
+                    try InputFiles.resolve(["../data/t-1.jsonl.gz", "../data/t-2.jsonl.gz"], base: base) == expected)
+                #expect {
+                    _ = try InputFiles.resolve(["../data/none-*"], base: base)
+                } throws: { e in
+                    (e as? WinBackError)?.code == .noInput
+                        && (e as? WinBackError)?.description.contains(root + "/data/none-*") == true
+                }
+            }
+        }
+
+        @Test func noGlobsGiveNoFiles() throws {
+            #expect(try InputFiles.resolve([], base: "/") == [])
+        }
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+extension ReadStageTests {
+    /// The byte-level JSON object scanner (SPEC §2.1: escapes, unicode, nesting, duplicates, null).
+    @Suite struct JSONLineScannerTests {
+        enum Scanned: Equatable {
+            case success([UInt8])
+            case failure(String)
+        }
+
+        /// Scans `line` for the key `s` and returns its decoded string bytes, or the scan error.
+        private func scanString(_ line: [UInt8]) -> Scanned {
+            let scanner = JSONLineScanner(keys: ["s"])
+            return line.withUnsafeBytes { p in
+                guard scanner.scan(p) else { return .failure(scanner.error) }
+                switch scanner.values[0] {
+                case .string(let s): return .success(Array(s))
+                case let v: return .failure("not a string: \(v.typeName)")
+                }
+            }
+        }
+
+        private func scanString(_ line: String) -> Scanned { scanString(Array(line.utf8)) }
+
+        static let escapes: [(json: String, expected: String)] = [
+            (#"{"s":"a\"b"}"#, "a\"b"),
+            (#"{"s":"back\\slash"}"#, "back\\slash"),
+            (#"{"s":"sl\/ash"}"#, "sl/ash"),
+            (#"{"s":"line\nbreak\ttab\rcr\bbs\fff"}"#, "line\nbreak\ttab\rcr\u{08}bs\u{0C}ff"),
+            (#"{"s":"\u0041\u00e9\u20AC"}"#, "Aé€"),
+            (#"{"s":"smile \ud83d\ude00!"}"#, "smile 😀!"),
+            (#"{"s":"\uD83D\uDE00"}"#, "😀"),
+            (#"{"s":"raw Grüße 😀 東京"}"#, "raw Grüße 😀 東京"),
+            (#"{"s":"mixed é\u00e9\"😀\\"}"#, "mixed éé\"😀\\"),
+            (#"{"s":""}"#, ""),
+            (#"{"s":"\u0000"}"#, "\u{0}"),
+        ]
+
+        @Test(arguments: escapes)
+        func escapesAndUnicodeDecodeToUTF8(json: String, expected: String) {
+            #expect(scanString(json) == .success(Array(expected.utf8)))
+        }
+
+        @Test func aLoneSurrogateEscapeBecomesTheReplacementCharacter() {
+            #expect(scanString(#"{"s":"a\ud83db"}"#) == .success(Array("a\u{FFFD}b".utf8)))
+            #expect(scanString(#"{"s":"\ude00"}"#) == .success(Array("\u{FFFD}".utf8)))
+            #expect(scanString(#"{"s":"\ud83d\u0041"}"#) == .success(Array("\u{FFFD}A".utf8)))
+        }
+
+        @Test func keysAreMatchedAfterDecodingTheirEscapes() {
+            #expect(scanString(#"{"\u0073":"escaped key"}"#) == .success(Array("escaped key".utf8)))
+            #expect(scanString(#"{"s ":"x","s":"y"}"#) == .success(Array("y".utf8)))
+        }
+
+        @Test func nestedKeysWithTheSameNameAreNotTopLevelValues() {
+            #expect(scanString(#"{"o":{"s":"inner"},"s":"outer","a":[{"s":"deep"}]}"#) == .success(Array("outer".utf8)))
+            let scanner = JSONLineScanner(keys: ["s"])
+            let ok = Array(#"{"o":{"s":"inner"}}"#.utf8).withUnsafeBytes { scanner.scan($0) }
+            #expect(ok)
+            guard case .absent = scanner.values[0] else {
+                Issue.record("a nested key was taken for a top-level one: \(scanner.values[0].typeName)")
+                return
+            }
+        }
+
+        @Test func lastOfARepeatedKeyWinsEvenWhenItIsNull() {
+            #expect(scanString(#"{"s":"first","s":"second"}"#) == .success(Array("second".utf8)))
+            #expect(scanString(#"{"s":"fir\u0073t","x":1,"s":"sec\u006fnd"}"#) == .success(Array("second".utf8)))
+            let scanner = JSONLineScanner(keys: ["s"])
+            let ok = Array(#"{"s":"value","s":null}"#.utf8).withUnsafeBytes { scanner.scan($0) }
+            #expect(ok)
+            guard case .null = scanner.values[0] else {
+                Issue.record("expected null, got \(scanner.values[0].typeName)")
+                return
+            }
+        }
+
+        @Test func valuesOfEveryKindAreReportedWithTheirType() {
+            let scanner = JSONLineScanner(keys: ["i", "n", "t", "f", "z", "d", "e", "o", "a", "big"])
+            let line =
+                #"{"i":-42,"n":0,"t":true,"f":false,"z":null,"d":1.5,"e":1e3,"o":{"k":[1]},"a":[],"big":9223372036854775808}"#
+            let ok = Array(line.utf8).withUnsafeBytes { scanner.scan($0) }
+            #expect(ok, "\(scanner.error)")
+            let v = scanner.values
+            guard case .int(-42) = v[0], case .int(0) = v[1], case .bool(true) = v[2], case .bool(false) = v[3],
+                case .null = v[4]
+            else {
+                Issue.record("unexpected values: \(v.map(\.typeName))")
+                return
+            }
+            #expect(v[5].typeName == "a number with a fraction or exponent")
+            #expect(v[6].typeName == "a number with a fraction or exponent")
+            #expect(v[7].typeName == "an object")
+            #expect(v[8].typeName == "an array")
+            #expect(v[9].typeName == "an integer that does not fit in 64 bits")
+        }
+
+        @Test func theInt64ExtremesAreIntegers() {
+            let scanner = JSONLineScanner(keys: ["max", "min"])
+            let ok = Array(#"{"max":9223372036854775807,"min":-9223372036854775808}"#.utf8).withUnsafeBytes {
+                scanner.scan($0)
+            }
+            #expect(ok)
+            guard case .int(Int64.max) = scanner.values[0], case .int(Int64.min) = scanner.values[1] else {
+                Issue.record("got \(scanner.values.map(\.typeName))")
+                return
+            }
+        }
+
+        @Test func valuesFromAnEarlierLineDoNotLeakIntoTheNext() {
+            let scanner = JSONLineScanner(keys: ["s", "i"])
+            let first = Array(#"{"s":"a\"long\"escaped\"value","i":7}"#.utf8)
+            let second = Array(#"{"x":1}"#.utf8)
+            #expect(first.withUnsafeBytes { scanner.scan($0) })
+            #expect(second.withUnsafeBytes { scanner.scan($0) })
+            guard case .absent = scanner.values[0], case .absent = scanner.values[1] else {
+                Issue.record("values of the previous line survived: \(scanner.values.map(\.typeName))")
+                return
+            }
+        }
+
+        @Test func aLineLongerThanTheScratchBufferWithEscapesDecodes() {
+            let payload = String(repeating: #"\u0041\n"#, count: 5000)
+            let expected = String(repeating: "A\n", count: 5000)
+            #expect(scanString(#"{"s":""# + payload + #""}"#) == .success(Array(expected.utf8)))
+        }
+
+        static let validObjects: [String] = [
+            "{}",
+            " \t{ \"s\" : \"v\" , \"n\" : [ 1 , -2 , 3.5e-7 , true , false , null , { } , [ ] ] } \t",
+            #"{"a":{"b":{"c":{"d":[[[[]]]]}}}}"#,
+            #"{"a":"}","b":"{","c":"]","d":"[","e":",","f":":"}"#,
+            #"{"":""}"#,
+            #"{"a":-0,"b":0.0,"c":1E+2,"d":1e-2,"e":-1.25E2}"#,
+        ]
+
+        @Test(arguments: validObjects)
+        func validObjectsScan(line: String) {
+            let scanner = JSONLineScanner(keys: ["s"])
+            let ok = Array(line.utf8).withUnsafeBytes { scanner.scan($0) }
+            #expect(ok, "\(scanner.error)")
+        }
+
+        static let invalid: [(String, [UInt8])] = [
+            ("truncated object", Array(#"{"transactionId":"1""#.utf8)),
+            ("truncated after comma", Array(#"{"a":1,"#.utf8)),
+            ("truncated string", Array(#"{"a":"abc"#.utf8)),
+            ("truncated escape", Array(#"{"a":"abc\"#.utf8)),
+            ("trailing garbage", Array(#"{"a":1}x"#.utf8)),
+            ("two objects", Array("{}{}".utf8)),
+            ("unquoted key", Array("{a:1}".utf8)),
+            ("single-quoted key", Array("{'a':1}".utf8)),
+            ("missing colon", Array(#"{"a" 1}"#.utf8)),
+            ("missing comma", Array(#"{"a":1 "b":2}"#.utf8)),
+            ("trailing comma", Array(#"{"a":1,}"#.utf8)),
+            ("trailing comma in array", Array(#"{"a":[1,]}"#.utf8)),
+            ("trailing comma in nested object", Array(#"{"a":{"b":1,}}"#.utf8)),
+            ("unclosed nested array", Array(#"{"a":[1,2}"#.utf8)),
+            ("bad escape", Array(#"{"a":"\x"}"#.utf8)),
+            ("bad escape in a used key", Array(#"{"s":"\q"}"#.utf8)),
+            ("bad escape in a key", Array(#"{"\k":1}"#.utf8)),
+            ("short unicode escape", Array(#"{"a":"\u12"}"#.utf8)),
+            ("non-hex unicode escape", Array(#"{"a":"\u12G4"}"#.utf8)),
+            ("bad low surrogate escape", Array(#"{"s":"\ud83d\uzzzz"}"#.utf8)),
+            ("raw tab in string", Array("{\"a\":\"b\tc\"}".utf8)),
+            ("raw newline in used string", Array("{\"s\":\"b\nc\"}".utf8)),
+            ("raw NUL in string", [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0x00, 0x22, 0x7D]),
+            ("invalid UTF-8 byte", Array(#"{"a":""#.utf8) + [0xFF] + Array(#""}"#.utf8)),
+            ("lone continuation byte", Array(#"{"a":""#.utf8) + [0x80] + Array(#""}"#.utf8)),
+            ("overlong encoding", Array(#"{"a":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)),
+            ("overlong three-byte", Array(#"{"a":""#.utf8) + [0xE0, 0x80, 0xAF] + Array(#""}"#.utf8)),
+            ("encoded surrogate", Array(#"{"s":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8)),
+            ("beyond U+10FFFF", Array(#"{"a":""#.utf8) + [0xF4, 0x90, 0x80, 0x80] + Array(#""}"#.utf8)),
+            ("cut multi-byte sequence", Array(#"{"a":""#.utf8) + [0xE2, 0x82] + Array(#""}"#.utf8)),
+            ("multi-byte sequence cut by the line end", Array(#"{"a":""#.utf8) + [0xE2, 0x82]),
+            ("invalid UTF-8 outside strings", Array(#"{"a":1"#.utf8) + [0xC3, 0xA9] + Array("}".utf8)),
+            ("top-level array", Array(#"[{"a":1}]"#.utf8)),
+            ("top-level string", Array(#""a""#.utf8)),
+            ("top-level number", Array("42".utf8)),
+            ("top-level null", Array("null".utf8)),
+            ("leading zero", Array(#"{"a":01}"#.utf8)),
+            ("plus sign", Array(#"{"a":+1}"#.utf8)),
+            ("bare minus", Array(#"{"a":-}"#.utf8)),
+            ("fraction without digits", Array(#"{"a":1.}"#.utf8)),
+            ("leading dot", Array(#"{"a":.5}"#.utf8)),
+            ("exponent without digits", Array(#"{"a":1e}"#.utf8)),
+            ("NaN", Array(#"{"a":NaN}"#.utf8)),
+            ("Infinity", Array(#"{"a":Infinity}"#.utf8)),
+            ("misspelt true", Array(#"{"a":tru}"#.utf8)),
+            ("misspelt null", Array(#"{"s":nul}"#.utf8)),
+            ("capitalised literal", Array(#"{"a":True}"#.utf8)),
+            ("missing value", Array(#"{"a":}"#.utf8)),
+            ("byte-order mark", [0xEF, 0xBB, 0xBF] + Array("{}".utf8)),
+            (
+                "nesting too deep",
+                Array((#"{"a":"# + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}").utf8)
+            ),
+        ]
+
+        @Test(arguments: invalid)
+        func invalidJSONIsRejected(what: String, line: [UInt8]) {
+            let harness = DecodeHarness()
+            guard case .rejected(let reason) = harness.decode(bytes: line) else {
+                Issue.record("\(what): not rejected")
+                return
+            }
+            #expect(reason.hasPrefix("invalid JSON"), "\(what): \(reason)")
+            #expect(reason.contains("column"), "\(what): \(reason)")
+        }
+
+        @Test func anEmptyLineIsNotAnObject() {
+            let scanner = JSONLineScanner(keys: ["s"])
+            #expect(!scanner.scan(UnsafeRawBufferPointer(start: nil, count: 0)))
+            #expect(![UInt8]().withUnsafeBytes { scanner.scan($0) })
+            #expect(!Array("   ".utf8).withUnsafeBytes { scanner.scan($0) })
+        }
+
+        @Test func stringArraysAreReadWithTheirEscapes() {
+            let raw = Array(#"["wb.a","w\u0062.b",""]"#.utf8)
+            #expect(raw.withUnsafeBytes { JSONLineScanner.stringArray($0) } == ["wb.a", "wb.b", ""])
+            #expect(Array("[]".utf8).withUnsafeBytes { JSONLineScanner.stringArray($0) } == [])
+            #expect(Array(#"["a",1]"#.utf8).withUnsafeBytes { JSONLineScanner.stringArray($0) } == nil)
+            #expect(Array(#"{"a":"b"}"#.utf8).withUnsafeBytes { JSONLineScanner.stringArray($0) } == nil)
+        }
+    }
+}

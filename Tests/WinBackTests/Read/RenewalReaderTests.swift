@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+extension ReadStageTests {
+    /// Renewal info NDJSON (SPEC §2.2) and the newest version known at T.
+    @Suite struct RenewalReaderTests {
+        private func read(_ lines: [String], gzip: Bool = true) throws -> (
+            RenewalIndex, [Reject], [InputStats], StringTable
+        ) {
+            try ReadSupport.withTempDir { dir in
+                let text = lines.joined(separator: "\n")
+                let url = dir.appendingPathComponent(gzip ? "renewal-info.jsonl.gz" : "renewal-info.jsonl")
+                let path =
+                    gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+                let strings = StringTable()
+                let (index, rejects, stats) = try RenewalReader.read(paths: [path], strings: strings)
+                #expect(stats.first?.sha256 == (try ReadSupport.sha256sum(path)))
+                #expect(stats.first?.uncompressedBytes == text.utf8.count)
+                return (index, rejects, stats, strings)
+            }
+        }
+
+        @Test func everyFieldIsRead() throws {
+            let (index, rejects, stats, strings) = try read([
+                #"{"originalTransactionId":"2000000000000001","autoRenewStatus":0,"isInBillingRetryPeriod":true,"gracePeriodExpiresDate":1700000500000,"eligibleWinBackOfferIds":["wb.a","w\u0062.b"],"signedDate":1700000000000,"productId":"ignored","renewalDate":1,"extra":{"nested":[1,2]}}"#
+            ])
+            #expect(rejects.isEmpty)
+            #expect(stats.first?.rows == 1)
+            let orig = try #require(strings.lookup("2000000000000001"))
+            let info = try #require(index.known(at: 1_700_000_000_000, originalTransactionId: orig))
+            #expect(info.autoRenewStatus == 0)
+            #expect(info.isInBillingRetryPeriod)
+            #expect(info.gracePeriodExpiresDate == 1_700_000_500_000)
+            #expect(info.eligibleWinBackOfferIds == ["wb.a", "wb.b"])
+            #expect(info.signedDate == 1_700_000_000_000)
+        }
+
+        @Test func absentAndNullFieldsTakeTheirDefaults() throws {
+            let (index, rejects, _, strings) = try read([
+                #"{"originalTransactionId":"o1"}"#,
+                #"{"originalTransactionId":"o2","autoRenewStatus":null,"isInBillingRetryPeriod":null,"gracePeriodExpiresDate":null,"eligibleWinBackOfferIds":null,"signedDate":null}"#,
+                #"{"originalTransactionId":"o3","eligibleWinBackOfferIds":[]}"#,
+            ])
+            #expect(rejects.isEmpty)
+            for id in ["o1", "o2"] {
+                let orig = try #require(strings.lookup(id))
+                let info = try #require(index.known(at: 0, originalTransactionId: orig))
+                #expect(info == RenewalInfo())
+            }
+            let o3id = try #require(strings.lookup("o3"))
+            let o3 = try #require(index.known(at: 0, originalTransactionId: o3id))
+            #expect(o3.eligibleWinBackOfferIds == [])
+        }
+
+        @Test func theNewestVersionSignedAtOrBeforeTIsKnown() throws {
+            let (index, _, _, strings) = try read(
+                [
+                    #"{"originalTransactionId":"o","signedDate":300,"autoRenewStatus":3}"#,
+                    #"{"originalTransactionId":"o","signedDate":100,"autoRenewStatus":1}"#,
+                    "",
+                    #"{"originalTransactionId":"o","signedDate":200,"autoRenewStatus":2}"#,
+                    #"{"originalTransactionId":"other","signedDate":150,"autoRenewStatus":9}"#,
+                ], gzip: false)
+            let o = try #require(strings.lookup("o"))
+            #expect(index.known(at: 99, originalTransactionId: o) == nil)
+            #expect(index.known(at: 100, originalTransactionId: o)?.autoRenewStatus == 1)
+            #expect(index.known(at: 199, originalTransactionId: o)?.autoRenewStatus == 1)
+            #expect(index.known(at: 250, originalTransactionId: o)?.autoRenewStatus == 2)
+            #expect(index.known(at: 300, originalTransactionId: o)?.autoRenewStatus == 3)
+            #expect(index.known(at: .max, originalTransactionId: o)?.autoRenewStatus == 3)
+            #expect(index.known(at: 1_000, originalTransactionId: strings.intern("unknown")) == nil)
+        }
+
+        @Test func onEqualSignedDatesTheLaterReadWinsAndUnsignedIsOldest() throws {
+            let (index, _, _, strings) = try read([
+                #"{"originalTransactionId":"o","signedDate":100,"autoRenewStatus":1}"#,
+                #"{"originalTransactionId":"o","signedDate":100,"autoRenewStatus":2}"#,
+                #"{"originalTransactionId":"o","autoRenewStatus":0}"#,
+            ])
+            let o = try #require(strings.lookup("o"))
+            #expect(index.known(at: 100, originalTransactionId: o)?.autoRenewStatus == 2)
+            #expect(index.known(at: 99, originalTransactionId: o)?.autoRenewStatus == 0)
+            #expect(index.known(at: .min, originalTransactionId: o)?.autoRenewStatus == 0)
+        }
+
+        @Test func theIndexOrdersWhatItIsGiven() {
+            var index = RenewalIndex()
+            index.add(originalTransactionId: 7, RenewalInfo(signedDate: 50, isInBillingRetryPeriod: true))
+            index.add(originalTransactionId: 7, RenewalInfo(signedDate: 10))
+            index.add(originalTransactionId: 7, RenewalInfo(signedDate: 30, gracePeriodExpiresDate: 99))
+            index.finish()
+            #expect(index.known(at: 5, originalTransactionId: 7) == nil)
+            #expect(index.known(at: 40, originalTransactionId: 7)?.gracePeriodExpiresDate == 99)
+            #expect(index.known(at: 50, originalTransactionId: 7)?.isInBillingRetryPeriod == true)
+            #expect(!index.isEmpty)
+        }
+
+        static let bad: [(line: String, field: String)] = [
+            (#"{"autoRenewStatus":1}"#, "originalTransactionId"),
+            (#"{"originalTransactionId":null}"#, "originalTransactionId"),
+            (#"{"originalTransactionId":12}"#, "originalTransactionId"),
+            (#"{"originalTransactionId":"-x"}"#, "originalTransactionId"),
+            (#"{"originalTransactionId":"o","autoRenewStatus":"1"}"#, "autoRenewStatus"),
+            (#"{"originalTransactionId":"o","isInBillingRetryPeriod":1}"#, "isInBillingRetryPeriod"),
+            (#"{"originalTransactionId":"o","gracePeriodExpiresDate":1.5}"#, "gracePeriodExpiresDate"),
+            (#"{"originalTransactionId":"o","eligibleWinBackOfferIds":"wb.a"}"#, "eligibleWinBackOfferIds"),
+            (#"{"originalTransactionId":"o","eligibleWinBackOfferIds":["wb.a",1]}"#, "eligibleWinBackOfferIds"),
+            (#"{"originalTransactionId":"o","eligibleWinBackOfferIds":{"a":"b"}}"#, "eligibleWinBackOfferIds"),
+            (#"{"originalTransactionId":"o","eligibleWinBackOfferIds":1.5}"#, "eligibleWinBackOfferIds"),
+            (#"{"originalTransactionId":"o","signedDate":"2024"}"#, "signedDate"),
+            (#"{"originalTransactionId":"o","#, "invalid JSON"),
+        ]
+
+        @Test(arguments: bad)
+        func aBadLineIsRejectedNamingTheField(line: String, field: String) throws {
+            let (index, rejects, stats, _) = try read(["", line, #"{"originalTransactionId":"good"}"#])
+            #expect(rejects.count == 1)
+            #expect(rejects.first?.line == 2)
+            #expect(rejects.first?.reason.contains(field) == true, "\(rejects.first?.reason ?? "")")
+            #expect(stats.first?.rows == 2)
+            #expect(stats.first?.rejected == 1)
+            #expect(index.byOriginal.count == 1)
+        }
+
+        @Test func aMissingRenewalFileIsNoInput() throws {
+            #expect {
+                _ = try RenewalReader.read(paths: ["/nonexistent/renewal-\(UUID()).jsonl.gz"], strings: StringTable())
+            } throws: { e in
+                (e as? WinBackError)?.code == .noInput
+            }
+        }
+    }
+}

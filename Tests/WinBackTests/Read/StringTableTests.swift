@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+extension ReadStageTests {
+    /// The interning table each reader fills and the merge into the run's table.
+    @Suite struct StringTableTests {
+        @Test func theSameBytesGetTheSameIdPastManyGrowths() {
+            let table = StringTable(capacity: 1)
+            let ids = (0..<5000).map { table.intern("id-\($0)") }
+            #expect(Set(ids).count == 5000)
+            #expect(table.count == 5000)
+            for i in stride(from: 0, to: 5000, by: 7) {
+                #expect(table.intern("id-\(i)") == ids[i])
+                #expect(table.lookup("id-\(i)") == ids[i])
+                #expect(table.string(ids[i]) == "id-\(i)")
+            }
+            #expect(table.lookup("id-5000") == nil)
+            #expect(table.count == 5000)
+        }
+
+        @Test func theEmptyStringIsAString() {
+            let table = StringTable()
+            let e = table.intern("")
+            #expect(table.intern("") == e)
+            #expect(table.string(e) == "")
+            #expect(table.less(e, table.intern("a")))
+        }
+
+        static let ordered: [(String, String)] = [
+            ("a", "ab"), ("B", "a"), ("Z", "_"), ("_", "a"), ("10", "2"), ("z", "é"), ("/x/a-b/y", "/x/a/z"),
+            ("2000000000000001", "2000000000000010"),
+        ]
+
+        @Test(arguments: ordered)
+        func idsCompareBytewise(smaller: String, larger: String) {
+            let table = StringTable()
+            let a = table.intern(larger)
+            let b = table.intern(smaller)
+            #expect(table.less(b, a))
+            #expect(!table.less(a, b))
+            #expect(!table.less(a, a))
+            #expect(table.compare(b, a) < 0)
+            #expect(table.compare(a, table.intern(larger)) == 0)
+        }
+
+        @Test func mergingMapsEveryIdToTheSameString() {
+            let run = StringTable()
+            _ = run.intern("shared")
+            _ = run.intern("run-only")
+            let file = StringTable()
+            let fileIds = ["x", "shared", "y", ""].map { file.intern($0) }
+            let map = run.merge(file)
+            #expect(map.count == file.count)
+            for id in fileIds {
+                #expect(run.string(map[Int(id)]) == file.string(id))
+            }
+            #expect(map[Int(fileIds[1])] == run.lookup("shared"))
+            #expect(run.count == 5)
+        }
+    }
+}

@@ -1,0 +1,316 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+extension ReadStageTests {
+    /// Reading several files and deduplicating by transactionId (SPEC §3 rule 1), then counting
+    /// sandbox and family-shared rows.
+    @Suite struct TransactionReaderTests {
+        /// Writes `files` (name → lines) as gzip into `dir`; returns their paths in sorted order.
+        private func writeFiles(_ files: [(String, [String])], in dir: URL) throws -> [String] {
+            try files.map { name, lines in
+                let text = lines.joined(separator: "\n") + "\n"
+                let url = dir.appendingPathComponent(name)
+                return name.hasSuffix(".gz")
+                    ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+            }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        }
+
+        /// Each kept row as (transactionId, expiresDate), the date telling which version won.
+        private func kept(_ set: TransactionSet) -> [String: Int64] {
+            Dictionary(uniqueKeysWithValues: set.rows.map { (set.strings.string($0.transactionId), $0.expiresDate) })
+        }
+
+        private func line(_ id: String, signed: Int64?, version: Int64, env: String = "Production") -> String {
+            TxLine(id: id, original: "o-\(id)", signed: signed, purchase: 1_000, expires: 1_000 + version)
+                .with("environment", "\"\(env)\"").json
+        }
+
+        @Test(arguments: [1, 4])
+        func theNewestSignedDateWinsAcrossFiles(threads: Int) throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try writeFiles(
+                    [
+                        ("a.jsonl.gz", [line("x", signed: 300, version: 1), line("y", signed: 100, version: 1)]),
+                        ("b.jsonl.gz", [line("x", signed: 200, version: 2), line("y", signed: 200, version: 2)]),
+                        ("c.jsonl.gz", [line("x", signed: 299, version: 3)]),
+                    ], in: dir)
+                let set = try TransactionReader.read(paths: paths, threads: threads)
+                #expect(kept(set) == ["x": 1_001, "y": 1_002])
+                #expect(set.counters.duplicates == 3)
+                #expect(set.counters.rowsRead == 5)
+            }
+        }
+
+        @Test func aMissingSignedDateLosesToAnySignedOne() throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try writeFiles(
+                    [
+                        ("a.jsonl", [line("x", signed: -5, version: 1), line("y", signed: nil, version: 1)]),
+                        ("b.jsonl", [line("x", signed: nil, version: 2), line("y", signed: 0, version: 2)]),
+                        (
+                            "c.jsonl",
+                            [
+                                line("x", signed: nil, version: 3), line("z", signed: nil, version: 1),
+                                line("z", signed: nil, version: 2),
+                            ]
+                        ),
+                    ], in: dir)
+                let set = try TransactionReader.read(paths: paths, threads: 2)
+                // Two unsigned versions tie: the later line wins.
+                #expect(kept(set) == ["x": 1_001, "y": 1_002, "z": 1_002])
+                #expect(set.counters.duplicates == 4)
+            }
+        }
+
+        @Test(arguments: [1, 4])
+        func onATieTheLaterFileThenTheLaterLineWins(threads: Int) throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try writeFiles(
+                    [
+                        ("2024-01.jsonl.gz", [line("x", signed: 500, version: 1), line("y", signed: 500, version: 1)]),
+                        (
+                            "2024-02.jsonl.gz",
+                            [
+                                line("x", signed: 500, version: 2), line("y", signed: 500, version: 2),
+                                line("y", signed: 500, version: 3),
+                            ]
+                        ),
+                        ("2024-03.jsonl.gz", [line("x", signed: 500, version: 4), line("x", signed: 400, version: 5)]),
+                    ], in: dir)
+                let set = try TransactionReader.read(paths: paths, threads: threads)
+                #expect(kept(set) == ["x": 1_004, "y": 1_003])
+            }
+        }
+
+        @Test func sandboxRowsAreCountedAfterDeduplication() throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try writeFiles(
+                    [
+                        (
+                            "a.jsonl",
+                            [
+                                // x: a newer Sandbox version wins, so x is gone.
+                                line("x", signed: 100, version: 1),
+                                // y: an older Sandbox version loses: a duplicate, not sandbox.
+                                line("y", signed: 100, version: 1, env: "Sandbox"),
+                                // z: only Sandbox.
+                                line("z", signed: 100, version: 1, env: "Xcode"),
+                            ]
+                        ),
+                        (
+                            "b.jsonl",
+                            [line("x", signed: 200, version: 2, env: "Sandbox"), line("y", signed: 200, version: 2)]
+                        ),
+                    ], in: dir)
+                let set = try TransactionReader.read(paths: paths, threads: 2)
+                #expect(kept(set) == ["y": 1_002])
+                #expect(set.counters.sandbox == 2)
+                #expect(set.counters.duplicates == 2)
+                #expect(set.counters.rowsRead == 5)
+            }
+        }
+
+        @Test func familySharedWinnersAreCountedAndKept() throws {
+            try ReadSupport.withTempDir { dir in
+                let shared = #""FAMILY_SHARED""#
+                let rows = [
+                    TxLine(id: "f1", signed: 1).with("inAppOwnershipType", shared).json,
+                    TxLine(id: "f2", signed: 1).with("inAppOwnershipType", shared).json,
+                    // A family-shared version that loses is not counted.
+                    TxLine(id: "p1", signed: 1).with("inAppOwnershipType", shared).json,
+                    TxLine(id: "p1", signed: 2).json,
+                    // Nor is a family-shared Sandbox row.
+                    TxLine(id: "s1", signed: 1).with("inAppOwnershipType", shared).with("environment", #""Sandbox""#)
+                        .json,
+                ]
+                let paths = try writeFiles([("a.jsonl", rows)], in: dir)
+                let set = try TransactionReader.read(paths: paths, threads: 1)
+                #expect(set.counters.familyShared == 2)
+                #expect(set.counters.sandbox == 1)
+                #expect(set.counters.duplicates == 1)
+                #expect(set.rows.map { set.strings.string($0.transactionId) } == ["f1", "f2", "p1"])
+                #expect(set.rows.map(\.ownership) == [.familyShared, .familyShared, .purchased])
+            }
+        }
+
+        @Test func countersAndPerFileStatsAddUp() throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try writeFiles(
+                    [
+                        ("a.jsonl", [TxLine(id: "1").json, "", #"{"type":"Consumable"}"#, "{", TxLine(id: "2").json]),
+                        (
+                            "b.jsonl",
+                            ["  ", #"{"transactionId":"3"}"#, TxLine(id: "1").json, #"{"type":"Non-Consumable"}"#]
+                        ),
+                    ], in: dir)
+                let set = try TransactionReader.read(paths: paths, threads: 2)
+                #expect(set.counters.rowsRead == 7)
+                #expect(set.counters.nonSubscription == 2)
+                #expect(set.counters.rejected == 2)
+                #expect(set.counters.duplicates == 1)
+                #expect(set.inputs.map(\.path) == paths)
+                #expect(set.inputs.map(\.rows) == [4, 3])
+                #expect(set.inputs.map(\.rejected) == [1, 1])
+                #expect(
+                    set.rejects.map(\.reason) == [
+                        "invalid JSON: expected a key string at column 2",
+                        "missing required field originalTransactionId",
+                    ])
+            }
+        }
+
+        @Test func rejectsAreSortedByFileThenLine() throws {
+            try ReadSupport.withTempDir { dir in
+                // The big file is read first by the scheduler; the order must not show.
+                let filler = (0..<3000).map { TxLine(id: "fill\($0)").json }
+                let paths = try writeFiles(
+                    [
+                        ("a.jsonl", ["{1", TxLine(id: "a").json, "{2", "{3"]),
+                        ("b.jsonl.gz", ["{4"] + filler + ["{5"]),
+                        ("c.jsonl", [TxLine(id: "c").json, "{6"]),
+                    ], in: dir)
+                for threads in [1, 3] {
+                    let set = try TransactionReader.read(paths: paths, threads: threads)
+                    #expect(set.rejects.map(\.file) == [paths[0], paths[0], paths[0], paths[1], paths[1], paths[2]])
+                    #expect(set.rejects.map(\.line) == [1, 3, 4, 1, 3002, 2])
+                    #expect(set.rejects.map(\.excerpt) == ["{1", "{2", "{3", "{4", "{5", "{6"])
+                }
+            }
+        }
+
+        /// A seeded world of overlapping versions across files, with sandbox and family rows.
+        private func randomWorld(in dir: URL, seed: UInt64) throws -> [String] {
+            var rng = SplitMix64(seed: seed)
+            var files: [(String, [String])] = []
+            for f in 0..<5 {
+                var lines: [String] = []
+                for _ in 0..<(200 + rng.below(300)) {
+                    let id = "tx\(rng.below(400))"
+                    let signed: Int64? = rng.below(5) == 0 ? nil : Int64(rng.below(20))
+                    var l = TxLine(
+                        id: id, original: "o\(rng.below(50))", signed: signed, purchase: 0,
+                        expires: Int64(rng.below(1000)))
+                    if rng.below(10) == 0 { l = l.with("environment", #""Sandbox""#) }
+                    if rng.below(10) == 0 { l = l.with("inAppOwnershipType", #""FAMILY_SHARED""#) }
+                    if rng.below(4) == 0 { l = l.with("storefront", "\"\(["FRA", "DEU", "JPN"][rng.below(3)])\"") }
+                    lines.append(rng.below(30) == 0 ? "{broken" : l.json)
+                }
+                files.append(("part-\(f).\(f % 2 == 0 ? "jsonl.gz" : "ndjson")", lines))
+            }
+            return try writeFiles(files, in: dir)
+        }
+
+        /// Everything of a set in strings, so sets with different id numbering compare.
+        private func snapshot(_ set: TransactionSet) -> [String] {
+            let s = set.strings
+            func str(_ id: Int32) -> String { id == Transaction.none ? "-" : s.string(id) }
+            return set.rows.map {
+                "\(str($0.transactionId)) \(str($0.originalTransactionId)) \(str($0.storefront)) \($0.expiresDate) \($0.signedDate) \($0.ownership)"
+            } + set.rejects.map { "\($0.file):\($0.line) \($0.reason)" } + set.inputs.map { "\($0)" } + [
+                "\(set.counters)"
+            ]
+        }
+
+        @Test func theResultIsTheSameWhateverTheThreadsAndTheGlobOrder() throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try randomWorld(in: dir, seed: 42)
+                let base = dir.path
+                let globOrders = [
+                    ["part-*"], ["part-4.jsonl.gz", "part-*.ndjson", "part-0.jsonl.gz", "part-2.jsonl.gz"],
+                    ["./part-3.ndjson", "part-[0-2]*", "../\(dir.lastPathComponent)/part-4*", "part-1.ndjson"],
+                ]
+                let reference = snapshot(try TransactionReader.read(paths: paths, threads: 1))
+                #expect(reference.count > 400)
+                for globs in globOrders {
+                    let resolved = try InputFiles.resolve(globs, base: base)
+                    #expect(resolved == paths.map { InputFiles.absolute($0, base: "/") })
+                    for threads in [1, 2, 4] {
+                        let got = snapshot(try TransactionReader.read(paths: resolved, threads: threads))
+                        #expect(got == reference, "globs \(globs), threads \(threads)")
+                    }
+                }
+            }
+        }
+
+        @Test func keptRowsAreInFileThenLineOrder() throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try writeFiles(
+                    [
+                        (
+                            "a.jsonl",
+                            [
+                                line("a1", signed: 1, version: 1), line("shared", signed: 9, version: 1),
+                                line("a2", signed: 1, version: 1),
+                            ]
+                        ),
+                        ("b.jsonl", [line("b1", signed: 1, version: 1), line("shared", signed: 1, version: 2)]),
+                    ], in: dir)
+                let set = try TransactionReader.read(paths: paths, threads: 2)
+                #expect(set.rows.map { set.strings.string($0.transactionId) } == ["a1", "shared", "a2", "b1"])
+            }
+        }
+
+        @Test func idsAreMergedIntoOneTable() throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try writeFiles(
+                    [
+                        ("a.jsonl", [TxLine(id: "1", original: "o").with("storefront", #""FRA""#).json]),
+                        ("b.jsonl", [TxLine(id: "2", original: "o").with("storefront", #""FRA""#).json]),
+                    ], in: dir)
+                let set = try TransactionReader.read(paths: paths, threads: 2)
+                #expect(set.rows.count == 2)
+                #expect(set.rows[0].originalTransactionId == set.rows[1].originalTransactionId)
+                #expect(set.rows[0].storefront == set.rows[1].storefront)
+                #expect(set.rows[0].productId == set.rows[1].productId)
+                #expect(set.strings.lookup("o") == set.rows[0].originalTransactionId)
+            }
+        }
+
+        @Test func progressAddsUpToTheStoredBytesOfEveryFile() throws {
+            try ReadSupport.withTempDir { dir in
+                let big = (0..<20000).map { TxLine(id: "b\($0)", signed: Int64($0)).json }
+                let paths = try writeFiles(
+                    [("a.jsonl.gz", big), ("b.jsonl", Array(big.prefix(3000))), ("c.jsonl.gz", [TxLine().json])],
+                    in: dir)
+                final class Total: @unchecked Sendable {
+                    let lock = NSLock()
+                    var bytes = 0
+                    var calls = 0
+                }
+                let total = Total()
+                let set = try TransactionReader.read(paths: paths, threads: 3) { n in
+                    total.lock.lock()
+                    total.bytes += n
+                    total.calls += 1
+                    total.lock.unlock()
+                }
+                #expect(total.bytes == paths.map(InputFiles.size).reduce(0, +))
+                #expect(set.inputs.map(\.bytes) == paths.map(InputFiles.size))
+                #expect(total.calls > 3)
+            }
+        }
+
+        @Test func noFilesGiveAnEmptySet() throws {
+            let set = try TransactionReader.read(paths: [], threads: 4)
+            #expect(set.rows.isEmpty)
+            #expect(set.counters == ReadCounters())
+        }
+
+        @Test func aBadFileAmongGoodOnesFailsTheReadWhateverTheThreads() throws {
+            try ReadSupport.withTempDir { dir in
+                var paths = try writeFiles([("a.jsonl.gz", [TxLine().json]), ("c.jsonl.gz", [TxLine().json])], in: dir)
+                let bad = try ReadSupport.write(Array("not gzip".utf8), to: dir.appendingPathComponent("b.jsonl.gz"))
+                paths.insert(bad, at: 1)
+                for threads in [1, 3] {
+                    #expect {
+                        _ = try TransactionReader.read(paths: paths, threads: threads)
+                    } throws: { e in
+                        (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == bad
+                    }
+                }
+            }
+        }
+    }
+}
