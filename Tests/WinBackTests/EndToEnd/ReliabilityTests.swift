@@ -166,6 +166,26 @@ struct CommandLineTests {
         #expect(quiet.stderr == "")
     }
 
+    @Test("on a terminal, run redraws a progress line with bytes read, rate and ETA")
+    func progressOnTerminal() throws {
+        let w = try Paths.copyFixture("golden")
+        // script(1) gives the run a pseudo-terminal.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        p.arguments = ["-qfec", "\(CLI.binary) run pipeline.yaml", "/dev/null"]
+        p.currentDirectoryURL = URL(fileURLWithPath: w)
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(text)")
+        #expect(text.contains("\rread: "))
+        #expect(text.contains(" of ") && text.contains("/s") && text.contains("ETA"))
+        #expect(text.contains("\r\u{1B}[Kwinback: read: 2 files"))
+    }
+
     @Test(
         "exit codes follow sysexits",
         arguments: [
