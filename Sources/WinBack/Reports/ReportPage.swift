@@ -78,7 +78,7 @@ public enum ReportPage {
         let left = 48, top = 22, plot = 150, bar = 40, pitch = 64
         let width = left + max(1, rows.count) * pitch + 8, height = top + plot + 36
         h.line(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
+            "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
                 + " role=\"img\" aria-label=\"Redemption rate of \(escape(offerId)) by month\">")
         // Grid at 0, half and full scale, labelled in percent.
         for (k, label) in [(0, "0%"), (1, percent(scale.num, 2 * scale.den)), (2, percent(scale.num, scale.den))] {
@@ -124,7 +124,7 @@ public enum ReportPage {
         let width = left + full + 60, height = bars.count * pitch + 6
         let most = max(1, f.customersInGroup)
         h.line(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
+            "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
                 + " role=\"img\" aria-label=\"Eligibility funnel of \(escape(offerId))\">")
         for (i, (label, value, cls)) in bars.enumerated() {
             let y = 3 + i * pitch
