@@ -3,7 +3,7 @@ import Testing
 @testable import WinBack
 
 @Suite("Report rates and window (SPEC §4.3)")
-struct RateAndWindowTests {
+struct ReportRateAndWindowTests {
     @Test(
         "rates have four decimals rounded half up, and are empty without a denominator",
         arguments: [

@@ -3,7 +3,7 @@ import Testing
 @testable import WinBack
 
 @Suite("Offer episodes: conversion and pending (SPEC §4.3)")
-struct EpisodeTests {
+struct ReportEpisodeTests {
     let t = "2026-11-22T00:00:00Z"
 
     func episodes(_ w: TestWorld, _ rows: [Transaction], gapDays: Int64 = 60) -> [Episode] {
