@@ -44,16 +44,16 @@ public enum RedemptionRatesReport {
 
     /// Scratch reused across customers by one worker.
     struct Scratch {
-        var periods: [Period] = []
+        var timelines = SuccessiveTimelines()
         /// (month index, catalog index) pairs the customer redeemed.
         var redeemed: [(month: Int, offer: Int)] = []
     }
 
     /// Counts one customer into `tally` (months × catalog offers, month-major).
     ///
-    /// The customer is reconstructed once per month at that month's first instant from the
-    /// same rows, with no renewal info (the SPEC's rule), and evaluated against their group's
-    /// offers; their redemptions come from the episodes found at T.
+    /// The customer is reconstructed at each month's first instant from the same rows, with no
+    /// renewal info (the SPEC's rule), and evaluated against their group's offers; their
+    /// redemptions come from the episodes found at T.
     static func count<C: RandomAccessCollection>(
         rows: C, group: Int32, episodes: [Episode], book: OfferBook, window: ReportWindow, gapDays: Int64,
         scratch: inout Scratch, into tally: inout [Counts]
@@ -70,11 +70,9 @@ public enum RedemptionRatesReport {
                 }
             }
         }
+        scratch.timelines.reset()
         for (m, tm) in window.months.enumerated() where first.purchaseDate < tm {
-            guard
-                let tl = CustomerTimeline.build(
-                    rows: rows, asOf: tm, gapDays: gapDays, renewal: nil, periods: &scratch.periods),
-                tl.state == .churned
+            guard let tl = scratch.timelines.timeline(rows: rows, at: tm, gapDays: gapDays), tl.state == .churned
             else { continue }
             for o in ranked where book.offers[o].failures(tl, asOf: tm).isEmpty {
                 tally[m * n + o].eligible += 1
