@@ -121,6 +121,10 @@ public enum PipelineRun {
             var outputs = try SegmentWriter(
                 customers: customers, audience: audience, book: book, formats: p.config.formats
             ).write(to: publisher.staging, threads: p.threads)
+            let reports = Reports.compute(
+                customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
+                gapDays: p.config.consecutiveGapDays, threads: p.threads)
+            outputs += try ReportWriter(reports: reports, title: p.config.name).write(to: publisher.staging)
             outputs.append(try writeFile(publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count))
             manifest.outputs = outputs
             manifest.stages.append(("write", progress.end("\(outputs.count) files")))

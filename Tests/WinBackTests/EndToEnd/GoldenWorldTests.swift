@@ -36,6 +36,23 @@ struct GoldenWorldTests {
         }
     }
 
+    @Test("the four reports match the golden files, and every report file is the same for one thread and four")
+    func goldenReports() throws {
+        let world = try Paths.copyFixture("golden")
+        let expected = Paths.fixtures + "/golden/expected/reports"
+        var pages: [Data?] = []
+        for threads in [1, 4] {
+            let summary = try run(world + "/pipeline.yaml", threads: threads, output: world + "/out-\(threads)")
+            let reports = summary.published + "/reports"
+            #expect(filesBelow(reports) == (filesBelow(expected) + ["report.html"]).sorted())
+            for f in filesBelow(expected) {
+                expectSameFile(reports + "/" + f, golden: expected + "/" + f)
+            }
+            pages.append(FileManager.default.contents(atPath: reports + "/report.html"))
+        }
+        #expect(pages[0] != nil && pages[0] == pages[1])
+    }
+
     @Test("every XML segment is valid against Data/schemas/segment.xsd")
     func xmlValidAgainstSchema() throws {
         let world = try Paths.copyFixture("golden")

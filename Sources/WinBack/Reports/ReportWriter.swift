@@ -1,0 +1,45 @@
+import Foundation
+
+/// Writes the reports of SPEC §4.3 into `<run>/reports/`: the four CSV files and report.html.
+public struct ReportWriter {
+    public static let files = [
+        "redemptions-by-offer-type.csv", "winback-redemption-rates.csv", "eligibility-funnel.csv",
+        "winback-eligibility-summary.csv", "report.html",
+    ]
+
+    let reports: Reports
+    /// Names the page (the pipeline name).
+    let title: String
+
+    public init(reports: Reports, title: String) {
+        self.reports = reports
+        self.title = title
+    }
+
+    /// Each file's bytes and data rows, in ``files`` order (the page counts no rows).
+    public func contents() -> [(name: String, bytes: [UInt8], rows: Int)] {
+        let r = reports
+        let bytes = [
+            RedemptionReport.csv(r.redemptions), RedemptionRatesReport.csv(r.rates), FunnelReport.csv(r.funnel),
+            EligibilitySummaryReport.csv(r.summary), ReportPage.html(r, title: title),
+        ]
+        let rows = [r.redemptions.count, r.rates.count, r.funnel.count, r.summary.count, 0]
+        return (0..<ReportWriter.files.count).map { (ReportWriter.files[$0], bytes[$0], rows[$0]) }
+    }
+
+    /// Writes every report file into `directory/reports/`; returns the files written.
+    public func write(to directory: String) throws -> [OutputStats] {
+        let dir = directory + "/reports"
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(.cannotCreateOutput, "cannot create the reports folder: \(error)", path: dir)
+        }
+        return try contents().map { name, bytes, rows in
+            let f = try OutputFile(path: dir + "/" + name)
+            try f.write(bytes)
+            let (n, sha) = try f.finish()
+            return OutputStats(path: "reports/" + name, bytes: n, rows: rows, sha256: sha)
+        }
+    }
+}

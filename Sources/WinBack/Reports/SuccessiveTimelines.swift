@@ -1,0 +1,52 @@
+/// One customer reconstructed at successive, increasing instants with no renewal info, as the
+/// monthly redemption rates need (SPEC §4.3), without redoing the whole reconstruction at each.
+///
+/// Between two instants the reconstruction can only change when a row is purchased or a
+/// revocation becomes known; otherwise the periods are the same and only the state and the
+/// months since the last subscription move with the clock. In that case they are recomputed
+/// from the kept periods, and the result equals ``CustomerTimeline/build(rows:asOf:gapDays:renewal:periods:)``
+/// at the new instant (a test holds them equal).
+struct SuccessiveTimelines {
+    /// The periods of the last reconstruction.
+    private(set) var periods: [Period] = []
+    private var last: CustomerTimeline?
+    /// Rows purchased before `at`, and `at`, for the last reconstruction; -1 when none yet.
+    private var known = -1
+    private var at: Int64 = .min
+
+    /// Forgets the previous customer (keeps the storage).
+    mutating func reset() {
+        known = -1
+        last = nil
+    }
+
+    /// The customer at `t`, which must not precede the previous call's instant since `reset()`.
+    mutating func timeline<C: RandomAccessCollection>(rows: C, at t: Int64, gapDays: Int64) -> CustomerTimeline?
+    where C.Element == Transaction, C.Index == Int {
+        // Rows are ordered by purchaseDate: the known ones are a prefix.
+        var n = max(known, 0)
+        while n < rows.count && rows[rows.startIndex + n].purchaseDate < t { n += 1 }
+        var same = n == known
+        if same {
+            for i in 0..<n {
+                let r = rows[rows.startIndex + i]
+                if r.revocationDate >= at && r.revocationDate < t {
+                    same = false
+                    break
+                }
+            }
+        }
+        known = n
+        at = t
+        if !same {
+            last = CustomerTimeline.build(rows: rows, asOf: t, gapDays: gapDays, renewal: nil, periods: &periods)
+            return last
+        }
+        guard var tl = last else { return nil }
+        // Without renewal info a customer is active or churned (rule 4).
+        tl.state = periods.contains { $0.start <= t && t < $0.end } ? .active : .churned
+        tl.monthsSinceLastSubscribed = MonthMath.wholeMonths(tl.lastSubscribedEnd, t)
+        last = tl
+        return tl
+    }
+}
