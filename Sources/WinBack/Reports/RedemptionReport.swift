@@ -94,7 +94,7 @@ public enum RedemptionReport {
             (
                 rank: OfferType(rawValue: key.offerType).map { Int($0.rawValue) } ?? 5,
                 row: RedemptionRow(
-                    offerType: OfferType.label(key.offerType), offerId: text(key.offerId),
+                    offerType: OfferType.label(key.offerType, strings: strings), offerId: text(key.offerId),
                     discountType: text(key.discountType), redemptions: c.redemptions, customers: c.customers,
                     converted: c.converted, pending: c.pending)
             )

@@ -14,6 +14,12 @@ public struct CustomerRows: @unchecked Sendable {
 
     public func rows(of k: Int) -> ArraySlice<Transaction> { rows[starts[k]..<starts[k + 1]] }
 
+    /// Groups a copy of `rows` by customer (for callers that keep their rows, e.g. tests).
+    public static func build(rows: [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
+        var copy = rows
+        return build(rows: &copy, strings: strings, threads: threads)
+    }
+
     /// Groups `rows` (whose ids are in `strings`) by customer, taking them over: `input` is
     /// emptied, so that only one copy of the rows is ever held.
     public static func build(rows input: inout [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
