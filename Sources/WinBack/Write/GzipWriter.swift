@@ -1,0 +1,156 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+import CZlib
+
+/// Deflates bytes into a gzip file in chunks with zlib.
+///
+/// Owns one `z_stream`, allocated once so it never moves (zlib keeps pointers into it). The
+/// gzip header carries no file name and an mtime of 0, so the same bytes in give the same
+/// file out: generated worlds stay byte-identical for a seed.
+final class GzipWriter {
+    let path: String
+    private var fd: Int32
+    private let stream: UnsafeMutablePointer<z_stream>
+    private let header: UnsafeMutablePointer<gz_header>
+    private let output: UnsafeMutableRawBufferPointer
+    private var finished = false
+    /// Bytes handed to `write` so far.
+    private(set) var uncompressedBytes = 0
+    /// Bytes written to the file so far.
+    private(set) var compressedBytes = 0
+
+    static let outputSize = 1 << 20
+    /// zlib counts input in `uInt`; larger writes are fed in slices of this size.
+    private static let maxSlice = 1 << 30
+
+    /// Creates (or truncates) `path` and starts a gzip member.
+    init(path: String, level: Int32 = 6) throws {
+        self.path = path
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw WinBackError(.cannotCreateOutput, "cannot create: \(String(cString: strerror(errno)))", path: path)
+        }
+        stream = .allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        header = .allocate(capacity: 1)
+        // Zeroed: mtime 0, no name or comment. OS 255 ("unknown") rather than zlib's
+        // platform code, so Linux and macOS write the same header.
+        header.initialize(to: gz_header())
+        header.pointee.os = 255
+        output = .allocate(byteCount: GzipWriter.outputSize, alignment: 16)
+        // 16 + MAX_WBITS: write a gzip header and trailer rather than a zlib wrapper.
+        guard winback_deflateInit2(stream, level, 16 + MAX_WBITS) == Z_OK else {
+            Glibc_close(fd)
+            stream.deallocate()
+            header.deallocate()
+            output.deallocate()
+            throw WinBackError(.software, "zlib deflateInit2 failed", path: path)
+        }
+        // zlib reads the header lazily, at the first deflate call; it stays allocated until deinit.
+        deflateSetHeader(stream, header)
+    }
+
+    deinit {
+        deflateEnd(stream)
+        if fd >= 0 { Glibc_close(fd) }
+        stream.deallocate()
+        header.deallocate()
+        output.deallocate()
+    }
+
+    /// Compresses `bytes`; output reaches the file whenever the output buffer fills.
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard !finished else { throw WinBackError(.software, "write after close", path: path) }
+        guard var base = bytes.baseAddress else { return }
+        var remaining = bytes.count
+        uncompressedBytes += remaining
+        while remaining > 0 {
+            let slice = min(remaining, GzipWriter.maxSlice)
+            stream.pointee.next_in = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: Bytef.self))
+            stream.pointee.avail_in = uInt(slice)
+            try pump(flush: Z_NO_FLUSH)
+            base += slice
+            remaining -= slice
+        }
+    }
+
+    func write(_ s: String) throws {
+        var s = s
+        try s.withUTF8 { try write(UnsafeRawBufferPointer($0)) }
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try write($0) }
+    }
+
+    /// Finishes the gzip member and closes the file. Calling it again does nothing.
+    func close() throws {
+        guard !finished else { return }
+        finished = true
+        stream.pointee.next_in = nil
+        stream.pointee.avail_in = 0
+        try pump(flush: Z_FINISH)
+        let rc = Glibc_close(fd)
+        fd = -1
+        if rc != 0 {
+            throw WinBackError(.cannotCreateOutput, "cannot close: \(String(cString: strerror(errno)))", path: path)
+        }
+    }
+
+    /// Runs deflate until it has consumed all input (or, with Z_FINISH, ended the stream),
+    /// writing every full output buffer to the file.
+    private func pump(flush: Int32) throws {
+        while true {
+            stream.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_out = uInt(output.count)
+            let ret = deflate(stream, flush)
+            guard ret == Z_OK || ret == Z_STREAM_END || ret == Z_BUF_ERROR else {
+                throw WinBackError(.software, "zlib deflate failed (error \(ret))", path: path)
+            }
+            let produced = output.count - Int(stream.pointee.avail_out)
+            try writeAll(UnsafeRawBufferPointer(rebasing: output[0..<produced]))
+            if flush == Z_FINISH {
+                if ret == Z_STREAM_END { return }
+            } else if stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 {
+                // All input taken and zlib had room to spare: nothing more is pending.
+                return
+            }
+        }
+    }
+
+    /// write(2) until every byte is out; retries on EINTR and short writes.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc_write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw WinBackError(.cannotCreateOutput, "cannot write: \(String(cString: strerror(errno)))", path: path)
+            }
+            offset += n
+        }
+        compressedBytes += bytes.count
+    }
+}
+
+@inline(__always)
+private func Glibc_write(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int {
+    #if canImport(Glibc)
+        return Glibc.write(fd, p, n)
+    #else
+        return Darwin.write(fd, p, n)
+    #endif
+}
+
+@discardableResult @inline(__always)
+private func Glibc_close(_ fd: Int32) -> Int32 {
+    #if canImport(Glibc)
+        return Glibc.close(fd)
+    #else
+        return Darwin.close(fd)
+    #endif
+}
