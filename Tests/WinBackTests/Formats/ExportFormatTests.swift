@@ -159,3 +159,61 @@ struct ExportFormatTests {
         #expect(set.rejects[3].reason.contains("expiresDate before purchaseDate"))
     }
 }
+
+@Suite("The same generated world in three formats", .serialized)
+struct GeneratedFormatsTests {
+    func world(_ format: String) throws -> String {
+        let dir = Paths.temporary() + "/\(format)"
+        _ = try WorldGenerator.generate(GenerateOptions(customers: 500, seed: 11, asOf: ms("2026-11-22"), format: format), to: dir)
+        return dir
+    }
+
+    func run(_ dir: String, withoutRenewalInfo: Bool = false) throws -> String {
+        let pipeline = dir + "/pipeline.yaml"
+        if withoutRenewalInfo {
+            let text = try String(contentsOfFile: pipeline, encoding: .utf8)
+                .replacingOccurrences(of: "renewalInfo: [\"renewal-info.jsonl.gz\"]\n", with: "")
+            try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        }
+        var o = RunOptions(pipelinePath: pipeline, threads: 2)
+        o.now = ms("2026-11-22T06:00:00Z")
+        let published = try PipelineRun.run(o, progress: Progress(mode: .quiet)).published
+        #expect(try String(contentsOfFile: published + "/rejects.csv", encoding: .utf8) == "file,line,reason,excerpt\n")
+        return published
+    }
+
+    func segments(_ published: String) -> [String] {
+        filesBelow(published + "/segments").filter { $0.hasSuffix(".csv") }
+    }
+
+    @Test("NDJSON and CSV give byte-identical segments")
+    func csvEqualsNDJSON() throws {
+        let a = try run(try world("appstore-ndjson"))
+        let b = try run(try world("csv"))
+        #expect(segments(a) == segments(b))
+        var rows = 0
+        for f in segments(a) {
+            let x = FileManager.default.contents(atPath: a + "/segments/" + f)
+            #expect(x == FileManager.default.contents(atPath: b + "/segments/" + f), "\(f)")
+            rows += (x.map { String(decoding: $0, as: UTF8.self).split(separator: "\n").count } ?? 1) - 1
+        }
+        #expect(rows > 50)
+    }
+
+    @Test("NDJSON and RevenueCat give the same customers, offers, ranks, paid months and churn dates")
+    func revenueCatEqualsNDJSON() throws {
+        // RevenueCat has no renewal info and no appAccountToken: compare without them.
+        let a = try run(try world("appstore-ndjson"), withoutRenewalInfo: true)
+        let b = try run(try world("revenuecat"))
+        #expect(segments(a) == segments(b))
+        for f in segments(a) {
+            let x = try String(contentsOfFile: a + "/segments/" + f, encoding: .utf8)
+            let y = try String(contentsOfFile: b + "/segments/" + f, encoding: .utf8)
+            let drop = { (t: String) in
+                t.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).enumerated().filter { $0.offset != 2 }.map(\.element).joined(separator: ",") }
+            }
+            #expect(drop(x) == drop(y), "\(f)")
+            #expect(x.split(separator: "\n").count > 1 || f.contains("summer24"), "\(f) is empty")
+        }
+    }
+}
