@@ -12,7 +12,7 @@ struct Winback: ParsableCommand {
             78 bad configuration.
             """,
         version: Manifest.toolVersion,
-        subcommands: [RunCommand.self, ValidateCommand.self, ExplainCommand.self, GenerateCommand.self])
+        subcommands: [RunCommand.self, ValidateCommand.self, ExplainCommand.self, GenerateCommand.self, BenchCommand.self])
 }
 
 /// Runs `body`, turning a ``WinBackError`` into its message on stderr and its exit code.

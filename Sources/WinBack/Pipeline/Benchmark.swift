@@ -1,0 +1,149 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The project's benchmark: a generated world, the gzip floor, and the pipeline measured
+/// against it (wall time, throughput, peak memory, scaling with threads).
+///
+/// The pipeline runs as a child process (this same executable, `run`), so its peak resident
+/// memory is its own, read from `wait4`, and not the generator's or the benchmark's.
+public enum Benchmark {
+    public struct Options: Sendable {
+        public var customers = 200_000
+        public var seed: UInt64 = 1
+        public var cache = "bench-cache"
+        public var runs = 3
+        public var threads = ProcessInfo.processInfo.activeProcessorCount
+        /// The executable to run the pipeline with (`winback`).
+        public var executable: String
+
+        public init(executable: String) { self.executable = executable }
+    }
+
+    public struct ChildRun: Sendable {
+        public var seconds: Double
+        public var peakRSSBytes: Int
+    }
+
+    /// Generates the world once into the cache; returns its folder.
+    public static func world(_ o: Options, log: (String) -> Void) throws -> String {
+        let dir = InputFiles.absolute(
+            "\(o.cache)/world-\(o.customers)-seed\(o.seed)", base: FileManager.default.currentDirectoryPath)
+        let marker = dir + "/.complete"
+        if FileManager.default.fileExists(atPath: marker) { return dir }
+        log("generating \(o.customers) customers (seed \(o.seed)) into \(dir) …")
+        try? FileManager.default.removeItem(atPath: dir)
+        let summary = try WorldGenerator.generate(
+            GenerateOptions(customers: o.customers, seed: o.seed, asOf: MonthMath.daysFromCivil(year: 2026, month: 11, day: 22) * MonthMath.day),
+            to: dir + "/data")
+        let pipeline = """
+            name: bench
+            transactions:
+              paths: ["data/transactions-*.jsonl.gz"]
+            renewalInfo: ["data/renewal-info.jsonl.gz"]
+            offers: data/offers.json
+            asOf: 2026-11-22
+            output:
+              directory: out
+            limits:
+              maxRejectedFraction: 0.01
+            """
+        try pipeline.write(toFile: dir + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        FileManager.default.createFile(atPath: marker, contents: Data("\(summary.transactions)\n".utf8))
+        return dir
+    }
+
+    /// Inflates every file with `threads` threads, discarding the bytes: the floor.
+    public static func floor(paths: [String], threads: Int) throws -> (seconds: Double, bytes: Int) {
+        let slots = ResultSlots<Int>(count: paths.count)
+        let start = Date()
+        let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
+        try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
+            let source = try openSource(path: paths[i])
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+            defer { buffer.deallocate() }
+            var total = 0
+            while case let n = try source.read(into: buffer), n > 0 { total += n }
+            slots[i] = total
+        }
+        return (Date().timeIntervalSince(start), slots.all.reduce(0, +))
+    }
+
+    /// Runs `executable args…` and returns its wall time and peak resident memory.
+    public static func child(_ executable: String, _ args: [String]) throws -> ChildRun {
+        var pid: pid_t = 0
+        let argv = ([executable] + args).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        let start = Date()
+        let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard rc == 0 else { throw WinBackError(.software, "cannot start \(executable): \(String(cString: strerror(rc)))") }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let seconds = Date().timeIntervalSince(start)
+        let exited = (status & 0x7f) == 0
+        let code = (status >> 8) & 0xff
+        guard exited && code == 0 else {
+            throw WinBackError(.software, "the benchmarked run failed (status \(status)): \(([executable] + args).joined(separator: " "))")
+        }
+        return ChildRun(seconds: seconds, peakRSSBytes: Int(usage.ru_maxrss) * 1024)
+    }
+
+    /// The whole benchmark; returns the report's lines.
+    public static func run(_ o: Options, log: @escaping (String) -> Void) throws -> [String] {
+        let dir = try world(o, log: log)
+        let pipeline = dir + "/pipeline.yaml"
+        let files = try InputFiles.resolve(["data/transactions-*.jsonl.gz"], base: dir)
+        let compressed = files.reduce(0) { $0 + InputFiles.size($1) }
+        let transactions = (try? String(contentsOfFile: dir + "/.complete", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+
+        log("measuring the floor (inflate only, \(o.threads) threads) …")
+        var floors: [Double] = []
+        var uncompressed = 0
+        for _ in 0..<o.runs {
+            let f = try floor(paths: files, threads: o.threads)
+            floors.append(f.seconds)
+            uncompressed = f.bytes
+        }
+        let floorSeconds = median(floors)
+
+        func pipelineRuns(threads: Int) throws -> (Double, Int) {
+            var times: [Double] = []
+            var peak = 0
+            for i in 0..<o.runs {
+                log("pipeline run \(i + 1)/\(o.runs), \(threads) thread\(threads == 1 ? "" : "s") …")
+                let r = try child(o.executable, ["run", pipeline, "--quiet", "--threads", String(threads)])
+                times.append(r.seconds)
+                peak = max(peak, r.peakRSSBytes)
+            }
+            return (median(times), peak)
+        }
+        let (wall, peak) = try pipelineRuns(threads: o.threads)
+        let (wall1, peak1) = o.threads > 1 ? try pipelineRuns(threads: 1) : (wall, peak)
+
+        let mb = { (b: Int) in String(format: "%.1f MB", Double(b) / 1_000_000) }
+        return [
+            "winback benchmark — \(o.customers) customers, seed \(o.seed), \(o.runs) runs each (medians)",
+            "input:          \(files.count) files, \(mb(compressed)) gzipped, \(mb(uncompressed)) NDJSON, \(transactions) transactions",
+            String(format: "floor:          %.3f s  (inflate only, zlib, %d threads)", floorSeconds, o.threads),
+            String(
+                format: "pipeline:       %.3f s  (%d threads)  = %.2f × floor, %.1f MB/s uncompressed, peak RSS %@",
+                wall, o.threads, wall / floorSeconds, Double(uncompressed) / 1_000_000 / wall, mb(peak)),
+            String(
+                format: "pipeline:       %.3f s  (1 thread)    = %.2f × floor, peak RSS %@; %d threads are %.2f× faster",
+                wall1, wall1 / floorSeconds, mb(peak1), o.threads, wall1 / wall),
+        ]
+    }
+
+    static func median(_ xs: [Double]) -> Double {
+        let s = xs.sorted()
+        return s.isEmpty ? 0 : s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Foundation
+import WinBack
+
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Benchmark the pipeline on a generated world against the gzip floor.",
+        discussion: """
+            Generates `generate --customers N --seed S` once into the cache folder, then reports input \
+            sizes, the floor (inflating every file with the same zlib and thread count, discarding the \
+            bytes), the pipeline's median wall time over several runs, its ratio to the floor, \
+            uncompressed MB/s, peak resident memory (of the pipeline process alone), and the same with \
+            one thread. Use a release build: swift build -c release.
+            """)
+
+    @Option(help: "Customers in the generated world.")
+    var customers = 200_000
+
+    @Option(help: "Seed of the generated world.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Folder caching generated worlds.")
+    var cache = "bench-cache"
+
+    @Option(help: "Runs per measurement (the median is reported).")
+    var runs = 3
+
+    @Option(help: "Threads (default: one per core).")
+    var threads: Int?
+
+    func run() throws {
+        var o = Benchmark.Options(executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path)
+        o.customers = customers
+        o.seed = seed
+        o.cache = cache
+        o.runs = max(1, runs)
+        if let threads { o.threads = threads }
+        let lines = try reportingErrors { try Benchmark.run(o, log: { FileHandleStderr.write($0 + "\n") }) }
+        for l in lines { print(l) }
+    }
+}
