@@ -80,15 +80,19 @@ public enum MonthMath {
     }
 
     /// `wholeMonths(a, b)`: the largest k ≥ 0 with `addMonths(a, k) ≤ b`; 0 when b < a.
+    ///
+    /// Closed form: `addMonths(a, k)` for the month difference k lands in b's month, on a's day
+    /// clamped to that month, at a's time of day; if that is after b, one month fewer.
     @inlinable
     public static func wholeMonths(_ a: Int64, _ b: Int64) -> Int64 {
         if b < a { return 0 }
-        let ca = civilFromDays(split(a).days)
-        let cb = civilFromDays(split(b).days)
-        var k = max(0, (cb.year - ca.year) * 12 + (cb.month - ca.month))
-        // addMonths is strictly increasing in k, so the estimate is off by at most one.
-        while k > 0 && addMonths(a, k) > b { k -= 1 }
-        while addMonths(a, k + 1) <= b { k += 1 }
+        let (da, ta) = split(a)
+        let (db, tb) = split(b)
+        let ca = civilFromDays(da)
+        let cb = civilFromDays(db)
+        let k = (cb.year - ca.year) * 12 + (cb.month - ca.month)
+        let day = min(ca.day, daysInMonth(year: cb.year, month: cb.month))
+        if cb.day < day || (cb.day == day && tb < ta) { return max(0, k - 1) }
         return k
     }
 

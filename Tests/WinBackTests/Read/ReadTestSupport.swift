@@ -170,20 +170,7 @@ final class DecodeHarness {
     func string(_ id: Int32) -> String? { id == Transaction.none ? nil : table.string(id) }
 }
 
-/// A small deterministic generator (SplitMix64), so seeded tests repeat exactly.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     /// A value in 0..<n.
     mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }

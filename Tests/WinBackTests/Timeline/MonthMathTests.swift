@@ -91,3 +91,27 @@ struct MonthMathTests {
         #expect(Timestamp.date(-1) == "1969-12-31")
     }
 }
+
+@Suite("wholeMonths against its definition")
+struct WholeMonthsDefinitionTests {
+    /// The definition, literally: the largest k ≥ 0 with addMonths(a, k) ≤ b.
+    func byDefinition(_ a: Int64, _ b: Int64) -> Int64 {
+        if b < a { return 0 }
+        var k: Int64 = 0
+        while MonthMath.addMonths(a, k + 1) <= b { k += 1 }
+        return k
+    }
+
+    @Test("the closed form agrees with the definition on 20,000 pairs around month ends and leap days")
+    func agrees() {
+        var rng = SplitMix64(seed: 42)
+        func r(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &rng) }
+        let base = ms("2023-12-28T00:00:00Z")
+        for _ in 0..<20_000 {
+            // Days clustered near month ends, times near midnight and noon.
+            let a = base + r(0...1_200) * MonthMath.day + r(0...3) * 43_200_000 - r(0...1)
+            let b = a + r(-40...900) * MonthMath.day + r(-2...2) * 43_200_000 + r(-1...1)
+            #expect(MonthMath.wholeMonths(a, b) == byDefinition(a, b), "\(Timestamp.iso(a)) → \(Timestamp.iso(b))")
+        }
+    }
+}
