@@ -23,12 +23,24 @@ public final class StringTable: @unchecked Sendable {
 
     @inline(__always)
     static func hash(_ p: UnsafeRawBufferPointer) -> UInt32 {
-        // FNV-1a; ids are short, so this is cheaper than anything vectorised.
-        var h: UInt32 = 2_166_136_261
-        for b in p {
-            h = (h ^ UInt32(b)) &* 16_777_619
+        // Eight bytes at a time, multiply-and-fold: ids are 10–40 bytes, so a handful of rounds.
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(p.count)
+        var i = 0
+        while i + 8 <= p.count {
+            h = (h ^ p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 29
+            i += 8
         }
-        return h
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < p.count {
+            tail |= UInt64(p[i]) << shift
+            shift += 8
+            i += 1
+        }
+        h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
+        h ^= h >> 32
+        return UInt32(truncatingIfNeeded: h)
     }
 
     /// The id of `bytes`, adding it when new.

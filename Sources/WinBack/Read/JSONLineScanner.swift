@@ -28,6 +28,8 @@ enum ScannedValue {
 /// wins. Slices stay valid until the next `scan`.
 final class JSONLineScanner {
     private let keys: [[UInt8]]
+    /// Per key: its length and its first (up to) eight bytes, to reject most keys without memcmp.
+    private let signatures: [(count: Int, prefix: UInt64)]
     private(set) var values: [ScannedValue]
     private var scratch: UnsafeMutableRawBufferPointer
     private var scratchUsed = 0
@@ -39,6 +41,7 @@ final class JSONLineScanner {
 
     init(keys: [String]) {
         self.keys = keys.map { Array($0.utf8) }
+        signatures = self.keys.map { k in k.withUnsafeBytes { (k.count, JSONLineScanner.prefix($0)) } }
         values = Array(repeating: .absent, count: keys.count)
         scratch = .allocate(byteCount: 4096, alignment: 8)
     }
@@ -94,9 +97,19 @@ final class JSONLineScanner {
         return Invalid()
     }
 
+    /// The first (up to) eight bytes of `k`, little-endian, zero-padded.
+    @inline(__always) static func prefix(_ k: UnsafeRawBufferPointer) -> UInt64 {
+        if k.count >= 8 { return k.loadUnaligned(as: UInt64.self) }
+        var v: UInt64 = 0
+        for i in 0..<k.count { v |= UInt64(k[i]) << (8 * UInt64(i)) }
+        return v
+    }
+
     @inline(__always) private func keyIndex(_ k: UnsafeRawBufferPointer) -> Int {
-        for (i, key) in keys.enumerated() where key.count == k.count {
-            if key.withUnsafeBytes({ memcmp($0.baseAddress!, k.baseAddress!, k.count) == 0 }) { return i }
+        let p = JSONLineScanner.prefix(k)
+        for i in 0..<signatures.count where signatures[i].count == k.count && signatures[i].prefix == p {
+            if k.count <= 8 { return i }
+            if keys[i].withUnsafeBytes({ memcmp($0.baseAddress! + 8, k.baseAddress! + 8, k.count - 8) == 0 }) { return i }
         }
         return -1
     }

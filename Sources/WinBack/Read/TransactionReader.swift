@@ -139,7 +139,8 @@ public enum TransactionReader {
     /// Memory stays near one copy of the rows: each file's rows are remapped in place, and a
     /// file's rows and table are released as soon as they have been taken over.
     static func merge(_ files: [FileRows]) -> TransactionSet {
-        let strings = StringTable(capacity: files.map(\.table.count).max() ?? 16)
+        // Sized for the largest case (no string shared between files), so it never rehashes.
+        let strings = StringTable(capacity: files.reduce(16) { $0 + $1.table.count })
         var counters = ReadCounters()
         for f in files {
             let map = strings.merge(f.table)
