@@ -68,9 +68,18 @@ public final class Progress: @unchecked Sendable {
         case .quiet: break
         case .terminal, .log:
             let prefix = clear ? "\r\u{1B}[K" : ""
-            note(prefix + String(format: "winback: %@: %@ (%.2f s)", name, summary, seconds))
+            note(prefix + String(format: "winback: %@: %@ (%.2f s, peak %@)", name, summary, seconds, Progress.mb(Progress.peakRSS())))
         }
         return seconds
+    }
+
+    /// The process's peak resident memory so far (VmHWM), in bytes; 0 where unknown.
+    public static func peakRSS() -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return 0 }
+        let kb = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) } ?? 0
+        return kb * 1024
     }
 
     /// A line on stderr, unless quiet.

@@ -86,10 +86,12 @@ final class JSONLineScanner {
     @inline(__always) private func byte(_ i: Int) -> UInt8 { base.load(fromByteOffset: i, as: UInt8.self) }
 
     @inline(__always) private func skipWS() {
-        while pos < count {
-            let c = byte(pos)
-            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D { pos += 1 } else { break }
+        var p = pos
+        while p < count {
+            let c = byte(p)
+            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D { p += 1 } else { break }
         }
+        pos = p
     }
 
     private func fail(_ what: String) -> Invalid {
@@ -222,10 +224,34 @@ final class JSONLineScanner {
     }
 
     /// Parses a string at `pos` (on its opening quote); returns its decoded bytes.
+    /// Bytes a string's fast path stops at: the quote, the backslash, control characters and
+    /// the start of multi-byte UTF-8 (which is validated on the side).
+    private static let special: [Bool] = (0..<256).map { c in c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 }
+
     private func parseString() throws -> UnsafeRawBufferPointer {
         pos += 1
         let start = pos
-        // Fast path: no escapes.
+        // Fast path: no escapes. A local cursor and a table lookup per byte: this loop sees
+        // most bytes of every line.
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
+        try JSONLineScanner.special.withUnsafeBufferPointer { special in
+            var p = pos
+            while p < count {
+                let c = bytes[p]
+                if !special[Int(c)] {
+                    p += 1
+                    continue
+                }
+                if c >= 0x80 {
+                    pos = p
+                    try skipUTF8()
+                    p = pos
+                    continue
+                }
+                break
+            }
+            pos = p
+        }
         while pos < count {
             let c = byte(pos)
             if c == UInt8(ascii: "\"") {

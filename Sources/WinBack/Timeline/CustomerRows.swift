@@ -56,16 +56,29 @@ public struct CustomerRows: @unchecked Sendable {
         for k in of { starts[Int(rank[Int(k)]) + 1] += 1 }
         for k in 0..<n { starts[k + 1] += starts[k] }
         var fill = starts
-        var rows = [Transaction](unsafeUninitializedCapacity: total) { buf, done in
-            for (i, r) in input.enumerated() {
-                let c = Int(rank[Int(of[i])])
-                (buf.baseAddress! + fill[c]).initialize(to: r)
-                fill[c] += 1
-            }
-            done = input.count
+        // Each row's destination, then the permutation applied in place by following its
+        // cycles (every swap puts one row where it belongs): no second copy of the rows.
+        var dest = [Int32](repeating: 0, count: total)
+        for i in 0..<total {
+            let c = Int(rank[Int(of[i])])
+            dest[i] = Int32(fill[c])
+            fill[c] += 1
         }
-        input = []
         of = []
+        input.withUnsafeMutableBufferPointer { rows in
+            dest.withUnsafeMutableBufferPointer { d in
+                for i in 0..<total {
+                    while d[i] != Int32(i) {
+                        let j = Int(d[i])
+                        rows.swapAt(i, j)
+                        d.swapAt(i, j)
+                    }
+                }
+            }
+        }
+        dest = []
+        var rows = input
+        input = []
         let sortStarts = starts
         rows.withUnsafeMutableBufferPointer { buf in
             nonisolated(unsafe) let base = buf
