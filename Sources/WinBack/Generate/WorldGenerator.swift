@@ -41,6 +41,13 @@ public enum WorldGenerator {
         case "revenuecat": format = RevenueCatWorldFormat()
         default: throw WinBackError(.usage, "unknown format '\(o.format)'; use appstore-ndjson, csv or revenuecat")
         }
+        // Exports left by an earlier world (another as-of, another size) would be read by the
+        // pipeline's glob along with the new ones.
+        let existing = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        if let stale = existing.first(where: { $0.hasPrefix("transactions-") || $0.hasPrefix("revenuecat-") }) {
+            throw WinBackError(
+                .usage, "already holds exports (\(stale)); remove them or choose another --out", path: directory)
+        }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {

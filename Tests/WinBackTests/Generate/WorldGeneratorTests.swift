@@ -63,6 +63,18 @@ struct WorldGeneratorTests {
         #expect(s.eligible.first { $0.0 == "wb.basic.summer24" }!.1 == 0)  // ended in 2024
     }
 
+    @Test("a folder that already holds exports is refused, so no stale month is read later")
+    func refusesStaleExports() throws {
+        let dir = try generate(20)
+        do {
+            _ = try WorldGenerator.generate(GenerateOptions(customers: 20, asOf: Self.asOf), to: dir)
+            Issue.record("expected a refusal")
+        } catch let e as WinBackError {
+            #expect(e.code == .usage)
+            #expect("\(e)".contains("already holds exports"))
+        }
+    }
+
     @Test("a gzip written by the generator reads back intact, across many writes")
     func gzipRoundTrip() throws {
         let dir = Paths.temporary()
