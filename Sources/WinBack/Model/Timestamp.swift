@@ -1,6 +1,6 @@
 /// Parsing and printing of the UTC timestamps and dates the project reads and writes.
 ///
-/// Hand-rolled on bytes: these run per row, where `DateFormatter` would dominate the profile.
+/// Hand-rolled on bytes: these run per row, where a Foundation date formatter would dominate the profile.
 public enum Timestamp {
     /// `2026-08-14T10:22:31.568Z`: ISO 8601 UTC with milliseconds.
     public static func iso(_ t: Int64) -> String {
