@@ -108,10 +108,7 @@ public enum EligibilitySummaryReport {
     }
 
     public static func csv(_ rows: [EligibilitySummaryRow]) -> [UInt8] {
-        var out = CSVRecord.header(columns)
-        var r = CSVRecord()
-        for row in rows {
-            r.reset()
+        CSVRecord.table(columns, rows) { r, row in
             r.field(row.subscriptionGroupId)
             r.field(row.productId)
             r.field(row.paidTenure)
@@ -120,9 +117,6 @@ public enum EligibilitySummaryReport {
             if let m = row.monthsSinceLastWinBack { r.field(m) } else { r.empty() }
             r.field(row.territory)
             r.field(row.churned)
-            r.end()
-            out += r.bytes
         }
-        return out
     }
 }

@@ -13,10 +13,8 @@ public enum FunnelReport {
     }
 
     public static func csv(_ rows: [(offerId: String, funnel: FunnelRow)]) -> [UInt8] {
-        var out = CSVRecord.header(columns)
-        var r = CSVRecord()
-        for (id, f) in rows {
-            r.reset()
+        CSVRecord.table(columns, rows) { r, item in
+            let (id, f) = item
             r.field(id)
             r.field(f.live ? "true" : "false")
             for v in [
@@ -25,9 +23,6 @@ public enum FunnelReport {
             ] {
                 r.field(v)
             }
-            r.end()
-            out += r.bytes
         }
-        return out
     }
 }

@@ -98,19 +98,13 @@ public enum RedemptionRatesReport {
     }
 
     public static func csv(_ rows: [RedemptionRateRow]) -> [UInt8] {
-        var out = CSVRecord.header(columns)
-        var r = CSVRecord()
-        for row in rows {
-            r.reset()
+        CSVRecord.table(columns, rows) { r, row in
             r.field(row.month)
             r.field(row.offerId)
             r.field(row.eligibleAtMonthStart)
             r.field(row.redeemedByEligible)
             r.field(row.redemptionRate)
             r.field(row.redeemedTotal)
-            r.end()
-            out += r.bytes
         }
-        return out
     }
 }

@@ -112,10 +112,7 @@ public enum RedemptionReport {
     }
 
     public static func csv(_ rows: [RedemptionRow]) -> [UInt8] {
-        var out = CSVRecord.header(columns)
-        var r = CSVRecord()
-        for row in rows {
-            r.reset()
+        CSVRecord.table(columns, rows) { r, row in
             r.field(row.offerType)
             r.field(row.offerId)
             r.field(row.discountType)
@@ -124,10 +121,7 @@ public enum RedemptionReport {
             r.field(row.converted)
             r.field(row.pending)
             r.field(row.conversionRate)
-            r.end()
-            out += r.bytes
         }
-        return out
     }
 }
 

@@ -69,6 +69,19 @@ public struct CSVRecord {
         }
     }
 
+    /// A whole table: the header, then one record per row filled by `fill`.
+    public static func table<Row>(_ columns: [String], _ rows: [Row], _ fill: (inout CSVRecord, Row) -> Void) -> [UInt8] {
+        var out = header(columns)
+        var r = CSVRecord()
+        for row in rows {
+            r.reset()
+            fill(&r, row)
+            r.end()
+            out += r.bytes
+        }
+        return out
+    }
+
     /// A header record from column names.
     public static func header(_ columns: [String]) -> [UInt8] {
         var r = CSVRecord()
