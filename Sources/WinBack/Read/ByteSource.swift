@@ -87,6 +87,16 @@ final class PlainFileSource: ByteSource {
     var bytesProduced: Int { fileBytesConsumed }
 }
 
+/// A callback for a reader's `afterChunk`: reports the file bytes consumed since the last call.
+func progressTap(_ source: ByteSource, _ progress: @escaping @Sendable (Int) -> Void) -> () -> Void {
+    var last = 0
+    return {
+        let c = source.fileBytesConsumed
+        progress(c - last)
+        last = c
+    }
+}
+
 /// Opens `path` as a byte source: gzip when it ends in `.gz`, plain otherwise.
 func openSource(path: String) throws -> ByteSource {
     path.hasSuffix(".gz") ? try GzipFileSource(path: path) : try PlainFileSource(path: path)

@@ -4,13 +4,12 @@
 struct CSVFormat: RowFormat {
     typealias Key = TransactionDecoder.Key
 
-    func read(path: String, into out: FileRows, progress: @Sendable (Int) -> Void) throws {
+    func read(path: String, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
         let source = try openSource(path: path)
         let decoder = TransactionDecoder(table: out.table)
         var columns: [Key?] = []
         var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
-        var lastConsumed = 0
         try CSVRecordReader(source: source).forEachRecord({ fields, line, raw, malformed in
             if headerCount == 0 {
                 guard malformed == nil else {
@@ -40,11 +39,7 @@ struct CSVFormat: RowFormat {
             case .nonSubscription: out.nonSubscription += 1
             case .rejected(let reason): out.rejects.append(Reject(file: path, line: line, reason: reason, bytes: raw))
             }
-        }, afterChunk: {
-            let c = source.fileBytesConsumed
-            progress(c - lastConsumed)
-            lastConsumed = c
-        })
+        }, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 
@@ -112,7 +107,7 @@ struct RevenueCatFormat: RowFormat {
         case updatedAt = "updated_at"
     }
 
-    func read(path: String, into out: FileRows, progress: @Sendable (Int) -> Void) throws {
+    func read(path: String, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
         let source = try openSource(path: path)
         let decoder = TransactionDecoder(table: out.table)
         // Lookups by bytes, without a String per row.
@@ -136,7 +131,6 @@ struct RevenueCatFormat: RowFormat {
         var at: [Column: Int] = [:]
         var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
-        var lastConsumed = 0
         try CSVRecordReader(source: source).forEachRecord({ fields, line, raw, malformed in
             if headerCount == 0 {
                 guard malformed == nil else {
@@ -213,11 +207,7 @@ struct RevenueCatFormat: RowFormat {
             case .nonSubscription: out.nonSubscription += 1
             case .rejected(let reason): reject(reason)
             }
-        }, afterChunk: {
-            let c = source.fileBytesConsumed
-            progress(c - lastConsumed)
-            lastConsumed = c
-        })
+        }, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 

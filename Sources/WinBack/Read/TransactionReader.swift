@@ -77,15 +77,14 @@ public struct TransactionSet: @unchecked Sendable {
 
 /// A reader of one export format: turns a file into rows. Adding a format means adding one.
 protocol RowFormat: Sendable {
-    func read(path: String, into out: FileRows, progress: @Sendable (Int) -> Void) throws
+    func read(path: String, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
 }
 
 /// App Store Server API NDJSON (SPEC §2.1).
 struct NDJSONFormat: RowFormat {
-    func read(path: String, into out: FileRows, progress: @Sendable (Int) -> Void) throws {
+    func read(path: String, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
         let source = try openSource(path: path)
         let decoder = TransactionDecoder(table: out.table)
-        var lastConsumed = 0
         try LineReader(source: source).forEachLine({ line, number in
             if LineReader.isBlank(line) { return }
             out.stats.rows += 1
@@ -95,11 +94,7 @@ struct NDJSONFormat: RowFormat {
             case .rejected(let reason):
                 out.rejects.append(Reject(file: path, line: number, reason: reason, bytes: line))
             }
-        }, afterChunk: {
-            let c = source.fileBytesConsumed
-            progress(c - lastConsumed)
-            lastConsumed = c
-        })
+        }, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 }
