@@ -9,10 +9,18 @@ public enum Identifier {
     @inline(__always)
     public static func isValid(_ b: UnsafeRawBufferPointer) -> Bool {
         guard b.count >= 1, b.count <= 128, isAlnum(b[0]) else { return false }
-        for c in b.dropFirst() where !(isAlnum(c) || c == 46 || c == 95 || c == 58 || c == 45) {
-            return false
-        }
+        for i in 1..<b.count where !isIdByte(b[i]) { return false }
         return true
+    }
+
+    /// `[A-Za-z0-9._:-]`, as two 64-bit masks over ASCII (no table, no lazy global).
+    @inline(__always)
+    static func isIdByte(_ c: UInt8) -> Bool {
+        let low: UInt64 = 0x07FF_6000_0000_0000  // - . 0-9 :
+        let high: UInt64 = 0x07FF_FFFE_87FF_FFFE  // A-Z _ a-z
+        if c < 64 { return low & (1 << UInt64(c)) != 0 }
+        if c < 128 { return high & (1 << UInt64(c - 64)) != 0 }
+        return false
     }
 
     public static func isValid(_ s: String) -> Bool {

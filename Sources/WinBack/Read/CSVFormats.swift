@@ -49,11 +49,11 @@ struct CSVFormat: RowFormat {
         case .purchaseDate, .expiresDate, .revocationDate, .signedDate:
             return date(f)
         case .offerType, .revocationReason:
-            return integer(f) ?? .other(kind: "'\(String(decoding: f.prefix(30), as: UTF8.self))', not an integer", raw: f)
+            return integer(f) ?? .other(kind: .notInteger, raw: f)
         case .isUpgraded:
             if equals(f, "true") { return .bool(true) }
             if equals(f, "false") { return .bool(false) }
-            return .other(kind: "'\(String(decoding: f.prefix(30), as: UTF8.self))', not true or false", raw: f)
+            return .other(kind: .notBoolean, raw: f)
         default:
             return .string(f)
         }
@@ -81,7 +81,7 @@ struct CSVFormat: RowFormat {
     static func date(_ f: UnsafeRawBufferPointer) -> ScannedValue {
         if let i = integer(f) { return i }
         if let t = Timestamp.parseDateTime(f.bindMemory(to: UInt8.self)) { return .int(t) }
-        return .other(kind: "'\(String(decoding: f.prefix(30), as: UTF8.self))', not a date", raw: f)
+        return .other(kind: .notDate, raw: f)
     }
 
     @inline(__always)
