@@ -19,7 +19,7 @@ public struct Transaction: Sendable, Equatable {
     /// for an offer type that came as an unknown string (id in the string table), from
     /// exports that name offer types instead of numbering them.
     public var offerType: Int64 = 0
-    public var transactionId: Int32
+    public var transactionId: TransactionKey
     public var originalTransactionId: Int32
     public var subscriptionGroupId: Int32
     public var productId: Int32
@@ -35,7 +35,7 @@ public struct Transaction: Sendable, Equatable {
     public var isFreeTrial: Bool = false
 
     public init(
-        transactionId: Int32, originalTransactionId: Int32, subscriptionGroupId: Int32,
+        transactionId: TransactionKey, originalTransactionId: Int32, subscriptionGroupId: Int32,
         productId: Int32, purchaseDate: Int64, expiresDate: Int64
     ) {
         self.transactionId = transactionId
@@ -55,7 +55,7 @@ public struct Transaction: Sendable, Equatable {
     /// Rewrites every id through `map` (after merging a reader's table into the global one).
     @inline(__always)
     mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
-        transactionId = map[Int(transactionId)]
+        if transactionId.raw < 0 { transactionId.raw = -(Int64(map[Int(-transactionId.raw - 1)]) + 1) }
         originalTransactionId = map[Int(originalTransactionId)]
         subscriptionGroupId = map[Int(subscriptionGroupId)]
         productId = map[Int(productId)]

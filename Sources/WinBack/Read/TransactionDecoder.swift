@@ -40,8 +40,8 @@ final class TransactionDecoder {
     }
 
     private let scanner = JSONLineScanner(keys: Key.allCases.map(\.name))
-    /// The values of the row being built, indexed by ``Key``.
-    private var values: [ScannedValue] = []
+    /// The values of the row being built, indexed by ``Key``; valid during ``build(_:)``.
+    private var values = UnsafeBufferPointer<ScannedValue>(start: nil, count: 0)
     let table: StringTable
 
     init(table: StringTable) { self.table = table }
@@ -78,6 +78,14 @@ final class TransactionDecoder {
         return table.intern(s)
     }
 
+    private func transactionKey(_ k: Key) throws -> TransactionKey {
+        let s = try string(k, required: true)!
+        guard Identifier.isValid(s) else {
+            throw Rejection(reason: "field \(k.name): '\(excerpt(s))' is not a valid identifier")
+        }
+        return TransactionKey(s, table: table)
+    }
+
     private func excerpt(_ s: UnsafeRawBufferPointer) -> String {
         String(String(decoding: s, as: UTF8.self).prefix(40))
     }
@@ -88,19 +96,24 @@ final class TransactionDecoder {
 
     func decode(_ line: UnsafeRawBufferPointer) -> Outcome {
         guard scanner.scan(line) else { return .rejected("invalid JSON: \(scanner.error)") }
-        return build(scanner.values)
+        return scanner.withValues { build($0) }
+    }
+
+    func build(_ fields: [ScannedValue]) -> Outcome {
+        fields.withUnsafeBufferPointer { build($0) }
     }
 
     /// Validates the §2.1 fields of one row (indexed by ``Key``) and builds the transaction;
     /// every export format ends here, so they all reject alike.
-    func build(_ fields: [ScannedValue]) -> Outcome {
+    func build(_ fields: UnsafeBufferPointer<ScannedValue>) -> Outcome {
+        assert(fields.count == Key.allCases.count)
         values = fields
-        defer { values = [] }
+        defer { values = UnsafeBufferPointer(start: nil, count: 0) }
         do {
             if let type = try string(.type), !TransactionDecoder.equals(type, "Auto-Renewable Subscription") {
                 return .nonSubscription
             }
-            let tx = try id(.transactionId, required: true)
+            let tx = try transactionKey(.transactionId)
             let orig = try id(.originalTransactionId, required: true)
             let group = try id(.subscriptionGroupIdentifier, required: true)
             let product = try id(.productId, required: true)

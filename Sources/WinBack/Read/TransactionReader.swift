@@ -28,10 +28,13 @@ public struct ReadCounters: Sendable, Equatable {
 /// The rows of one input file, with ids local to its own string table.
 final class FileRows {
     let path: String
-    /// Ids local to this file; replaced by an empty table once merged into the run's.
+    /// Ids local to this file; released once merged into the run's.
     var table = StringTable(capacity: 1 << 14)
-    var rows: [Transaction] = []
-    /// `updated_at` (or any newer-wins key) per row when the format has one instead of signedDate.
+    /// Local string id → the run's string id, set when the file is merged.
+    var map: [Int32] = []
+    var rows = RowChunks()
+    /// Rows that lost deduplication to another version of their transaction.
+    var superseded: [UInt64] = []
     var rejects: [Reject] = []
     var nonSubscription = 0
     var stats: InputStats
@@ -61,6 +64,9 @@ final class FileRows {
         }
         rows.append(t)
     }
+
+    @inline(__always) func isSuperseded(_ i: Int) -> Bool { superseded[i >> 6] & (1 << UInt64(i & 63)) != 0 }
+    @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
 }
 
 /// The transactions of a run, after reading every file, merging ids and deduplicating.
@@ -119,68 +125,127 @@ public enum TransactionReader {
         only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws -> TransactionSet {
         let fmt = format(name, products: products)
-        let slots = ResultSlots<FileRows>(count: paths.count)
+        let merger = Merger(count: paths.count)
         let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], only: only)
             try fmt.read(path: paths[i], into: out, progress: progress)
-            slots[i] = out
+            merger.add(out, index: i)
         }
-        return merge(slots.all)
+        return merger.finish(threads: threads)
+    }
+}
+
+/// Merges files into the run as they finish reading, in whatever order they finish: their ids
+/// into the run's string table, their rows into the deduplication index. A file's own table
+/// is released as soon as it is merged, so only the files being read hold one.
+///
+/// The outcome does not depend on the order: deduplication compares (signedDate, file, line)
+/// explicitly, and string ids are renumbered at the end in order of first appearance by
+/// (file, local id), which is the numbering a merge in path order gives.
+final class Merger: @unchecked Sendable {
+    private var files: [FileRows?]
+    private let lock = NSLock()
+    private let strings = StringTable(capacity: 1 << 16)
+    /// transactionId (with the run's string ids) → file << 32 | row of its current winner.
+    private var winners = Int64Map(capacity: 1 << 16)
+
+    init(count: Int) { files = Array(repeating: nil, count: count) }
+
+    /// Takes over file `index` once read; merges it under the lock.
+    func add(_ f: FileRows, index: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        files[index] = f
+        f.map = strings.merge(f.table)
+        f.table = StringTable(capacity: 1)
+        f.superseded = [UInt64](repeating: 0, count: (f.rows.count + 63) / 64)
+        let map = f.map
+        for i in 0..<f.rows.count {
+            var key = f.rows[i].transactionId
+            if key.raw < 0 { key.raw = -(Int64(map[Int(-key.raw - 1)]) + 1) }
+            let here = Int64(index) << 32 | Int64(i)
+            let there = winners.insert(key.raw, here)
+            if there == here { continue }
+            // Newest signedDate wins; on a tie the later file, then the later line.
+            let other = files[Int(there >> 32)]!
+            let j = Int(there & 0xFFFF_FFFF)
+            let a = f.rows[i].signedDate, b = other.rows[j].signedDate
+            if a > b || (a == b && here > there) {
+                other.supersede(j)
+                winners.update(key.raw, here)
+            } else {
+                f.supersede(i)
+            }
+        }
     }
 
-    /// Merges per-file tables into one, deduplicates by transactionId and drops sandbox rows.
-    ///
-    /// Memory stays near one copy of the rows: each file's rows are remapped in place, and a
-    /// file's rows and table are released as soon as they have been taken over.
-    static func merge(_ files: [FileRows]) -> TransactionSet {
-        // Sized for the largest case (no string shared between files), so it never rehashes.
-        let strings = StringTable(capacity: files.reduce(16) { $0 + $1.table.count })
-        var counters = ReadCounters()
+    /// Renumbers ids, then gathers the winning Production rows of every file, in path order.
+    func finish(threads: Int) -> TransactionSet {
+        let files = self.files.map { $0! }
+        winners = Int64Map(capacity: 1)
+        // Run ids in order of first appearance by (file, local id).
+        var canonical = [Int32](repeating: -1, count: strings.count)
+        let run = StringTable(capacity: strings.count)
         for f in files {
-            let map = strings.merge(f.table)
-            f.table = StringTable(capacity: 1)
-            map.withUnsafeBufferPointer { m in
-                f.rows.withUnsafeMutableBufferPointer { rows in
-                    for i in rows.indices { rows[i].remap(m) }
+            for temp in f.map where canonical[Int(temp)] < 0 {
+                canonical[Int(temp)] = strings.withBytes(temp) { run.intern($0) }
+            }
+        }
+        for f in files {
+            for k in f.map.indices { f.map[k] = canonical[Int(f.map[k])] }
+        }
+        // Per file: winners, then the Production ones among them and where they go.
+        var counters = ReadCounters()
+        var offsets = [Int](repeating: 0, count: files.count + 1)
+        let keptPerFile = ResultSlots<(kept: Int, winners: Int, family: Int)>(count: files.count)
+        try? parallelFor(count: files.count, threads: threads) { fi in
+            let f = files[fi]
+            var kept = 0, won = 0, family = 0
+            for i in 0..<f.rows.count where !f.isSuperseded(i) {
+                won += 1
+                let r = f.rows[i]
+                if r.production {
+                    kept += 1
+                    if r.ownership == .familyShared { family += 1 }
                 }
             }
+            keptPerFile[fi] = (kept, won, family)
+        }
+        for (fi, f) in files.enumerated() {
+            let c = keptPerFile[fi]!
+            offsets[fi + 1] = offsets[fi] + c.kept
             counters.rowsRead += f.stats.rows
             counters.nonSubscription += f.nonSubscription
             counters.rejected += f.rejects.count
+            counters.duplicates += f.rows.count - c.winners
+            counters.sandbox += c.winners - c.kept
+            counters.familyShared += c.family
         }
-        // Newest signedDate wins; on a tie the later file, then the later line: the later
-        // position in (file, row) order, which is the order visited here.
-        var best = [Int64](repeating: -1, count: strings.count)
-        var total = 0
-        for (fi, f) in files.enumerated() {
-            for (i, r) in f.rows.enumerated() {
-                total += 1
-                let tx = Int(r.transactionId)
-                let b = best[tx]
-                if b < 0 || r.signedDate >= files[Int(b >> 32)].rows[Int(b & 0xFFFF_FFFF)].signedDate {
-                    best[tx] = Int64(fi) << 32 | Int64(i)
+        let total = offsets[files.count]
+        let starts = offsets
+        let rows = [Transaction](unsafeUninitializedCapacity: total) { buffer, initialized in
+            nonisolated(unsafe) let out = buffer
+            try? parallelFor(count: files.count, threads: threads) { fi in
+                let f = files[fi]
+                var o = starts[fi]
+                f.map.withUnsafeBufferPointer { m in
+                    for i in 0..<f.rows.count where !f.isSuperseded(i) {
+                        var r = f.rows[i]
+                        guard r.production else { continue }
+                        r.remap(m)
+                        (out.baseAddress! + o).initialize(to: r)
+                        o += 1
+                    }
                 }
+                f.rows = RowChunks()
+                f.map = []
+                f.superseded = []
             }
+            initialized = total
         }
-        var winners = 0
-        for b in best where b >= 0 { winners += 1 }
-        var kept: [Transaction] = []
-        kept.reserveCapacity(winners)
-        for (fi, f) in files.enumerated() {
-            for (i, r) in f.rows.enumerated() where best[Int(r.transactionId)] == Int64(fi) << 32 | Int64(i) {
-                if !r.production {
-                    counters.sandbox += 1
-                    continue
-                }
-                if r.ownership == .familyShared { counters.familyShared += 1 }
-                kept.append(r)
-            }
-            f.rows = []
-        }
-        counters.duplicates = total - winners
         let rejects = files.flatMap(\.rejects)  // files are in path order, lines ascending
         return TransactionSet(
-            strings: strings, rows: kept, inputs: files.map(\.stats), rejects: rejects, counters: counters)
+            strings: run, rows: rows, inputs: files.map(\.stats), rejects: rejects, counters: counters)
     }
 }

@@ -24,24 +24,19 @@ public struct CustomerRows: @unchecked Sendable {
     /// emptied, so that only one copy of the rows is ever held.
     public static func build(rows input: inout [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
         // Customer ids in first-seen order, then a bytewise order over them.
-        var index: [UInt64: Int32] = [:]
-        index.reserveCapacity(input.count / 4)
+        var index = Int64Map(capacity: input.count / 8)
         var firstGroup: [Int32] = []
         var firstOrig: [Int32] = []
         var of = [Int32](repeating: 0, count: input.count)
         let total = input.count
         for (i, r) in input.enumerated() {
-            let key = UInt64(UInt32(bitPattern: r.subscriptionGroupId)) << 32
-                | UInt64(UInt32(bitPattern: r.originalTransactionId))
-            if let k = index[key] {
-                of[i] = k
-            } else {
-                let k = Int32(firstGroup.count)
-                index[key] = k
+            let key = Int64(r.subscriptionGroupId) << 32 | Int64(UInt32(bitPattern: r.originalTransactionId))
+            let k = Int32(index.insert(key, Int64(firstGroup.count)))
+            if k == firstGroup.count {
                 firstGroup.append(r.subscriptionGroupId)
                 firstOrig.append(r.originalTransactionId)
-                of[i] = k
             }
+            of[i] = k
         }
         let n = firstGroup.count
         let order = (0..<n).sorted { a, b in

@@ -72,7 +72,7 @@ extension ReadStageTests {
             case .rejected(let why): return "rejected: \(why)"
             case .row(let t):
                 return [
-                    s(t.transactionId), s(t.originalTransactionId), s(t.subscriptionGroupId), s(t.productId),
+                    table.string(t.transactionId), s(t.originalTransactionId), s(t.subscriptionGroupId), s(t.productId),
                     "\(t.purchaseDate)", "\(t.expiresDate)", "\(t.signedDate)", "\(t.revocationDate)", "\(t.offerType)",
                     s(t.offerIdentifier), s(t.offerDiscountType), s(t.storefront), s(t.appAccountToken),
                     "\(t.ownership)",
@@ -92,7 +92,8 @@ extension ReadStageTests {
                 switch outcome {
                 case .row(let t):
                     counts.row += 1
-                    for id in [t.transactionId, t.originalTransactionId, t.subscriptionGroupId, t.productId] {
+                    #expect(Identifier.isValid(shared.table.string(t.transactionId)), "line \(i)")
+                    for id in [t.originalTransactionId, t.subscriptionGroupId, t.productId] {
                         #expect(Identifier.isValid(shared.table.string(id)), "line \(i)")
                     }
                     #expect(t.expiresDate >= t.purchaseDate)

@@ -168,6 +168,7 @@ final class DecodeHarness {
     }
 
     func string(_ id: Int32) -> String? { id == Transaction.none ? nil : table.string(id) }
+    func string(_ key: TransactionKey) -> String { table.string(key) }
 }
 
 extension SplitMix64 {

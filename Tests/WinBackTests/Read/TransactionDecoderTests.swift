@@ -379,7 +379,7 @@ extension ReadStageTests {
             #expect(h.string(a.storefront) == "FRA")
             #expect(b.storefront == Transaction.none)
             #expect(h.string(b.transactionId) == "b1")
-            #expect(h.table.lookup("a1") == a.transactionId)
+            #expect(TransactionKey.lookup("a1", in: h.table) == a.transactionId)
         }
     }
 }

@@ -207,7 +207,7 @@ extension ReadStageTests {
             let s = set.strings
             func str(_ id: Int32) -> String { id == Transaction.none ? "-" : s.string(id) }
             return set.rows.map {
-                "\(str($0.transactionId)) \(str($0.originalTransactionId)) \(str($0.storefront)) \($0.expiresDate) \($0.signedDate) \($0.ownership)"
+                "\(s.string($0.transactionId)) \(str($0.originalTransactionId)) \(str($0.storefront)) \($0.expiresDate) \($0.signedDate) \($0.ownership)"
             } + set.rejects.map { "\($0.file):\($0.line) \($0.reason)" } + set.inputs.map { "\($0)" } + [
                 "\(set.counters)"
             ]
@@ -230,6 +230,31 @@ extension ReadStageTests {
                         let got = snapshot(try TransactionReader.read(paths: resolved, threads: threads))
                         #expect(got == reference, "globs \(globs), threads \(threads)")
                     }
+                }
+            }
+        }
+
+        /// Files are merged in the order they finish reading; the set must not show it.
+        @Test func mergingFilesInAnyOrderGivesTheSameSetAndIds() throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try randomWorld(in: dir, seed: 7)
+                func read(order: [Int]) throws -> TransactionSet {
+                    let merger = Merger(count: paths.count)
+                    for i in order {
+                        let f = FileRows(path: paths[i])
+                        try NDJSONFormat().read(path: paths[i], into: f, progress: { _ in })
+                        merger.add(f, index: i)
+                    }
+                    return merger.finish(threads: 2)
+                }
+                let inOrder = try read(order: Array(paths.indices))
+                #expect(inOrder.counters.duplicates > 100)
+                for order in [Array(paths.indices.reversed()), [2, 0, 4, 1, 3]] {
+                    let got = try read(order: order)
+                    #expect(snapshot(got) == snapshot(inOrder), "order \(order)")
+                    #expect(got.rows.map(\.originalTransactionId) == inOrder.rows.map(\.originalTransactionId))
+                    #expect(got.rows.map(\.transactionId) == inOrder.rows.map(\.transactionId))
+                    #expect(got.strings.count == inOrder.strings.count)
                 }
             }
         }

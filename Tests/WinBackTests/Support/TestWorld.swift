@@ -25,7 +25,7 @@ final class TestWorld {
         let tid = txId ?? "t\(nextId)"
         nextId += 1
         var t = Transaction(
-            transactionId: id(tid), originalTransactionId: id(customer), subscriptionGroupId: id(group),
+            transactionId: TransactionKey(tid, table: strings), originalTransactionId: id(customer), subscriptionGroupId: id(group),
             productId: id(product), purchaseDate: ms(purchase), expiresDate: ms(expires))
         t.isFreeTrial = free
         if free { t.offerDiscountType = id("FREE_TRIAL") }

@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+extension ReadStageTests {
+    /// The compact forms the read stage keeps millions of rows in: transaction keys, the
+    /// Int64 map that deduplicates them, the chunked row store and the string scanner's
+    /// eight-byte step.
+    @Suite struct CompactStorageTests {
+        @Test func canonicalDecimalsAreTheirValueAndEverythingElseIsInterned() {
+            let table = StringTable()
+            #expect(TransactionKey("2000000003036000", table: table).raw == 2_000_000_003_036_000)
+            #expect(TransactionKey("0", table: table).raw == 0)
+            #expect(TransactionKey("999999999999999999", table: table).raw == 999_999_999_999_999_999)
+            #expect(table.count == 0)
+            // A leading zero, 19 digits, letters: strings, so "007" and "7" stay different ids.
+            for s in ["007", "00", "1234567890123456789", "t1", "12a", "-5"] {
+                let k = TransactionKey(s, table: table)
+                #expect(k.raw < 0, "\(s)")
+                #expect(table.string(k) == s)
+                #expect(TransactionKey(s, table: table) == k)
+                #expect(TransactionKey.lookup(s, in: table) == k)
+            }
+            #expect(TransactionKey("007", table: table) != TransactionKey("7", table: table))
+            #expect(TransactionKey.lookup("not-seen", in: table) == nil)
+            #expect(TransactionKey.lookup("42", in: table)?.raw == 42)
+        }
+
+        @Test func decimalKeysRenderBackToTheirString() {
+            let table = StringTable()
+            for s in ["0", "7", "10", "2000000000000102", "999999999999999999"] {
+                #expect(table.string(TransactionKey(s, table: table)) == s)
+            }
+        }
+
+        @Test func keysOrderBytewiseLikeTheirStrings() {
+            let table = StringTable()
+            let ids = ["9", "10", "100", "099", "1", "0", "2000000000000102", "200000000000010", "a", "Z", "1a", "19"]
+            let keys = ids.map { TransactionKey($0, table: table) }
+            for (i, a) in ids.enumerated() {
+                for (j, b) in ids.enumerated() {
+                    let bytewise = a.utf8.lexicographicallyPrecedes(b.utf8)
+                    #expect(table.less(keys[i], keys[j]) == bytewise, "\(a) < \(b)")
+                    if a == b { #expect(TransactionKey.compare(keys[i], keys[j], in: table) == 0) }
+                }
+            }
+        }
+
+        @Test func theMapKeepsTheFirstValueUntilUpdatedPastManyGrowths() {
+            var map = Int64Map(capacity: 1)
+            let keys: [Int64] = (0..<20_000).map { Int64($0) * 7_919 - 50_000 }
+            for (i, k) in keys.enumerated() { #expect(map.insert(k, Int64(i)) == Int64(i)) }
+            #expect(map.count == keys.count)
+            for (i, k) in keys.enumerated() {
+                #expect(map.insert(k, -1) == Int64(i))
+                #expect(map.find(k) == Int64(i))
+            }
+            map.update(keys[5], 99)
+            #expect(map.find(keys[5]) == 99)
+            #expect(map.find(Int64.max) == nil)
+            #expect(map.count == keys.count)
+        }
+
+        @Test func rowsSurviveChunkBoundaries() {
+            let rows = RowChunks()
+            let n = RowChunks.chunkRows * 2 + 3
+            for i in 0..<n {
+                rows.append(
+                    Transaction(
+                        transactionId: TransactionKey(raw: Int64(i)), originalTransactionId: Int32(i % 100),
+                        subscriptionGroupId: 0, productId: 0, purchaseDate: Int64(i), expiresDate: Int64(i) + 1))
+            }
+            #expect(rows.count == n)
+            for i in [0, RowChunks.chunkRows - 1, RowChunks.chunkRows, 2 * RowChunks.chunkRows, n - 1] {
+                #expect(rows[i].transactionId.raw == Int64(i))
+                #expect(rows[i].expiresDate == Int64(i) + 1)
+            }
+        }
+
+        /// The eight-byte step finds exactly the first byte the byte-at-a-time rule stops at,
+        /// for every byte value in every position, with ordinary bytes or other special ones
+        /// around it (a borrow must never mark an earlier byte).
+        @Test func theWordStepStopsAtTheFirstSpecialByte() {
+            func special(_ c: UInt8) -> Bool { c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 }
+            for fill in [UInt8(ascii: "a"), 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x20] {
+                for c in 0...255 {
+                    for at in 0..<8 {
+                        var bytes = [UInt8](repeating: fill, count: 8)
+                        bytes[at] = UInt8(c)
+                        if at < 7 { bytes[7] = 0x00 }  // a later special byte must not matter
+                        let w = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                        let m = JSONLineScanner.specialMask(w)
+                        let expected = bytes.firstIndex(where: special) ?? 8
+                        let found = m == 0 ? 8 : m.trailingZeroBitCount >> 3
+                        #expect(found == expected, "byte \(c) at \(at) among \(fill)")
+                    }
+                }
+            }
+        }
+    }
+}
