@@ -528,14 +528,41 @@ final class JSONLineScanner {
 
     /// The strings of a JSON array of strings (e.g. `eligibleWinBackOfferIds`), or nil.
     static func stringArray(_ raw: UnsafeRawBufferPointer) -> [String]? {
-        // Rare (renewal info only): the exact-typed configuration parser is fine here.
-        guard let list = (try? JSONValue.parse(Data(raw)))?.array else { return nil }
-        var out: [String] = []
-        for item in list {
-            guard let s = item.string else { return nil }
-            out.append(s)
+        JSONLineScanner(keys: []).stringArray(raw)
+    }
+
+    /// The strings of `raw`, a JSON array of strings (a value of the last scanned line, whose
+    /// other values stay valid), or nil when it is something else.
+    func stringArray(_ raw: UnsafeRawBufferPointer) -> [String]? {
+        guard let b = raw.baseAddress else { return nil }
+        if scratchUsed + raw.count > scratch.count {
+            // Only a fresh scanner can be short: decoded strings never outgrow their line.
+            guard scratchUsed == 0 else { return nil }
+            scratch.deallocate()
+            scratch = .allocate(byteCount: raw.count, alignment: 8)
         }
-        return out
+        let saved = (base, count, pos)
+        defer { (base, count, pos) = saved }
+        base = b
+        count = raw.count
+        pos = 0
+        skipWS()
+        guard pos < count, byte(pos) == UInt8(ascii: "[") else { return nil }
+        pos += 1
+        skipWS()
+        var out: [String] = []
+        if pos < count && byte(pos) == UInt8(ascii: "]") { return out }
+        while true {
+            skipWS()
+            guard pos < count, byte(pos) == UInt8(ascii: "\""), let s = try? parseString() else { return nil }
+            out.append(String(decoding: s, as: UTF8.self))
+            skipWS()
+            guard pos < count else { return nil }
+            let c = byte(pos)
+            pos += 1
+            if c == UInt8(ascii: "]") { return out }
+            if c != UInt8(ascii: ",") { return nil }
+        }
     }
 }
 

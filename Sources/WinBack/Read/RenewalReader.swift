@@ -71,7 +71,7 @@ public enum RenewalReader {
         switch v[4] {
         case .absent, .null: break
         case .other(_, let raw):
-            guard let list = JSONLineScanner.stringArray(raw) else {
+            guard let list = scanner.stringArray(raw) else {
                 return .failure(Bad(reason: "field eligibleWinBackOfferIds: expected an array of strings"))
             }
             info.eligibleWinBackOfferIds = list
