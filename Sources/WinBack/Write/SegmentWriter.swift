@@ -49,14 +49,15 @@ public struct SegmentWriter {
             let (job, format) = tasks[i]
             let rel = "segments/\(job.name).\(format)"
             let path = directory + "/" + rel
-            let rows: Int
             if format == "csv" {
-                rows = try writeCSV(job.entries, path: path)
+                // Hashed while written.
+                let (bytes, sha) = try writeCSV(job.entries, path: path)
+                slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
             } else {
-                rows = try writeXML(job.entries, offer: job.offer, path: path)
+                let rows = try writeXML(job.entries, offer: job.offer, path: path)
+                let (bytes, sha) = try OutputFile.sha256(of: path)
+                slots[i] = OutputStats(path: rel, bytes: bytes, rows: rows, sha256: sha)
             }
-            let (bytes, sha) = try OutputFile.sha256(of: path)
-            slots[i] = OutputStats(path: rel, bytes: bytes, rows: rows, sha256: sha)
         }
         return slots.all
     }
@@ -65,7 +66,8 @@ public struct SegmentWriter {
         r.eligible.map { book.offers[Int($0)].offer.offerId }.joined(separator: separator)
     }
 
-    func writeCSV(_ entries: [Entry], path: String) throws -> Int {
+    /// Returns the file's size and SHA-256.
+    func writeCSV(_ entries: [Entry], path: String) throws -> (Int, String) {
         let file = try OutputFile(path: path)
         try file.write(CSVRecord.header(SegmentWriter.columns))
         let s = customers.strings
@@ -92,8 +94,7 @@ public struct SegmentWriter {
             rec.end()
             try file.write(rec.bytes)
         }
-        _ = try file.finish()
-        return entries.count
+        return try file.finish()
     }
 
     func writeXML(_ entries: [Entry], offer: Int?, path: String) throws -> Int {
@@ -119,18 +120,23 @@ public struct SegmentWriter {
             let k = Int(r.customer)
             let o = book.offers[e.offer].offer
             try x.start("customer")
-            if offer == nil { try x.attribute("subscriptionGroupId", s.string(customers.groups[k])) }
-            try x.attribute("originalTransactionId", s.string(customers.originalTransactionIds[k]))
-            if tl.appAccountToken >= 0 { try x.attribute("appAccountToken", s.string(tl.appAccountToken)) }
-            if tl.storefront >= 0 { try x.attribute("storefront", s.string(tl.storefront)) }
-            try x.attribute("productId", s.string(tl.productId))
+            if offer == nil { try x.attribute("subscriptionGroupId") { s.append(customers.groups[k], to: &$0) } }
+            try x.attribute("originalTransactionId") { s.append(customers.originalTransactionIds[k], to: &$0) }
+            if tl.appAccountToken >= 0 { try x.attribute("appAccountToken") { s.append(tl.appAccountToken, to: &$0) } }
+            if tl.storefront >= 0 { try x.attribute("storefront") { s.append(tl.storefront, to: &$0) } }
+            try x.attribute("productId") { s.append(tl.productId, to: &$0) }
             try x.attribute("paidMonths", String(tl.paidMonths))
-            if let p = tl.paidRunStart { try x.attribute("paidRunStart", Timestamp.iso(p)) }
-            try x.attribute("lastSubscribedEnd", Timestamp.iso(tl.lastSubscribedEnd))
+            if let p = tl.paidRunStart { try x.attribute("paidRunStart") { Timestamp.appendISO(p, to: &$0) } }
+            try x.attribute("lastSubscribedEnd") { Timestamp.appendISO(tl.lastSubscribedEnd, to: &$0) }
             try x.attribute("monthsSinceLastSubscribed", String(tl.monthsSinceLastSubscribed))
             if offer == nil { try x.attribute("offerId", o.offerId) }
             try x.attribute("offerRank", String(e.rank))
-            try x.attribute("eligibleOfferIds", eligibleIds(r, separator: " "))
+            try x.attribute("eligibleOfferIds") { out in
+                for (i, id) in r.eligible.enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: " ")) }
+                    out.append(contentsOf: book.offers[Int(id)].offer.offerId.utf8)
+                }
+            }
             try x.attribute("offerUrl", o.offerURL)
             try x.end()
         }

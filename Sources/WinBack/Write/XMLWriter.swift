@@ -6,6 +6,8 @@ import Foundation
 final class XMLWriter {
     private let writer: xmlTextWriterPtr
     let path: String
+    /// Scratch for attribute values built from bytes.
+    private var value: [UInt8] = []
 
     /// libxml2 must be initialised once before threads use it.
     static func initialize() { xmlInitParser() }
@@ -33,6 +35,17 @@ final class XMLWriter {
     func attribute(_ name: String, _ value: String) throws {
         if value.isEmpty { return }
         try check(xmlTextWriterWriteAttribute(writer, name, value))
+    }
+
+    /// Writes an attribute whose value `body` appends as UTF-8 bytes, with no String made on
+    /// the way; an empty value is omitted (SPEC §4.2).
+    func attribute(_ name: String, _ body: (inout [UInt8]) -> Void) throws {
+        value.removeAll(keepingCapacity: true)
+        body(&value)
+        if value.isEmpty { return }
+        value.append(0)
+        let rc = value.withUnsafeBufferPointer { xmlTextWriterWriteAttribute(writer, name, $0.baseAddress!) }
+        try check(rc)
     }
 
     func end() throws { try check(xmlTextWriterEndElement(writer)) }
