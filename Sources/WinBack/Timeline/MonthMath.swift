@@ -100,9 +100,24 @@ public enum MonthMath {
     @inlinable
     public static func calendarMonths(_ a: Int64, _ b: Int64) -> Double {
         if b <= a { return 0 }
-        let k = wholeMonths(a, b)
-        let lo = addMonths(a, k)
-        let hi = addMonths(a, k + 1)
+        // wholeMonths(a, b), addMonths(a, k) and addMonths(a, k + 1) from one civil date each
+        // of a and b (this runs for every paid period of every customer, many times a night).
+        let (da, ta) = split(a)
+        let (db, tb) = split(b)
+        let ca = civilFromDays(da)
+        let cb = civilFromDays(db)
+        var k = (cb.year - ca.year) * 12 + (cb.month - ca.month)
+        let dayInB = min(ca.day, daysInMonth(year: cb.year, month: cb.month))
+        if cb.day < dayInB || (cb.day == dayInB && tb < ta) { k -= 1 }
+        k = max(0, k)
+        func shifted(_ n: Int64) -> Int64 {
+            let m0 = ca.month - 1 + n
+            let y = ca.year + m0 / 12
+            let month = m0 % 12 + 1
+            return daysFromCivil(year: y, month: month, day: min(ca.day, daysInMonth(year: y, month: month))) * day + ta
+        }
+        let lo = shifted(k)
+        let hi = shifted(k + 1)
         return Double(k) + Double(b - lo) / Double(hi - lo)
     }
 

@@ -114,4 +114,24 @@ struct WholeMonthsDefinitionTests {
             #expect(MonthMath.wholeMonths(a, b) == byDefinition(a, b), "\(Timestamp.iso(a)) → \(Timestamp.iso(b))")
         }
     }
+
+    /// calendarMonths by its definition: whole months k, plus the elapsed fraction of
+    /// [addMonths(a, k), addMonths(a, k + 1)).
+    @Test("calendarMonths agrees with its definition on 20,000 pairs around month ends and leap days")
+    func calendarMonthsAgrees() {
+        var rng = SplitMix64(seed: 7)
+        func r(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &rng) }
+        let base = ms("2023-12-28T00:00:00Z")
+        for _ in 0..<20_000 {
+            let a = base + r(0...1_200) * MonthMath.day + r(0...3) * 43_200_000 - r(0...1)
+            let b = a + r(-40...900) * MonthMath.day + r(-2...2) * 43_200_000 + r(-1...1)
+            var expected = 0.0
+            if b > a {
+                let k = byDefinition(a, b)
+                let lo = MonthMath.addMonths(a, k), hi = MonthMath.addMonths(a, k + 1)
+                expected = Double(k) + Double(b - lo) / Double(hi - lo)
+            }
+            #expect(MonthMath.calendarMonths(a, b) == expected, "\(Timestamp.iso(a)) → \(Timestamp.iso(b))")
+        }
+    }
 }
