@@ -14,6 +14,16 @@ public struct CustomerRows: @unchecked Sendable {
 
     public func rows(of k: Int) -> ArraySlice<Transaction> { rows[starts[k]..<starts[k + 1]] }
 
+    /// The first 16 bytes of `s`, big-endian and zero-padded, as two integers that order like
+    /// the bytes.
+    @inline(__always)
+    static func prefixKey(_ s: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
+        var hi: UInt64 = 0, lo: UInt64 = 0
+        for i in 0..<8 { hi = hi << 8 | UInt64(i < s.count ? s[i] : 0) }
+        for i in 8..<16 { lo = lo << 8 | UInt64(i < s.count ? s[i] : 0) }
+        return (hi, lo)
+    }
+
     /// Groups a copy of `rows` by customer (for callers that keep their rows, e.g. tests).
     public static func build(rows: [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
         var copy = rows
@@ -39,10 +49,25 @@ public struct CustomerRows: @unchecked Sendable {
             of[i] = k
         }
         let n = firstGroup.count
-        let order = (0..<n).sorted { a, b in
-            let g = strings.compare(firstGroup[a], firstGroup[b])
-            return g != 0 ? g < 0 : strings.less(firstOrig[a], firstOrig[b])
+        // Bytewise by (group, originalTransactionId) through integer keys: the group's rank
+        // among the few groups, then the id's first 16 bytes big-endian (ids hold no NUL, so
+        // zero padding orders a prefix first); only ids equal in those bytes compare in full.
+        let groupIds = Array(Set(firstGroup)).sorted { strings.less($0, $1) }
+        var groupRank: [Int32: Int32] = [:]
+        for (r, g) in groupIds.enumerated() { groupRank[g] = Int32(r) }
+        var keys = [(group: Int32, hi: UInt64, lo: UInt64)](repeating: (0, 0, 0), count: n)
+        for k in 0..<n {
+            let (hi, lo) = strings.withBytes(firstOrig[k]) { CustomerRows.prefixKey($0) }
+            keys[k] = (groupRank[firstGroup[k]]!, hi, lo)
         }
+        let order = (0..<n).sorted { a, b in
+            let ka = keys[a], kb = keys[b]
+            if ka.group != kb.group { return ka.group < kb.group }
+            if ka.hi != kb.hi { return ka.hi < kb.hi }
+            if ka.lo != kb.lo { return ka.lo < kb.lo }
+            return strings.less(firstOrig[a], firstOrig[b])
+        }
+        keys = []
         var rank = [Int32](repeating: 0, count: n)
         for (r, k) in order.enumerated() { rank[k] = Int32(r) }
 
