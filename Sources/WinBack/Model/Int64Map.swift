@@ -1,8 +1,9 @@
-/// An open-addressing map from Int64 keys to Int64 values, for millions of entries without a
-/// node or a hash object per entry. `Int64.min` is reserved (the empty slot).
+/// An open-addressing map from Int64 keys to UInt32 values (row or customer numbers), for
+/// millions of entries in 12 bytes a slot, without a node or a hash object per entry.
+/// `Int64.min` is reserved (the empty slot).
 struct Int64Map {
     private var keys: [Int64]
-    private var values: [Int64]
+    private var values: [UInt32]
     private var mask: Int
     private(set) var count = 0
 
@@ -23,7 +24,7 @@ struct Int64Map {
 
     /// The value of `key`, or nil.
     @inline(__always)
-    func find(_ key: Int64) -> Int64? {
+    func find(_ key: Int64) -> UInt32? {
         var i = Int64Map.slot(key, mask)
         while true {
             let k = keys[i]
@@ -36,7 +37,7 @@ struct Int64Map {
     /// Inserts `value` for a new `key` and returns it; for a known key, returns its value and
     /// changes nothing.
     @inline(__always)
-    mutating func insert(_ key: Int64, _ value: Int64) -> Int64 {
+    mutating func insert(_ key: Int64, _ value: UInt32) -> UInt32 {
         precondition(key != .min)
         var i = Int64Map.slot(key, mask)
         while true {
@@ -54,7 +55,7 @@ struct Int64Map {
 
     /// Replaces the value of a known key.
     @inline(__always)
-    mutating func update(_ key: Int64, _ value: Int64) {
+    mutating func update(_ key: Int64, _ value: UInt32) {
         var i = Int64Map.slot(key, mask)
         while keys[i] != key { i = (i + 1) & mask }
         values[i] = value

@@ -147,8 +147,22 @@ final class Merger: @unchecked Sendable {
     private var files: [FileRows?]
     private let lock = NSLock()
     private let strings = StringTable(capacity: 1 << 16)
-    /// transactionId (with the run's string ids) → file << 32 | row of its current winner.
+    /// transactionId (with the run's string ids) → row number of its current winner, rows
+    /// being numbered across files in the order they were merged.
     private var winners = Int64Map(capacity: 1 << 16)
+    /// The first row number of each merged file, ascending, with the file's index.
+    private var merged: [(first: Int, file: Int)] = []
+    private var rowsMerged = 0
+
+    /// The file index and row of a row number.
+    private func locate(_ n: Int) -> (file: Int, row: Int) {
+        var lo = 0, hi = merged.count - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if merged[mid].first <= n { lo = mid } else { hi = mid - 1 }
+        }
+        return (merged[lo].file, n - merged[lo].first)
+    }
 
     init(count: Int) { files = Array(repeating: nil, count: count) }
 
@@ -161,17 +175,21 @@ final class Merger: @unchecked Sendable {
         f.table = StringTable(capacity: 1)
         f.superseded = [UInt64](repeating: 0, count: (f.rows.count + 63) / 64)
         let map = f.map
+        let first = rowsMerged
+        precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
+        merged.append((first, index))
+        rowsMerged += f.rows.count
         for i in 0..<f.rows.count {
             var key = f.rows[i].transactionId
             if key.raw < 0 { key.raw = -(Int64(map[Int(-key.raw - 1)]) + 1) }
-            let here = Int64(index) << 32 | Int64(i)
+            let here = UInt32(first + i)
             let there = winners.insert(key.raw, here)
             if there == here { continue }
             // Newest signedDate wins; on a tie the later file, then the later line.
-            let other = files[Int(there >> 32)]!
-            let j = Int(there & 0xFFFF_FFFF)
+            let (fo, j) = locate(Int(there))
+            let other = files[fo]!
             let a = f.rows[i].signedDate, b = other.rows[j].signedDate
-            if a > b || (a == b && here > there) {
+            if a > b || (a == b && (index, i) > (fo, j)) {
                 other.supersede(j)
                 winners.update(key.raw, here)
             } else {

@@ -41,7 +41,7 @@ public struct CustomerRows: @unchecked Sendable {
         let total = input.count
         for (i, r) in input.enumerated() {
             let key = Int64(r.subscriptionGroupId) << 32 | Int64(UInt32(bitPattern: r.originalTransactionId))
-            let k = Int32(index.insert(key, Int64(firstGroup.count)))
+            let k = Int32(index.insert(key, UInt32(firstGroup.count)))
             if k == firstGroup.count {
                 firstGroup.append(r.subscriptionGroupId)
                 firstOrig.append(r.originalTransactionId)
