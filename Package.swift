@@ -20,10 +20,11 @@ let package = Package(
         .systemLibrary(
             name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
         .target(
             name: "WinBack",
             dependencies: [
-                "CZlib", "CLibXML2",
+                "CZlib", "CLibXML2", "CSystem",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -27,6 +27,7 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        Allocator.configureForBatch()
         let summary = try reportingErrors {
             try PipelineRun.run(
                 RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads),
