@@ -106,7 +106,7 @@ final class JSONLineScanner {
                 error = "expected a JSON object at column \(pos + 1)"
                 return false
             }
-            try parseObject(top: true)
+            try parseTopObject()
             skipWS()
             if pos != count {
                 error = "unexpected data after the object at column \(pos + 1)"
@@ -163,34 +163,118 @@ final class JSONLineScanner {
         }
     }
 
-    private func parseObject(top: Bool) throws {
-        pos += 1  // {
-        skipWS()
-        if pos < count && byte(pos) == UInt8(ascii: "}") {
-            pos += 1
+    /// The top-level object, on a local cursor. The common shapes of an export line (keys and
+    /// string values of printable ASCII without escapes, integers of up to 18 digits without a
+    /// leading zero) are read here in one pass; any other value, or a string with an escape or
+    /// multi-byte UTF-8, is handed to the general parser (``parseValue()``, ``skipValue(depth:)``,
+    /// ``parseString()``) at the same position, so every byte of the line is validated.
+    private func parseTopObject() throws {
+        let b = base.assumingMemoryBound(to: UInt8.self)
+        let n = count
+        var p = pos + 1  // {
+        @inline(__always) func isWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
+        /// The end of a plain string whose content starts at `from`: the index of its closing
+        /// quote, or -1 when it has a special byte before (escape, control, non-ASCII) or none.
+        @inline(__always) func plainEnd(_ from: Int) -> Int {
+            var q = from
+            while q + 8 <= n {
+                let m = JSONLineScanner.specialMask(base.loadUnaligned(fromByteOffset: q, as: UInt64.self))
+                if m != 0 {
+                    q += m.trailingZeroBitCount >> 3
+                    return b[q] == 0x22 ? q : -1
+                }
+                q += 8
+            }
+            while q < n {
+                let c = b[q]
+                if c == 0x22 { return q }
+                if c == 0x5C || c < 0x20 || c >= 0x80 { return -1 }
+                q += 1
+            }
+            return -1
+        }
+        while p < n && isWS(b[p]) { p += 1 }
+        if p < n && b[p] == UInt8(ascii: "}") {
+            pos = p + 1
             return
         }
-        while true {
-            skipWS()
-            guard pos < count, byte(pos) == UInt8(ascii: "\"") else { throw fail("expected a key string") }
-            let key = try parseString()
-            skipWS()
-            guard pos < count, byte(pos) == UInt8(ascii: ":") else { throw fail("expected ':'") }
-            pos += 1
-            skipWS()
-            if top, key.count > 0, case let k = keyIndex(key), k >= 0 {
-                values[k] = try parseValue()
-            } else {
-                try skipValue(depth: 1)
-            }
-            skipWS()
-            guard pos < count else { throw fail("unterminated object") }
-            let c = byte(pos)
-            pos += 1
-            if c == UInt8(ascii: "}") { return }
-            if c != UInt8(ascii: ",") {
-                pos -= 1
-                throw fail("expected ',' or '}'")
+        try values.withUnsafeMutableBufferPointer { values in
+            while true {
+                while p < n && isWS(b[p]) { p += 1 }
+                guard p < n, b[p] == 0x22 else {
+                    pos = p
+                    throw fail("expected a key string")
+                }
+                let key: UnsafeRawBufferPointer
+                let keyEnd = plainEnd(p + 1)
+                if keyEnd >= 0 {
+                    key = UnsafeRawBufferPointer(start: base + p + 1, count: keyEnd - p - 1)
+                    p = keyEnd + 1
+                } else {
+                    pos = p
+                    key = try parseString()
+                    p = pos
+                }
+                while p < n && isWS(b[p]) { p += 1 }
+                guard p < n, b[p] == UInt8(ascii: ":") else {
+                    pos = p
+                    throw fail("expected ':'")
+                }
+                p += 1
+                while p < n && isWS(b[p]) { p += 1 }
+                let k = key.count > 0 ? keyIndex(key) : -1
+                guard p < n else {
+                    pos = p
+                    throw fail("expected a value")
+                }
+                let c = b[p]
+                var done = false
+                if c == 0x22 {
+                    let end = plainEnd(p + 1)
+                    if end >= 0 {
+                        if k >= 0 { values[k] = .string(UnsafeRawBufferPointer(start: base + p + 1, count: end - p - 1)) }
+                        p = end + 1
+                        done = true
+                    }
+                } else if c == UInt8(ascii: "-") || (c >= 0x31 && c <= 0x39) {
+                    // -?[1-9][0-9]{0,17}, not followed by a digit, '.', 'e' or 'E'.
+                    let negative = c == UInt8(ascii: "-")
+                    var q = negative ? p + 1 : p
+                    if q < n, b[q] >= 0x31, b[q] <= 0x39 {
+                        let first = q
+                        var v: Int64 = 0
+                        while q < n, q - first < 18, case let d = b[q] &- 0x30, d < 10 {
+                            v = v &* 10 &+ Int64(d)
+                            q += 1
+                        }
+                        let next = q < n ? b[q] : 0x20
+                        if !(next &- 0x30 < 10 || next == UInt8(ascii: ".") || next | 0x20 == UInt8(ascii: "e")) {
+                            if k >= 0 { values[k] = .int(negative ? -v : v) }
+                            p = q
+                            done = true
+                        }
+                    }
+                }
+                if !done {
+                    pos = p
+                    if k >= 0 { values[k] = try parseValue() } else { try skipValue(depth: 1) }
+                    p = pos
+                }
+                while p < n && isWS(b[p]) { p += 1 }
+                guard p < n else {
+                    pos = p
+                    throw fail("unterminated object")
+                }
+                let d = b[p]
+                p += 1
+                if d == UInt8(ascii: "}") {
+                    pos = p
+                    return
+                }
+                if d != UInt8(ascii: ",") {
+                    pos = p - 1
+                    throw fail("expected ',' or '}'")
+                }
             }
         }
     }
