@@ -49,15 +49,22 @@ public enum Timestamp {
         pad(day, 2, &out)
     }
 
+    /// Appends the decimal digits of `v` (≥ 0), zero-padded to `width`, allocating nothing.
+    @inline(__always)
     static func pad(_ v: Int64, _ width: Int, _ out: inout [UInt8]) {
-        var digits: [UInt8] = []
-        var x = v
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(x % 10))
-            x /= 10
-        } while x > 0
-        for _ in digits.count..<max(width, digits.count) { out.append(UInt8(ascii: "0")) }
-        out.append(contentsOf: digits.reversed())
+        var n = 1
+        var div: Int64 = 1
+        while v / div >= 10 {
+            div *= 10
+            n += 1
+        }
+        for _ in n..<max(width, n) { out.append(UInt8(ascii: "0")) }
+        var rest = v
+        while div > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(rest / div))
+            rest %= div
+            div /= 10
+        }
     }
 
     /// Parses `YYYY-MM-DD` into the day number, validating the calendar date.
