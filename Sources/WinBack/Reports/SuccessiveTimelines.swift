@@ -13,6 +13,7 @@ struct SuccessiveTimelines {
     /// Rows purchased before `at`, and `at`, for the last reconstruction; -1 when none yet.
     private var known = -1
     private var at: Int64 = .min
+    private var months = PeriodMonths()
 
     /// Forgets the previous customer (keeps the storage).
     mutating func reset() {
@@ -24,6 +25,7 @@ struct SuccessiveTimelines {
     mutating func timeline<C: RandomAccessCollection>(rows: C, at t: Int64, gapDays: Int64) -> CustomerTimeline?
     where C.Element == Transaction, C.Index == Int {
         // Rows are ordered by purchaseDate: the known ones are a prefix.
+        if known < 0 { months.reset(rows: rows.count) }
         var n = max(known, 0)
         while n < rows.count && rows[rows.startIndex + n].purchaseDate < t { n += 1 }
         var same = n == known
@@ -39,7 +41,8 @@ struct SuccessiveTimelines {
         known = n
         at = t
         if !same {
-            last = CustomerTimeline.build(rows: rows, asOf: t, gapDays: gapDays, renewal: nil, periods: &periods)
+            last = CustomerTimeline.build(
+                rows: rows, asOf: t, gapDays: gapDays, renewal: nil, periods: &periods, months: &months)
             return last
         }
         guard var tl = last else { return nil }

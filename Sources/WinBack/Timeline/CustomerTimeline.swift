@@ -51,6 +51,16 @@ public struct CustomerTimeline: Sendable, Equatable {
     public static func build<C: RandomAccessCollection>(
         rows: C, asOf t: Int64, gapDays: Int64, renewal: RenewalInfo?, periods: inout [Period]
     ) -> CustomerTimeline? where C.Element == Transaction, C.Index == Int {
+        var months = PeriodMonths()
+        return build(rows: rows, asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods, months: &months)
+    }
+
+    /// The same, remembering each period's calendar months in `months` for the next call on
+    /// the same customer (``SuccessiveTimelines``).
+    static func build<C: RandomAccessCollection>(
+        rows: C, asOf t: Int64, gapDays: Int64, renewal: RenewalInfo?, periods: inout [Period],
+        months monthsOf: inout PeriodMonths
+    ) -> CustomerTimeline? where C.Element == Transaction, C.Index == Int {
         periods.removeAll(keepingCapacity: true)
         var token = Transaction.none
         var winBack: [(offerId: Int32, end: Int64)] = []
@@ -100,7 +110,7 @@ public struct CustomerTimeline: Sendable, Equatable {
         var paidRunStart: Int64?
         for k in lastRunFirst..<periods.count where periods[k].paid {
             if paidRunStart == nil { paidRunStart = periods[k].start }
-            months += MonthMath.calendarMonths(periods[k].start, periods[k].end)
+            months += monthsOf.months(row: Int(periods[k].row), start: periods[k].start, end: periods[k].end)
         }
         let paidMonths = Int64((months + 1e-6).rounded(.down))
 
@@ -125,5 +135,27 @@ public struct CustomerTimeline: Sendable, Equatable {
             paidMonths: paidMonths, paidRunStart: paidRunStart, productId: lastRow.productId,
             storefront: lastRow.storefront, appAccountToken: token, winBackEnds: winBack,
             lastRunFirstPeriod: lastRunFirst)
+    }
+}
+
+/// `calendarMonths` of the periods of one customer, by row, kept across successive builds:
+/// a period that has not changed since the last build is not measured again.
+struct PeriodMonths {
+    private var entries: [(start: Int64, end: Int64, months: Double)] = []
+
+    /// Forgets every period; room for a customer of `rows` rows.
+    mutating func reset(rows: Int) {
+        entries.removeAll(keepingCapacity: true)
+        entries.append(contentsOf: repeatElement((start: Int64(0), end: Int64(0), months: -1.0), count: rows))
+    }
+
+    @inline(__always)
+    mutating func months(row: Int, start: Int64, end: Int64) -> Double {
+        guard row < entries.count else { return MonthMath.calendarMonths(start, end) }
+        let e = entries[row]
+        if e.months >= 0 && e.start == start && e.end == end { return e.months }
+        let m = MonthMath.calendarMonths(start, end)
+        entries[row] = (start, end, m)
+        return m
     }
 }
