@@ -41,6 +41,11 @@ final class OutputFile {
         if buffer.count >= OutputFile.flushAt { try flush() }
     }
 
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= OutputFile.flushAt { try flush() }
+    }
+
     /// Appends through `body`, flushing when the buffer is large.
     @inline(__always)
     func append(_ body: (inout [UInt8]) -> Void) throws {
@@ -83,13 +88,5 @@ final class OutputFile {
             out.append(digits[Int(b & 15)])
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    /// SHA-256 of a whole file already on disk.
-    static func sha256(of path: String) throws -> (Int, String) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw WinBackError(.cannotCreateOutput, "cannot read back", path: path)
-        }
-        return (data.count, hex(SHA256.hash(data: data)))
     }
 }

@@ -50,13 +50,11 @@ public struct SegmentWriter {
             let rel = "segments/\(job.name).\(format)"
             let path = directory + "/" + rel
             if format == "csv" {
-                // Hashed while written.
                 let (bytes, sha) = try writeCSV(job.entries, path: path)
                 slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
             } else {
-                let rows = try writeXML(job.entries, offer: job.offer, path: path)
-                let (bytes, sha) = try OutputFile.sha256(of: path)
-                slots[i] = OutputStats(path: rel, bytes: bytes, rows: rows, sha256: sha)
+                let (bytes, sha) = try writeXML(job.entries, offer: job.offer, path: path)
+                slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
             }
         }
         return slots.all
@@ -97,7 +95,8 @@ public struct SegmentWriter {
         return try file.finish()
     }
 
-    func writeXML(_ entries: [Entry], offer: Int?, path: String) throws -> Int {
+    /// Returns the file's size and SHA-256.
+    func writeXML(_ entries: [Entry], offer: Int?, path: String) throws -> (Int, String) {
         let x = try XMLWriter(path: path)
         let s = customers.strings
         let asOf = Timestamp.iso(audience.asOf)
@@ -141,7 +140,6 @@ public struct SegmentWriter {
             try x.end()
         }
         try x.end()
-        try x.finish()
-        return entries.count
+        return try x.finish()
     }
 }

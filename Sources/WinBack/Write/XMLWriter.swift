@@ -3,8 +3,19 @@ import Foundation
 
 /// A streaming XML file writer over libxml2's xmlTextWriter: one element per line, indented
 /// by two spaces. All libxml2 writer calls of the project go through this type.
+///
+/// libxml2 hands its output to an ``OutputFile`` through an I/O callback, so XML files are
+/// buffered, hashed as written and synced like every other output.
 final class XMLWriter {
+    /// Receives libxml2's output; kept alive as long as the writer.
+    private final class Sink {
+        let file: OutputFile
+        var error: Error?
+        init(_ file: OutputFile) { self.file = file }
+    }
+
     private let writer: xmlTextWriterPtr
+    private let sink: Sink
     let path: String
     /// Scratch for attribute values built from bytes.
     private var value: [UInt8] = []
@@ -14,8 +25,23 @@ final class XMLWriter {
 
     init(path: String) throws {
         self.path = path
-        guard let w = xmlNewTextWriterFilename(path, 0) else {
-            throw WinBackError(.cannotCreateOutput, "cannot create XML file", path: path)
+        sink = Sink(try OutputFile(path: path))
+        let write: xmlOutputWriteCallback = { context, bytes, count in
+            let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
+            guard sink.error == nil else { return -1 }
+            do {
+                try sink.file.write(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
+                return count
+            } catch {
+                sink.error = error
+                return -1
+            }
+        }
+        guard
+            let output = xmlOutputBufferCreateIO(write, nil, Unmanaged.passUnretained(sink).toOpaque(), nil),
+            let w = xmlNewTextWriter(output)  // owns `output` from here on
+        else {
+            throw WinBackError(.cannotCreateOutput, "cannot create XML writer", path: path)
         }
         writer = w
         xmlTextWriterSetIndent(writer, 1)
@@ -26,6 +52,7 @@ final class XMLWriter {
     deinit { xmlFreeTextWriter(writer) }
 
     private func check(_ rc: Int32) throws {
+        if let error = sink.error { throw error }
         if rc < 0 { throw WinBackError(.cannotCreateOutput, "cannot write XML", path: path) }
     }
 
@@ -50,10 +77,11 @@ final class XMLWriter {
 
     func end() throws { try check(xmlTextWriterEndElement(writer)) }
 
-    /// Ends the document and flushes the file.
-    func finish() throws {
+    /// Ends the document, then flushes, syncs and closes the file; returns (bytes, hex SHA-256).
+    func finish() throws -> (Int, String) {
         try check(xmlTextWriterEndDocument(writer))
         try check(xmlTextWriterFlush(writer))
+        return try sink.file.finish()
     }
 }
 
