@@ -33,20 +33,46 @@ public struct CustomerRows: @unchecked Sendable {
     /// Groups `rows` (whose ids are in `strings`) by customer, taking them over: `input` is
     /// emptied, so that only one copy of the rows is ever held.
     public static func build(rows input: inout [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
-        // Customer ids in first-seen order, then a bytewise order over them.
-        var index = Int64Map(capacity: input.count / 8)
+        let total = input.count
+        let shards = max(1, min(threads, 64))
+        @Sendable @inline(__always) func key(_ r: Transaction) -> Int64 {
+            Int64(r.subscriptionGroupId) << 32 | Int64(UInt32(bitPattern: r.originalTransactionId))
+        }
+        @Sendable @inline(__always) func shard(_ key: Int64) -> Int {
+            Int(truncatingIfNeeded: (UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15) >> 40) % shards
+        }
+        // Customer ids: each shard (a hash class of the customer key) numbers its own customers
+        // in row order, on its own thread; customer c of shard s is offsets[s] + c.
+        var of = [Int32](repeating: 0, count: total)
+        let found = ResultSlots<(groups: [Int32], originals: [Int32])>(count: shards)
+        input.withUnsafeBufferPointer { r in
+            of.withUnsafeMutableBufferPointer { o in
+                nonisolated(unsafe) let rows = r
+                nonisolated(unsafe) let local = o
+                try? parallelFor(count: shards, threads: threads) { s in
+                    var index = Int64Map(capacity: total / (8 * shards))
+                    var groups: [Int32] = [], originals: [Int32] = []
+                    for i in 0..<rows.count {
+                        let k = key(rows[i])
+                        guard shard(k) == s else { continue }
+                        let c = Int(index.insert(k, UInt32(groups.count)))
+                        if c == groups.count {
+                            groups.append(rows[i].subscriptionGroupId)
+                            originals.append(rows[i].originalTransactionId)
+                        }
+                        local[i] = Int32(c)
+                    }
+                    found[s] = (groups, originals)
+                }
+            }
+        }
+        var offsets = [0]
         var firstGroup: [Int32] = []
         var firstOrig: [Int32] = []
-        var of = [Int32](repeating: 0, count: input.count)
-        let total = input.count
-        for (i, r) in input.enumerated() {
-            let key = Int64(r.subscriptionGroupId) << 32 | Int64(UInt32(bitPattern: r.originalTransactionId))
-            let k = Int32(index.insert(key, UInt32(firstGroup.count)))
-            if k == firstGroup.count {
-                firstGroup.append(r.subscriptionGroupId)
-                firstOrig.append(r.originalTransactionId)
-            }
-            of[i] = k
+        for f in found.all {
+            firstGroup += f.groups
+            firstOrig += f.originals
+            offsets.append(firstGroup.count)
         }
         let n = firstGroup.count
         // Bytewise by (group, originalTransactionId) through integer keys: the group's rank
@@ -71,40 +97,99 @@ public struct CustomerRows: @unchecked Sendable {
         var rank = [Int32](repeating: 0, count: n)
         for (r, k) in order.enumerated() { rank[k] = Int32(r) }
 
-        // Counting sort of rows by customer rank; stable, so file order survives within a customer.
-        var starts = [Int](repeating: 0, count: n + 1)
-        for k in of { starts[Int(rank[Int(k)]) + 1] += 1 }
-        for k in 0..<n { starts[k + 1] += starts[k] }
-        var fill = starts
-        // Each row's destination, then the permutation applied in place by following its
-        // cycles (every swap puts one row where it belongs): no second copy of the rows.
-        var dest = [Int32](repeating: 0, count: total)
-        for i in 0..<total {
-            let c = Int(rank[Int(of[i])])
-            dest[i] = Int32(fill[c])
-            fill[c] += 1
-        }
-        of = []
-        input.withUnsafeMutableBufferPointer { rows in
-            dest.withUnsafeMutableBufferPointer { d in
-                for i in 0..<total {
-                    while d[i] != Int32(i) {
-                        let j = Int(d[i])
-                        rows.swapAt(i, j)
-                        d.swapAt(i, j)
+        // Each row's customer rank, then where each customer's rows start.
+        let pieces = chunks(total, pieces: max(1, threads) * 4)
+        input.withUnsafeBufferPointer { r in
+            of.withUnsafeMutableBufferPointer { o in
+                nonisolated(unsafe) let rows = r
+                nonisolated(unsafe) let ranks = o
+                let shardStart = offsets, rankOf = rank
+                try? parallelFor(count: pieces.count, threads: threads) { p in
+                    for i in pieces[p] {
+                        ranks[i] = rankOf[shardStart[shard(key(rows[i]))] + Int(ranks[i])]
                     }
                 }
             }
         }
-        dest = []
+        var starts = [Int](repeating: 0, count: n + 1)
+        for c in of { starts[Int(c) + 1] += 1 }
+        for k in 0..<n { starts[k + 1] += starts[k] }
+
+        // Rows to their customers' places, in place: first into one contiguous region per
+        // thread (whole customers, about equal rows), then each region on its own thread by
+        // following the cycles of its permutation (every move puts one row where it belongs).
+        // No second copy of the rows is ever made. Rows of a customer end in any order; they
+        // are sorted below.
+        let parts = max(1, min(threads, n))
+        var bounds = [0]  // customer ranks where regions start
+        for p in 1..<parts {
+            var c = bounds[p - 1]
+            while c < n && starts[c] < total * p / parts { c += 1 }
+            bounds.append(c)
+        }
+        bounds.append(n)
+        input.withUnsafeMutableBufferPointer { rows in
+            of.withUnsafeMutableBufferPointer { ranks in
+                // American-flag pass: each region's next free place, swapping a row into the
+                // region it belongs to.
+                @inline(__always) func region(_ c: Int32) -> Int {
+                    var p = 0
+                    while Int(c) >= bounds[p + 1] { p += 1 }
+                    return p
+                }
+                var next = (0..<parts).map { starts[bounds[$0]] }
+                for p in 0..<parts {
+                    let end = starts[bounds[p + 1]]
+                    while next[p] < end {
+                        let i = next[p]
+                        let q = region(ranks[i])
+                        if q == p {
+                            next[p] += 1
+                        } else {
+                            rows.swapAt(i, next[q])
+                            ranks.swapAt(i, next[q])
+                            next[q] += 1
+                        }
+                    }
+                }
+                nonisolated(unsafe) let rowsAll = rows
+                nonisolated(unsafe) let ranksAll = ranks
+                let customerStarts = starts, regionBounds = bounds
+                try? parallelFor(count: parts, threads: threads) { p in
+                    let lo = customerStarts[regionBounds[p]], hi = customerStarts[regionBounds[p + 1]]
+                    var fill = Array(customerStarts[regionBounds[p]..<regionBounds[p + 1]])
+                    let first = regionBounds[p]
+                    // Destination of each row of the region, kept in `ranksAll` (its rank is
+                    // no longer needed once read).
+                    for i in lo..<hi {
+                        let c = Int(ranksAll[i]) - first
+                        ranksAll[i] = Int32(fill[c])
+                        fill[c] += 1
+                    }
+                    for i in lo..<hi where ranksAll[i] != Int32(i) {
+                        var carry = rowsAll[i]
+                        var j = Int(ranksAll[i])
+                        ranksAll[i] = Int32(i)
+                        while j != i {
+                            let next = Int(ranksAll[j])
+                            swap(&carry, &rowsAll[j])
+                            ranksAll[j] = Int32(j)
+                            j = next
+                        }
+                        rowsAll[i] = carry
+                    }
+                }
+            }
+        }
+        of = []
         var rows = input
         input = []
         let sortStarts = starts
         rows.withUnsafeMutableBufferPointer { buf in
             nonisolated(unsafe) let base = buf
-            let pieces = chunks(n, pieces: max(1, threads) * 8)
-            try? parallelFor(count: pieces.count, threads: threads) { p in
-                for k in pieces[p] {
+            let customerPieces = chunks(n, pieces: max(1, threads) * 8)
+            try? parallelFor(count: customerPieces.count, threads: threads) { p in
+                for k in customerPieces[p] {
                     let lo = sortStarts[k], hi = sortStarts[k + 1]
                     if hi - lo < 2 { continue }
                     var slice = UnsafeMutableBufferPointer(rebasing: base[lo..<hi])

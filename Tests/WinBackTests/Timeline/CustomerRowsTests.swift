@@ -42,4 +42,30 @@ import Testing
         #expect(customers.count == 1)
         #expect(customers.rows(of: 0).map { w.strings.string($0.transactionId) } == ["3", "t", "10", "9"])
     }
+
+    /// Sharded numbering and region-by-region placement give the same grouping whatever the
+    /// thread count.
+    @Test func theGroupingIsTheSameForAnyThreadCount() {
+        let w = TestWorld()
+        var rng = SplitMix64(seed: 11)
+        var rows: [Transaction] = []
+        for _ in 0..<3_000 {
+            let day = 1 + rng.below(28)
+            rows.append(
+                w.tx(
+                    "2025-0\(1 + rng.below(9))-\(day < 10 ? "0" : "")\(day)", "2025-12-01",
+                    group: ["g1", "g2", "G"][rng.below(3)], customer: "c\(rng.below(400))"))
+        }
+        func snapshot(_ c: CustomerRows) -> [String] {
+            (0..<c.count).map { k in
+                "\(w.strings.string(c.groups[k])) \(w.strings.string(c.originalTransactionIds[k])): "
+                    + c.rows(of: k).map { w.strings.string($0.transactionId) }.joined(separator: ",")
+            }
+        }
+        let one = snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: 1))
+        #expect(one.count > 1_000)
+        for threads in [2, 3, 7] {
+            #expect(snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads)) == one)
+        }
+    }
 }
