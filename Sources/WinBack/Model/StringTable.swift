@@ -92,9 +92,26 @@ public final class StringTable: @unchecked Sendable {
         let s = Int(starts[Int(id)])
         let e = Int(starts[Int(id) + 1])
         guard e - s == bytes.count else { return false }
-        return arena.withUnsafeBytes { a in
-            bytes.count == 0 || memcmp(a.baseAddress! + s, bytes.baseAddress!, bytes.count) == 0
+        return arena.withUnsafeBytes { a in StringTable.same(a.baseAddress! + s, bytes.baseAddress, bytes.count) }
+    }
+
+    /// Bytewise equality of two buffers of `n` bytes, eight at a time: ids are short, and a
+    /// call into memcmp costs more than comparing them.
+    @inline(__always)
+    static func same(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer?, _ n: Int) -> Bool {
+        guard n > 0, let b else { return true }
+        var i = 0
+        while i + 8 <= n {
+            if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
+                return false
+            }
+            i += 8
         }
+        while i < n {
+            if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i += 1
+        }
+        return true
     }
 
     private func grow() {
