@@ -44,14 +44,14 @@ public enum Identifier {
     /// A UUID, any case: 8-4-4-4-12 hex digits.
     @inline(__always)
     public static func isUUID(_ b: UnsafeRawBufferPointer) -> Bool {
-        guard b.count == 36 else { return false }
-        for (i, c) in b.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                if c != 45 { return false }
-            } else if !((c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102)) {
-                return false
-            }
-        }
-        return true
+        guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return false }
+        @inline(__always) func hex(_ c: UInt8) -> Bool { c &- 48 < 10 || (c | 0x20) &- 97 < 6 }
+        var ok = true
+        for i in 0..<8 { ok = ok && hex(b[i]) }
+        for i in 9..<13 { ok = ok && hex(b[i]) }
+        for i in 14..<18 { ok = ok && hex(b[i]) }
+        for i in 19..<23 { ok = ok && hex(b[i]) }
+        for i in 24..<36 { ok = ok && hex(b[i]) }
+        return ok
     }
 }

@@ -1,0 +1,53 @@
+import Testing
+
+@testable import WinBack
+
+@Suite("Identifier patterns (SPEC §2.1)")
+struct IdentifierTests {
+    func uuid(_ s: String) -> Bool { Array(s.utf8).withUnsafeBytes { Identifier.isUUID($0) } }
+    func id(_ s: String) -> Bool { Identifier.isValid(s) }
+
+    @Test func uuidsOfEitherCaseAreAccepted() {
+        #expect(uuid("3986ab64-8bd8-42eb-af46-e68402505cff"))
+        #expect(uuid("3986AB64-8BD8-42EB-AF46-E68402505CFF"))
+        #expect(uuid("00000000-0000-0000-0000-000000000000"))
+    }
+
+    /// Every position, with every byte that is not allowed there.
+    @Test func anyWrongByteAnywhereIsRejected() {
+        let good = Array("3986ab64-8bd8-42eb-af46-e68402505cff".utf8)
+        let dashes: Set = [8, 13, 18, 23]
+        for i in good.indices {
+            for c in 0...255 {
+                let byte = UInt8(c)
+                let allowed =
+                    dashes.contains(i)
+                    ? byte == 45 : (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
+                var s = good
+                s[i] = byte
+                #expect(s.withUnsafeBytes { Identifier.isUUID($0) } == allowed, "byte \(c) at \(i)")
+            }
+        }
+        #expect(!uuid("3986ab64-8bd8-42eb-af46-e68402505cf"))
+        #expect(!uuid("3986ab64-8bd8-42eb-af46-e68402505cfff"))
+        #expect(!uuid("3986ab648-bd8-42eb-af46-e68402505cff"))
+        #expect(!uuid(""))
+    }
+
+    @Test func identifiersFollowTheirPattern() {
+        for s in ["a", "Z9", "1000000000000001", "com.example.pass_monthly:v-2", String(repeating: "x", count: 128)] {
+            #expect(id(s), "\(s)")
+        }
+        for s in ["", ".a", "-a", "_a", ":a", "a b", "a/b", "é", "a\u{0}", String(repeating: "x", count: 129)] {
+            #expect(!id(s), "\(s)")
+        }
+        // Every ASCII byte after a valid first one.
+        for c in 0..<128 {
+            let byte = UInt8(c)
+            let allowed =
+                (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+                || [46, 95, 58, 45].contains(byte)
+            #expect(Array([97, byte]).withUnsafeBytes { Identifier.isValid($0) } == allowed, "byte \(c)")
+        }
+    }
+}
