@@ -45,7 +45,12 @@ public struct SegmentWriter {
             book.offers.indices.map { (book.offers[$0].offer.offerId, perOffer[$0], $0) } + [("best-offer", best, nil)]
         let tasks = jobs.flatMap { job in formats.map { (job, $0) } }
         let slots = ResultSlots<OutputStats>(count: tasks.count)
-        try parallelFor(count: tasks.count, threads: threads) { i in
+        // Largest lists first (XML before CSV), so no thread is left with a big one at the end.
+        let bySize = tasks.indices.sorted {
+            (tasks[$0].0.entries.count, tasks[$0].1 == "xml" ? 1 : 0, -$0)
+                > (tasks[$1].0.entries.count, tasks[$1].1 == "xml" ? 1 : 0, -$1)
+        }
+        try parallelFor(count: tasks.count, threads: threads, order: bySize) { i in
             let (job, format) = tasks[i]
             let rel = "segments/\(job.name).\(format)"
             let path = directory + "/" + rel
