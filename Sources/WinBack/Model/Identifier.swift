@@ -45,13 +45,26 @@ public enum Identifier {
     @inline(__always)
     public static func isUUID(_ b: UnsafeRawBufferPointer) -> Bool {
         guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return false }
-        @inline(__always) func hex(_ c: UInt8) -> Bool { c &- 48 < 10 || (c | 0x20) &- 97 < 6 }
-        var ok = true
-        for i in 0..<8 { ok = ok && hex(b[i]) }
-        for i in 9..<13 { ok = ok && hex(b[i]) }
-        for i in 14..<18 { ok = ok && hex(b[i]) }
-        for i in 19..<23 { ok = ok && hex(b[i]) }
-        for i in 24..<36 { ok = ok && hex(b[i]) }
-        return ok
+        // Eight (or four) bytes at a time: 0–7, 9–12, 14–17, 19–22, 24–31, 28–35.
+        return hex8(b.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+            && hex8(UInt64(b.loadUnaligned(fromByteOffset: 9, as: UInt32.self)) | 0x3030_3030_0000_0000)
+            && hex8(UInt64(b.loadUnaligned(fromByteOffset: 14, as: UInt32.self)) | 0x3030_3030_0000_0000)
+            && hex8(UInt64(b.loadUnaligned(fromByteOffset: 19, as: UInt32.self)) | 0x3030_3030_0000_0000)
+            && hex8(b.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            && hex8(b.loadUnaligned(fromByteOffset: 28, as: UInt64.self))
+    }
+
+    /// Whether all eight bytes of `w` are ASCII hex digits (either case). Bytes below 0x80 plus
+    /// a constant below 0x80 never carry into the next byte, so each byte is tested alone.
+    @inline(__always)
+    static func hex8(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        guard w & high == 0 else { return false }
+        @inline(__always) func atLeast(_ x: UInt64, _ c: UInt64) -> UInt64 { (x &+ ones &* (0x80 - c)) & high }
+        let digit = atLeast(w, 0x30) & ~atLeast(w, 0x3A)
+        let lower = w | ones &* 0x20
+        let letter = atLeast(lower, 0x61) & ~atLeast(lower, 0x67)
+        return digit | letter == high
     }
 }

@@ -46,7 +46,12 @@ public final class StringTable: @unchecked Sendable {
     /// The id of `bytes`, adding it when new.
     @inline(__always)
     public func intern(_ bytes: UnsafeRawBufferPointer) -> Int32 {
-        let h = StringTable.hash(bytes)
+        intern(bytes, hash: StringTable.hash(bytes))
+    }
+
+    /// The id of `bytes`, whose ``hash(_:)`` is `h`, adding it when new.
+    @inline(__always)
+    func intern(_ bytes: UnsafeRawBufferPointer, hash h: UInt32) -> Int32 {
         var i = Int(h) & mask
         while true {
             let id = slots[i]
@@ -172,7 +177,7 @@ public final class StringTable: @unchecked Sendable {
         other.arena.withUnsafeBytes { a in
             for id in 0..<other.count {
                 let s = Int(other.starts[id]), e = Int(other.starts[id + 1])
-                map[id] = intern(UnsafeRawBufferPointer(rebasing: a[s..<e]))
+                map[id] = intern(UnsafeRawBufferPointer(rebasing: a[s..<e]), hash: other.hashes[id])
             }
         }
         return map
