@@ -1,17 +1,34 @@
 /// An open-addressing map from Int64 keys to UInt32 values (row or customer numbers), for
 /// millions of entries in 12 bytes a slot, without a node or a hash object per entry.
 /// `Int64.min` is reserved (the empty slot).
+///
+/// A slot keeps its key and value side by side, so a lookup touches one cache line: the map
+/// is far larger than the caches, and most lookups miss them.
 struct Int64Map {
-    private var keys: [Int64]
-    private var values: [UInt32]
+    private struct Slot {
+        var keyLow: UInt32
+        var keyHigh: UInt32
+        var value: UInt32
+
+        static let empty = Slot(key: .min, value: 0)
+
+        init(key: Int64, value: UInt32) {
+            keyLow = UInt32(truncatingIfNeeded: key)
+            keyHigh = UInt32(truncatingIfNeeded: key >> 32)
+            self.value = value
+        }
+
+        @inline(__always) var key: Int64 { Int64(keyHigh) << 32 | Int64(keyLow) }
+    }
+
+    private var slots: [Slot]
     private var mask: Int
     private(set) var count = 0
 
     init(capacity: Int) {
         var n = 16
         while n < capacity * 2 { n <<= 1 }
-        keys = Array(repeating: .min, count: n)
-        values = Array(repeating: 0, count: n)
+        slots = Array(repeating: .empty, count: n)
         mask = n - 1
     }
 
@@ -25,12 +42,14 @@ struct Int64Map {
     /// The value of `key`, or nil.
     @inline(__always)
     func find(_ key: Int64) -> UInt32? {
-        var i = Int64Map.slot(key, mask)
-        while true {
-            let k = keys[i]
-            if k == key { return values[i] }
-            if k == .min { return nil }
-            i = (i + 1) & mask
+        slots.withUnsafeBufferPointer { s in
+            var i = Int64Map.slot(key, mask)
+            while true {
+                let k = s[i].key
+                if k == key { return s[i].value }
+                if k == .min { return nil }
+                i = (i + 1) & mask
+            }
         }
     }
 
@@ -39,17 +58,20 @@ struct Int64Map {
     @inline(__always)
     mutating func insert(_ key: Int64, _ value: UInt32) -> UInt32 {
         precondition(key != .min)
-        var i = Int64Map.slot(key, mask)
-        while true {
-            let k = keys[i]
-            if k == key { return values[i] }
-            if k == .min { break }
-            i = (i + 1) & mask
+        let mask = self.mask
+        let (found, i) = slots.withUnsafeBufferPointer { s -> (UInt32?, Int) in
+            var i = Int64Map.slot(key, mask)
+            while true {
+                let k = s[i].key
+                if k == key { return (s[i].value, i) }
+                if k == .min { return (nil, i) }
+                i = (i + 1) & mask
+            }
         }
-        keys[i] = key
-        values[i] = value
+        if let found { return found }
+        slots[i] = Slot(key: key, value: value)
         count += 1
-        if count * 2 > keys.count { grow() }
+        if count * 2 > slots.count { grow() }
         return value
     }
 
@@ -57,21 +79,19 @@ struct Int64Map {
     @inline(__always)
     mutating func update(_ key: Int64, _ value: UInt32) {
         var i = Int64Map.slot(key, mask)
-        while keys[i] != key { i = (i + 1) & mask }
-        values[i] = value
+        while slots[i].key != key { i = (i + 1) & mask }
+        slots[i].value = value
     }
 
     private mutating func grow() {
-        let oldKeys = keys, oldValues = values
-        let n = keys.count * 2
-        keys = Array(repeating: .min, count: n)
-        values = Array(repeating: 0, count: n)
+        let old = slots
+        let n = slots.count * 2
+        slots = Array(repeating: .empty, count: n)
         mask = n - 1
-        for (j, k) in oldKeys.enumerated() where k != .min {
-            var i = Int64Map.slot(k, mask)
-            while keys[i] != .min { i = (i + 1) & mask }
-            keys[i] = k
-            values[i] = oldValues[j]
+        for s in old where s.key != .min {
+            var i = Int64Map.slot(s.key, mask)
+            while slots[i].key != .min { i = (i + 1) & mask }
+            slots[i] = s
         }
     }
 }
