@@ -80,36 +80,19 @@ public enum MonthMath {
     }
 
     /// `wholeMonths(a, b)`: the largest k ≥ 0 with `addMonths(a, k) ≤ b`; 0 when b < a.
-    ///
-    /// Closed form: `addMonths(a, k)` for the month difference k lands in b's month, on a's day
-    /// clamped to that month, at a's time of day; if that is after b, one month fewer.
     @inlinable
     public static func wholeMonths(_ a: Int64, _ b: Int64) -> Int64 {
         if b < a { return 0 }
-        let (da, ta) = split(a)
-        let (db, tb) = split(b)
-        let ca = civilFromDays(da)
-        let cb = civilFromDays(db)
-        let k = (cb.year - ca.year) * 12 + (cb.month - ca.month)
-        let day = min(ca.day, daysInMonth(year: cb.year, month: cb.month))
-        if cb.day < day || (cb.day == day && tb < ta) { return max(0, k - 1) }
-        return k
+        return monthsBetween(a, b).k
     }
 
     /// `calendarMonths(a, b)` for a ≤ b: whole months plus the elapsed fraction of the next one.
     @inlinable
     public static func calendarMonths(_ a: Int64, _ b: Int64) -> Double {
         if b <= a { return 0 }
-        // wholeMonths(a, b), addMonths(a, k) and addMonths(a, k + 1) from one civil date each
-        // of a and b (this runs for every paid period of every customer, many times a night).
-        let (da, ta) = split(a)
-        let (db, tb) = split(b)
-        let ca = civilFromDays(da)
-        let cb = civilFromDays(db)
-        var k = (cb.year - ca.year) * 12 + (cb.month - ca.month)
-        let dayInB = min(ca.day, daysInMonth(year: cb.year, month: cb.month))
-        if cb.day < dayInB || (cb.day == dayInB && tb < ta) { k -= 1 }
-        k = max(0, k)
+        // addMonths(a, k) and addMonths(a, k + 1) from a's civil date, computed once (this runs
+        // for every paid period of every customer, many times a night).
+        let (k, ca, ta) = monthsBetween(a, b)
         func shifted(_ n: Int64) -> Int64 {
             let m0 = ca.month - 1 + n
             let y = ca.year + m0 / 12
@@ -119,6 +102,24 @@ public enum MonthMath {
         let lo = shifted(k)
         let hi = shifted(k + 1)
         return Double(k) + Double(b - lo) / Double(hi - lo)
+    }
+
+    /// For a ≤ b: `wholeMonths(a, b)`, with a's civil date and time of day.
+    ///
+    /// Closed form: `addMonths(a, k)` for the month difference k lands in b's month, on a's day
+    /// clamped to that month, at a's time of day; if that is after b, one month fewer.
+    @inlinable
+    static func monthsBetween(_ a: Int64, _ b: Int64)
+        -> (k: Int64, civil: (year: Int64, month: Int64, day: Int64), msOfDay: Int64)
+    {
+        let (da, ta) = split(a)
+        let (db, tb) = split(b)
+        let ca = civilFromDays(da)
+        let cb = civilFromDays(db)
+        var k = (cb.year - ca.year) * 12 + (cb.month - ca.month)
+        let dayInB = min(ca.day, daysInMonth(year: cb.year, month: cb.month))
+        if cb.day < dayInB || (cb.day == dayInB && tb < ta) { k -= 1 }
+        return (max(0, k), ca, ta)
     }
 
     /// The first instant (00:00 UTC) of the month containing `t`, shifted by `k` months.

@@ -102,15 +102,22 @@ struct WholeMonthsDefinitionTests {
         return k
     }
 
-    @Test("the closed form agrees with the definition on 20,000 pairs around month ends and leap days")
-    func agrees() {
-        var rng = SplitMix64(seed: 42)
+    /// 20,000 pairs (a, b): days clustered near month ends, times near midnight and noon, b
+    /// from 40 days before a to about 30 months after.
+    func pairs(seed: UInt64) -> [(Int64, Int64)] {
+        var rng = SplitMix64(seed: seed)
         func r(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &rng) }
         let base = ms("2023-12-28T00:00:00Z")
-        for _ in 0..<20_000 {
-            // Days clustered near month ends, times near midnight and noon.
+        return (0..<20_000).map { _ in
             let a = base + r(0...1_200) * MonthMath.day + r(0...3) * 43_200_000 - r(0...1)
             let b = a + r(-40...900) * MonthMath.day + r(-2...2) * 43_200_000 + r(-1...1)
+            return (a, b)
+        }
+    }
+
+    @Test("the closed form agrees with the definition on 20,000 pairs around month ends and leap days")
+    func agrees() {
+        for (a, b) in pairs(seed: 42) {
             #expect(MonthMath.wholeMonths(a, b) == byDefinition(a, b), "\(Timestamp.iso(a)) → \(Timestamp.iso(b))")
         }
     }
@@ -119,12 +126,7 @@ struct WholeMonthsDefinitionTests {
     /// [addMonths(a, k), addMonths(a, k + 1)).
     @Test("calendarMonths agrees with its definition on 20,000 pairs around month ends and leap days")
     func calendarMonthsAgrees() {
-        var rng = SplitMix64(seed: 7)
-        func r(_ range: ClosedRange<Int64>) -> Int64 { Int64.random(in: range, using: &rng) }
-        let base = ms("2023-12-28T00:00:00Z")
-        for _ in 0..<20_000 {
-            let a = base + r(0...1_200) * MonthMath.day + r(0...3) * 43_200_000 - r(0...1)
-            let b = a + r(-40...900) * MonthMath.day + r(-2...2) * 43_200_000 + r(-1...1)
+        for (a, b) in pairs(seed: 7) {
             var expected = 0.0
             if b > a {
                 let k = byDefinition(a, b)
