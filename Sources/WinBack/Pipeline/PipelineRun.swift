@@ -118,13 +118,22 @@ public enum PipelineRun {
 
             // Write.
             progress.begin("write")
-            var outputs = try SegmentWriter(
-                customers: customers, audience: audience, book: book, formats: p.config.formats
-            ).write(to: publisher.staging, threads: p.threads)
-            let reports = Reports.compute(
-                customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
-                gapDays: p.config.consecutiveGapDays, threads: p.threads)
-            outputs += try ReportWriter(reports: reports, title: p.config.name).write(to: publisher.staging)
+            // The reports are computed while the segments are written: each job has a long last
+            // piece (the best-offer list, the busiest customers) that the other fills in.
+            nonisolated(unsafe) var computed: Reports?
+            let reporting = DispatchGroup()
+            DispatchQueue.global().async(group: reporting) {
+                computed = Reports.compute(
+                    customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
+                    gapDays: p.config.consecutiveGapDays, threads: p.threads)
+            }
+            let segments = Result {
+                try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
+                    .write(to: publisher.staging, threads: p.threads)
+            }
+            reporting.wait()
+            var outputs = try segments.get()
+            outputs += try ReportWriter(reports: computed!, title: p.config.name).write(to: publisher.staging)
             outputs.append(try writeFile(publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count))
             manifest.outputs = outputs
             manifest.stages.append(("write", progress.end("\(outputs.count) files")))
