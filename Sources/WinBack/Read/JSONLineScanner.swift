@@ -46,8 +46,11 @@ enum ScannedValue {
 /// buffer when a string had escapes. No String is made per field. A key given twice: the last
 /// wins. Slices stay valid until the next `scan`.
 final class JSONLineScanner {
-    private let keys: [[UInt8]]
-    /// Per key: its length and its first (up to) eight bytes, to reject most keys without memcmp.
+    /// The keys' bytes, one after another (no per-key array to retain in the hot loop).
+    private let keyBytes: UnsafeMutableRawPointer
+    private let keyStarts: [Int]
+    /// Per key: its length and its first (up to) eight bytes, to reject most keys without
+    /// comparing the rest.
     private let signatures: [(count: Int, prefix: UInt64)]
     /// 64 slots of key indexes (-1 empty), placed by ``bucket(count:prefix:)``.
     private let buckets: [Int8]
@@ -61,8 +64,18 @@ final class JSONLineScanner {
     private(set) var error: String = ""
 
     init(keys: [String]) {
-        self.keys = keys.map { Array($0.utf8) }
-        signatures = self.keys.map { k in k.withUnsafeBytes { (k.count, JSONLineScanner.prefix($0)) } }
+        let utf8 = keys.map { Array($0.utf8) }
+        let flat = UnsafeMutableRawPointer.allocate(byteCount: max(1, utf8.reduce(0) { $0 + $1.count }), alignment: 8)
+        var starts: [Int] = []
+        var at = 0
+        for k in utf8 {
+            starts.append(at)
+            k.withUnsafeBytes { if let b = $0.baseAddress { (flat + at).copyMemory(from: b, byteCount: k.count) } }
+            at += k.count
+        }
+        keyBytes = flat
+        keyStarts = starts
+        signatures = utf8.map { k in k.withUnsafeBytes { (k.count, JSONLineScanner.prefix($0)) } }
         precondition(keys.count < 48, "a scanner looks for a handful of keys")
         var buckets = [Int8](repeating: -1, count: 64)
         for (i, sig) in signatures.enumerated() {
@@ -75,7 +88,10 @@ final class JSONLineScanner {
         scratch = .allocate(byteCount: 4096, alignment: 8)
     }
 
-    deinit { scratch.deallocate() }
+    deinit {
+        scratch.deallocate()
+        keyBytes.deallocate()
+    }
 
     private struct Invalid: Error {}
 
@@ -155,7 +171,7 @@ final class JSONLineScanner {
             if i < 0 { return -1 }
             if signatures[i].count == k.count && signatures[i].prefix == p {
                 if k.count <= 8 { return i }
-                if keys[i].withUnsafeBytes({ memcmp($0.baseAddress! + 8, k.baseAddress! + 8, k.count - 8) == 0 }) {
+                if StringTable.same(keyBytes + keyStarts[i] + 8, k.baseAddress! + 8, k.count - 8) {
                     return i
                 }
             }
