@@ -118,20 +118,22 @@ public enum PipelineRun {
 
             // Write.
             progress.begin("write")
-            // The reports are computed while the segments are written: each job has a long last
-            // piece (the best-offer list, the busiest customers) that the other fills in.
+            // With several threads the reports are computed while the segments are written:
+            // each job has a long last piece (the best-offer list, the busiest customers) that
+            // the other fills in. With one thread, one after the other.
             nonisolated(unsafe) var computed: Reports?
-            let reporting = DispatchGroup()
-            DispatchQueue.global().async(group: reporting) {
+            let computeReports: @Sendable () -> Void = {
                 computed = Reports.compute(
                     customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
                     gapDays: p.config.consecutiveGapDays, threads: p.threads)
             }
+            let reporting = DispatchGroup()
+            if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: computeReports) }
             let segments = Result {
                 try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
                     .write(to: publisher.staging, threads: p.threads)
             }
-            reporting.wait()
+            if p.threads > 1 { reporting.wait() } else { computeReports() }
             var outputs = try segments.get()
             outputs += try ReportWriter(reports: computed!, title: p.config.name).write(to: publisher.staging)
             outputs.append(try writeFile(publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count))
