@@ -89,7 +89,27 @@ public enum EligibilitySummaryReport {
             row.churned = (merged[id]?.churned ?? 0) + n
             merged[id] = row
         }
-        return merged.values.sorted(by: less)
+        return sorted(Array(merged.values))
+    }
+
+    /// `rows` in the order of ``less(_:_:)``, comparing integers: the few distinct groups,
+    /// products and territories are ranked once instead of compared as strings at every step.
+    static func sorted(_ rows: [EligibilitySummaryRow]) -> [EligibilitySummaryRow] {
+        func ranks(_ values: [String]) -> [String: Int] {
+            Dictionary(uniqueKeysWithValues: Set(values).sorted(by: bytewiseLess).enumerated().map { ($1, $0) })
+        }
+        let group = ranks(rows.map(\.subscriptionGroupId))
+        let product = ranks(rows.map(\.productId))
+        let territory = ranks(rows.map(\.territory))
+        // The fields of `less`, in its order; no win-back (-1) before any number of months.
+        let keys = rows.map { r in
+            [
+                Int64(group[r.subscriptionGroupId]!), Int64(product[r.productId]!), r.paidTenure,
+                r.monthsSinceLastSubscribed, r.hasRedeemedWinBack ? 1 : 0, r.monthsSinceLastWinBack ?? -1,
+                Int64(territory[r.territory]!),
+            ]
+        }
+        return rows.indices.sorted { keys[$0].lexicographicallyPrecedes(keys[$1]) }.map { rows[$0] }
     }
 
     static func less(_ a: EligibilitySummaryRow, _ b: EligibilitySummaryRow) -> Bool {

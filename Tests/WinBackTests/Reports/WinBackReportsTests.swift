@@ -158,4 +158,27 @@ struct WinBackReportsTests {
         #expect(one.map(\.name) == ReportWriter.files)
         #expect(one.map(\.bytes) == many.map(\.bytes))
     }
+
+    @Test("summary rows sorted through integer ranks come out in the order of the row comparison")
+    func summaryOrder() {
+        var rng = SplitMix64(seed: 5)
+        let strings = ["", "a", "B", "b", "ab", "a b", "10", "9", "é"]
+        func pick() -> String { strings[rng.below(strings.count)] }
+        var seen: Set<String> = []
+        var rows: [EligibilitySummaryRow] = []
+        for _ in 0..<3_000 {
+            let winBack: Int64? = rng.below(3) == 0 ? nil : Int64(rng.below(4))
+            let row = EligibilitySummaryRow(
+                subscriptionGroupId: pick(), productId: pick(), paidTenure: Int64(rng.below(5)),
+                monthsSinceLastSubscribed: Int64(rng.below(5)), hasRedeemedWinBack: winBack != nil,
+                monthsSinceLastWinBack: winBack, territory: pick(), churned: 1)
+            // Rows are unique in all their fields, as the report's are.
+            let id = "\(row.subscriptionGroupId)|\(row.productId)|\(row.paidTenure)|\(row.monthsSinceLastSubscribed)|\(String(describing: winBack))|\(row.territory)"
+            if seen.insert(id).inserted { rows.append(row) }
+        }
+        #expect(rows.count > 1_000)
+        let expected = rows.sorted(by: EligibilitySummaryReport.less)
+        let got = EligibilitySummaryReport.sorted(rows.shuffled(using: &rng))
+        #expect(got.map { "\($0)" } == expected.map { "\($0)" })
+    }
 }
