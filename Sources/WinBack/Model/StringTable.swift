@@ -21,6 +21,9 @@ public final class StringTable: @unchecked Sendable {
     /// Number of distinct strings.
     public var count: Int { starts.count - 1 }
 
+    /// The stored ``hash(_:)`` of `id`'s bytes.
+    @inline(__always) func storedHash(_ id: Int32) -> UInt32 { hashes[Int(id)] }
+
     @inline(__always)
     static func hash(_ p: UnsafeRawBufferPointer) -> UInt32 {
         // Eight bytes at a time, multiply-and-fold: ids are 10–40 bytes, so a handful of rounds.

@@ -207,11 +207,13 @@ final class Merger: @unchecked Sendable {
         let run = StringTable(capacity: strings.count)
         for f in files {
             for temp in f.map where canonical[Int(temp)] < 0 {
-                canonical[Int(temp)] = strings.withBytes(temp) { run.intern($0) }
+                canonical[Int(temp)] = strings.withBytes(temp) { run.intern($0, hash: strings.storedHash(temp)) }
             }
         }
-        for f in files {
-            for k in f.map.indices { f.map[k] = canonical[Int(f.map[k])] }
+        let runIds = canonical
+        try? parallelFor(count: files.count, threads: threads) { fi in
+            let f = files[fi]
+            for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
         }
         // Per file: winners, then the Production ones among them and where they go.
         var counters = ReadCounters()
