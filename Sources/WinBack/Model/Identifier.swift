@@ -9,8 +9,32 @@ public enum Identifier {
     @inline(__always)
     public static func isValid(_ b: UnsafeRawBufferPointer) -> Bool {
         guard b.count >= 1, b.count <= 128, isAlnum(b[0]) else { return false }
-        for i in 1..<b.count where !isIdByte(b[i]) { return false }
+        var i = 1
+        while i + 8 <= b.count {
+            guard idBytes8(b.loadUnaligned(fromByteOffset: i, as: UInt64.self)) else { return false }
+            i += 8
+        }
+        while i < b.count {
+            guard isIdByte(b[i]) else { return false }
+            i += 1
+        }
         return true
+    }
+
+    /// Whether all eight bytes of `w` are `[A-Za-z0-9._:-]`. Bytes below 0x80 plus a constant
+    /// below 0x80 never carry into the next byte, so each range test is exact per byte.
+    @inline(__always)
+    static func idBytes8(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        guard w & high == 0 else { return false }
+        @inline(__always) func atLeast(_ c: UInt64) -> UInt64 { (w &+ ones &* (0x80 - c)) & high }
+        let dashDot = atLeast(0x2D) & ~atLeast(0x2F)  // - .
+        let digitColon = atLeast(0x30) & ~atLeast(0x3B)  // 0-9 :
+        let upper = atLeast(0x41) & ~atLeast(0x5B)  // A-Z
+        let underscore = atLeast(0x5F) & ~atLeast(0x60)  // _
+        let lower = atLeast(0x61) & ~atLeast(0x7B)  // a-z
+        return dashDot | digitColon | upper | underscore | lower == high
     }
 
     /// `[A-Za-z0-9._:-]`, as two 64-bit masks over ASCII (no table, no lazy global).

@@ -50,4 +50,22 @@ struct IdentifierTests {
             #expect(Array([97, byte]).withUnsafeBytes { Identifier.isValid($0) } == allowed, "byte \(c)")
         }
     }
+
+    /// Every byte value at every position of ids long enough to be checked eight bytes at a
+    /// time, with allowed neighbours on both sides.
+    @Test func everyByteAtEveryPositionOfALongId() {
+        let good = Array("a1B2.c_d:e-f9Z0yx".utf8)  // 17 bytes: one byte, two words
+        #expect(good.withUnsafeBytes { Identifier.isValid($0) })
+        for i in 1..<good.count {
+            for c in 0...255 {
+                let byte = UInt8(c)
+                let allowed =
+                    (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+                    || [46, 95, 58, 45].contains(byte)
+                var s = good
+                s[i] = byte
+                #expect(s.withUnsafeBytes { Identifier.isValid($0) } == allowed, "byte \(c) at \(i)")
+            }
+        }
+    }
 }
