@@ -72,6 +72,8 @@ public enum RedemptionRatesReport {
         }
         scratch.timelines.reset()
         for (m, tm) in window.months.enumerated() where first.purchaseDate < tm {
+            // Only churned customers count; most months most customers are plainly active.
+            if SuccessiveTimelines.lastPeriodContains(rows: rows, tm) { continue }
             guard let tl = scratch.timelines.timeline(rows: rows, at: tm, gapDays: gapDays), tl.state == .churned
             else { continue }
             for o in ranked where book.offers[o].failures(tl, asOf: tm).isEmpty {

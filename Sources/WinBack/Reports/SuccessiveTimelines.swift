@@ -52,4 +52,24 @@ struct SuccessiveTimelines {
         last = tl
         return tl
     }
+
+    /// Whether the customer is active at `t` by their last period alone: the last purchased
+    /// row bought before `t` whose period is not empty, if it is still running at `t`. That
+    /// period is never cut by a later one, so when this holds ``CustomerTimeline/build(rows:asOf:gapDays:renewal:periods:)``
+    /// finds the customer active too; when it does not, only a full reconstruction can tell.
+    static func lastPeriodContains<C: RandomAccessCollection>(rows: C, _ t: Int64) -> Bool
+    where C.Element == Transaction, C.Index == Int {
+        var i = rows.endIndex
+        // Rows are ordered by purchaseDate: those bought before t are a prefix.
+        while i > rows.startIndex && rows[i - 1].purchaseDate >= t { i -= 1 }
+        while i > rows.startIndex {
+            i -= 1
+            let r = rows[i]
+            guard r.ownership == .purchased else { continue }
+            let end = r.isRevoked(at: t) ? min(r.expiresDate, r.revocationDate) : r.expiresDate
+            if end <= r.purchaseDate { continue }  // an empty period is dropped
+            return t < end
+        }
+        return false
+    }
 }

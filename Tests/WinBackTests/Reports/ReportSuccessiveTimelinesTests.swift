@@ -21,6 +21,7 @@ struct ReportSuccessiveTimelinesTests {
         instants.sort()
         var successive = SuccessiveTimelines()
         var periods: [Period] = []
+        var shortcuts = 0
         for k in 0..<customers.count {
             successive.reset()
             for t in instants {
@@ -28,7 +29,52 @@ struct ReportSuccessiveTimelinesTests {
                 let fresh = CustomerTimeline.build(
                     rows: customers.rows(of: k), asOf: t, gapDays: 60, renewal: nil, periods: &periods)
                 #expect(reused == fresh, "customer \(w.strings.string(customers.originalTransactionIds[k])) at \(Timestamp.iso(t))")
+                if SuccessiveTimelines.lastPeriodContains(rows: customers.rows(of: k), t) {
+                    shortcuts += 1
+                    #expect(fresh?.state == .active, "customer \(w.strings.string(customers.originalTransactionIds[k])) at \(Timestamp.iso(t))")
+                }
             }
         }
+        #expect(shortcuts > 20)
+    }
+
+    /// On random histories (overlaps, refunds known early or late, upgrades, family sharing,
+    /// empty and free periods), the last-period shortcut never calls active a customer whom the
+    /// full reconstruction does not.
+    @Test("the last-period shortcut only ever says active when the customer is active")
+    func shortcutIsSound() {
+        let w = TestWorld()
+        var rng = SplitMix64(seed: 3)
+        var rows: [Transaction] = []
+        let start = ms("2024-01-01T00:00:00Z")
+        for c in 0..<300 {
+            var t = start + Int64(rng.below(200)) * MonthMath.day
+            for _ in 0..<(1 + rng.below(12)) {
+                let length = [7, 30, 31, 365, 0][rng.below(5)] * MonthMath.day + Int64(rng.below(3)) * 3_600_000
+                let revoked: String? =
+                    rng.below(6) == 0 ? Timestamp.iso(t + Int64(rng.below(60)) * MonthMath.day) : nil
+                rows.append(
+                    w.tx(
+                        Timestamp.iso(t), Timestamp.iso(t + length), customer: "c\(c)", free: rng.below(5) == 0,
+                        revoked: revoked, upgraded: rng.below(8) == 0, family: rng.below(8) == 0))
+                t += [length, length / 2, length + 90 * MonthMath.day, MonthMath.day][rng.below(4)]
+            }
+        }
+        let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: 1)
+        var periods: [Period] = []
+        var shortcuts = 0, checked = 0
+        for k in 0..<customers.count {
+            for m in 0..<36 {
+                let t = MonthMath.monthStart(start, offset: Int64(m)) + Int64(rng.below(3)) * 43_200_000
+                let fresh = CustomerTimeline.build(
+                    rows: customers.rows(of: k), asOf: t, gapDays: 60, renewal: nil, periods: &periods)
+                checked += 1
+                if SuccessiveTimelines.lastPeriodContains(rows: customers.rows(of: k), t) {
+                    shortcuts += 1
+                    #expect(fresh?.state == .active, "customer \(k) at \(Timestamp.iso(t))")
+                }
+            }
+        }
+        #expect(shortcuts > checked / 10)
     }
 }
