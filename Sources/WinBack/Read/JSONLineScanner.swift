@@ -192,22 +192,8 @@ final class JSONLineScanner {
         /// The end of a plain string whose content starts at `from`: the index of its closing
         /// quote, or -1 when it has a special byte before (escape, control, non-ASCII) or none.
         @inline(__always) func plainEnd(_ from: Int) -> Int {
-            var q = from
-            while q + 8 <= n {
-                let m = JSONLineScanner.specialMask(base.loadUnaligned(fromByteOffset: q, as: UInt64.self))
-                if m != 0 {
-                    q += m.trailingZeroBitCount >> 3
-                    return b[q] == 0x22 ? q : -1
-                }
-                q += 8
-            }
-            while q < n {
-                let c = b[q]
-                if c == 0x22 { return q }
-                if c == 0x5C || c < 0x20 || c >= 0x80 { return -1 }
-                q += 1
-            }
-            return -1
+            let q = JSONLineScanner.firstSpecial(base, n, from)
+            return q < n && b[q] == 0x22 ? q : -1
         }
         while p < n && isWS(b[p]) { p += 1 }
         if p < n && b[p] == UInt8(ascii: "}") {
@@ -384,6 +370,24 @@ final class JSONLineScanner {
         return (quote | backslash | control | w) & high
     }
 
+    /// The index of the first byte of `base[..<count]` at or after `from` that is special in a
+    /// string (see ``specialMask(_:)``), or `count`: eight bytes per step, then one at a time.
+    @inline(__always)
+    private static func firstSpecial(_ base: UnsafeRawPointer, _ count: Int, _ from: Int) -> Int {
+        var q = from
+        while q + 8 <= count {
+            let m = JSONLineScanner.specialMask(base.loadUnaligned(fromByteOffset: q, as: UInt64.self))
+            if m != 0 { return q + m.trailingZeroBitCount >> 3 }
+            q += 8
+        }
+        while q < count {
+            let c = base.load(fromByteOffset: q, as: UInt8.self)
+            if c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 { return q }
+            q += 1
+        }
+        return count
+    }
+
     /// Parses a string at `pos` (on its opening quote); returns its decoded bytes. The fast
     /// path stops at the quote, the backslash, control characters and the start of multi-byte
     /// UTF-8 (which is validated on the side).
@@ -396,28 +400,11 @@ final class JSONLineScanner {
         do {
             var p = pos
             while true {
-                // Eight bytes at a time up to the first special byte (exact: see `specialMask`).
-                while p + 8 <= count {
-                    let m = JSONLineScanner.specialMask(base.loadUnaligned(fromByteOffset: p, as: UInt64.self))
-                    if m != 0 {
-                        p += m.trailingZeroBitCount >> 3
-                        break
-                    }
-                    p += 8
-                }
-                guard p < count else { break }
-                let c = bytes[p]
-                if !(c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80) {
-                    p += 1
-                    continue
-                }
-                if c >= 0x80 {
-                    pos = p
-                    try skipUTF8()
-                    p = pos
-                    continue
-                }
-                break
+                p = JSONLineScanner.firstSpecial(base, count, p)
+                guard p < count, bytes[p] >= 0x80 else { break }
+                pos = p
+                try skipUTF8()
+                p = pos
             }
             pos = p
         }

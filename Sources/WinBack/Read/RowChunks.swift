@@ -10,7 +10,8 @@
 /// Growing one array per file would keep up to half of each array unused, and freeing them
 /// into the allocator would not lower the process's resident memory.
 final class RowChunks {
-    static let chunkRows = 1 << 15
+    private static let chunkShift = 15
+    static let chunkRows = 1 << chunkShift
     private static let chunkBytes = chunkRows * MemoryLayout<Transaction>.stride
     private var chunks: [UnsafeMutablePointer<Transaction>] = []
     private(set) var count = 0
@@ -31,7 +32,7 @@ final class RowChunks {
 
     @inline(__always)
     subscript(i: Int) -> Transaction {
-        chunks[i >> 15][i & (RowChunks.chunkRows - 1)]
+        chunks[i >> RowChunks.chunkShift][i & (RowChunks.chunkRows - 1)]
     }
 
     private static func map() -> UnsafeMutablePointer<Transaction> {

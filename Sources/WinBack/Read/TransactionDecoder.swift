@@ -70,20 +70,21 @@ final class TransactionDecoder {
         }
     }
 
-    private func id(_ k: Key, required: Bool = false) throws -> Int32 {
-        guard let s = try string(k, required: required) else { return Transaction.none }
+    /// The bytes of an identifier field (SPEC §2.1's pattern), nil when absent.
+    private func identifier(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
+        guard let s = try string(k, required: required) else { return nil }
         guard Identifier.isValid(s) else {
             throw Rejection(reason: "field \(k.name): '\(excerpt(s))' is not a valid identifier")
         }
-        return table.intern(s)
+        return s
+    }
+
+    private func id(_ k: Key, required: Bool = false) throws -> Int32 {
+        try identifier(k, required: required).map { table.intern($0) } ?? Transaction.none
     }
 
     private func transactionKey(_ k: Key) throws -> TransactionKey {
-        let s = try string(k, required: true)!
-        guard Identifier.isValid(s) else {
-            throw Rejection(reason: "field \(k.name): '\(excerpt(s))' is not a valid identifier")
-        }
-        return TransactionKey(s, table: table)
+        TransactionKey(try identifier(k, required: true)!, table: table)
     }
 
     private func excerpt(_ s: UnsafeRawBufferPointer) -> String {
