@@ -7,7 +7,7 @@ public func fuzzLine(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     switch decoder.decode(line) {
     case .row(let t):
         precondition(t.expiresDate >= t.purchaseDate)
-        precondition(decoder.table.withBytes(t.transactionId) { Identifier.isValid($0) })
+        precondition(t.transactionId.withBytes(in: decoder.table) { Identifier.isValid($0) })
     case .nonSubscription:
         break
     case .rejected(let why):

@@ -16,7 +16,8 @@ sources=(
     Sources/WinBack/Read/LineReader.swift Sources/WinBack/Read/ByteSource.swift
     Sources/WinBack/Read/GzipFileSource.swift
     Sources/WinBack/Model/StringTable.swift Sources/WinBack/Model/Identifier.swift
-    Sources/WinBack/Model/Transaction.swift Sources/WinBack/Model/JSONValue.swift
+    Sources/WinBack/Model/Transaction.swift Sources/WinBack/Model/TransactionKey.swift
+    Sources/WinBack/Model/JSONValue.swift
     Sources/WinBack/Model/WinBackError.swift
 )
 
