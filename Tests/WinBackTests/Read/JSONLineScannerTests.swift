@@ -110,6 +110,37 @@ extension ReadStageTests {
             }
         }
 
+        /// Integers of every length from 1 to 20 digits, signed or not, with and without a
+        /// leading zero, followed by every kind of byte that can end a number: the value
+        /// read (eight digits at a time where they fit) is the number, or the line is not
+        /// an integer exactly when Swift's own parser says so.
+        @Test func integersOfEveryLengthReadAsTheirValue() {
+            var rng = SplitMix64(seed: 9)
+            let scanner = JSONLineScanner(keys: ["n"])
+            for length in 1...20 {
+                for _ in 0..<200 {
+                    var digits = (0..<length).map { _ in UInt8(48 + rng.below(10)) }
+                    if rng.below(4) != 0 && length > 1 { digits[0] = UInt8(49 + rng.below(9)) }
+                    let text = (rng.below(3) == 0 ? "-" : "") + String(decoding: digits, as: UTF8.self)
+                    let after = [",\"x\":1}", "}", " }", ".5}", "e3}"][rng.below(5)]
+                    let line = Array("{\"n\":\(text)\(after)".utf8)
+                    let ok = line.withUnsafeBytes { scanner.scan($0) }
+                    let leadingZero = digits.count > 1 && digits[0] == 48
+                    if leadingZero {
+                        #expect(!ok, "\(text)")
+                        continue
+                    }
+                    #expect(ok, "\(text)\(after)")
+                    let integral = !after.hasPrefix(".") && !after.hasPrefix("e")
+                    switch scanner.values[0] {
+                    case .int(let v): #expect(integral && Int64(text) == v, "\(text)")
+                    case .other: #expect(!integral || Int64(text) == nil, "\(text)")
+                    case let v: Issue.record("\(text): \(v.typeName)")
+                    }
+                }
+            }
+        }
+
         @Test func valuesFromAnEarlierLineDoNotLeakIntoTheNext() {
             let scanner = JSONLineScanner(keys: ["s", "i"])
             let first = Array(#"{"s":"a\"long\"escaped\"value","i":7}"#.utf8)
