@@ -32,7 +32,38 @@ public struct CSVRecord {
 
     public mutating func field(_ i: Int64) {
         separator()
-        bytes.append(contentsOf: String(i).utf8)
+        CSVRecord.appendDecimal(i, to: &bytes)
+    }
+
+    /// A text field given as UTF-8 bytes, escaped as needed.
+    public mutating func field(bytes b: [UInt8]) {
+        separator()
+        CSVRecord.appendEscaped(b, to: &bytes)
+    }
+
+    /// Appends bytes that are already a whole escaped field (see ``escaped(_:)``).
+    public mutating func field(escaped b: [UInt8]) {
+        separator()
+        bytes.append(contentsOf: b)
+    }
+
+    /// `s` as a field's bytes, escaped as needed: for values written on many records.
+    public static func escaped<S: StringProtocol>(_ s: S) -> [UInt8] {
+        var out: [UInt8] = []
+        appendEscaped(Array(s.utf8), to: &out)
+        return out
+    }
+
+    /// Appends the decimal digits of `i` (with a leading `-` when negative), allocating nothing.
+    static func appendDecimal(_ i: Int64, to out: inout [UInt8]) {
+        if i == .min {
+            out.append(contentsOf: String(i).utf8)
+        } else if i < 0 {
+            out.append(UInt8(ascii: "-"))
+            Timestamp.pad(-i, 1, &out)
+        } else {
+            Timestamp.pad(i, 1, &out)
+        }
     }
 
     public mutating func field(_ i: Int) { field(Int64(i)) }

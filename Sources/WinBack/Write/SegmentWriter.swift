@@ -13,12 +13,31 @@ public struct SegmentWriter {
     let audience: Audience
     let book: OfferBook
     let formats: [String]
+    /// Per offer, the UTF-8 bytes of its id and URL, made once rather than on every line.
+    let offerIds: [[UInt8]]
+    let offerURLs: [[UInt8]]
+    /// The same as whole CSV fields, escaped.
+    let csvOfferIds: [[UInt8]]
+    let csvOfferURLs: [[UInt8]]
 
     public init(customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String]) {
         self.customers = customers
         self.audience = audience
         self.book = book
         self.formats = formats
+        offerIds = book.offers.map { Array($0.offer.offerId.utf8) }
+        offerURLs = book.offers.map { Array($0.offer.offerURL.utf8) }
+        csvOfferIds = book.offers.map { CSVRecord.escaped($0.offer.offerId) }
+        csvOfferURLs = book.offers.map { CSVRecord.escaped($0.offer.offerURL) }
+    }
+
+    /// Appends the ids of the offers `r` is eligible for, best first, joined by `separator`.
+    @inline(__always)
+    func appendEligibleIds(_ r: CustomerResult, separator: UInt8, to out: inout [UInt8]) {
+        for (i, id) in r.eligible.enumerated() {
+            if i > 0 { out.append(separator) }
+            out.append(contentsOf: offerIds[Int(id)])
+        }
     }
 
     /// One line of a segment: a result and the offer it is listed under.
@@ -65,16 +84,13 @@ public struct SegmentWriter {
         return slots.all
     }
 
-    func eligibleIds(_ r: CustomerResult, separator: String) -> String {
-        r.eligible.map { book.offers[Int($0)].offer.offerId }.joined(separator: separator)
-    }
-
     /// Returns the file's size and SHA-256.
     func writeCSV(_ entries: [Entry], path: String) throws -> (Int, String) {
         let file = try OutputFile(path: path)
         try file.write(CSVRecord.header(SegmentWriter.columns))
         let s = customers.strings
         var rec = CSVRecord()
+        var eligible: [UInt8] = []
         for e in entries {
             let r = audience.results[e.result]
             let tl = r.timeline
@@ -89,11 +105,12 @@ public struct SegmentWriter {
             rec.field(timestamp: tl.paidRunStart)
             rec.field(timestamp: tl.lastSubscribedEnd)
             rec.field(tl.monthsSinceLastSubscribed)
-            let offer = book.offers[e.offer].offer
-            rec.field(offer.offerId)
+            rec.field(escaped: csvOfferIds[e.offer])
             rec.field(e.rank)
-            rec.field(eligibleIds(r, separator: ";"))
-            rec.field(offer.offerURL)
+            eligible.removeAll(keepingCapacity: true)
+            appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
+            rec.field(bytes: eligible)
+            rec.field(escaped: csvOfferURLs[e.offer])
             rec.end()
             try file.write(rec.bytes)
         }
@@ -122,26 +139,22 @@ public struct SegmentWriter {
             let r = audience.results[e.result]
             let tl = r.timeline
             let k = Int(r.customer)
-            let o = book.offers[e.offer].offer
             try x.start("customer")
             if offer == nil { try x.attribute("subscriptionGroupId") { s.append(customers.groups[k], to: &$0) } }
             try x.attribute("originalTransactionId") { s.append(customers.originalTransactionIds[k], to: &$0) }
             if tl.appAccountToken >= 0 { try x.attribute("appAccountToken") { s.append(tl.appAccountToken, to: &$0) } }
             if tl.storefront >= 0 { try x.attribute("storefront") { s.append(tl.storefront, to: &$0) } }
             try x.attribute("productId") { s.append(tl.productId, to: &$0) }
-            try x.attribute("paidMonths", String(tl.paidMonths))
+            try x.attribute("paidMonths") { CSVRecord.appendDecimal(Int64(tl.paidMonths), to: &$0) }
             if let p = tl.paidRunStart { try x.attribute("paidRunStart") { Timestamp.appendISO(p, to: &$0) } }
             try x.attribute("lastSubscribedEnd") { Timestamp.appendISO(tl.lastSubscribedEnd, to: &$0) }
-            try x.attribute("monthsSinceLastSubscribed", String(tl.monthsSinceLastSubscribed))
-            if offer == nil { try x.attribute("offerId", o.offerId) }
-            try x.attribute("offerRank", String(e.rank))
-            try x.attribute("eligibleOfferIds") { out in
-                for (i, id) in r.eligible.enumerated() {
-                    if i > 0 { out.append(UInt8(ascii: " ")) }
-                    out.append(contentsOf: book.offers[Int(id)].offer.offerId.utf8)
-                }
+            try x.attribute("monthsSinceLastSubscribed") {
+                CSVRecord.appendDecimal(Int64(tl.monthsSinceLastSubscribed), to: &$0)
             }
-            try x.attribute("offerUrl", o.offerURL)
+            if offer == nil { try x.attribute("offerId") { $0.append(contentsOf: offerIds[e.offer]) } }
+            try x.attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
+            try x.attribute("eligibleOfferIds") { appendEligibleIds(r, separator: UInt8(ascii: " "), to: &$0) }
+            try x.attribute("offerUrl") { $0.append(contentsOf: offerURLs[e.offer]) }
             try x.end()
         }
         try x.end()
