@@ -21,10 +21,13 @@ let package = Package(
             name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
+        // ISA-L's inflater, optional: used when its header (libisal-dev) is there at build time
+        // and libisal loads at run time.
+        .systemLibrary(name: "CIsal", path: "Sources/CIsal"),
         .target(
             name: "WinBack",
             dependencies: [
-                "CZlib", "CLibXML2", "CSystem",
+                "CZlib", "CLibXML2", "CSystem", "CIsal",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

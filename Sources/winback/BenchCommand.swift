@@ -8,10 +8,11 @@ struct BenchCommand: ParsableCommand {
         abstract: "Benchmark the pipeline on a generated world against the gzip floor.",
         discussion: """
             Generates `generate --customers N --seed S` once into the cache folder, then reports input \
-            sizes, the floor (inflating every file with the same zlib and thread count, discarding the \
-            bytes), the pipeline's median wall time over several runs, its ratio to the floor, \
+            sizes, the floor (inflating every file with the same inflater and thread count, discarding \
+            the bytes), the pipeline's median wall time over several runs, its ratio to the floor, \
             uncompressed MB/s, peak resident memory (of the pipeline process alone), and the same with \
-            one thread. Use a release build: swift build -c release.
+            one thread. With --inflater isal, the zlib floor is shown too. Use a release build: \
+            swift build -c release.
             """)
 
     @Option(help: "Customers in the generated world.")
@@ -29,6 +30,9 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Threads (default: one per core).")
     var threads: Int?
 
+    @Option(help: "The library that inflates .gz inputs, for the floor and the pipeline: zlib or isal.")
+    var inflater: Inflater = .zlib
+
     func run() throws {
         var o = Benchmark.Options(executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path)
         o.customers = customers
@@ -36,6 +40,7 @@ struct BenchCommand: ParsableCommand {
         o.cache = cache
         o.runs = max(1, runs)
         if let threads { o.threads = threads }
+        o.inflater = inflater
         let lines = try reportingErrors { try Benchmark.run(o, log: { FileHandleStderr.write($0 + "\n") }) }
         for l in lines { print(l) }
     }

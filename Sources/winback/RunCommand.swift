@@ -19,6 +19,9 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Worker threads, overriding the file's threads (default: one per core).")
     var threads: Int?
 
+    @Option(help: "The library that inflates .gz inputs: zlib, or isal (ISA-L's igzip, faster, where libisal is installed).")
+    var inflater: Inflater = .zlib
+
     @Flag(help: "No progress or stage lines on stderr (errors are still printed).")
     var quiet = false
 
@@ -29,10 +32,12 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         Allocator.configureForBatch()
         let summary = try reportingErrors {
-            try PipelineRun.run(
-                RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads),
-                progress: .automatic(quiet: quiet))
+            var options = RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads)
+            options.inflater = inflater
+            return try PipelineRun.run(options, progress: .automatic(quiet: quiet))
         }
         print(summary.published)
     }
 }
+
+extension Inflater: ExpressibleByArgument {}

@@ -16,6 +16,8 @@ public enum Benchmark {
         public var cache = "bench-cache"
         public var runs = 3
         public var threads = ProcessInfo.processInfo.activeProcessorCount
+        /// Inflates `.gz` inputs for the floor and the pipeline alike.
+        public var inflater: Inflater = .zlib
         /// The executable to run the pipeline with (`winback`).
         public var executable: String
 
@@ -56,12 +58,14 @@ public enum Benchmark {
     }
 
     /// Inflates every file with `threads` threads, discarding the bytes: the floor.
-    public static func floor(paths: [String], threads: Int) throws -> (seconds: Double, bytes: Int) {
+    public static func floor(
+        paths: [String], threads: Int, inflater: Inflater = .zlib
+    ) throws -> (seconds: Double, bytes: Int) {
         let slots = ResultSlots<Int>(count: paths.count)
         let start = Date()
         let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
-            let source = try openSource(path: paths[i])
+            let source = try openSource(path: paths[i], inflater: inflater)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
             defer { buffer.deallocate() }
             var total = 0
@@ -104,22 +108,29 @@ public enum Benchmark {
         let transactions = (try? String(contentsOfFile: dir + "/.complete", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
 
-        log("measuring the floor (inflate only, \(o.threads) threads) …")
-        var floors: [Double] = []
+        try o.inflater.requireAvailable()
         var uncompressed = 0
-        for _ in 0..<o.runs {
-            let f = try floor(paths: files, threads: o.threads)
-            floors.append(f.seconds)
-            uncompressed = f.bytes
+        func measureFloor(_ inflater: Inflater) throws -> Double {
+            log("measuring the floor (inflate only, \(inflater.rawValue), \(o.threads) threads) …")
+            var floors: [Double] = []
+            for _ in 0..<o.runs {
+                let f = try floor(paths: files, threads: o.threads, inflater: inflater)
+                floors.append(f.seconds)
+                uncompressed = f.bytes
+            }
+            return median(floors)
         }
-        let floorSeconds = median(floors)
+        let floorSeconds = try measureFloor(o.inflater)
+        let zlibFloor = o.inflater == .zlib ? floorSeconds : try measureFloor(.zlib)
 
         func pipelineRuns(threads: Int) throws -> (Double, Int) {
             var times: [Double] = []
             var peak = 0
             for i in 0..<o.runs {
                 log("pipeline run \(i + 1)/\(o.runs), \(threads) thread\(threads == 1 ? "" : "s") …")
-                let r = try child(o.executable, ["run", pipeline, "--quiet", "--threads", String(threads)])
+                let r = try child(
+                    o.executable,
+                    ["run", pipeline, "--quiet", "--threads", String(threads), "--inflater", o.inflater.rawValue])
                 times.append(r.seconds)
                 peak = max(peak, r.peakRSSBytes)
             }
@@ -132,7 +143,9 @@ public enum Benchmark {
         return [
             "winback benchmark — \(o.customers) customers, seed \(o.seed), \(o.runs) runs each (medians)",
             "input:          \(files.count) files, \(mb(compressed)) gzipped, \(mb(uncompressed)) NDJSON, \(transactions) transactions",
-            String(format: "floor:          %.3f s  (inflate only, zlib, %d threads)", floorSeconds, o.threads),
+            String(
+                format: "floor:          %.3f s  (inflate only, %@, %d threads)", floorSeconds, o.inflater.rawValue,
+                o.threads),
             String(
                 format: "pipeline:       %.3f s  (%d threads)  = %.2f × floor, %.1f MB/s uncompressed, peak RSS %@",
                 wall, o.threads, wall / floorSeconds, Double(uncompressed) / 1_000_000 / wall, mb(peak)),
@@ -140,6 +153,13 @@ public enum Benchmark {
                 format: "pipeline:       %.3f s  (1 thread)    = %.2f × floor, peak RSS %@; %d threads are %.2f× faster",
                 wall1, wall1 / floorSeconds, mb(peak1), o.threads, wall1 / wall),
         ]
+            + (o.inflater == .zlib
+                ? []
+                : [
+                    String(
+                        format: "zlib floor:     %.3f s  (inflate only, zlib, %d threads); the pipeline is %.2f × it",
+                        zlibFloor, o.threads, wall / zlibFloor)
+                ])
     }
 
     static func median(_ xs: [Double]) -> Double {

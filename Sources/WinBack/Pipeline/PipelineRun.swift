@@ -6,6 +6,8 @@ public struct RunOptions: Sendable {
     public var asOf: String?
     public var output: String?
     public var threads: Int?
+    /// The library that inflates `.gz` inputs.
+    public var inflater: Inflater = .zlib
     /// The wall clock, in ms since the epoch (injectable for tests).
     public var now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)
 
@@ -35,6 +37,7 @@ public struct ResolvedPipeline: Sendable {
     public var catalog: OfferCatalog
     public var asOf: Int64
     public var threads: Int
+    public var inflater: Inflater = .zlib
     public var outputDirectory: String
     public var transactionFiles: [String]
     public var renewalFiles: [String]
@@ -53,9 +56,10 @@ public struct ResolvedPipeline: Sendable {
         let cwd = FileManager.default.currentDirectoryPath
         let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
+        try o.inflater.requireAvailable()
         return ResolvedPipeline(
             config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),
-            outputDirectory: out,
+            inflater: o.inflater, outputDirectory: out,
             transactionFiles: try InputFiles.resolve(config.transactionPaths, base: config.folder),
             renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder))
     }
@@ -84,11 +88,12 @@ public enum PipelineRun {
             progress.begin("read", totalBytes: totalBytes)
             var set = try TransactionReader.read(
                 paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
+                inflater: p.inflater,
                 progress: { progress.advance($0) })
             manifest.inputs = set.inputs
             manifest.counters = set.counters
             let (renewals, renewalRejects, renewalStats) = try RenewalReader.read(
-                paths: p.renewalFiles, strings: set.strings)
+                paths: p.renewalFiles, strings: set.strings, inflater: p.inflater)
             manifest.renewalInputs = renewalStats
             manifest.renewalRejected = renewalRejects.count
             rejectsBytes = RejectsWriter.bytes(set.rejects + renewalRejects, relativeTo: p.config.folder)

@@ -97,7 +97,8 @@ func progressTap(_ source: ByteSource, _ progress: @escaping @Sendable (Int) -> 
     }
 }
 
-/// Opens `path` as a byte source: gzip when it ends in `.gz`, plain otherwise.
-func openSource(path: String) throws -> ByteSource {
-    path.hasSuffix(".gz") ? try GzipFileSource(path: path) : try PlainFileSource(path: path)
+/// Opens `path` as a byte source: gzip (inflated by `inflater`) when it ends in `.gz`, plain
+/// otherwise.
+func openSource(path: String, inflater: Inflater = .zlib) throws -> ByteSource {
+    path.hasSuffix(".gz") ? try GzipFileSource(path: path, inflater: inflater) : try PlainFileSource(path: path)
 }

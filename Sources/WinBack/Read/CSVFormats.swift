@@ -4,8 +4,8 @@
 struct CSVFormat: RowFormat {
     typealias Key = TransactionDecoder.Key
 
-    func read(path: String, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
-        let source = try openSource(path: path)
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
+        let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         var columns: [Key?] = []
         var headerCount = 0
@@ -107,8 +107,8 @@ struct RevenueCatFormat: RowFormat {
         case updatedAt = "updated_at"
     }
 
-    func read(path: String, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
-        let source = try openSource(path: path)
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
+        let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         // Lookups by bytes, without a String per row.
         let productIds = StringTable(capacity: products.count + 1)

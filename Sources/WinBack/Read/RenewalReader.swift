@@ -6,13 +6,15 @@ public enum RenewalReader {
         "eligibleWinBackOfferIds", "signedDate",
     ]
 
-    public static func read(paths: [String], strings: StringTable) throws -> (RenewalIndex, [Reject], [InputStats]) {
+    public static func read(
+        paths: [String], strings: StringTable, inflater: Inflater = .zlib
+    ) throws -> (RenewalIndex, [Reject], [InputStats]) {
         var index = RenewalIndex()
         var rejects: [Reject] = []
         var stats: [InputStats] = []
         let scanner = JSONLineScanner(keys: keys)
         for path in paths {
-            let source = try openSource(path: path)
+            let source = try openSource(path: path, inflater: inflater)
             var st = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
             try LineReader(source: source).forEachLine { line, number in
                 if LineReader.isBlank(line) { return }

@@ -83,13 +83,13 @@ public struct TransactionSet: @unchecked Sendable {
 
 /// A reader of one export format: turns a file into rows. Adding a format means adding one.
 protocol RowFormat: Sendable {
-    func read(path: String, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
 }
 
 /// App Store Server API NDJSON (SPEC §2.1).
 struct NDJSONFormat: RowFormat {
-    func read(path: String, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
-        let source = try openSource(path: path)
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
+        let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         try LineReader(source: source).forEachLine({ line, number in
             if LineReader.isBlank(line) { return }
@@ -117,19 +117,20 @@ public enum TransactionReader {
 
     /// - Parameters:
     ///   - paths: files in sorted path order (the order ties in deduplication go by).
+    ///   - inflater: the library that inflates `.gz` files.
     ///   - only: keep only the rows of customers with one of these originalTransactionIds or
     ///     appAccountTokens (nil = all).
     ///   - progress: called with compressed bytes consumed since the last call, from any thread.
     public static func read(
         paths: [String], format name: String = "appstore-ndjson", products: [String: String] = [:], threads: Int,
-        only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
+        inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws -> TransactionSet {
         let fmt = format(name, products: products)
         let merger = Merger(count: paths.count)
         let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], only: only)
-            try fmt.read(path: paths[i], into: out, progress: progress)
+            try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)
             merger.add(out, index: i)
         }
         return merger.finish(threads: threads)

@@ -5,19 +5,21 @@ import Testing
 
 @Suite("End to end: a small hand-built world against golden files")
 struct GoldenWorldTests {
-    func run(_ pipeline: String, threads: Int, output: String? = nil) throws -> RunSummary {
+    func run(_ pipeline: String, threads: Int, output: String? = nil, inflater: Inflater = .zlib) throws -> RunSummary {
         var o = RunOptions(pipelinePath: pipeline, output: output, threads: threads)
+        o.inflater = inflater
         o.now = ms("2026-11-22T06:00:00Z")
         return try PipelineRun.run(o, progress: Progress(mode: .quiet))
     }
 
-    @Test("segments and rejects match the golden files, for one thread and for four")
+    @Test("segments and rejects match the golden files, for one thread and for four, with every inflater")
     func goldenSegments() throws {
         let world = try Paths.copyFixture("golden")
         let expected = Paths.fixtures + "/golden/expected"
-        for threads in [1, 4] {
-            let out = world + "/out-\(threads)"
-            let summary = try run(world + "/pipeline.yaml", threads: threads, output: out)
+        let runs = [(1, Inflater.zlib), (4, .zlib)] + Inflater.available.filter { $0 != .zlib }.map { (4, $0) }
+        for (threads, inflater) in runs {
+            let out = world + "/out-\(threads)-\(inflater)"
+            let summary = try run(world + "/pipeline.yaml", threads: threads, output: out, inflater: inflater)
             #expect(summary.published == out + "/golden/2026-11-22")
             let produced = summary.published
             #expect(filesBelow(produced + "/segments") == filesBelow(expected + "/segments"))

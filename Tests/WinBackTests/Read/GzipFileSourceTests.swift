@@ -22,10 +22,10 @@ extension ReadStageTests {
         }
 
         private func expectBadData(
-            _ path: String, containing: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+            _ path: String, containing: String? = nil, inflater: Inflater, sourceLocation: SourceLocation = #_sourceLocation
         ) {
             do {
-                _ = try ReadSupport.readAll(path)
+                _ = try ReadSupport.readAll(path, inflater: inflater)
                 Issue.record("read \(path) without an error", sourceLocation: sourceLocation)
             } catch let e as WinBackError {
                 #expect(e.code == .badData, "\(e)", sourceLocation: sourceLocation)
@@ -43,42 +43,45 @@ extension ReadStageTests {
             }
         }
 
-        @Test(arguments: [1, 100, 4096, 1 << 20])
-        func aSingleMemberReadsBack(readSize: Int) throws {
+        @Test(arguments: Inflater.available, [1, 100, 4096, 1 << 20])
+        func aSingleMemberReadsBack(inflater: Inflater, readSize: Int) throws {
             try ReadSupport.withTempDir { dir in
                 let text = Self.sampleText(lines: 300)
                 let path = try ReadSupport.write(ReadSupport.gzip(text), to: dir.appendingPathComponent("a.jsonl.gz"))
-                #expect(try ReadSupport.readAll(path, chunk: readSize) == Array(text.utf8))
+                #expect(try ReadSupport.readAll(path, chunk: readSize, inflater: inflater) == Array(text.utf8))
             }
         }
 
-        @Test func aFileLargerThanTheInputBufferReadsBack() throws {
+        @Test(arguments: Inflater.available)
+        func aFileLargerThanTheInputBufferReadsBack(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 let text = Self.sampleText(lines: 20000, seed: 7)
                 let gz = ReadSupport.gzip(Array(text.utf8), level: 1)
                 #expect(gz.count > 2 * GzipFileSource.inputSize)
                 let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("big.jsonl.gz"))
-                #expect(try ReadSupport.readAll(path, chunk: 1 << 20) == Array(text.utf8))
+                #expect(try ReadSupport.readAll(path, chunk: 1 << 20, inflater: inflater) == Array(text.utf8))
             }
         }
 
-        @Test func everyMemberOfAMultiMemberFileIsRead() throws {
+        @Test(arguments: Inflater.available)
+        func everyMemberOfAMultiMemberFileIsRead(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 let parts = ["{\"a\":1}\n", "", "{\"b\":2}\n{\"c\":3}", "\n"]
                 let bytes = parts.flatMap { ReadSupport.gzip($0) }
                 let path = try ReadSupport.write(bytes, to: dir.appendingPathComponent("multi.jsonl.gz"))
-                #expect(try ReadSupport.readAll(path, chunk: 3) == Array(parts.joined().utf8))
-                let lines = try ReadSupport.lines(path).map(\.1)
+                #expect(try ReadSupport.readAll(path, chunk: 3, inflater: inflater) == Array(parts.joined().utf8))
+                let lines = try ReadSupport.lines(path, inflater: inflater).map(\.1)
                 #expect(lines == ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"])
             }
         }
 
-        @Test func manyLargeMembersAcrossRefillsAreRead() throws {
+        @Test(arguments: Inflater.available)
+        func manyLargeMembersAcrossRefillsAreRead(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 let texts = (0..<4).map { Self.sampleText(lines: 4000, seed: UInt64($0) + 10) }
                 let bytes = texts.flatMap { ReadSupport.gzip(Array($0.utf8), level: 1) }
                 let path = try ReadSupport.write(bytes, to: dir.appendingPathComponent("multi.jsonl.gz"))
-                #expect(try ReadSupport.readAll(path, chunk: 65536) == Array(texts.joined().utf8))
+                #expect(try ReadSupport.readAll(path, chunk: 65536, inflater: inflater) == Array(texts.joined().utf8))
             }
         }
 
@@ -114,95 +117,133 @@ extension ReadStageTests {
             }
         }
 
-        @Test func flippedBytesInTheDeflateDataFailWithTheFileAndOffset() throws {
+        @Test(arguments: Inflater.available)
+        func flippedBytesInTheDeflateDataFailWithTheFileAndOffset(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 var gz = ReadSupport.gzip(Self.sampleText(lines: 2000))
                 let mid = gz.count / 2
                 for i in mid..<(mid + 16) { gz[i] ^= 0xFF }
                 let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("corrupt.jsonl.gz"))
-                expectBadData(path, containing: "corrupt")
+                expectBadData(path, containing: "corrupt", inflater: inflater)
                 // The damage cannot be seen before it is read: the offset is at or past it.
                 do {
-                    _ = try ReadSupport.readAll(path)
+                    _ = try ReadSupport.readAll(path, inflater: inflater)
                 } catch let e as WinBackError {
                     let offset = e.message.split(separator: " ").last.flatMap { Int($0) } ?? -1
                     #expect(offset >= mid, "\(e)")
                 }
                 // Through the reader too, with the file named.
                 #expect {
-                    _ = try TransactionReader.read(paths: [path], threads: 2)
+                    _ = try TransactionReader.read(paths: [path], threads: 2, inflater: inflater)
                 } throws: { e in
                     (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == path
                 }
             }
         }
 
-        @Test func aBadChecksumIsCorrupt() throws {
+        @Test(arguments: Inflater.available)
+        func aBadChecksumIsCorrupt(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 var gz = ReadSupport.gzip("{\"a\":1}\n")
                 gz[gz.count - 8] ^= 0x01  // CRC-32 in the trailer
                 let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("crc.jsonl.gz"))
-                expectBadData(path, containing: "corrupt")
+                expectBadData(path, containing: "corrupt", inflater: inflater)
             }
         }
 
-        @Test(arguments: [1, 4, 8, 9, 20, 200])
-        func aTruncatedFileFailsAsTruncated(cut: Int) throws {
+        @Test(arguments: Inflater.available)
+        func aWrongSizeInTheTrailerIsCorrupt(inflater: Inflater) throws {
+            try ReadSupport.withTempDir { dir in
+                var gz = ReadSupport.gzip("{\"a\":1}\n")
+                gz[gz.count - 4] ^= 0x01  // ISIZE in the trailer
+                let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("isize.jsonl.gz"))
+                expectBadData(path, containing: "corrupt", inflater: inflater)
+            }
+        }
+
+        /// ISA-L is optional: where it is missing, asking for it is a usage error that says what
+        /// to install; where CI installs it, it must be there (so its tests above run).
+        @Test func isalIsUsableOrRefusedWithAClearMessage() throws {
+            if ProcessInfo.processInfo.environment["WINBACK_REQUIRE_ISAL"] == "1" {
+                #expect(Inflater.isal.isAvailable)
+                #expect(Inflater.available == [.zlib, .isal])
+            }
+            try ReadSupport.withTempDir { dir in
+                let path = try ReadSupport.write(ReadSupport.gzip("{}\n"), to: dir.appendingPathComponent("a.jsonl.gz"))
+                if Inflater.isal.isAvailable {
+                    #expect(try ReadSupport.readAll(path, inflater: .isal) == Array("{}\n".utf8))
+                } else {
+                    #expect {
+                        _ = try ReadSupport.readAll(path, inflater: .isal)
+                    } throws: { e in
+                        (e as? WinBackError)?.code == .usage && "\(e)".contains("libisal")
+                    }
+                }
+            }
+        }
+
+        @Test(arguments: Inflater.available, [1, 4, 8, 9, 20, 200])
+        func aTruncatedFileFailsAsTruncated(inflater: Inflater, cut: Int) throws {
             try ReadSupport.withTempDir { dir in
                 let gz = ReadSupport.gzip(Self.sampleText(lines: 200))
                 let path = try ReadSupport.write(
                     Array(gz.dropLast(cut)), to: dir.appendingPathComponent("cut.jsonl.gz"))
-                expectBadData(path, containing: "truncated")
+                expectBadData(path, containing: "truncated", inflater: inflater)
             }
         }
 
-        @Test(arguments: [1, 2, 10])
-        func aFileCutInsideTheHeaderFails(keep: Int) throws {
+        @Test(arguments: Inflater.available, [1, 2, 10])
+        func aFileCutInsideTheHeaderFails(inflater: Inflater, keep: Int) throws {
             try ReadSupport.withTempDir { dir in
                 let gz = ReadSupport.gzip(Self.sampleText(lines: 20))
                 let path = try ReadSupport.write(
                     Array(gz.prefix(keep)), to: dir.appendingPathComponent("head.jsonl.gz"))
-                expectBadData(path)
+                expectBadData(path, inflater: inflater)
             }
         }
 
-        @Test func aTruncatedSecondMemberFails() throws {
+        @Test(arguments: Inflater.available)
+        func aTruncatedSecondMemberFails(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 let second = ReadSupport.gzip(Self.sampleText(lines: 50, seed: 3))
                 let bytes = ReadSupport.gzip(Self.sampleText(lines: 50)) + second.dropLast(20)
                 let path = try ReadSupport.write(bytes, to: dir.appendingPathComponent("cut2.jsonl.gz"))
-                expectBadData(path, containing: "truncated")
+                expectBadData(path, containing: "truncated", inflater: inflater)
             }
         }
 
-        @Test func plainTextNamedGzFails() throws {
+        @Test(arguments: Inflater.available)
+        func plainTextNamedGzFails(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 let path = try ReadSupport.write(TxLine().json + "\n", to: dir.appendingPathComponent("plain.jsonl.gz"))
-                expectBadData(path, containing: "not gzip")
+                expectBadData(path, containing: "not gzip", inflater: inflater)
             }
         }
 
-        @Test func aBadSecondMagicByteFails() throws {
+        @Test(arguments: Inflater.available)
+        func aBadSecondMagicByteFails(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 var gz = ReadSupport.gzip("{}\n")
                 gz[1] = 0x00
                 let path = try ReadSupport.write(gz, to: dir.appendingPathComponent("magic.jsonl.gz"))
-                expectBadData(path)
+                expectBadData(path, inflater: inflater)
             }
         }
 
-        @Test func anEmptyGzFileFails() throws {
+        @Test(arguments: Inflater.available)
+        func anEmptyGzFileFails(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 let path = try ReadSupport.write([UInt8](), to: dir.appendingPathComponent("empty.jsonl.gz"))
-                expectBadData(path, containing: "empty")
+                expectBadData(path, containing: "empty", inflater: inflater)
             }
         }
 
-        @Test func garbageAfterTheLastMemberFails() throws {
+        @Test(arguments: Inflater.available)
+        func garbageAfterTheLastMemberFails(inflater: Inflater) throws {
             try ReadSupport.withTempDir { dir in
                 let path = try ReadSupport.write(
                     ReadSupport.gzip("{}\n") + Array("garbage".utf8), to: dir.appendingPathComponent("trail.jsonl.gz"))
-                expectBadData(path, containing: "trailing")
+                expectBadData(path, containing: "trailing", inflater: inflater)
             }
         }
 

@@ -60,8 +60,8 @@ enum ReadSupport {
     }
 
     /// Every decompressed byte of `path`, read through ``openSource(path:)``.
-    static func readAll(_ path: String, chunk: Int = 4096) throws -> [UInt8] {
-        let source = try openSource(path: path)
+    static func readAll(_ path: String, chunk: Int = 4096, inflater: Inflater = .zlib) throws -> [UInt8] {
+        let source = try openSource(path: path, inflater: inflater)
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: chunk)
         while true {
@@ -73,9 +73,9 @@ enum ReadSupport {
     }
 
     /// The lines `LineReader` hands out for `path`, as (number, text).
-    static func lines(_ path: String, chunkSize: Int = 1 << 20) throws -> [(Int, String)] {
+    static func lines(_ path: String, chunkSize: Int = 1 << 20, inflater: Inflater = .zlib) throws -> [(Int, String)] {
         var out: [(Int, String)] = []
-        try LineReader(source: try openSource(path: path), chunkSize: chunkSize).forEachLine { line, n in
+        try LineReader(source: try openSource(path: path, inflater: inflater), chunkSize: chunkSize).forEachLine { line, n in
             out.append((n, String(decoding: line, as: UTF8.self)))
         }
         return out

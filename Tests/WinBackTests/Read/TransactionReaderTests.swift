@@ -242,7 +242,7 @@ extension ReadStageTests {
                     let merger = Merger(count: paths.count)
                     for i in order {
                         let f = FileRows(path: paths[i])
-                        try NDJSONFormat().read(path: paths[i], into: f, progress: { _ in })
+                        try NDJSONFormat().read(path: paths[i], inflater: .zlib, into: f, progress: { _ in })
                         merger.add(f, index: i)
                     }
                     return merger.finish(threads: 2)
