@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of the read stage (not part of `swift test`) and runs each
 # for a fixed time. Usage: Fuzz/run.sh [seconds per target, default 30] [line|gzip ...]
-# Needs a Swift toolchain with -sanitize=fuzzer (Linux toolchains have it) and zlib1g-dev.
+# Needs a Swift toolchain with -sanitize=fuzzer (Linux toolchains have it) and zlib1g-dev; with
+# libisal-dev too, the gzip target checks that zlib and ISA-L read every input alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
@@ -52,7 +53,7 @@ for t in "$@"; do
     esac
     echo "== building fuzz-$t"
     swiftc -parse-as-library -O -g -sanitize=fuzzer,address -module-name WinBackFuzz \
-        -I "$out" -I Sources/CZlib "$out/Crypto.o" -lz \
+        -I "$out" -I Sources/CZlib -I Sources/CIsal "$out/Crypto.o" -lz \
         "${sources[@]}" "$entry" -o "$out/fuzz-$t" 2> "$out/build-$t.log" \
         || { cat "$out/build-$t.log" >&2; exit 1; }
     corpus="$out/corpus-$t"
