@@ -13,4 +13,13 @@ static inline int winback_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_
 static inline int winback_set_mmap_threshold(int bytes) { (void)bytes; return 0; }
 #endif
 
+// A hint to fetch the cache line at `p` before it is read (hash-table probes of a batch).
+static inline void winback_prefetch(const void *p) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 0, 3);
+#else
+    (void)p;
+#endif
+}
+
 #endif

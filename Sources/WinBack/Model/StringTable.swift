@@ -6,14 +6,17 @@
 public final class StringTable: @unchecked Sendable {
     private(set) var arena: [UInt8] = []
     private(set) var starts: [Int32] = [0]
-    private var slots: [Int32]
+    /// Open addressing: each slot holds a string's hash (high half) and id (low half), so a
+    /// probe compares hashes without touching `hashes`; ``empty`` when free.
+    private var slots: [UInt64]
     private var hashes: [UInt32] = []
+    private static let empty = UInt64.max
     private var mask: Int
 
     public init(capacity: Int = 1024) {
         var n = 16
         while n < capacity * 2 { n <<= 1 }
-        slots = Array(repeating: -1, count: n)
+        slots = Array(repeating: StringTable.empty, count: n)
         mask = n - 1
         arena.reserveCapacity(capacity * 12)
     }
@@ -57,16 +60,18 @@ public final class StringTable: @unchecked Sendable {
     func intern(_ bytes: UnsafeRawBufferPointer, hash h: UInt32) -> Int32 {
         var i = Int(h) & mask
         while true {
-            let id = slots[i]
-            if id < 0 { break }
-            if hashes[Int(id)] == h && equals(id, bytes) { return id }
+            let slot = slots[i]
+            if slot == StringTable.empty { break }
+            if UInt32(truncatingIfNeeded: slot >> 32) == h, case let id = Int32(truncatingIfNeeded: slot), equals(id, bytes) {
+                return id
+            }
             i = (i + 1) & mask
         }
         let id = Int32(count)
         arena.append(contentsOf: bytes)
         starts.append(Int32(arena.count))
         hashes.append(h)
-        slots[i] = id
+        slots[i] = StringTable.slot(h, id)
         if count * 2 > slots.count { grow() }
         return id
     }
@@ -88,12 +93,17 @@ public final class StringTable: @unchecked Sendable {
         let h = StringTable.hash(bytes)
         var i = Int(h) & mask
         while true {
-            let id = slots[i]
-            if id < 0 { return nil }
-            if hashes[Int(id)] == h && equals(id, bytes) { return id }
+            let slot = slots[i]
+            if slot == StringTable.empty { return nil }
+            if UInt32(truncatingIfNeeded: slot >> 32) == h, case let id = Int32(truncatingIfNeeded: slot), equals(id, bytes) {
+                return id
+            }
             i = (i + 1) & mask
         }
     }
+
+    @inline(__always)
+    private static func slot(_ h: UInt32, _ id: Int32) -> UInt64 { UInt64(h) << 32 | UInt64(UInt32(bitPattern: id)) }
 
     @inline(__always)
     private func equals(_ id: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -124,12 +134,12 @@ public final class StringTable: @unchecked Sendable {
 
     private func grow() {
         let n = slots.count * 2
-        slots = Array(repeating: -1, count: n)
+        slots = Array(repeating: StringTable.empty, count: n)
         mask = n - 1
         for id in 0..<count {
             var i = Int(hashes[id]) & mask
-            while slots[i] >= 0 { i = (i + 1) & mask }
-            slots[i] = Int32(id)
+            while slots[i] != StringTable.empty { i = (i + 1) & mask }
+            slots[i] = StringTable.slot(hashes[id], Int32(id))
         }
     }
 
@@ -175,10 +185,18 @@ public final class StringTable: @unchecked Sendable {
     }
 
     /// Interns every string of `other`, returning the map from its ids to this table's ids.
+    ///
+    /// The strings are known in advance, so the slot of each is fetched a few strings ahead:
+    /// the probes of a large table then overlap instead of waiting on memory one by one.
     public func merge(_ other: StringTable) -> [Int32] {
         var map = [Int32](repeating: 0, count: other.count)
+        let ahead = 8
         other.arena.withUnsafeBytes { a in
             for id in 0..<other.count {
+                if id + ahead < other.count {
+                    let h = Int(other.hashes[id + ahead]) & mask
+                    slots.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + h) }
+                }
                 let s = Int(other.starts[id]), e = Int(other.starts[id + 1])
                 map[id] = intern(UnsafeRawBufferPointer(rebasing: a[s..<e]), hash: other.hashes[id])
             }
@@ -186,6 +204,8 @@ public final class StringTable: @unchecked Sendable {
         return map
     }
 }
+
+import CSystem
 
 #if canImport(Glibc)
     import Glibc

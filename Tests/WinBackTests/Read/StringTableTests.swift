@@ -20,6 +20,25 @@ extension ReadStageTests {
             #expect(table.count == 5000)
         }
 
+        /// Slots compare stored hashes first: strings whose hashes are equal must still get
+        /// their own ids, through growths and a merge.
+        @Test func stringsWithTheSameHashKeepTheirOwnIds() {
+            let table = StringTable(capacity: 1)
+            func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
+            let words = (0..<300).map { "word-\($0)" }
+            let ids = words.map { w in bytes(w).withUnsafeBytes { table.intern($0, hash: 0xABCD_EF01) } }
+            #expect(Set(ids).count == words.count)
+            for (w, id) in zip(words, ids) {
+                #expect(bytes(w).withUnsafeBytes { table.intern($0, hash: 0xABCD_EF01) } == id)
+                #expect(table.string(id) == w)
+            }
+            let run = StringTable(capacity: 1)
+            _ = run.intern("other")
+            let map = run.merge(table)
+            #expect(Set(map).count == words.count)
+            for (w, id) in zip(words, ids) { #expect(run.string(map[Int(id)]) == w) }
+        }
+
         @Test func theEmptyStringIsAString() {
             let table = StringTable()
             let e = table.intern("")
