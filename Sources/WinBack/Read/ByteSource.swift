@@ -97,8 +97,13 @@ func progressTap(_ source: ByteSource, _ progress: @escaping @Sendable (Int) -> 
     }
 }
 
-/// Opens `path` as a byte source: gzip (inflated by `inflater`) when it ends in `.gz`, plain
-/// otherwise.
+/// Opens `path` as a byte source: gzip (inflated by `inflater`) when it ends in `.gz` (any
+/// case), plain otherwise.
 func openSource(path: String, inflater: Inflater = .zlib) throws -> ByteSource {
-    path.hasSuffix(".gz") ? try GzipFileSource(path: path, inflater: inflater) : try PlainFileSource(path: path)
+    isGzipName(path) ? try GzipFileSource(path: path, inflater: inflater) : try PlainFileSource(path: path)
+}
+
+/// Whether a file's name says gzip: `.gz`, `.GZ`, `.Gz`.
+func isGzipName(_ path: String) -> Bool {
+    path.utf8.count >= 3 && path.suffix(3).lowercased() == ".gz"
 }

@@ -1,7 +1,8 @@
 /// Splits a byte source into lines without copying them, except the few that straddle chunks.
 ///
 /// Each line is handed to the caller as a buffer valid only during the call, with a trailing
-/// CR removed and its 1-based line number.
+/// CR removed and its 1-based line number. A UTF-8 byte order mark at the start of the file is
+/// skipped.
 final class LineReader {
     private var buffer: UnsafeMutableRawBufferPointer
     private let source: ByteSource
@@ -19,6 +20,7 @@ final class LineReader {
     ) throws {
         var filled = 0
         var line = 0
+        var bomChecked = false
         while true {
             if filled == buffer.count {
                 // One line longer than the buffer: grow it.
@@ -36,9 +38,21 @@ final class LineReader {
                 afterChunk()
                 return
             }
-            let scanFrom = filled
+            var scanFrom = filled
             filled += n
             let base = UnsafeRawPointer(buffer.baseAddress!)
+            if !bomChecked {
+                // A UTF-8 byte order mark (as some editors and exporters write) is not data. The
+                // first read holds the file's first bytes (sources fill the buffer or end).
+                bomChecked = true
+                if filled >= 3 && base.load(as: UInt8.self) == 0xEF && base.load(fromByteOffset: 1, as: UInt8.self) == 0xBB
+                    && base.load(fromByteOffset: 2, as: UInt8.self) == 0xBF
+                {
+                    buffer.baseAddress!.copyMemory(from: base + 3, byteCount: filled - 3)
+                    filled -= 3
+                    scanFrom = 0
+                }
+            }
             var start = 0
             var p = scanFrom
             while p < filled {

@@ -102,18 +102,36 @@ extension ReadStageTests {
             #expect(set.inputs[0].sha256 == (try ReadSupport.sha256sum(url.path)))
         }
 
-        @Test(arguments: ["rows.jsonl", "rows.ndjson", "rows.ndjson.gz", "rows.jsonl.gz"])
+        @Test(arguments: ["rows.jsonl", "rows.ndjson", "rows.ndjson.gz", "rows.jsonl.gz", "rows.JSONL.GZ", "rows.ndjson.Gz"])
         func everyFileKindReadsTheSameRows(name: String) throws {
             try ReadSupport.withTempDir { dir in
                 let text = TxLine(id: "t1").json + "\r\n\n" + TxLine(id: "t2").json
                 let url = dir.appendingPathComponent(name)
                 let path =
-                    name.hasSuffix(".gz")
+                    name.lowercased().hasSuffix(".gz")
                     ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
                 let set = try TransactionReader.read(paths: [path], threads: 1)
                 #expect(set.rows.map { set.strings.string($0.transactionId) } == ["t1", "t2"])
                 #expect(set.counters.rowsRead == 2)
                 #expect(set.inputs[0].uncompressedBytes == text.utf8.count)
+            }
+        }
+
+        /// Some editors and exporters start a file with a UTF-8 byte order mark: it is not data.
+        /// One further on is (that line is not JSON).
+        @Test(arguments: [false, true])
+        func aByteOrderMarkAtTheStartIsSkipped(gzip: Bool) throws {
+            try ReadSupport.withTempDir { dir in
+                let text = "\u{FEFF}" + TxLine(id: "t1").json + "\n\u{FEFF}" + TxLine(id: "t2").json + "\n"
+                let url = dir.appendingPathComponent(gzip ? "bom.jsonl.gz" : "bom.jsonl")
+                let path =
+                    gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
+                let set = try TransactionReader.read(paths: [path], threads: 1)
+                #expect(set.rows.map { set.strings.string($0.transactionId) } == ["t1"])
+                #expect(set.rejects.map(\.line) == [2])
+                #expect(set.inputs[0].uncompressedBytes == text.utf8.count)
+                let onlyMark = try ReadSupport.write("\u{FEFF}", to: dir.appendingPathComponent("mark.jsonl"))
+                #expect(try ReadSupport.lines(onlyMark).isEmpty)
             }
         }
 
