@@ -184,6 +184,33 @@ public final class StringTable: @unchecked Sendable {
         return la - lb
     }
 
+    /// A new table holding this table's strings with new ids: string `order[k]` of this table
+    /// becomes id k. `order` lists every id once. The strings are known to be distinct, so
+    /// each is placed by its stored hash without comparing bytes.
+    func reordered(_ order: [Int32]) -> StringTable {
+        precondition(order.count == count, "a reordering lists every id once")
+        let out = StringTable(capacity: count)
+        out.arena.reserveCapacity(arena.count)
+        out.starts.reserveCapacity(count + 1)
+        out.hashes.reserveCapacity(count)
+        let mask = out.mask
+        arena.withUnsafeBytes { a in
+            out.slots.withUnsafeMutableBufferPointer { slots in
+                for (k, old) in order.enumerated() {
+                    let s = Int(starts[Int(old)]), e = Int(starts[Int(old) + 1])
+                    out.arena.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[s..<e]))
+                    out.starts.append(Int32(out.arena.count))
+                    let h = hashes[Int(old)]
+                    out.hashes.append(h)
+                    var i = Int(h) & mask
+                    while slots[i] != StringTable.empty { i = (i + 1) & mask }
+                    slots[i] = StringTable.slot(h, Int32(k))
+                }
+            }
+        }
+        return out
+    }
+
     /// Interns every string of `other`, returning the map from its ids to this table's ids.
     ///
     /// The strings are known in advance, so the slot of each is fetched a few strings ahead:

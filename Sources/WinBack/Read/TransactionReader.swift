@@ -205,12 +205,15 @@ final class Merger: @unchecked Sendable {
         winners = Int64Map(capacity: 1)
         // Run ids in order of first appearance by (file, local id).
         var canonical = [Int32](repeating: -1, count: strings.count)
-        let run = StringTable(capacity: strings.count)
+        var order: [Int32] = []
+        order.reserveCapacity(strings.count)
         for f in files {
             for temp in f.map where canonical[Int(temp)] < 0 {
-                canonical[Int(temp)] = strings.withBytes(temp) { run.intern($0, hash: strings.storedHash(temp)) }
+                canonical[Int(temp)] = Int32(order.count)
+                order.append(temp)
             }
         }
+        let run = strings.reordered(order)
         let runIds = canonical
         try? parallelFor(count: files.count, threads: threads) { fi in
             let f = files[fi]

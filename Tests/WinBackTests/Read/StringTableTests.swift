@@ -39,6 +39,29 @@ extension ReadStageTests {
             for (w, id) in zip(words, ids) { #expect(run.string(map[Int(id)]) == w) }
         }
 
+        /// Renumbering a table keeps every string, gives it its place in the order, and the
+        /// new table finds and interns as a table filled in that order would.
+        @Test func aReorderedTableNumbersStringsByTheOrder() {
+            let table = StringTable(capacity: 1)
+            let words = (0..<2000).map { "w\($0 * 7919 % 2003)" } + [""]
+            let ids = words.map { table.intern($0) }
+            var rng = SplitMix64(seed: 5)
+            var order = ids
+            for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
+            let re = table.reordered(order)
+            #expect(re.count == table.count)
+            let expected = StringTable(capacity: 1)
+            for old in order { _ = expected.intern(table.string(old)) }
+            for (k, old) in order.enumerated() {
+                #expect(re.string(Int32(k)) == table.string(old))
+                #expect(re.lookup(table.string(old)) == Int32(k))
+                #expect(re.intern(table.string(old)) == Int32(k))
+                #expect(expected.string(Int32(k)) == re.string(Int32(k)))
+            }
+            #expect(re.count == table.count)
+            #expect(re.intern("new") == Int32(table.count))
+        }
+
         @Test func theEmptyStringIsAString() {
             let table = StringTable()
             let e = table.intern("")
