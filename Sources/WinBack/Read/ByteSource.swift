@@ -105,5 +105,5 @@ func openSource(path: String, inflater: Inflater = .zlib) throws -> ByteSource {
 
 /// Whether a file's name says gzip: `.gz`, `.GZ`, `.Gz`.
 func isGzipName(_ path: String) -> Bool {
-    path.utf8.count >= 3 && path.suffix(3).lowercased() == ".gz"
+    path.suffix(3).lowercased() == ".gz"
 }
