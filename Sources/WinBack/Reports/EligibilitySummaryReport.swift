@@ -73,23 +73,54 @@ public enum EligibilitySummaryReport {
 
     /// Rows sorted by the key columns: text bytewise, numbers as numbers, empty first.
     static func rows(_ tally: [Key: Int], strings: StringTable) -> [EligibilitySummaryRow] {
-        // Keys that differ only in storefronts missing from the ISO table meet here.
-        var merged: [String: EligibilitySummaryRow] = [:]
-        for (k, n) in tally {
-            let territory = k.storefront >= 0 ? ISO3166.alpha2(strings.string(k.storefront)) ?? "" : ""
-            var row = EligibilitySummaryRow(
-                subscriptionGroupId: strings.string(k.group), productId: strings.string(k.product),
-                paidTenure: k.paidMonths, monthsSinceLastSubscribed: k.monthsSince,
-                hasRedeemedWinBack: k.monthsSinceWinBack != nil, monthsSinceLastWinBack: k.monthsSinceWinBack,
-                territory: territory, churned: 0)
-            let id = [
-                row.subscriptionGroupId, row.productId, "\(row.paidTenure)", "\(row.monthsSinceLastSubscribed)",
-                row.monthsSinceLastWinBack.map { "\($0)" } ?? "", territory,
-            ].joined(separator: "\u{0}")
-            row.churned = (merged[id]?.churned ?? 0) + n
-            merged[id] = row
+        // Keys that differ only in storefronts of one territory (or missing from the ISO
+        // table) meet here: storefronts are replaced by a territory number, looked up once each.
+        struct Merged: Hashable {
+            var group: Int32
+            var product: Int32
+            var paidMonths: Int64
+            var monthsSince: Int64
+            var monthsSinceWinBack: Int64?
+            var territory: Int
         }
-        return sorted(Array(merged.values))
+        var territories: [String] = []
+        var territoryNumber: [String: Int] = [:]
+        var territoryOf: [Int32: Int] = [:]
+        var merged: [Merged: Int] = [:]
+        for (k, n) in tally {
+            let t: Int
+            if let known = territoryOf[k.storefront] {
+                t = known
+            } else {
+                let name = k.storefront >= 0 ? ISO3166.alpha2(strings.string(k.storefront)) ?? "" : ""
+                if let known = territoryNumber[name] {
+                    t = known
+                } else {
+                    t = territories.count
+                    territories.append(name)
+                    territoryNumber[name] = t
+                }
+                territoryOf[k.storefront] = t
+            }
+            let m = Merged(
+                group: k.group, product: k.product, paidMonths: k.paidMonths, monthsSince: k.monthsSince,
+                monthsSinceWinBack: k.monthsSinceWinBack, territory: t)
+            merged[m, default: 0] += n
+        }
+        var names: [Int32: String] = [:]
+        func name(_ id: Int32) -> String {
+            if let s = names[id] { return s }
+            let s = strings.string(id)
+            names[id] = s
+            return s
+        }
+        let rows = merged.map { m, n in
+            EligibilitySummaryRow(
+                subscriptionGroupId: name(m.group), productId: name(m.product), paidTenure: m.paidMonths,
+                monthsSinceLastSubscribed: m.monthsSince, hasRedeemedWinBack: m.monthsSinceWinBack != nil,
+                monthsSinceLastWinBack: m.monthsSinceWinBack, territory: territories[m.territory], churned: n)
+        }
+        return sorted(rows)
     }
 
     /// `rows` in the order of ``less(_:_:)``, comparing integers: the few distinct groups,

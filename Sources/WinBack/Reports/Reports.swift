@@ -1,8 +1,10 @@
+import Foundation
+
 /// The four reports of SPEC §4.3, computed in one parallel pass over the customers already in
 /// memory: the rows the segments were built from, and the audience evaluated at T.
 ///
-/// Pure: no files, no clock. Each worker tallies a contiguous shard of customers into its own
-/// slot; tallies are sums and every report is sorted on a total order at the end, so the result
+/// Pure: no files, no clock. Workers tally contiguous shards of customers, each into a tally of
+/// its own; tallies are sums and every report is sorted on a total order at the end, so the result
 /// is the same for any thread count.
 public struct Reports: Sendable {
     public var window: ReportWindow
@@ -28,6 +30,31 @@ public struct Reports: Sendable {
         }
     }
 
+    /// Tallies between pieces of work. Tallies are sums, so a worker carries one across the
+    /// pieces it takes, and only about one per thread is merged at the end.
+    final class TallyPool: @unchecked Sendable {
+        private let lock = NSLock()
+        private var free: [Tally] = []
+
+        func take() -> Tally? {
+            lock.lock()
+            defer { lock.unlock() }
+            return free.popLast()
+        }
+
+        func put(_ t: Tally) {
+            lock.lock()
+            free.append(t)
+            lock.unlock()
+        }
+
+        var tallies: [Tally] {
+            lock.lock()
+            defer { lock.unlock() }
+            return free
+        }
+    }
+
     /// Computes every report at `audience.asOf`.
     ///
     /// - Parameters:
@@ -46,9 +73,9 @@ public struct Reports: Sendable {
         // No id is -3: without an interned "" nothing matches.
         let emptyId = customers.strings.lookup("") ?? -3
         let pieces = chunks(results.count, pieces: max(1, threads) * 8)
-        let slots = ResultSlots<Tally>(count: pieces.count)
+        let pool = TallyPool()
         try? parallelFor(count: pieces.count, threads: threads) { p in
-            var tally = Tally(cells: cells)
+            var tally = pool.take() ?? Tally(cells: cells)
             var episodes: [Episode] = []
             var seen: [RedemptionReport.Key] = []
             var scratch = RedemptionRatesReport.Scratch()
@@ -69,10 +96,11 @@ public struct Reports: Sendable {
                         asOf: t, into: &tally.summary)
                 }
             }
-            slots[p] = tally
+            pool.put(tally)
         }
-        var total = Tally(cells: cells)
-        for s in slots.all { total.add(s) }
+        var tallies = pool.tallies
+        var total = tallies.popLast() ?? Tally(cells: cells)
+        for s in tallies { total.add(s) }
         return Reports(
             window: window,
             redemptions: RedemptionReport.rows(total.redemptions, strings: customers.strings),

@@ -181,4 +181,22 @@ struct WinBackReportsTests {
         let got = EligibilitySummaryReport.sorted(rows.shuffled(using: &rng))
         #expect(got.map { "\($0)" } == expected.map { "\($0)" })
     }
+
+    @Test("summary keys that differ only in storefronts of no known territory are counted as one row")
+    func summaryMergesUnknownTerritories() {
+        let strings = StringTable()
+        let g = strings.intern("g1"), p = strings.intern("basic"), q = strings.intern("premium")
+        let usa = strings.intern("USA"), kosovo = strings.intern("XKX"), junk = strings.intern("ZZZ")
+        func key(_ product: Int32, _ storefront: Int32, winBack: Int64? = nil) -> EligibilitySummaryReport.Key {
+            .init(group: g, product: product, paidMonths: 3, monthsSince: 2, monthsSinceWinBack: winBack, storefront: storefront)
+        }
+        let tally: [EligibilitySummaryReport.Key: Int] = [
+            key(p, usa): 5, key(p, kosovo): 2, key(p, junk): 3, key(p, -1): 7,
+            key(q, kosovo): 1, key(p, junk, winBack: 1): 4,
+        ]
+        let rows = EligibilitySummaryReport.rows(tally, strings: strings)
+        #expect(rows.map { "\($0.productId) \($0.territory) \($0.monthsSinceLastWinBack.map(String.init) ?? "-") \($0.churned)" } == [
+            "basic  - 12", "basic US - 5", "basic  1 4", "premium  - 1",
+        ])
+    }
 }
