@@ -19,8 +19,12 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Worker threads, overriding the file's threads (default: one per core).")
     var threads: Int?
 
-    @Option(help: "The library that inflates .gz inputs: zlib, or isal (ISA-L's igzip, faster, where libisal is installed).")
-    var inflater: Inflater = .zlib
+    @Option(
+        help: """
+            The library that inflates .gz inputs, overriding the file's inflater: zlib, isal (ISA-L's igzip, \
+            faster, where libisal is installed) or auto (isal where installed, else zlib).
+            """)
+    var inflater: InflaterChoice?
 
     @Flag(help: "No progress or stage lines on stderr (errors are still printed).")
     var quiet = false
@@ -33,7 +37,7 @@ struct RunCommand: ParsableCommand {
         Allocator.configureForBatch()
         let summary = try reportingErrors {
             var options = RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads)
-            options.inflater = inflater
+            options.inflater = inflater?.resolved()
             return try PipelineRun.run(options, progress: .automatic(quiet: quiet))
         }
         print(summary.published)
@@ -41,3 +45,4 @@ struct RunCommand: ParsableCommand {
 }
 
 extension Inflater: ExpressibleByArgument {}
+extension InflaterChoice: ExpressibleByArgument {}

@@ -47,6 +47,8 @@ public struct PipelineConfig: Sendable {
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
     public var threads: Int?
+    /// The library that inflates `.gz` inputs (an extension of SPEC §2.5; default zlib).
+    public var inflater: InflaterChoice = .zlib
 
     public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat"]
 
@@ -80,7 +82,7 @@ public struct PipelineConfig: Sendable {
         p.allow(
             root,
             ["name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
-             "reports", "limits", "threads"], at: "")
+             "reports", "limits", "threads", "inflater"], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
                 p.fail("name", "'\(name)' must match [a-z0-9-]+ (it names the output folder)")
@@ -180,6 +182,13 @@ public struct PipelineConfig: Sendable {
                 c.threads = n
             } else {
                 p.fail("threads", "expected auto or a number of threads from 1 to 256, found '\(t)'")
+            }
+        }
+        if let i = p.string(root, "inflater") {
+            if let choice = InflaterChoice(rawValue: i) {
+                c.inflater = choice
+            } else {
+                p.fail("inflater", "expected zlib, isal or auto, found '\(i)'")
             }
         }
         // The configuration is returned even with problems, so `validate` can go on to check

@@ -6,8 +6,8 @@ public struct RunOptions: Sendable {
     public var asOf: String?
     public var output: String?
     public var threads: Int?
-    /// The library that inflates `.gz` inputs.
-    public var inflater: Inflater = .zlib
+    /// The library that inflates `.gz` inputs; nil = the pipeline file's `inflater`.
+    public var inflater: Inflater?
     /// The wall clock, in ms since the epoch (injectable for tests).
     public var now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)
 
@@ -56,12 +56,33 @@ public struct ResolvedPipeline: Sendable {
         let cwd = FileManager.default.currentDirectoryPath
         let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
-        try o.inflater.requireAvailable()
+        let inflater = try self.inflater(asked: o.inflater, file: config.inflater, path: o.pipelinePath)
         return ResolvedPipeline(
             config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),
-            inflater: o.inflater, outputDirectory: out,
+            inflater: inflater, outputDirectory: out,
             transactionFiles: try InputFiles.resolve(config.transactionPaths, base: config.folder),
             renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder))
+    }
+
+    /// The inflater of a run: the command line's, else the pipeline file's choice. One this
+    /// machine lacks is a usage error (exit 64) from the command line, a configuration error
+    /// (exit 78) from the file.
+    static func inflater(
+        asked: Inflater?, file: InflaterChoice, path: String, isalAvailable: Bool = Inflater.isal.isAvailable
+    ) throws -> Inflater {
+        if let asked {
+            try asked.requireAvailable()
+            return asked
+        }
+        let inflater = file.resolved(isalAvailable: isalAvailable)
+        if inflater == .isal && !isalAvailable {
+            throw WinBackError(
+                .configuration,
+                "field 'inflater': isal is not available on this machine (Debian: apt-get install libisal-dev, "
+                    + "then rebuild); use auto to fall back to zlib",
+                path: path)
+        }
+        return inflater
     }
 }
 
@@ -77,6 +98,7 @@ public enum PipelineRun {
         manifest.asOf = p.asOf
         manifest.started = started
         manifest.threads = p.threads
+        manifest.inflater = p.inflater.rawValue
 
         let publisher = Publisher(
             root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))

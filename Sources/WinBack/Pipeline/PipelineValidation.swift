@@ -18,6 +18,11 @@ public enum PipelineValidation {
         let (config, problems) = PipelineConfig.parse(text, path: abs)
         report.problems += problems
         guard let config else { return report }
+        do {
+            _ = try ResolvedPipeline.inflater(asked: nil, file: config.inflater, path: abs)
+        } catch {
+            report.problems.append("\(error)")
+        }
 
         let catalogPath = config.resolve(config.offersPath)
         var offers = 0

@@ -30,6 +30,23 @@ public enum Inflater: String, Sendable, CaseIterable {
     }
 }
 
+/// How a pipeline picks its inflater: one by name, or `auto`, ISA-L where this machine has it
+/// and zlib elsewhere. Both give the same bytes and reject the same files.
+public enum InflaterChoice: String, Sendable, CaseIterable {
+    case zlib
+    case isal
+    case auto
+
+    /// The inflater this choice means on a machine where ISA-L is or is not available.
+    public func resolved(isalAvailable: Bool = Inflater.isal.isAvailable) -> Inflater {
+        switch self {
+        case .zlib: return .zlib
+        case .isal: return .isal
+        case .auto: return isalAvailable ? .isal : .zlib
+        }
+    }
+}
+
 /// What one inflate step gave.
 enum InflateStep {
     /// Some input was used or some output made (possibly neither when input ran out).

@@ -11,6 +11,8 @@ public struct Manifest {
     public var status = "succeeded"
     public var error: String?
     public var threads = 1
+    /// The library that inflated `.gz` inputs.
+    public var inflater = "zlib"
     public var inputs: [InputStats] = []
     public var renewalInputs: [InputStats] = []
     public var counters = ReadCounters()
@@ -35,7 +37,7 @@ public struct Manifest {
         var d: [String: Any] = [
             "tool": "winback", "toolVersion": Manifest.toolVersion, "pipeline": pipeline,
             "asOf": Timestamp.iso(asOf), "started": Manifest.iso(started), "finished": Manifest.iso(finished),
-            "status": status, "threads": threads,
+            "status": status, "threads": threads, "inflater": inflater,
             "inputs": inputs.map(input), "renewalInputs": renewalInputs.map(input),
             "counters": [
                 "rowsRead": counters.rowsRead, "duplicates": counters.duplicates, "sandbox": counters.sandbox,

@@ -5,7 +5,7 @@ import Testing
 
 @Suite("End to end: a small hand-built world against golden files")
 struct GoldenWorldTests {
-    func run(_ pipeline: String, threads: Int, output: String? = nil, inflater: Inflater = .zlib) throws -> RunSummary {
+    func run(_ pipeline: String, threads: Int, output: String? = nil, inflater: Inflater? = .zlib) throws -> RunSummary {
         var o = RunOptions(pipelinePath: pipeline, output: output, threads: threads)
         o.inflater = inflater
         o.now = ms("2026-11-22T06:00:00Z")
@@ -97,5 +97,37 @@ struct GoldenWorldTests {
         let counters = try #require(m["counters"] as? [String: Any])
         #expect(counters["customers"] as? Int == 11)
         #expect((m["stageSeconds"] as? [[String: Any]])?.count ?? 0 >= 3)
+        #expect(m["inflater"] as? String == "zlib")
+    }
+
+    @Test("the file's inflater is used unless the command line names one, and the manifest says which ran")
+    func inflaterFromFileOrCommandLine() throws {
+        let world = try Paths.copyFixture("golden")
+        let text = try String(contentsOfFile: world + "/pipeline.yaml", encoding: .utf8)
+        try (text + "\ninflater: auto\n").write(toFile: world + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        func inflaterRun(_ asked: Inflater?, _ out: String) throws -> String? {
+            let summary = try run(world + "/pipeline.yaml", threads: 2, output: world + "/" + out, inflater: asked)
+            let data = try #require(FileManager.default.contents(atPath: summary.published + "/manifest.json"))
+            let m = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            return m["inflater"] as? String
+        }
+        #expect(try inflaterRun(nil, "auto") == (Inflater.isal.isAvailable ? "isal" : "zlib"))
+        #expect(try inflaterRun(.zlib, "zlib") == "zlib")
+
+        if Inflater.isal.isAvailable {
+            try (text + "\ninflater: isal\n").write(toFile: world + "/pipeline.yaml", atomically: true, encoding: .utf8)
+            #expect(try inflaterRun(nil, "isal") == "isal")
+        }
+    }
+
+    @Test("isal asked for by the file where it is missing is a configuration error naming the field; auto falls back")
+    func inflaterMissing() throws {
+        let e = #expect(throws: WinBackError.self) {
+            try ResolvedPipeline.inflater(asked: nil, file: .isal, path: "p.yaml", isalAvailable: false)
+        }
+        #expect(e?.code.exitCode == 78)
+        #expect(e.map { "\($0)".contains("'inflater'") && "\($0)".contains("libisal-dev") } == true)
+        #expect(try ResolvedPipeline.inflater(asked: nil, file: .auto, path: "p.yaml", isalAvailable: false) == .zlib)
+        #expect(try ResolvedPipeline.inflater(asked: .zlib, file: .isal, path: "p.yaml", isalAvailable: false) == .zlib)
     }
 }

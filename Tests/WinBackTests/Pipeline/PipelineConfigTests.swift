@@ -25,6 +25,7 @@ struct PipelineConfigTests {
         #expect(c?.windowMonths == 12)
         #expect(c?.maxRejectedFraction == 0.001)
         #expect(c?.threads == nil)
+        #expect(c?.inflater == .zlib)
         #expect(c?.resolve("../Output") == "/srv/Output")
         #expect(c?.resolve("/abs/x") == "/abs/x")
     }
@@ -44,6 +45,19 @@ struct PipelineConfigTests {
         #expect(c?.asOf == expected)
     }
 
+    @Test("inflater names zlib, isal or auto; auto is ISA-L only where this machine has it")
+    func inflater() {
+        for choice in InflaterChoice.allCases {
+            let (c, problems) = PipelineConfig.parse(Self.minimal + "\ninflater: \(choice.rawValue)\n", path: "/p.yaml")
+            #expect(problems == [])
+            #expect(c?.inflater == choice)
+        }
+        #expect(InflaterChoice.auto.resolved(isalAvailable: true) == .isal)
+        #expect(InflaterChoice.auto.resolved(isalAvailable: false) == .zlib)
+        #expect(InflaterChoice.isal.resolved(isalAvailable: false) == .isal)
+        #expect(InflaterChoice.zlib.resolved(isalAvailable: true) == .zlib)
+    }
+
     @Test("today is 00:00 UTC of the run's day")
     func today() {
         #expect(PipelineConfig.AsOf.today.resolve(now: ms("2026-11-22T23:59:00Z")) == ms("2026-11-22"))
@@ -55,6 +69,8 @@ struct PipelineConfigTests {
             ("consecutiveGapDayz: 30", "consecutiveGapDayz"),
             ("threads: many", "threads"),
             ("threads: 0", "threads"),
+            ("inflater: gzip", "inflater"),
+            ("inflater: ISAL", "inflater"),
             ("asOf: yesterday", "asOf"),
             ("consecutiveGapDays: -1", "consecutiveGapDays"),
             ("reports:\n  windowMonth: 12", "reports.windowMonth"),
