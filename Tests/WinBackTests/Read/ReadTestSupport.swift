@@ -6,12 +6,9 @@ import Testing
 
 /// Helpers for the read-stage tests: temporary folders, gzip writing with zlib, sample lines.
 enum ReadSupport {
-    /// A fresh empty folder under the system temporary directory.
+    /// A fresh empty folder under the test process's temporary folder.
     static func makeTempDir() throws -> URL {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("winback-read-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+        URL(fileURLWithPath: Paths.temporary(), isDirectory: true)
     }
 
     /// Runs `body` with a temporary folder, removed afterwards.

@@ -14,12 +14,31 @@ enum Paths {
     static let fixtures = repo + "/Tests/WinBackTests/Fixtures"
     static let segmentXSD = repo + "/Data/schemas/segment.xsd"
 
-    /// A fresh temporary folder.
+    /// A fresh folder under ``temporaryRoot``.
     static func temporary() -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("winback-test-\(UUID().uuidString)").path
+        let dir = temporaryRoot + "/" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
     }
+
+    /// This test process's own folder under the system temporary directory, removed when the
+    /// process exits. Folders of earlier test processes that are gone (killed before they could
+    /// clean up) are removed when it is made.
+    static let temporaryRoot: String = {
+        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("winback-tests").path
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] {
+            if let pid = Int32(entry), kill(pid, 0) != 0, errno == ESRCH {
+                try? FileManager.default.removeItem(atPath: parent + "/" + entry)
+            }
+        }
+        let root = parent + "/\(getpid())"
+        try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        atexit {
+            try? FileManager.default.removeItem(
+                atPath: FileManager.default.temporaryDirectory.appendingPathComponent("winback-tests/\(getpid())").path)
+        }
+        return root
+    }()
 
     /// Copies a fixture world into a fresh temporary folder (runs write next to the pipeline).
     static func copyFixture(_ name: String) throws -> String {
