@@ -74,21 +74,14 @@ public enum EligibilitySummaryReport {
     /// Rows sorted by the key columns: text bytewise, numbers as numbers, empty first.
     static func rows(_ tally: [Key: Int], strings: StringTable) -> [EligibilitySummaryRow] {
         // Keys that differ only in storefronts of one territory (or missing from the ISO
-        // table) meet here: storefronts are replaced by a territory number, looked up once each.
-        struct Merged: Hashable {
-            var group: Int32
-            var product: Int32
-            var paidMonths: Int64
-            var monthsSince: Int64
-            var monthsSinceWinBack: Int64?
-            var territory: Int
-        }
+        // table) meet here: in the merged keys, `storefront` holds the number of the
+        // storefront's territory, looked up once per storefront.
         var territories: [String] = []
-        var territoryNumber: [String: Int] = [:]
-        var territoryOf: [Int32: Int] = [:]
-        var merged: [Merged: Int] = [:]
+        var territoryNumber: [String: Int32] = [:]
+        var territoryOf: [Int32: Int32] = [:]
+        var merged: [Key: Int] = [:]
         for (k, n) in tally {
-            let t: Int
+            let t: Int32
             if let known = territoryOf[k.storefront] {
                 t = known
             } else {
@@ -96,15 +89,14 @@ public enum EligibilitySummaryReport {
                 if let known = territoryNumber[name] {
                     t = known
                 } else {
-                    t = territories.count
+                    t = Int32(territories.count)
                     territories.append(name)
                     territoryNumber[name] = t
                 }
                 territoryOf[k.storefront] = t
             }
-            let m = Merged(
-                group: k.group, product: k.product, paidMonths: k.paidMonths, monthsSince: k.monthsSince,
-                monthsSinceWinBack: k.monthsSinceWinBack, territory: t)
+            var m = k
+            m.storefront = t
             merged[m, default: 0] += n
         }
         var names: [Int32: String] = [:]
@@ -118,7 +110,7 @@ public enum EligibilitySummaryReport {
             EligibilitySummaryRow(
                 subscriptionGroupId: name(m.group), productId: name(m.product), paidTenure: m.paidMonths,
                 monthsSinceLastSubscribed: m.monthsSince, hasRedeemedWinBack: m.monthsSinceWinBack != nil,
-                monthsSinceLastWinBack: m.monthsSinceWinBack, territory: territories[m.territory], churned: n)
+                monthsSinceLastWinBack: m.monthsSinceWinBack, territory: territories[Int(m.storefront)], churned: n)
         }
         return sorted(rows)
     }
