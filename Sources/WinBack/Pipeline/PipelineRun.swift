@@ -70,12 +70,9 @@ public struct ResolvedPipeline: Sendable {
     static func inflater(
         asked: Inflater?, file: InflaterChoice, path: String, isalAvailable: Bool = Inflater.isal.isAvailable
     ) throws -> Inflater {
-        if let asked {
-            try asked.requireAvailable()
-            return asked
-        }
-        let inflater = file.resolved(isalAvailable: isalAvailable)
+        let inflater = asked ?? file.resolved(isalAvailable: isalAvailable)
         if inflater == .isal && !isalAvailable {
+            if asked != nil { throw inflater.unavailable }
             throw WinBackError(
                 .configuration,
                 "field 'inflater': isal is not available on this machine (Debian: apt-get install libisal-dev, "

@@ -21,12 +21,15 @@ public enum Inflater: String, Sendable, CaseIterable {
 
     /// Fails with a clear message when this machine cannot use it.
     public func requireAvailable() throws {
-        guard isAvailable else {
-            throw WinBackError(
-                .usage,
-                "inflater \(rawValue) is not available: install ISA-L (Debian: apt-get install libisal-dev) "
-                    + "and rebuild, or use --inflater zlib")
-        }
+        guard isAvailable else { throw unavailable }
+    }
+
+    /// The usage error (exit 64) of asking for this inflater where the machine lacks it.
+    var unavailable: WinBackError {
+        WinBackError(
+            .usage,
+            "inflater \(rawValue) is not available: install ISA-L (Debian: apt-get install libisal-dev) "
+                + "and rebuild, or use --inflater zlib")
     }
 }
 

@@ -120,7 +120,7 @@ struct GoldenWorldTests {
         }
     }
 
-    @Test("isal asked for by the file where it is missing is a configuration error naming the field; auto falls back")
+    @Test("isal asked for where it is missing: a configuration error from the file, a usage error from the command line")
     func inflaterMissing() throws {
         let e = #expect(throws: WinBackError.self) {
             try ResolvedPipeline.inflater(asked: nil, file: .isal, path: "p.yaml", isalAvailable: false)
@@ -129,5 +129,11 @@ struct GoldenWorldTests {
         #expect(e.map { "\($0)".contains("'inflater'") && "\($0)".contains("libisal-dev") } == true)
         #expect(try ResolvedPipeline.inflater(asked: nil, file: .auto, path: "p.yaml", isalAvailable: false) == .zlib)
         #expect(try ResolvedPipeline.inflater(asked: .zlib, file: .isal, path: "p.yaml", isalAvailable: false) == .zlib)
+        let usage = #expect(throws: WinBackError.self) {
+            try ResolvedPipeline.inflater(asked: .isal, file: .zlib, path: "p.yaml", isalAvailable: false)
+        }
+        #expect(usage?.code.exitCode == 64)
+        #expect(usage.map { "\($0)".contains("libisal-dev") } == true)
+        #expect(try ResolvedPipeline.inflater(asked: .isal, file: .zlib, path: "p.yaml", isalAvailable: true) == .isal)
     }
 }
