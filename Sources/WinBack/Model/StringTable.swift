@@ -1,3 +1,5 @@
+import CSystem
+
 /// Interns byte strings to dense `Int32` ids, without allocating per lookup.
 ///
 /// The hot representation of a transaction holds ids, not Strings. Each reader has its own
@@ -231,8 +233,6 @@ public final class StringTable: @unchecked Sendable {
         return map
     }
 }
-
-import CSystem
 
 #if canImport(Glibc)
     import Glibc
