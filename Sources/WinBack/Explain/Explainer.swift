@@ -56,7 +56,7 @@ public enum Explainer {
             monthsSinceLastSubscribed: tl?.monthsSinceLastSubscribed, paidMonths: tl?.paidMonths,
             paidRunStart: tl?.paidRunStart, productId: tl.map { s.string($0.productId) },
             storefront: tl.flatMap { $0.storefront >= 0 ? s.string($0.storefront) : nil },
-            appAccountToken: tl.flatMap { $0.appAccountToken >= 0 ? s.string($0.appAccountToken) : nil },
+            appAccountToken: tl.flatMap { $0.appAccountToken.string(in: s) },
             rows: rowViews, periods: periodViews,
             winBackHistory: tl?.winBackEnds.map { (s.string($0.offerId), $0.end) } ?? [], offers: [],
             renewalSignedDate: renewal.map(\.signedDate), appleEligibleWinBackOfferIds: renewal?.eligibleWinBackOfferIds)

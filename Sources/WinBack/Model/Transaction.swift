@@ -20,22 +20,44 @@ public struct Transaction: Sendable, Equatable {
     /// exports that name offer types instead of numbering them.
     public var offerType: Int64 = 0
     public var transactionId: TransactionKey
-    public var originalTransactionId: Int32
+    /// The customer's id within its subscription group, kept like ``transactionId``.
+    public var originalTransactionId: TransactionKey
+    // Declared in this order so that the token's one-byte tail, the ownership and the flags
+    // share one word and a row takes 96 bytes.
+    public var appAccountToken: AppAccountToken = .none
+    public var ownership: Ownership = .purchased
+    private var flags: UInt8 = Transaction.productionFlag
     public var subscriptionGroupId: Int32
     public var productId: Int32
     public var offerIdentifier: Int32 = Transaction.none
     /// Interned raw `offerDiscountType`; `none` when absent.
     public var offerDiscountType: Int32 = Transaction.none
     public var storefront: Int32 = Transaction.none
-    public var appAccountToken: Int32 = Transaction.none
-    public var ownership: Ownership = .purchased
-    public var production: Bool = true
-    public var isUpgraded: Bool = false
+
+    private static let productionFlag: UInt8 = 1
+    private static let upgradedFlag: UInt8 = 2
+    private static let freeTrialFlag: UInt8 = 4
+
+    @inline(__always) private func flag(_ f: UInt8) -> Bool { flags & f != 0 }
+    @inline(__always) private mutating func set(_ f: UInt8, _ on: Bool) { flags = on ? flags | f : flags & ~f }
+
+    /// `environment == Production` (or absent).
+    public var production: Bool {
+        get { flag(Transaction.productionFlag) }
+        set { set(Transaction.productionFlag, newValue) }
+    }
+    public var isUpgraded: Bool {
+        get { flag(Transaction.upgradedFlag) }
+        set { set(Transaction.upgradedFlag, newValue) }
+    }
     /// `offerDiscountType == FREE_TRIAL`; kept as a flag so the timeline needs no lookup.
-    public var isFreeTrial: Bool = false
+    public var isFreeTrial: Bool {
+        get { flag(Transaction.freeTrialFlag) }
+        set { set(Transaction.freeTrialFlag, newValue) }
+    }
 
     public init(
-        transactionId: TransactionKey, originalTransactionId: Int32, subscriptionGroupId: Int32,
+        transactionId: TransactionKey, originalTransactionId: TransactionKey, subscriptionGroupId: Int32,
         productId: Int32, purchaseDate: Int64, expiresDate: Int64
     ) {
         self.transactionId = transactionId
@@ -55,14 +77,14 @@ public struct Transaction: Sendable, Equatable {
     /// Rewrites every id through `map` (after merging a reader's table into the global one).
     @inline(__always)
     mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
-        if transactionId.raw < 0 { transactionId.raw = -(Int64(map[Int(-transactionId.raw - 1)]) + 1) }
-        originalTransactionId = map[Int(originalTransactionId)]
+        transactionId.remap(map)
+        originalTransactionId.remap(map)
         subscriptionGroupId = map[Int(subscriptionGroupId)]
         productId = map[Int(productId)]
         if offerIdentifier >= 0 { offerIdentifier = map[Int(offerIdentifier)] }
         if offerDiscountType >= 0 { offerDiscountType = map[Int(offerDiscountType)] }
         if storefront >= 0 { storefront = map[Int(storefront)] }
-        if appAccountToken >= 0 { appAccountToken = map[Int(appAccountToken)] }
+        appAccountToken.remap(map)
         if offerType < 0 { offerType = -(Int64(map[Int(-offerType - 1)]) + 1) }
     }
 }

@@ -4,10 +4,11 @@
     import Darwin
 #endif
 
-/// A `transactionId` as a 64-bit key, without a string table entry in the common case.
+/// A `transactionId` or `originalTransactionId` as a 64-bit key, without a string table entry
+/// in the common case.
 ///
-/// Every transaction has its own id, so interning them would fill the string table with
-/// millions of strings that are only ever compared. App Store ids are decimal numbers: a
+/// Every transaction (and nearly every customer) has its own id, so interning them would fill
+/// the string table with millions of strings that are only ever compared. App Store ids are decimal numbers: a
 /// canonical decimal (1–18 digits, no leading zero) is kept as its value (≥ 0); any other id
 /// is interned and kept as -(string id + 1). Each id string has exactly one key, so keys
 /// compare equal exactly when the strings do.
@@ -57,6 +58,12 @@ public struct TransactionKey: Hashable, Sendable {
         return v
     }
 
+    /// Rewrites an interned id through `map` (after a table merge).
+    @inline(__always)
+    mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
+        if raw < 0 { raw = -(Int64(map[Int(-raw - 1)]) + 1) }
+    }
+
     /// The id as bytes, in a buffer valid during `body`.
     @inline(__always)
     public func withBytes<R>(in table: StringTable, _ body: (UnsafeRawBufferPointer) -> R) -> R {
@@ -71,6 +78,12 @@ public struct TransactionKey: Hashable, Sendable {
             } while v > 0
             return body(UnsafeRawBufferPointer(rebasing: buf[i..<20]))
         }
+    }
+
+    /// Appends the id's bytes to `out`.
+    @inline(__always)
+    public func append(in table: StringTable, to out: inout [UInt8]) {
+        withBytes(in: table) { out.append(contentsOf: $0) }
     }
 
     /// The id string; for the edges (output, messages), not the hot path.

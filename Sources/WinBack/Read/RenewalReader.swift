@@ -21,7 +21,7 @@ public enum RenewalReader {
                 st.rows += 1
                 switch decode(line, scanner: scanner) {
                 case .success(let (orig, info)):
-                    index.add(originalTransactionId: strings.intern(orig), info)
+                    index.add(originalTransactionId: TransactionKey(orig, table: strings), info)
                 case .failure(let why):
                     st.rejected += 1
                     rejects.append(Reject(file: path, line: number, reason: why.reason, bytes: line))

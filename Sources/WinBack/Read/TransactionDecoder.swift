@@ -83,6 +83,7 @@ final class TransactionDecoder {
         try identifier(k, required: required).map { table.intern($0) } ?? Transaction.none
     }
 
+    /// A required decimal-style id (transactionId, originalTransactionId).
     private func transactionKey(_ k: Key) throws -> TransactionKey {
         TransactionKey(try identifier(k, required: true)!, table: table)
     }
@@ -115,7 +116,7 @@ final class TransactionDecoder {
                 return .nonSubscription
             }
             let tx = try transactionKey(.transactionId)
-            let orig = try id(.originalTransactionId, required: true)
+            let orig = try transactionKey(.originalTransactionId)
             let group = try id(.subscriptionGroupIdentifier, required: true)
             let product = try id(.productId, required: true)
             let purchase = try int(.purchaseDate, required: true)!
@@ -155,7 +156,7 @@ final class TransactionDecoder {
                 guard Identifier.isUUID(token) else {
                     throw Rejection(reason: "field appAccountToken: '\(excerpt(token))' is not a UUID")
                 }
-                t.appAccountToken = table.intern(token)
+                t.appAccountToken = AppAccountToken(uuid: token, table: table)
             }
             t.signedDate = try int(.signedDate) ?? Transaction.unsigned
             return .row(t)

@@ -40,12 +40,14 @@ final class FileRows {
     var stats: InputStats
     /// When set, only rows whose originalTransactionId or appAccountToken is one of these ids
     /// are kept (`explain` reads one customer with the same reader).
-    private let only: [Int32]?
+    private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
 
     init(path: String, only: [String]? = nil) {
         self.path = path
         stats = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
-        self.only = only.map { [table] in $0.map { table.intern($0) } }
+        self.only = only.map { [table] ids in
+            (ids.map { TransactionKey($0, table: table) }, ids.compactMap { AppAccountToken.parse($0, table: table) })
+        }
     }
 
     /// Records what the source says of the file once it is read.
@@ -59,7 +61,9 @@ final class FileRows {
     /// Keeps a decoded row, unless a customer filter leaves it out.
     @inline(__always)
     func add(_ t: Transaction) {
-        if let only, !only.contains(t.originalTransactionId), !(t.appAccountToken >= 0 && only.contains(t.appAccountToken)) {
+        if let only, !only.originals.contains(t.originalTransactionId),
+            t.appAccountToken.isNone || !only.tokens.contains(t.appAccountToken)
+        {
             return
         }
         rows.append(t)

@@ -8,9 +8,15 @@ public struct CustomerRows: @unchecked Sendable {
     /// Customer k's rows are `rows[starts[k]..<starts[k + 1]]`.
     public let starts: [Int]
     public let groups: [Int32]
-    public let originalTransactionIds: [Int32]
+    public let originalTransactionIds: [TransactionKey]
 
     public var count: Int { groups.count }
+
+    /// A customer's identity, for the rare keys that collide in ``build(rows:strings:threads:)``.
+    private struct Customer: Hashable {
+        var group: Int32
+        var original: TransactionKey
+    }
 
     public func rows(of k: Int) -> ArraySlice<Transaction> { rows[starts[k]..<starts[k + 1]] }
 
@@ -22,6 +28,15 @@ public struct CustomerRows: @unchecked Sendable {
         for i in 0..<8 { hi = hi << 8 | UInt64(i < s.count ? s[i] : 0) }
         for i in 8..<16 { lo = lo << 8 | UInt64(i < s.count ? s[i] : 0) }
         return (hi, lo)
+    }
+
+    /// A customer's (group, originalTransactionId) folded into a 64-bit map key (never
+    /// `Int64.min`): distinct for distinct ids of one group. Keys of two groups can collide;
+    /// ``build(rows:strings:threads:)`` checks every match and keeps such customers apart.
+    @inline(__always)
+    static func folded(group: Int32, original: TransactionKey) -> Int64 {
+        let k = original.raw &+ Int64(group) &* -0x61C8_8646_80B5_83EB
+        return k == .min ? .max : k
     }
 
     /// Groups a copy of `rows` by customer (for callers that keep their rows, e.g. tests).
@@ -36,7 +51,7 @@ public struct CustomerRows: @unchecked Sendable {
         let total = input.count
         let shards = max(1, min(threads, 64))
         @Sendable @inline(__always) func key(_ r: Transaction) -> Int64 {
-            Int64(r.subscriptionGroupId) << 32 | Int64(UInt32(bitPattern: r.originalTransactionId))
+            folded(group: r.subscriptionGroupId, original: r.originalTransactionId)
         }
         @Sendable @inline(__always) func shard(_ key: Int64) -> Int {
             Int(truncatingIfNeeded: (UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15) >> 40) % shards
@@ -44,21 +59,27 @@ public struct CustomerRows: @unchecked Sendable {
         // Customer ids: each shard (a hash class of the customer key) numbers its own customers
         // in row order, on its own thread; customer c of shard s is offsets[s] + c.
         var of = [Int32](repeating: 0, count: total)
-        let found = ResultSlots<(groups: [Int32], originals: [Int32])>(count: shards)
+        let found = ResultSlots<(groups: [Int32], originals: [TransactionKey])>(count: shards)
         input.withUnsafeBufferPointer { r in
             of.withUnsafeMutableBufferPointer { o in
                 nonisolated(unsafe) let rows = r
                 nonisolated(unsafe) let local = o
                 try? parallelFor(count: shards, threads: threads) { s in
                     var index = Int64Map(capacity: total / (8 * shards))
-                    var groups: [Int32] = [], originals: [Int32] = []
+                    var groups: [Int32] = [], originals: [TransactionKey] = []
+                    var collided: [Customer: Int] = [:]
                     for i in 0..<rows.count {
                         let k = key(rows[i])
                         guard shard(k) == s else { continue }
-                        let c = Int(index.insert(k, UInt32(groups.count)))
+                        let group = rows[i].subscriptionGroupId, original = rows[i].originalTransactionId
+                        var c = Int(index.insert(k, UInt32(groups.count)))
+                        if c < groups.count && (groups[c] != group || originals[c] != original) {
+                            c = collided[Customer(group: group, original: original), default: groups.count]
+                            collided[Customer(group: group, original: original)] = c
+                        }
                         if c == groups.count {
-                            groups.append(rows[i].subscriptionGroupId)
-                            originals.append(rows[i].originalTransactionId)
+                            groups.append(group)
+                            originals.append(original)
                         }
                         local[i] = Int32(c)
                     }
@@ -68,7 +89,7 @@ public struct CustomerRows: @unchecked Sendable {
         }
         var offsets = [0]
         var firstGroup: [Int32] = []
-        var firstOrig: [Int32] = []
+        var firstOrig: [TransactionKey] = []
         for f in found.all {
             firstGroup += f.groups
             firstOrig += f.originals
@@ -83,7 +104,7 @@ public struct CustomerRows: @unchecked Sendable {
         for (r, g) in groupIds.enumerated() { groupRank[g] = Int32(r) }
         var keys = [(group: Int32, hi: UInt64, lo: UInt64)](repeating: (0, 0, 0), count: n)
         for k in 0..<n {
-            let (hi, lo) = strings.withBytes(firstOrig[k]) { CustomerRows.prefixKey($0) }
+            let (hi, lo) = firstOrig[k].withBytes(in: strings) { CustomerRows.prefixKey($0) }
             keys[k] = (groupRank[firstGroup[k]]!, hi, lo)
         }
         let order = (0..<n).sorted { a, b in

@@ -15,7 +15,7 @@ public struct CustomerTimeline: Sendable, Equatable {
     public var productId: Int32
     public var storefront: Int32
     /// The last non-empty appAccountToken of the PURCHASED rows known at T.
-    public var appAccountToken: Int32
+    public var appAccountToken: AppAccountToken
     /// Per win-back offer id, when the customer's last redemption of it ended (rule 7).
     public var winBackEnds: [(offerId: Int32, end: Int64)]
     /// Index of the first period of the most recent run.
@@ -62,14 +62,14 @@ public struct CustomerTimeline: Sendable, Equatable {
         months monthsOf: inout PeriodMonths
     ) -> CustomerTimeline? where C.Element == Transaction, C.Index == Int {
         periods.removeAll(keepingCapacity: true)
-        var token = Transaction.none
+        var token = AppAccountToken.none
         var winBack: [(offerId: Int32, end: Int64)] = []
         var i = 0
         for r in rows {
             defer { i += 1 }
             // Rule 1: only rows purchased before T exist at T.
             guard r.purchaseDate < t, r.ownership == .purchased else { continue }
-            if r.appAccountToken >= 0 { token = r.appAccountToken }
+            if !r.appAccountToken.isNone { token = r.appAccountToken }
             if r.offerType == OfferType.winBack.rawValue, r.offerIdentifier >= 0 {
                 if let k = winBack.firstIndex(where: { $0.offerId == r.offerIdentifier }) {
                     winBack[k].end = max(winBack[k].end, r.expiresDate)

@@ -1,10 +1,10 @@
 /// Renewal information by originalTransactionId, each list ordered by signedDate.
 public struct RenewalIndex: Sendable {
-    var byOriginal: [Int32: [RenewalInfo]] = [:]
+    var byOriginal: [TransactionKey: [RenewalInfo]] = [:]
 
     public init() {}
 
-    public mutating func add(originalTransactionId: Int32, _ info: RenewalInfo) {
+    public mutating func add(originalTransactionId: TransactionKey, _ info: RenewalInfo) {
         byOriginal[originalTransactionId, default: []].append(info)
     }
 
@@ -20,7 +20,7 @@ public struct RenewalIndex: Sendable {
 
     /// The newest renewal info with signedDate ≤ t (SPEC §2.2).
     @inline(__always)
-    public func known(at t: Int64, originalTransactionId: Int32) -> RenewalInfo? {
+    public func known(at t: Int64, originalTransactionId: TransactionKey) -> RenewalInfo? {
         guard let list = byOriginal[originalTransactionId] else { return nil }
         var found: RenewalInfo?
         for info in list {

@@ -97,8 +97,8 @@ public struct SegmentWriter {
             let k = Int(r.customer)
             rec.reset()
             s.withBytes(customers.groups[k]) { rec.field(bytes: $0) }
-            s.withBytes(customers.originalTransactionIds[k]) { rec.field(bytes: $0) }
-            if tl.appAccountToken >= 0 { s.withBytes(tl.appAccountToken) { rec.field(bytes: $0) } } else { rec.empty() }
+            customers.originalTransactionIds[k].withBytes(in: s) { rec.field(bytes: $0) }
+            if tl.appAccountToken.isNone { rec.empty() } else { tl.appAccountToken.withBytes(in: s) { rec.field(bytes: $0) } }
             if tl.storefront >= 0 { s.withBytes(tl.storefront) { rec.field(bytes: $0) } } else { rec.empty() }
             s.withBytes(tl.productId) { rec.field(bytes: $0) }
             rec.field(tl.paidMonths)
@@ -141,8 +141,8 @@ public struct SegmentWriter {
             let k = Int(r.customer)
             try x.start("customer")
             if offer == nil { try x.attribute("subscriptionGroupId") { s.append(customers.groups[k], to: &$0) } }
-            try x.attribute("originalTransactionId") { s.append(customers.originalTransactionIds[k], to: &$0) }
-            if tl.appAccountToken >= 0 { try x.attribute("appAccountToken") { s.append(tl.appAccountToken, to: &$0) } }
+            try x.attribute("originalTransactionId") { customers.originalTransactionIds[k].append(in: s, to: &$0) }
+            if !tl.appAccountToken.isNone { try x.attribute("appAccountToken") { tl.appAccountToken.append(in: s, to: &$0) } }
             if tl.storefront >= 0 { try x.attribute("storefront") { s.append(tl.storefront, to: &$0) } }
             try x.attribute("productId") { s.append(tl.productId, to: &$0) }
             try x.attribute("paidMonths") { CSVRecord.appendDecimal(Int64(tl.paidMonths), to: &$0) }

@@ -27,6 +27,59 @@ extension ReadStageTests {
             #expect(TransactionKey.lookup("42", in: table)?.raw == 42)
         }
 
+        @Test func tokensOfOneCaseAreTheirValueAndMixedCaseIsInterned() throws {
+            let table = StringTable()
+            let lower = "7e3fb20b-4cdb-47cc-936d-99d65f608138"
+            let upper = "7E3FB20B-4CDB-47CC-936D-99D65F608138"
+            let digits = "00000000-0000-0000-0000-000000000001"
+            let mixed = "7e3fB20b-4cdb-47cc-936d-99d65f608138"
+            let last = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+            for s in [lower, upper, digits, last] {
+                let t = try #require(AppAccountToken.parse(s, table: table))
+                #expect(t.kind != .interned, "\(s)")
+                #expect(t.string(in: table) == s)
+            }
+            #expect(table.count == 0)
+            // The cases may mix anywhere, also at the same place of two eight-digit words.
+            for s in [mixed, "a0000000-0000-0000-0000-0000A0000000", "00000000-0000-0000-000f-00000000000F"] {
+                let t = try #require(AppAccountToken.parse(s, table: table))
+                #expect(t.kind == .interned, "\(s)")
+                #expect(t.string(in: table) == s)
+            }
+            #expect(table.count == 3)
+            let m = try #require(AppAccountToken.parse(mixed, table: table))
+            // Equal exactly when the strings are: the same digits in another case differ.
+            #expect(AppAccountToken.parse(lower, table: table) == AppAccountToken.parse(lower, table: table))
+            #expect(AppAccountToken.parse(lower, table: table) != AppAccountToken.parse(upper, table: table))
+            #expect(AppAccountToken.parse(mixed, table: table) == m)
+            #expect(AppAccountToken.parse(mixed, table: table) != AppAccountToken.parse(lower, table: table))
+            #expect(AppAccountToken.parse("not-a-uuid", table: table) == nil)
+            #expect(AppAccountToken.none.string(in: table) == nil)
+            // Bytes of each digit land in their place: high and low halves.
+            let t = try #require(AppAccountToken.parse("01234567-89ab-cdef-0123-456789abcdef", table: table))
+            #expect(t.high == 0x0123_4567_89AB_CDEF)
+            #expect(t.low == 0x0123_4567_89AB_CDEF)
+        }
+
+        @Test func aRowTakesNinetySixBytesAndItsFlagsAreIndependent() {
+            #expect(MemoryLayout<Transaction>.stride == 96)
+            var t = Transaction(
+                transactionId: TransactionKey(raw: 1), originalTransactionId: TransactionKey(raw: 2),
+                subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
+            #expect(t.production && !t.isUpgraded && !t.isFreeTrial)
+            t.isUpgraded = true
+            #expect(t.production && t.isUpgraded && !t.isFreeTrial)
+            t.production = false
+            t.isFreeTrial = true
+            #expect(!t.production && t.isUpgraded && t.isFreeTrial)
+            t.isUpgraded = false
+            #expect(!t.production && !t.isUpgraded && t.isFreeTrial)
+            t.appAccountToken = AppAccountToken(high: .max, low: .max, kind: .uppercase)
+            t.ownership = .unknown
+            #expect(!t.production && !t.isUpgraded && t.isFreeTrial)
+            #expect(t.appAccountToken.kind == .uppercase)
+        }
+
         @Test func decimalKeysRenderBackToTheirString() {
             let table = StringTable()
             for s in ["0", "7", "10", "2000000000000102", "999999999999999999"] {
@@ -68,7 +121,7 @@ extension ReadStageTests {
             for i in 0..<n {
                 rows.append(
                     Transaction(
-                        transactionId: TransactionKey(raw: Int64(i)), originalTransactionId: Int32(i % 100),
+                        transactionId: TransactionKey(raw: Int64(i)), originalTransactionId: TransactionKey(raw: Int64(i % 100)),
                         subscriptionGroupId: 0, productId: 0, purchaseDate: Int64(i), expiresDate: Int64(i) + 1))
             }
             #expect(rows.count == n)

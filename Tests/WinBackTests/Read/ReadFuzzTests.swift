@@ -72,9 +72,9 @@ extension ReadStageTests {
             case .rejected(let why): return "rejected: \(why)"
             case .row(let t):
                 return [
-                    table.string(t.transactionId), s(t.originalTransactionId), s(t.subscriptionGroupId), s(t.productId),
+                    table.string(t.transactionId), table.string(t.originalTransactionId), s(t.subscriptionGroupId), s(t.productId),
                     "\(t.purchaseDate)", "\(t.expiresDate)", "\(t.signedDate)", "\(t.revocationDate)", "\(t.offerType)",
-                    s(t.offerIdentifier), s(t.offerDiscountType), s(t.storefront), s(t.appAccountToken),
+                    s(t.offerIdentifier), s(t.offerDiscountType), s(t.storefront), t.appAccountToken.string(in: table) ?? "-",
                     "\(t.ownership)",
                     "\(t.production)", "\(t.isUpgraded)", "\(t.isFreeTrial)",
                 ].joined(separator: "|")
@@ -93,7 +93,8 @@ extension ReadStageTests {
                 case .row(let t):
                     counts.row += 1
                     #expect(Identifier.isValid(shared.table.string(t.transactionId)), "line \(i)")
-                    for id in [t.originalTransactionId, t.subscriptionGroupId, t.productId] {
+                    #expect(Identifier.isValid(shared.table.string(t.originalTransactionId)), "line \(i)")
+                    for id in [t.subscriptionGroupId, t.productId] {
                         #expect(Identifier.isValid(shared.table.string(id)), "line \(i)")
                     }
                     #expect(t.expiresDate >= t.purchaseDate)

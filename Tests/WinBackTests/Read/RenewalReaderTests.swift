@@ -28,7 +28,7 @@ extension ReadStageTests {
             ])
             #expect(rejects.isEmpty)
             #expect(stats.first?.rows == 1)
-            let orig = try #require(strings.lookup("2000000000000001"))
+            let orig = try #require(TransactionKey.lookup("2000000000000001", in: strings))
             let info = try #require(index.known(at: 1_700_000_000_000, originalTransactionId: orig))
             #expect(info.autoRenewStatus == 0)
             #expect(info.isInBillingRetryPeriod)
@@ -45,11 +45,11 @@ extension ReadStageTests {
             ])
             #expect(rejects.isEmpty)
             for id in ["o1", "o2"] {
-                let orig = try #require(strings.lookup(id))
+                let orig = try #require(TransactionKey.lookup(id, in: strings))
                 let info = try #require(index.known(at: 0, originalTransactionId: orig))
                 #expect(info == RenewalInfo())
             }
-            let o3id = try #require(strings.lookup("o3"))
+            let o3id = try #require(TransactionKey.lookup("o3", in: strings))
             let o3 = try #require(index.known(at: 0, originalTransactionId: o3id))
             #expect(o3.eligibleWinBackOfferIds == [])
         }
@@ -63,14 +63,14 @@ extension ReadStageTests {
                     #"{"originalTransactionId":"o","signedDate":200,"autoRenewStatus":2}"#,
                     #"{"originalTransactionId":"other","signedDate":150,"autoRenewStatus":9}"#,
                 ], gzip: false)
-            let o = try #require(strings.lookup("o"))
+            let o = try #require(TransactionKey.lookup("o", in: strings))
             #expect(index.known(at: 99, originalTransactionId: o) == nil)
             #expect(index.known(at: 100, originalTransactionId: o)?.autoRenewStatus == 1)
             #expect(index.known(at: 199, originalTransactionId: o)?.autoRenewStatus == 1)
             #expect(index.known(at: 250, originalTransactionId: o)?.autoRenewStatus == 2)
             #expect(index.known(at: 300, originalTransactionId: o)?.autoRenewStatus == 3)
             #expect(index.known(at: .max, originalTransactionId: o)?.autoRenewStatus == 3)
-            #expect(index.known(at: 1_000, originalTransactionId: strings.intern("unknown")) == nil)
+            #expect(index.known(at: 1_000, originalTransactionId: TransactionKey("unknown", table: strings)) == nil)
         }
 
         @Test func onEqualSignedDatesTheLaterReadWinsAndUnsignedIsOldest() throws {
@@ -79,7 +79,7 @@ extension ReadStageTests {
                 #"{"originalTransactionId":"o","signedDate":100,"autoRenewStatus":2}"#,
                 #"{"originalTransactionId":"o","autoRenewStatus":0}"#,
             ])
-            let o = try #require(strings.lookup("o"))
+            let o = try #require(TransactionKey.lookup("o", in: strings))
             #expect(index.known(at: 100, originalTransactionId: o)?.autoRenewStatus == 2)
             #expect(index.known(at: 99, originalTransactionId: o)?.autoRenewStatus == 0)
             #expect(index.known(at: .min, originalTransactionId: o)?.autoRenewStatus == 0)
@@ -87,13 +87,13 @@ extension ReadStageTests {
 
         @Test func theIndexOrdersWhatItIsGiven() {
             var index = RenewalIndex()
-            index.add(originalTransactionId: 7, RenewalInfo(signedDate: 50, isInBillingRetryPeriod: true))
-            index.add(originalTransactionId: 7, RenewalInfo(signedDate: 10))
-            index.add(originalTransactionId: 7, RenewalInfo(signedDate: 30, gracePeriodExpiresDate: 99))
+            index.add(originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 50, isInBillingRetryPeriod: true))
+            index.add(originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 10))
+            index.add(originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 30, gracePeriodExpiresDate: 99))
             index.finish()
-            #expect(index.known(at: 5, originalTransactionId: 7) == nil)
-            #expect(index.known(at: 40, originalTransactionId: 7)?.gracePeriodExpiresDate == 99)
-            #expect(index.known(at: 50, originalTransactionId: 7)?.isInBillingRetryPeriod == true)
+            #expect(index.known(at: 5, originalTransactionId: TransactionKey(raw: 7)) == nil)
+            #expect(index.known(at: 40, originalTransactionId: TransactionKey(raw: 7))?.gracePeriodExpiresDate == 99)
+            #expect(index.known(at: 50, originalTransactionId: TransactionKey(raw: 7))?.isInBillingRetryPeriod == true)
             #expect(!index.isEmpty)
         }
 

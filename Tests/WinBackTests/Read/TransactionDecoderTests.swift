@@ -30,7 +30,7 @@ extension ReadStageTests {
             #expect(t.isUpgraded)
             #expect(h.string(t.storefront) == "CAN")
             // Written as read: the case of the token is kept.
-            #expect(h.string(t.appAccountToken) == "7E3FB20B-4CDB-47CC-936D-99D65F608138")
+            #expect(t.appAccountToken.string(in: h.table) == "7E3FB20B-4CDB-47CC-936D-99D65F608138")
             #expect(t.ownership == .familyShared)
             #expect(t.production)
         }
@@ -48,7 +48,7 @@ extension ReadStageTests {
             #expect(t.offerIdentifier == Transaction.none)
             #expect(t.offerDiscountType == Transaction.none)
             #expect(t.storefront == Transaction.none)
-            #expect(t.appAccountToken == Transaction.none)
+            #expect(t.appAccountToken.isNone)
             #expect(!t.isUpgraded)
             #expect(!t.isFreeTrial)
         }
@@ -283,7 +283,7 @@ extension ReadStageTests {
         func aUUIDTokenInAnyCaseIsKeptAsWritten(value: String) throws {
             let h = DecodeHarness()
             let t = try #require(h.row(TxLine().with("appAccountToken", "\"\(value)\"").json))
-            #expect(h.string(t.appAccountToken) == value)
+            #expect(t.appAccountToken.string(in: h.table) == value)
         }
 
         static let badTokens = [

@@ -207,7 +207,7 @@ extension ReadStageTests {
             let s = set.strings
             func str(_ id: Int32) -> String { id == Transaction.none ? "-" : s.string(id) }
             return set.rows.map {
-                "\(s.string($0.transactionId)) \(str($0.originalTransactionId)) \(str($0.storefront)) \($0.expiresDate) \($0.signedDate) \($0.ownership)"
+                "\(s.string($0.transactionId)) \(s.string($0.originalTransactionId)) \(str($0.storefront)) \($0.expiresDate) \($0.signedDate) \($0.ownership)"
             } + set.rejects.map { "\($0.file):\($0.line) \($0.reason)" } + set.inputs.map { "\($0)" } + [
                 "\(set.counters)"
             ]
@@ -289,7 +289,7 @@ extension ReadStageTests {
                 #expect(set.rows[0].originalTransactionId == set.rows[1].originalTransactionId)
                 #expect(set.rows[0].storefront == set.rows[1].storefront)
                 #expect(set.rows[0].productId == set.rows[1].productId)
-                #expect(set.strings.lookup("o") == set.rows[0].originalTransactionId)
+                #expect(TransactionKey.lookup("o", in: set.strings) == set.rows[0].originalTransactionId)
             }
         }
 

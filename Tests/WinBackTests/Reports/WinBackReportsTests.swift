@@ -55,7 +55,7 @@ struct WinBackReportsTests {
 
     static func renewals(_ w: TestWorld) -> RenewalIndex {
         var r = RenewalIndex()
-        r.add(originalTransactionId: w.id("Y"), RenewalInfo(signedDate: ms("2026-10-02"), isInBillingRetryPeriod: true))
+        r.add(originalTransactionId: w.key("Y"), RenewalInfo(signedDate: ms("2026-10-02"), isInBillingRetryPeriod: true))
         r.finish()
         return r
     }

@@ -13,6 +13,13 @@ final class TestWorld {
     var nextId = 1
 
     func id(_ s: String) -> Int32 { strings.intern(s) }
+    /// The key of a transaction or customer id.
+    func key(_ s: String) -> TransactionKey { TransactionKey(s, table: strings) }
+    /// The token of a UUID.
+    func token(_ s: String) -> AppAccountToken {
+        guard let t = AppAccountToken.parse(s, table: strings) else { preconditionFailure("\(s) is not a UUID") }
+        return t
+    }
 
     /// One transaction; dates are `ms(...)` strings.
     func tx(
@@ -25,7 +32,7 @@ final class TestWorld {
         let tid = txId ?? "t\(nextId)"
         nextId += 1
         var t = Transaction(
-            transactionId: TransactionKey(tid, table: strings), originalTransactionId: id(customer), subscriptionGroupId: id(group),
+            transactionId: TransactionKey(tid, table: strings), originalTransactionId: key(customer), subscriptionGroupId: id(group),
             productId: id(product), purchaseDate: ms(purchase), expiresDate: ms(expires))
         t.isFreeTrial = free
         if free { t.offerDiscountType = id("FREE_TRIAL") }
@@ -35,7 +42,7 @@ final class TestWorld {
         t.isUpgraded = upgraded
         t.ownership = family ? .familyShared : .purchased
         if let storefront { t.storefront = id(storefront) }
-        if let token { t.appAccountToken = id(token) }
+        if let token { t.appAccountToken = self.token(token) }
         t.signedDate = signed
         t.production = !sandbox
         return t

@@ -32,6 +32,33 @@ import Testing
         for k in 0..<customers.count { #expect(customers.rows(of: k).count == 1) }
     }
 
+    @Test(arguments: [1, 2])
+    func customersWhoseKeysCollideAcrossGroupsStayApart(threads: Int) throws {
+        let w = TestWorld()
+        // Two groups 13 ids apart and two decimal ids chosen so that their folded keys are
+        // equal: the map matches them, and the check of group and id keeps them apart.
+        let ga = w.id("ga")
+        while w.strings.count < Int(ga) + 13 { _ = w.id("filler\(w.strings.count)") }
+        let gb = w.id("gb")
+        try #require(gb == ga + 13)
+        let (a, b) = ("700000000000000000", "64659938474832623")
+        try #require(
+            CustomerRows.folded(group: ga, original: w.key(a)) == CustomerRows.folded(group: gb, original: w.key(b)))
+        let rows = [
+            w.tx("2025-01-01", "2025-02-01", group: "ga", customer: a),
+            w.tx("2025-01-01", "2025-02-01", group: "gb", customer: b),
+            w.tx("2025-02-01", "2025-03-01", group: "gb", customer: b),
+            w.tx("2025-02-01", "2025-03-01", group: "ga", customer: a),
+            w.tx("2025-03-01", "2025-04-01", group: "gb", customer: b),
+        ]
+        let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
+        #expect(customers.count == 2)
+        #expect(customers.groups == [ga, gb])
+        #expect(customers.originalTransactionIds.map { w.strings.string($0) } == [a, b])
+        #expect(customers.rows(of: 0).map(\.originalTransactionId) == [w.key(a), w.key(a)])
+        #expect(customers.rows(of: 1).map(\.originalTransactionId) == [w.key(b), w.key(b), w.key(b)])
+    }
+
     @Test func aCustomersRowsAreOrderedByPurchaseThenTransactionIdBytes() {
         let w = TestWorld()
         let rows = [

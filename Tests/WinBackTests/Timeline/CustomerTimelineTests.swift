@@ -169,7 +169,7 @@ struct CustomerTimelineTests {
         let tl = try #require(w.timeline(rows, at: "2025-06-01"))
         #expect(tl.productId == w.id("basic"))
         #expect(tl.storefront == Transaction.none)
-        #expect(tl.appAccountToken == w.id("aaaaaaaa-0000-0000-0000-000000000002"))
+        #expect(tl.appAccountToken == w.token("aaaaaaaa-0000-0000-0000-000000000002"))
     }
 
     @Test("win-back history keeps the latest expiry per offer")
