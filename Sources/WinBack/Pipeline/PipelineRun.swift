@@ -105,14 +105,26 @@ public enum PipelineRun {
             // Read.
             let totalBytes = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
             progress.begin("read", totalBytes: totalBytes)
-            var set = try TransactionReader.read(
-                paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
-                inflater: p.inflater,
-                progress: { progress.advance($0) })
+            // With several threads the renewal info is read alongside the transactions.
+            nonisolated(unsafe) var renewalRead: Result<RenewalRead, Error>?
+            let readRenewals: @Sendable () -> Void = {
+                renewalRead = Result { try RenewalReader.read(paths: p.renewalFiles, inflater: p.inflater) }
+            }
+            let renewing = DispatchGroup()
+            if p.threads > 1 { DispatchQueue.global().async(group: renewing, execute: readRenewals) }
+            var set: TransactionSet
+            do {
+                defer { renewing.wait() }
+                set = try TransactionReader.read(
+                    paths: p.transactionFiles, format: p.config.format, products: p.config.products,
+                    threads: p.threads, inflater: p.inflater, progress: { progress.advance($0) })
+            }
+            if p.threads == 1 { readRenewals() }
             manifest.inputs = set.inputs
             manifest.counters = set.counters
-            let (renewals, renewalRejects, renewalStats) = try RenewalReader.read(
-                paths: p.renewalFiles, strings: set.strings, inflater: p.inflater)
+            let renewalsRead = try renewalRead!.get()
+            let renewals = renewalsRead.index(in: set.strings)
+            let (renewalRejects, renewalStats) = (renewalsRead.rejects, renewalsRead.stats)
             manifest.renewalInputs = renewalStats
             manifest.renewalRejected = renewalRejects.count
             rejectsBytes = RejectsWriter.bytes(set.rejects + renewalRejects, relativeTo: p.config.folder)

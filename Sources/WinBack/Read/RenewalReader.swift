@@ -1,27 +1,56 @@
-/// Reads renewal-info NDJSON files (SPEC §2.2) into a ``RenewalIndex``, with ids interned in
-/// the run's string table. Bad lines are rejected like transaction lines.
+/// Renewal info as read from its files, before it meets the run's string table: it can be
+/// read while the transactions are.
+public struct RenewalRead: Sendable {
+    /// Ids that are not canonical decimals are interned in ``table``.
+    var index: RenewalIndex
+    let table: StringTable
+    public let rejects: [Reject]
+    public let stats: [InputStats]
+
+    /// The index with its ids in `strings` (the run's table); the ids new to it are added
+    /// in the order they were first read.
+    public func index(in strings: StringTable) -> RenewalIndex {
+        guard table.count > 0 else { return index }
+        var out = index
+        let map = strings.merge(table)
+        map.withUnsafeBufferPointer { out.remap($0) }
+        return out
+    }
+}
+
+/// Reads renewal-info NDJSON files (SPEC §2.2) into a ``RenewalIndex``. Bad lines are
+/// rejected like transaction lines.
 public enum RenewalReader {
     static let keys = [
         "originalTransactionId", "autoRenewStatus", "isInBillingRetryPeriod", "gracePeriodExpiresDate",
         "eligibleWinBackOfferIds", "signedDate",
     ]
 
+    /// Reads `paths` with ids interned in `strings`, the run's table.
     public static func read(
         paths: [String], strings: StringTable, inflater: Inflater = .zlib
     ) throws -> (RenewalIndex, [Reject], [InputStats]) {
+        let r = try read(paths: paths, inflater: inflater)
+        return (r.index(in: strings), r.rejects, r.stats)
+    }
+
+    /// Reads `paths` on their own; ``RenewalRead/index(in:)`` then joins them to a run.
+    public static func read(paths: [String], inflater: Inflater = .zlib) throws -> RenewalRead {
+        let table = StringTable()
         var index = RenewalIndex()
         var rejects: [Reject] = []
         var stats: [InputStats] = []
         let scanner = JSONLineScanner(keys: keys)
+        let lists = OfferLists()
         for path in paths {
             let source = try openSource(path: path, inflater: inflater)
             var st = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
             try LineReader(source: source).forEachLine { line, number in
                 if LineReader.isBlank(line) { return }
                 st.rows += 1
-                switch decode(line, scanner: scanner) {
+                switch decode(line, scanner: scanner, lists: lists) {
                 case .success(let (orig, info)):
-                    index.add(originalTransactionId: TransactionKey(orig, table: strings), info)
+                    index.add(originalTransactionId: TransactionKey(orig, table: table), info)
                 case .failure(let why):
                     st.rejected += 1
                     rejects.append(Reject(file: path, line: number, reason: why.reason, bytes: line))
@@ -33,12 +62,30 @@ public enum RenewalReader {
             stats.append(st)
         }
         index.finish()
-        return (index, rejects, stats)
+        return RenewalRead(index: index, table: table, rejects: rejects, stats: stats)
     }
 
     struct Bad: Error { let reason: String }
 
-    static func decode(_ line: UnsafeRawBufferPointer, scanner: JSONLineScanner) -> Result<(String, RenewalInfo), Bad> {
+    /// The `eligibleWinBackOfferIds` lists read so far, by their JSON text: most lines repeat
+    /// one of a few lists, and they then share one array instead of each holding its own.
+    final class OfferLists {
+        private let texts = StringTable()
+        /// By the id of the list's text; nil for a text that is not an array of strings.
+        private var lists: [[String]?] = []
+
+        func list(_ raw: UnsafeRawBufferPointer, scanner: JSONLineScanner) -> [String]? {
+            let id = Int(texts.intern(raw))
+            if id == lists.count { lists.append(scanner.stringArray(raw)) }
+            return lists[id]
+        }
+    }
+
+    /// The originalTransactionId (bytes of the line or of the scanner, valid until the next
+    /// line) and the renewal info of one line.
+    static func decode(
+        _ line: UnsafeRawBufferPointer, scanner: JSONLineScanner, lists: OfferLists
+    ) -> Result<(UnsafeRawBufferPointer, RenewalInfo), Bad> {
         guard scanner.scan(line) else { return .failure(Bad(reason: "invalid JSON: \(scanner.error)")) }
         let v = scanner.values
         guard case .string(let o) = v[0] else {
@@ -73,7 +120,7 @@ public enum RenewalReader {
         switch v[4] {
         case .absent, .null: break
         case .other(_, let raw):
-            guard let list = scanner.stringArray(raw) else {
+            guard let list = lists.list(raw, scanner: scanner) else {
                 return .failure(Bad(reason: "field eligibleWinBackOfferIds: expected an array of strings"))
             }
             info.eligibleWinBackOfferIds = list
@@ -83,6 +130,6 @@ public enum RenewalReader {
         case .success(let x): info.signedDate = x ?? Transaction.unsigned
         case .failure(let e): return .failure(e)
         }
-        return .success((String(decoding: o, as: UTF8.self), info))
+        return .success((o, info))
     }
 }

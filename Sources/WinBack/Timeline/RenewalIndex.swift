@@ -8,6 +8,18 @@ public struct RenewalIndex: Sendable {
         byOriginal[originalTransactionId, default: []].append(info)
     }
 
+    /// Rewrites interned ids through `map` (after their table was merged into another).
+    mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
+        var out: [TransactionKey: [RenewalInfo]] = [:]
+        out.reserveCapacity(byOriginal.count)
+        for (k, list) in byOriginal {
+            var key = k
+            key.remap(map)
+            out[key] = list
+        }
+        byOriginal = out
+    }
+
     /// Orders each list by signedDate (stable: for equal dates the later read wins).
     public mutating func finish() {
         for (k, list) in byOriginal where list.count > 1 {

@@ -85,6 +85,54 @@ extension ReadStageTests {
             #expect(index.known(at: .min, originalTransactionId: o)?.autoRenewStatus == 0)
         }
 
+        @Test func idsReadOnTheirOwnJoinTheRunsTableInTheOrderFirstRead() throws {
+            try ReadSupport.withTempDir { dir in
+                let path = try ReadSupport.write(
+                    [
+                        #"{"originalTransactionId":"b","signedDate":1,"autoRenewStatus":1}"#,
+                        #"{"originalTransactionId":"2000000000000001","signedDate":1,"autoRenewStatus":2}"#,
+                        #"{"originalTransactionId":"a","signedDate":1,"autoRenewStatus":3}"#,
+                        #"{"originalTransactionId":"b","signedDate":2,"autoRenewStatus":4}"#,
+                    ].joined(separator: "\n"), to: dir.appendingPathComponent("renewal-info.jsonl"))
+                let read = try RenewalReader.read(paths: [path])
+                // The run's table already holds other ids and one of these: "a" keeps its id,
+                // "b" is added after them.
+                let strings = StringTable()
+                for s in ["x", "a", "y"] { _ = strings.intern(s) }
+                let index = read.index(in: strings)
+                #expect(strings.count == 4)
+                #expect(strings.lookup("a") == 1)
+                #expect(strings.lookup("b") == 3)
+                #expect(index.known(at: 1, originalTransactionId: TransactionKey("a", table: strings))?.autoRenewStatus == 3)
+                #expect(index.known(at: 9, originalTransactionId: TransactionKey("b", table: strings))?.autoRenewStatus == 4)
+                #expect(index.known(at: 1, originalTransactionId: TransactionKey("b", table: strings))?.autoRenewStatus == 1)
+                #expect(
+                    index.known(at: 1, originalTransactionId: TransactionKey(raw: 2_000_000_000_000_001))?.autoRenewStatus
+                        == 2)
+                #expect(index.known(at: 1, originalTransactionId: TransactionKey("x", table: strings)) == nil)
+            }
+        }
+
+        @Test func offerListsOfTheSameTextAreReadAlikeAndABadOneIsRejectedEachTime() throws {
+            let (index, rejects, _, strings) = try read([
+                #"{"originalTransactionId":"1","eligibleWinBackOfferIds":["wb.a","wb.b"]}"#,
+                #"{"originalTransactionId":"2","eligibleWinBackOfferIds":["wb.a"]}"#,
+                #"{"originalTransactionId":"3","eligibleWinBackOfferIds":["wb.a","wb.b"]}"#,
+                #"{"originalTransactionId":"4","eligibleWinBackOfferIds":["wb.a",1]}"#,
+                #"{"originalTransactionId":"5","eligibleWinBackOfferIds":["wb.a",1]}"#,
+                #"{"originalTransactionId":"6","eligibleWinBackOfferIds":[]}"#,
+            ])
+            func list(_ id: String) -> [String]? {
+                index.known(at: 0, originalTransactionId: TransactionKey(id, table: strings))?.eligibleWinBackOfferIds
+            }
+            #expect(list("1") == ["wb.a", "wb.b"])
+            #expect(list("2") == ["wb.a"])
+            #expect(list("3") == ["wb.a", "wb.b"])
+            #expect(list("6") == [])
+            #expect(rejects.map(\.line) == [4, 5])
+            #expect(rejects.allSatisfy { $0.reason == "field eligibleWinBackOfferIds: expected an array of strings" })
+        }
+
         @Test func theIndexOrdersWhatItIsGiven() {
             var index = RenewalIndex()
             index.add(originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 50, isInBillingRetryPeriod: true))
