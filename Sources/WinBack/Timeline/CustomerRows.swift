@@ -102,17 +102,49 @@ public struct CustomerRows: @unchecked Sendable {
         let groupIds = Array(Set(firstGroup)).sorted { strings.less($0, $1) }
         var groupRank: [Int32: Int32] = [:]
         for (r, g) in groupIds.enumerated() { groupRank[g] = Int32(r) }
+        // Keys, then each thread's share sorted on its own and the shares merged: customers
+        // differ in (group, id), so the order is total and any sort gives the same.
         var keys = [(group: Int32, hi: UInt64, lo: UInt64)](repeating: (0, 0, 0), count: n)
-        for k in 0..<n {
-            let (hi, lo) = firstOrig[k].withBytes(in: strings) { CustomerRows.prefixKey($0) }
-            keys[k] = (groupRank[firstGroup[k]]!, hi, lo)
+        keys.withUnsafeMutableBufferPointer { out in
+            nonisolated(unsafe) let out = out
+            let ranks = groupRank, groupOf = firstGroup, origOf = firstOrig
+            let pieces = chunks(n, pieces: threads * 4)
+            try? parallelFor(count: pieces.count, threads: threads) { p in
+                for k in pieces[p] {
+                    let (hi, lo) = origOf[k].withBytes(in: strings) { CustomerRows.prefixKey($0) }
+                    out[k] = (ranks[groupOf[k]]!, hi, lo)
+                }
+            }
         }
-        let order = (0..<n).sorted { a, b in
-            let ka = keys[a], kb = keys[b]
+        let sortKeys = keys, sortOrig = firstOrig
+        @Sendable func before(_ a: Int, _ b: Int) -> Bool {
+            let ka = sortKeys[a], kb = sortKeys[b]
             if ka.group != kb.group { return ka.group < kb.group }
             if ka.hi != kb.hi { return ka.hi < kb.hi }
             if ka.lo != kb.lo { return ka.lo < kb.lo }
-            return strings.less(firstOrig[a], firstOrig[b])
+            return strings.less(sortOrig[a], sortOrig[b])
+        }
+        let shares = chunks(n, pieces: threads)
+        let sortedShares = ResultSlots<[Int]>(count: shares.count)
+        try? parallelFor(count: shares.count, threads: threads) { p in sortedShares[p] = shares[p].sorted(by: before) }
+        let sorted = sortedShares.all
+        var order: [Int] = sorted.first ?? []
+        for share in sorted.dropFirst() {
+            var merged: [Int] = []
+            merged.reserveCapacity(order.count + share.count)
+            var i = 0, j = 0
+            while i < order.count && j < share.count {
+                if before(share[j], order[i]) {
+                    merged.append(share[j])
+                    j += 1
+                } else {
+                    merged.append(order[i])
+                    i += 1
+                }
+            }
+            merged += order[i...]
+            merged += share[j...]
+            order = merged
         }
         keys = []
         var rank = [Int32](repeating: 0, count: n)
