@@ -128,6 +128,9 @@ public enum Benchmark {
             var peak = 0
             for i in 0..<o.runs {
                 log("pipeline run \(i + 1)/\(o.runs), \(threads) thread\(threads == 1 ? "" : "s") …")
+                // Each run publishes into an empty output folder, as a nightly run of a new
+                // date does; deleting the previous run's files is not part of the timing.
+                try? FileManager.default.removeItem(atPath: dir + "/out")
                 let r = try child(
                     o.executable,
                     ["run", pipeline, "--quiet", "--threads", String(threads), "--inflater", o.inflater.rawValue])
