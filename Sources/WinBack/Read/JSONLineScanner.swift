@@ -1,3 +1,5 @@
+import CSystem
+
 /// A value found for one of the keys a ``JSONLineScanner`` looks for.
 ///
 /// Trivial (no reference-counted payload): a row's values are reset and copied per line.
@@ -52,11 +54,18 @@ final class JSONLineScanner {
     /// Per key: its length and its first (up to) eight bytes, to reject most keys without
     /// comparing the rest.
     private let signatures: [(count: Int, prefix: UInt64)]
-    /// 64 slots of key indexes (-1 empty), placed by ``bucket(count:prefix:)``.
+    /// 128 slots of key indexes (-1 empty), placed by ``bucket(count:prefix:)``.
     private let buckets: [Int8]
+    /// The hash multiplier, chosen so that each key has a slot of its own: a key looked
+    /// for is then found at the first probe.
+    private let multiplier: UInt64
     private(set) var values: [ScannedValue]
     private var scratch: UnsafeMutableRawBufferPointer
     private var scratchUsed = 0
+    /// Per 64 bytes of the line, which end a plain string (see `winback_special_bits`):
+    /// found for the whole line at once, so finding a string's end takes no loop.
+    private var specials: UnsafeMutablePointer<UInt64>
+    private var specialsCapacity = 0
     private var base: UnsafeRawPointer = UnsafeRawPointer(bitPattern: 1)!
     private var count = 0
     private var pos = 0
@@ -77,18 +86,38 @@ final class JSONLineScanner {
         keyStarts = starts
         signatures = utf8.map { k in k.withUnsafeBytes { (k.count, JSONLineScanner.prefix($0)) } }
         precondition(keys.count < 48, "a scanner looks for a handful of keys")
-        var buckets = [Int8](repeating: -1, count: 64)
-        for (i, sig) in signatures.enumerated() {
-            var b = JSONLineScanner.bucket(count: sig.count, prefix: sig.prefix)
-            while buckets[b] >= 0 { b = (b + 1) & 63 }
-            buckets[b] = Int8(i)
+        let sigs = signatures
+        func place(_ multiplier: UInt64) -> (buckets: [Int8], probes: Int) {
+            var buckets = [Int8](repeating: -1, count: 128)
+            var probes = 0
+            for (i, sig) in sigs.enumerated() {
+                var b = JSONLineScanner.bucket(count: sig.count, prefix: sig.prefix, multiplier: multiplier)
+                while buckets[b] >= 0 {
+                    b = (b + 1) & 127
+                    probes += 1
+                }
+                buckets[b] = Int8(i)
+            }
+            return (buckets, probes)
         }
-        self.buckets = buckets
+        // Odd multipliers in turn until no two keys share a slot (a few tries for a dozen
+        // keys); should none do, the last one with probing.
+        var m: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var placed = place(m)
+        for seed in 1..<4096 where placed.probes > 0 {
+            m = (0x9E37_79B9_7F4A_7C15 &+ UInt64(seed) &* 0x6A09_E667_F3BC_C909) | 1
+            placed = place(m)
+        }
+        multiplier = m
+        self.buckets = placed.buckets
         values = Array(repeating: .absent, count: keys.count)
         scratch = .allocate(byteCount: 4096, alignment: 8)
+        specialsCapacity = 64
+        specials = .allocate(capacity: specialsCapacity)
     }
 
     deinit {
+        specials.deallocate()
         scratch.deallocate()
         keyBytes.deallocate()
     }
@@ -116,6 +145,13 @@ final class JSONLineScanner {
             scratch.deallocate()
             scratch = .allocate(byteCount: count, alignment: 8)
         }
+        let words = (count + 63) >> 6
+        if specialsCapacity < words {
+            specials.deallocate()
+            specialsCapacity = words
+            specials = .allocate(capacity: words)
+        }
+        winback_special_bits(b.assumingMemoryBound(to: UInt8.self), count, specials)
         do {
             skipWS()
             guard pos < count, byte(pos) == UInt8(ascii: "{") else {
@@ -159,13 +195,13 @@ final class JSONLineScanner {
     }
 
     /// Open-addressing slot of a key's signature in ``buckets``.
-    @inline(__always) private static func bucket(count: Int, prefix: UInt64) -> Int {
-        Int(truncatingIfNeeded: ((prefix ^ UInt64(count)) &* 0x9E37_79B9_7F4A_7C15) >> 58)
+    @inline(__always) private static func bucket(count: Int, prefix: UInt64, multiplier: UInt64) -> Int {
+        Int(truncatingIfNeeded: ((prefix ^ UInt64(count)) &* multiplier) >> 57)
     }
 
-    @inline(__always) private func keyIndex(_ k: UnsafeRawBufferPointer) -> Int {
-        let p = JSONLineScanner.prefix(k)
-        var b = JSONLineScanner.bucket(count: k.count, prefix: p)
+    /// The index of key `k`, whose ``prefix(_:)`` is `p`, or -1.
+    @inline(__always) private func keyIndex(_ k: UnsafeRawBufferPointer, prefix p: UInt64) -> Int {
+        var b = JSONLineScanner.bucket(count: k.count, prefix: p, multiplier: multiplier)
         while true {
             let i = Int(buckets[b])
             if i < 0 { return -1 }
@@ -175,7 +211,7 @@ final class JSONLineScanner {
                     return i
                 }
             }
-            b = (b + 1) & 63
+            b = (b + 1) & 127
         }
     }
 
@@ -189,11 +225,24 @@ final class JSONLineScanner {
         let n = count
         var p = pos + 1  // {
         @inline(__always) func isWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
+        let specials = self.specials
+        let words = (n + 63) >> 6
         /// The end of a plain string whose content starts at `from`: the index of its closing
         /// quote, or -1 when it has a special byte before (escape, control, non-ASCII) or none.
         @inline(__always) func plainEnd(_ from: Int) -> Int {
-            let q = JSONLineScanner.firstSpecial(base, n, from)
-            return q < n && b[q] == 0x22 ? q : -1
+            guard from < n else { return -1 }
+            var w = from >> 6
+            let m = specials[w] >> UInt64(from & 63)
+            let q: Int
+            if m != 0 {
+                q = from + m.trailingZeroBitCount
+            } else {
+                w += 1
+                while w < words && specials[w] == 0 { w += 1 }
+                guard w < words else { return -1 }
+                q = w << 6 + specials[w].trailingZeroBitCount
+            }
+            return b[q] == 0x22 ? q : -1
         }
         while p < n && isWS(b[p]) { p += 1 }
         if p < n && b[p] == UInt8(ascii: "}") {
@@ -208,13 +257,22 @@ final class JSONLineScanner {
                     throw fail("expected a key string")
                 }
                 let key: UnsafeRawBufferPointer
+                let keyPrefix: UInt64
                 let keyEnd = plainEnd(p + 1)
                 if keyEnd >= 0 {
                     key = UnsafeRawBufferPointer(start: base + p + 1, count: keyEnd - p - 1)
+                    if p + 9 <= n {
+                        // Eight bytes at once, the bytes past a short key masked off.
+                        let w = (base + p + 1).loadUnaligned(as: UInt64.self)
+                        keyPrefix = key.count >= 8 ? w : w & ((1 &<< UInt64(8 * key.count)) &- 1)
+                    } else {
+                        keyPrefix = JSONLineScanner.prefix(key)
+                    }
                     p = keyEnd + 1
                 } else {
                     pos = p
                     key = try parseString()
+                    keyPrefix = JSONLineScanner.prefix(key)
                     p = pos
                 }
                 while p < n && isWS(b[p]) { p += 1 }
@@ -224,7 +282,7 @@ final class JSONLineScanner {
                 }
                 p += 1
                 while p < n && isWS(b[p]) { p += 1 }
-                let k = key.count > 0 ? keyIndex(key) : -1
+                let k = key.count > 0 ? keyIndex(key, prefix: keyPrefix) : -1
                 guard p < n else {
                     pos = p
                     throw fail("expected a value")

@@ -25,6 +25,56 @@ extension ReadStageTests {
 
         private func scanString(_ line: String) -> Scanned { scanString(Array(line.utf8)) }
 
+        /// Strings are found through one mask per 64 bytes of the line: a string starting,
+        /// ending or holding a special byte at every place around those boundaries reads
+        /// the same, and so does a line of exactly 64 or 128 bytes.
+        @Test(arguments: ["plain", "esc\\\"aped", "gr\u{FC}\u{DF}e", "", "a"])
+        func stringsReadTheSameAtEveryPlaceAroundTheMasksWords(value: String) {
+            let encoded = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            for pad in 0..<140 {
+                let line = #"{"p":""# + String(repeating: "x", count: pad) + #"","s":""# + encoded + #"","t":1}"#
+                #expect(scanString(line) == .success(Array(value.utf8)), "padding \(pad)")
+                // Unterminated at the end of the line: an error, never a read past it.
+                let cut = #"{"p":""# + String(repeating: "x", count: pad) + #"","s":""# + encoded
+                #expect(scanString(cut) != .success(Array(value.utf8)), "padding \(pad)")
+            }
+            for total in [64, 128] {
+                let fixed = #"{"s":""# + encoded + #"","p":""#
+                let pad = total - fixed.utf8.count - 2
+                guard pad >= 0 else { continue }
+                let line = fixed + String(repeating: "y", count: pad) + #""}"#
+                #expect(line.utf8.count == total)
+                #expect(scanString(line) == .success(Array(value.utf8)), "\(total) bytes")
+            }
+        }
+
+        /// Keys are placed by a hash chosen per scanner: with many keys, short and long, and
+        /// unknown keys that share a length and first eight bytes with known ones, each value
+        /// lands under its own key.
+        @Test func everyKeyIsFoundAmongManyAndLookalikesAreNot() throws {
+            let keys = (0..<47).map { i in i % 3 == 0 ? "k\(i)" : i % 3 == 1 ? "originalKey\(i)" : "abcdefgh\(i)" }
+            let scanner = JSONLineScanner(keys: keys)
+            var rng = SplitMix64(seed: 7)
+            var order = Array(keys.indices)
+            for i in stride(from: order.count - 1, to: 0, by: -1) { order.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
+            var fields = order.map { #""\#(keys[$0])":\#($0)"# }
+            // Same length and first eight bytes as known keys, or a known key's prefix.
+            fields.insert(#""abcdefgh99":-1"#, at: 5)
+            fields.insert(#""originalKex1":-2"#, at: 9)
+            fields.insert(#""k":-3"#, at: 0)
+            fields.append(#""abcdefgh":-4"#)
+            let line = Array(("{" + fields.joined(separator: ",") + "}").utf8)
+            let ok = line.withUnsafeBytes { scanner.scan($0) }
+            try #require(ok, "\(scanner.error)")
+            for (i, v) in scanner.values.enumerated() {
+                guard case .int(let x) = v else {
+                    Issue.record("key \(keys[i]): \(v.typeName)")
+                    continue
+                }
+                #expect(x == Int64(i), "key \(keys[i])")
+            }
+        }
+
         static let escapes: [(json: String, expected: String)] = [
             (#"{"s":"a\"b"}"#, "a\"b"),
             (#"{"s":"back\\slash"}"#, "back\\slash"),
