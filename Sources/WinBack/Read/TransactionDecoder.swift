@@ -83,9 +83,12 @@ final class TransactionDecoder {
         try identifier(k, required: required).map { table.intern($0) } ?? Transaction.none
     }
 
-    /// A required decimal-style id (transactionId, originalTransactionId).
+    /// A required decimal-style id (transactionId, originalTransactionId). A canonical decimal
+    /// is a valid identifier as it stands; only other ids are checked against the pattern.
     private func transactionKey(_ k: Key) throws -> TransactionKey {
-        TransactionKey(try identifier(k, required: true)!, table: table)
+        let s = try string(k, required: true)!
+        if let v = TransactionKey.decimal(s) { return TransactionKey(raw: v) }
+        return TransactionKey(try identifier(k, required: true)!, table: table)
     }
 
     private func excerpt(_ s: UnsafeRawBufferPointer) -> String {
