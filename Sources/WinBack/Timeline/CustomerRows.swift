@@ -59,31 +59,37 @@ public struct CustomerRows: @unchecked Sendable {
         // Customer ids: each shard (a hash class of the customer key) numbers its own customers
         // in row order, on its own thread; customer c of shard s is offsets[s] + c.
         var of = [Int32](repeating: 0, count: total)
+        // Each row's shard, so that later passes need not read the rows again.
+        var shardOf = [UInt8](repeating: 0, count: total)
         let found = ResultSlots<(groups: [Int32], originals: [TransactionKey])>(count: shards)
         input.withUnsafeBufferPointer { r in
             of.withUnsafeMutableBufferPointer { o in
-                nonisolated(unsafe) let rows = r
-                nonisolated(unsafe) let local = o
-                try? parallelFor(count: shards, threads: threads) { s in
-                    var index = Int64Map(capacity: total / (8 * shards))
-                    var groups: [Int32] = [], originals: [TransactionKey] = []
-                    var collided: [Customer: Int] = [:]
-                    for i in 0..<rows.count {
-                        let k = key(rows[i])
-                        guard shard(k) == s else { continue }
-                        let group = rows[i].subscriptionGroupId, original = rows[i].originalTransactionId
-                        var c = Int(index.insert(k, UInt32(groups.count)))
-                        if c < groups.count && (groups[c] != group || originals[c] != original) {
-                            c = collided[Customer(group: group, original: original), default: groups.count]
-                            collided[Customer(group: group, original: original)] = c
+                shardOf.withUnsafeMutableBufferPointer { sh in
+                    nonisolated(unsafe) let rows = r
+                    nonisolated(unsafe) let local = o
+                    nonisolated(unsafe) let shardOfRow = sh
+                    try? parallelFor(count: shards, threads: threads) { s in
+                        var index = Int64Map(capacity: total / (8 * shards))
+                        var groups: [Int32] = [], originals: [TransactionKey] = []
+                        var collided: [Customer: Int] = [:]
+                        for i in 0..<rows.count {
+                            let k = key(rows[i])
+                            guard shard(k) == s else { continue }
+                            let group = rows[i].subscriptionGroupId, original = rows[i].originalTransactionId
+                            var c = Int(index.insert(k, UInt32(groups.count)))
+                            if c < groups.count && (groups[c] != group || originals[c] != original) {
+                                c = collided[Customer(group: group, original: original), default: groups.count]
+                                collided[Customer(group: group, original: original)] = c
+                            }
+                            if c == groups.count {
+                                groups.append(group)
+                                originals.append(original)
+                            }
+                            local[i] = Int32(c)
+                            shardOfRow[i] = UInt8(s)
                         }
-                        if c == groups.count {
-                            groups.append(group)
-                            originals.append(original)
-                        }
-                        local[i] = Int32(c)
+                        found[s] = (groups, originals)
                     }
-                    found[s] = (groups, originals)
                 }
             }
         }
@@ -152,18 +158,16 @@ public struct CustomerRows: @unchecked Sendable {
 
         // Each row's customer rank, then where each customer's rows start.
         let pieces = chunks(total, pieces: max(1, threads) * 4)
-        input.withUnsafeBufferPointer { r in
-            of.withUnsafeMutableBufferPointer { o in
-                nonisolated(unsafe) let rows = r
-                nonisolated(unsafe) let ranks = o
-                let shardStart = offsets, rankOf = rank
-                try? parallelFor(count: pieces.count, threads: threads) { p in
-                    for i in pieces[p] {
-                        ranks[i] = rankOf[shardStart[shard(key(rows[i]))] + Int(ranks[i])]
-                    }
+        of.withUnsafeMutableBufferPointer { o in
+            nonisolated(unsafe) let ranks = o
+            let shardStart = offsets, rankOf = rank, shardOfRow = shardOf
+            try? parallelFor(count: pieces.count, threads: threads) { p in
+                for i in pieces[p] {
+                    ranks[i] = rankOf[shardStart[Int(shardOfRow[i])] + Int(ranks[i])]
                 }
             }
         }
+        shardOf = []
         var starts = [Int](repeating: 0, count: n + 1)
         for c in of { starts[Int(c) + 1] += 1 }
         for k in 0..<n { starts[k + 1] += starts[k] }
