@@ -14,6 +14,35 @@ public enum Timestamp {
     public static func appendISO(_ t: Int64, to out: inout [UInt8]) {
         let (days, ms) = MonthMath.split(t)
         let c = MonthMath.civilFromDays(days)
+        if c.year >= 0 && c.year <= 9999 {
+            // The common case: fixed widths, written in place and appended at once.
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { b in
+                @inline(__always) func digits(_ v: Int64, _ at: Int, _ width: Int) {
+                    var v = v
+                    for k in stride(from: at + width - 1, through: at, by: -1) {
+                        b[k] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                        v /= 10
+                    }
+                }
+                let s = ms / 1000
+                digits(c.year, 0, 4)
+                b[4] = UInt8(ascii: "-")
+                digits(c.month, 5, 2)
+                b[7] = UInt8(ascii: "-")
+                digits(c.day, 8, 2)
+                b[10] = UInt8(ascii: "T")
+                digits(s / 3600, 11, 2)
+                b[13] = UInt8(ascii: ":")
+                digits((s / 60) % 60, 14, 2)
+                b[16] = UInt8(ascii: ":")
+                digits(s % 60, 17, 2)
+                b[19] = UInt8(ascii: ".")
+                digits(ms % 1000, 20, 3)
+                b[23] = UInt8(ascii: "Z")
+                out.append(contentsOf: UnsafeBufferPointer(b))
+            }
+            return
+        }
         appendDate(year: c.year, month: c.month, day: c.day, to: &out)
         out.append(UInt8(ascii: "T"))
         let s = ms / 1000

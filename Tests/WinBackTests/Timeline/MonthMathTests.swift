@@ -58,6 +58,25 @@ struct MonthMathTests {
         #expect(abs(MonthMath.calendarMonths(ms(a), ms(b)) - expected) < 1e-12)
     }
 
+    @Test("ISO timestamps are written with fixed widths, at the edges of days, years and the format")
+    func isoTimestamps() {
+        let day = MonthMath.day
+        #expect(Timestamp.iso(0) == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso(-1) == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: 2024, month: 2, day: 29) * day + 3_723_004) == "2024-02-29T01:02:03.004Z")
+        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: 1, month: 1, day: 1) * day) == "0001-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: 10000, month: 1, day: 1) * day - 1) == "9999-12-31T23:59:59.999Z")
+        // Past four digits of year, the general path.
+        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: 10000, month: 1, day: 1) * day) == "10000-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: -1, month: 12, day: 31) * day) == "-0001-12-31T00:00:00.000Z")
+        // Every written timestamp reads back as itself.
+        var rng = SplitMix64(seed: 11)
+        for _ in 0..<2000 {
+            let t = Int64(rng.next() % UInt64(253_402_300_800_000))  // up to 9999-12-31
+            #expect(Timestamp.parseDateTime(Timestamp.iso(t)) == t, "\(t)")
+        }
+    }
+
     @Test("civil dates round-trip over four centuries")
     func civilRoundTrip() {
         var day = MonthMath.daysFromCivil(year: 1900, month: 1, day: 1)
