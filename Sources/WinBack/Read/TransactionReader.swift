@@ -184,9 +184,15 @@ final class Merger: @unchecked Sendable {
         precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
         merged.append((first, index))
         rowsMerged += f.rows.count
-        for i in 0..<f.rows.count {
+        let ahead = 8
+        @inline(__always) func key(_ i: Int) -> TransactionKey {
             var key = f.rows[i].transactionId
             if key.raw < 0 { key.raw = -(Int64(map[Int(-key.raw - 1)]) + 1) }
+            return key
+        }
+        for i in 0..<f.rows.count {
+            if i + ahead < f.rows.count { winners.prefetch(key(i + ahead).raw) }
+            let key = key(i)
             let here = UInt32(first + i)
             let there = winners.insert(key.raw, here)
             if there == here { continue }

@@ -73,6 +73,9 @@ public struct CustomerRows: @unchecked Sendable {
                         var groups: [Int32] = [], originals: [TransactionKey] = []
                         var collided: [Customer: Int] = [:]
                         for i in 0..<rows.count {
+                            if i + 8 < rows.count, case let ahead = key(rows[i + 8]), shard(ahead) == s {
+                                index.prefetch(ahead)
+                            }
                             let k = key(rows[i])
                             guard shard(k) == s else { continue }
                             let group = rows[i].subscriptionGroupId, original = rows[i].originalTransactionId
