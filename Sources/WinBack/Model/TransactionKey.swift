@@ -50,10 +50,17 @@ public struct TransactionKey: Hashable, Sendable {
         let first = p[0]
         if first == UInt8(ascii: "0") { return n == 1 ? 0 : nil }
         var v: Int64 = 0
-        for i in 0..<n {
+        var i = 0
+        while i + 8 <= n {
+            guard let e = Digits.eight(p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) else { return nil }
+            v = v &* 100_000_000 &+ Int64(e)
+            i += 8
+        }
+        while i < n {
             let d = p[i] &- 48
             guard d < 10 else { return nil }
             v = v &* 10 &+ Int64(d)
+            i += 1
         }
         return v
     }

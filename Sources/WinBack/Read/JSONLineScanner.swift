@@ -303,6 +303,10 @@ final class JSONLineScanner {
                     if q < n, b[q] >= 0x31, b[q] <= 0x39 {
                         let first = q
                         var v: Int64 = 0
+                        if q + 8 <= n, let e = Digits.eight((base + q).loadUnaligned(as: UInt64.self)) {
+                            v = Int64(e)
+                            q += 8
+                        }
                         while q < n, q - first < 18, case let d = b[q] &- 0x30, d < 10 {
                             v = v &* 10 &+ Int64(d)
                             q += 1

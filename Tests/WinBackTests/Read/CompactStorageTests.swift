@@ -80,6 +80,32 @@ extension ReadStageTests {
             #expect(t.appAccountToken.kind == .uppercase)
         }
 
+        @Test func eightDigitsAtOnceMatchDigitByDigit() {
+            func word(_ s: String) -> UInt64 {
+                Array(s.utf8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            }
+            #expect(Digits.eight(word("00000000")) == 0)
+            #expect(Digits.eight(word("99999999")) == 99_999_999)
+            #expect(Digits.eight(word("12345678")) == 12_345_678)
+            #expect(Digits.eight(word("00000001")) == 1)
+            #expect(Digits.eight(word("10000000")) == 10_000_000)
+            // The bytes just outside 0–9, anywhere in the word.
+            for bad in ["/", ":", " ", "a", "\u{7F}", "\u{B0}"] {
+                for at in 0..<8 {
+                    var s = Array("12345678".utf8)
+                    s.replaceSubrange(at..<(at + 1), with: Array(bad.utf8.prefix(1)))
+                    let w = s.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    #expect(Digits.eight(w) == nil, "\(bad) at \(at)")
+                }
+            }
+            var rng = SplitMix64(seed: 3)
+            for _ in 0..<5000 {
+                let v = rng.next() % 100_000_000
+                let s = String(repeating: "0", count: 8 - String(v).count) + String(v)
+                #expect(Digits.eight(word(s)) == v, "\(s)")
+            }
+        }
+
         @Test func decimalKeysRenderBackToTheirString() {
             let table = StringTable()
             for s in ["0", "7", "10", "2000000000000102", "999999999999999999"] {
