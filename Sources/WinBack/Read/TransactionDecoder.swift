@@ -79,8 +79,17 @@ final class TransactionDecoder {
         return s
     }
 
+    /// By string id: whether the string is known to match the identifier pattern. Groups,
+    /// products and offers repeat on every row; each is checked once, when first seen.
+    private var validIdentifiers: [Bool] = []
+
     private func id(_ k: Key, required: Bool = false) throws -> Int32 {
-        try identifier(k, required: required).map { table.intern($0) } ?? Transaction.none
+        guard let s = try string(k, required: required) else { return Transaction.none }
+        if let i = table.find(s), Int(i) < validIdentifiers.count, validIdentifiers[Int(i)] { return i }
+        let i = table.intern(try identifier(k, required: required)!)
+        if validIdentifiers.count <= Int(i) { validIdentifiers += repeatElement(false, count: Int(i) + 1 - validIdentifiers.count) }
+        validIdentifiers[Int(i)] = true
+        return i
     }
 
     /// A required decimal-style id (transactionId, originalTransactionId). A canonical decimal

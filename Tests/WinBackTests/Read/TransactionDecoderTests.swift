@@ -35,6 +35,23 @@ extension ReadStageTests {
             #expect(t.production)
         }
 
+        @Test func anIdFirstSeenInAFieldWithoutThePatternIsStillCheckedAsAnIdentifier() throws {
+            let h = DecodeHarness()
+            // "bad id!" is a fine offerDiscountType (any string) but not a productId.
+            let first = try #require(h.row(TxLine().with("offerDiscountType", "\"bad id!\"").json))
+            #expect(h.string(first.offerDiscountType) == "bad id!")
+            let why = try #require(h.rejection(TxLine().with("productId", "\"bad id!\"").json))
+            #expect(why == "field productId: 'bad id!' is not a valid identifier")
+            // A valid id is checked once, then known, and rejects nothing later.
+            let a = try #require(h.row(TxLine().with("productId", "\"p.1\"").json))
+            let b = try #require(h.row(TxLine(id: "1000000000000002").with("productId", "\"p.1\"").json))
+            #expect(a.productId == b.productId)
+            #expect(h.string(b.productId) == "p.1")
+            // The same bytes as a group id, checked as such.
+            let c = try #require(h.row(TxLine().with("subscriptionGroupIdentifier", "\"p.1\"").json))
+            #expect(c.subscriptionGroupId == a.productId)
+        }
+
         @Test func absentOptionalFieldsTakeTheirDefaults() throws {
             let h = DecodeHarness()
             let line = TxLine(signed: nil).with("type", nil).with("environment", nil).with("inAppOwnershipType", nil)
