@@ -11,7 +11,9 @@ struct BenchCommand: ParsableCommand {
             sizes, the floor (inflating every file with the same inflater and thread count, discarding \
             the bytes), the pipeline's median wall time over several runs, its ratio to the floor, \
             uncompressed MB/s, peak resident memory (of the pipeline process alone), and the same with \
-            one thread. With --inflater isal, the zlib floor is shown too. Use a release build: \
+            one thread. With --inflater isal, the zlib floor is shown too. Each round measures \
+            everything once, in turn, so that a machine whose speed drifts affects the floor and the \
+            pipeline alike; medians over the rounds are reported. Use a release build: \
             swift build -c release.
             """)
 

@@ -111,36 +111,39 @@ public enum Benchmark {
         try o.inflater.requireAvailable()
         var uncompressed = 0
         func measureFloor(_ inflater: Inflater) throws -> Double {
-            log("measuring the floor (inflate only, \(inflater.rawValue), \(o.threads) threads) …")
-            var floors: [Double] = []
-            for _ in 0..<o.runs {
-                let f = try floor(paths: files, threads: o.threads, inflater: inflater)
-                floors.append(f.seconds)
-                uncompressed = f.bytes
-            }
-            return median(floors)
+            let f = try floor(paths: files, threads: o.threads, inflater: inflater)
+            uncompressed = f.bytes
+            return f.seconds
         }
-        let floorSeconds = try measureFloor(o.inflater)
-        let zlibFloor = o.inflater == .zlib ? floorSeconds : try measureFloor(.zlib)
-
-        func pipelineRuns(threads: Int) throws -> (Double, Int) {
-            var times: [Double] = []
-            var peak = 0
-            for i in 0..<o.runs {
-                log("pipeline run \(i + 1)/\(o.runs), \(threads) thread\(threads == 1 ? "" : "s") …")
-                // Each run publishes into an empty output folder, as a nightly run of a new
-                // date does; deleting the previous run's files is not part of the timing.
-                try? FileManager.default.removeItem(atPath: dir + "/out")
-                let r = try child(
-                    o.executable,
-                    ["run", pipeline, "--quiet", "--threads", String(threads), "--inflater", o.inflater.rawValue])
-                times.append(r.seconds)
-                peak = max(peak, r.peakRSSBytes)
-            }
-            return (median(times), peak)
+        func pipelineRun(threads: Int) throws -> ChildRun {
+            // Each run publishes into an empty output folder, as a nightly run of a new date
+            // does; deleting the previous run's files is not part of the timing.
+            try? FileManager.default.removeItem(atPath: dir + "/out")
+            return try child(
+                o.executable, ["run", pipeline, "--quiet", "--threads", String(threads), "--inflater", o.inflater.rawValue])
         }
-        let (wall, peak) = try pipelineRuns(threads: o.threads)
-        let (wall1, peak1) = o.threads > 1 ? try pipelineRuns(threads: 1) : (wall, peak)
+        // Rounds of every measurement in turn, so that the floor and the pipeline see the
+        // machine alike even when its speed drifts during the benchmark.
+        var floors: [Double] = [], zlibFloors: [Double] = [], walls: [Double] = [], walls1: [Double] = []
+        var peak = 0, peak1 = 0
+        for i in 0..<o.runs {
+            log("round \(i + 1)/\(o.runs): floor, pipeline with \(o.threads) threads\(o.threads > 1 ? " and with 1" : "") …")
+            floors.append(try measureFloor(o.inflater))
+            if o.inflater != .zlib { zlibFloors.append(try measureFloor(.zlib)) }
+            let r = try pipelineRun(threads: o.threads)
+            walls.append(r.seconds)
+            peak = max(peak, r.peakRSSBytes)
+            if o.threads > 1 {
+                let r1 = try pipelineRun(threads: 1)
+                walls1.append(r1.seconds)
+                peak1 = max(peak1, r1.peakRSSBytes)
+            }
+        }
+        let floorSeconds = median(floors)
+        let zlibFloor = o.inflater == .zlib ? floorSeconds : median(zlibFloors)
+        let wall = median(walls)
+        let wall1 = o.threads > 1 ? median(walls1) : wall
+        if o.threads == 1 { peak1 = peak }
 
         let mb = { (b: Int) in String(format: "%.1f MB", Double(b) / 1_000_000) }
         return [
