@@ -92,9 +92,17 @@ struct Int64Map {
         slots[i].value = value
     }
 
-    private mutating func grow() {
+    /// Makes room for `count` keys at once, rather than doubling step by step as they come.
+    mutating func reserve(_ count: Int) {
+        var n = slots.count
+        while count * 2 > n { n <<= 1 }
+        if n > slots.count { grow(to: n) }
+    }
+
+    private mutating func grow() { grow(to: slots.count * 2) }
+
+    private mutating func grow(to n: Int) {
         let old = slots
-        let n = slots.count * 2
         slots = Array(repeating: .empty, count: n)
         mask = n - 1
         for s in old where s.key != .min {

@@ -130,7 +130,7 @@ public enum TransactionReader {
         inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws -> TransactionSet {
         let fmt = format(name, products: products)
-        let merger = Merger(count: paths.count)
+        let merger = Merger(count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
         let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], only: only)
@@ -169,7 +169,16 @@ final class Merger: @unchecked Sendable {
         return (merged[lo].file, n - merged[lo].first)
     }
 
-    init(count: Int) { files = Array(repeating: nil, count: count) }
+    /// Bytes of all the files as stored, and of those merged so far: the rows merged so far
+    /// then tell how many the whole run will have, and the deduplication index is sized for
+    /// them once instead of growing through every power of two.
+    private let totalBytes: Int
+    private var bytesMerged = 0
+
+    init(count: Int, totalBytes: Int) {
+        files = Array(repeating: nil, count: count)
+        self.totalBytes = totalBytes
+    }
 
     /// Takes over file `index` once read; merges it under the lock.
     func add(_ f: FileRows, index: Int) {
@@ -184,6 +193,12 @@ final class Merger: @unchecked Sendable {
         precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
         merged.append((first, index))
         rowsMerged += f.rows.count
+        bytesMerged += f.stats.bytes
+        if bytesMerged > 0 && bytesMerged < totalBytes {
+            winners.reserve(Int(Double(rowsMerged) * Double(totalBytes) / Double(bytesMerged)))
+        } else {
+            winners.reserve(rowsMerged)
+        }
         let ahead = 8
         @inline(__always) func key(_ i: Int) -> TransactionKey {
             var key = f.rows[i].transactionId

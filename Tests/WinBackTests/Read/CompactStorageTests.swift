@@ -141,6 +141,19 @@ extension ReadStageTests {
             #expect(map.count == keys.count)
         }
 
+        @Test func reservingRoomKeepsWhatTheMapHolds() {
+            var map = Int64Map(capacity: 1)
+            for k in 0..<100 { _ = map.insert(Int64(k) * 31, UInt32(k)) }
+            map.reserve(50_000)
+            map.reserve(10)  // less than held: nothing changes
+            #expect(map.count == 100)
+            for k in 0..<100 { #expect(map.find(Int64(k) * 31) == UInt32(k)) }
+            for k in 100..<50_000 { #expect(map.insert(Int64(k) * 31, UInt32(k)) == UInt32(k)) }
+            #expect(map.count == 50_000)
+            #expect(map.find(49_999 * 31) == 49_999)
+            #expect(map.find(-31) == nil)
+        }
+
         @Test func rowsSurviveChunkBoundaries() {
             let rows = RowChunks()
             let n = RowChunks.chunkRows * 2 + 3
