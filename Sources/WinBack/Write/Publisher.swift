@@ -57,8 +57,10 @@ public final class Publisher {
         let info = "pid \(getpid()) since \(Timestamp.iso(Int64(Date().timeIntervalSince1970 * 1000)))\n"
         _ = info.withCString { write(fd, $0, strlen($0)) }
 
-        // Under the lock, anything staged is left over from a killed run.
+        // Under the lock, anything staged, and any link not yet renamed into place, is left
+        // over from a killed run.
         removeHidden(prefix: ".staging-")
+        removeHidden(prefix: ".link-")
         staging = root + "/.staging-\(date)-\(getpid())"
         do {
             try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)

@@ -250,6 +250,21 @@ struct CommandLineTests {
         #expect(leftovers == [])
     }
 
+    @Test("a link a killed run made but never renamed into place is removed by the next run")
+    func staleLinkIsRemoved() throws {
+        let w = try Paths.copyFixture("golden")
+        let root = w + "/out/golden"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        // What a run killed between symlink(2) and rename(2) leaves behind.
+        #expect(symlink(".run-2026-11-22-1-99999", root + "/.link-2026-11-22-99999") == 0)
+        #expect(symlink("2026-11-22", root + "/.link-latest-99999") == 0)
+        let r = try CLI.run(["run", "pipeline.yaml", "--quiet"], cwd: w)
+        #expect(r.status == 0, "\(r.stderr)")
+        let leftovers = (try FileManager.default.contentsOfDirectory(atPath: root)).filter { $0.hasPrefix(".link-") }
+        #expect(leftovers == [])
+        #expect(FileManager.default.fileExists(atPath: root + "/2026-11-22/manifest.json"))
+    }
+
     @Test("validate reports every problem at once with exit 78, and exit 0 when valid")
     func validate() throws {
         let w = try Paths.copyFixture("golden")
