@@ -197,23 +197,48 @@ public struct CustomerRows: @unchecked Sendable {
                     while Int(c) >= bounds[p + 1] { p += 1 }
                     return p
                 }
-                var next = (0..<parts).map { starts[bounds[$0]] }
-                for p in 0..<parts {
-                    let end = starts[bounds[p + 1]]
-                    while next[p] < end {
-                        let i = next[p]
-                        let q = region(ranks[i])
-                        if q == p {
-                            next[p] += 1
-                        } else {
-                            rows.swapAt(i, next[q])
-                            ranks.swapAt(i, next[q])
-                            next[q] += 1
+                nonisolated(unsafe) let rowsAll = rows
+                nonisolated(unsafe) let ranksAll = ranks
+                if parts == 2 {
+                    // Two regions hold as many rows of the other as the other holds of them:
+                    // each thread finds its region's strays, then the pairs are swapped, also
+                    // on both threads.
+                    let mid = starts[bounds[1]], firstOfSecond = Int32(bounds[1])
+                    let strays = ResultSlots<[Int32]>(count: 2)
+                    try? parallelFor(count: 2, threads: threads) { p in
+                        var found: [Int32] = []
+                        for i in (p == 0 ? 0..<mid : mid..<total) where (ranksAll[i] >= firstOfSecond) == (p == 0) {
+                            found.append(Int32(i))
+                        }
+                        strays[p] = found
+                    }
+                    let (a, b) = (strays[0]!, strays[1]!)
+                    precondition(a.count == b.count, "two regions hold as many strays of each other")
+                    let pairs = chunks(a.count, pieces: threads * 4)
+                    try? parallelFor(count: pairs.count, threads: threads) { k in
+                        for j in pairs[k] {
+                            let x = Int(a[j]), y = Int(b[j])
+                            swap(&rowsAll[x], &rowsAll[y])
+                            swap(&ranksAll[x], &ranksAll[y])
+                        }
+                    }
+                } else {
+                    var next = (0..<parts).map { starts[bounds[$0]] }
+                    for p in 0..<parts {
+                        let end = starts[bounds[p + 1]]
+                        while next[p] < end {
+                            let i = next[p]
+                            let q = region(ranks[i])
+                            if q == p {
+                                next[p] += 1
+                            } else {
+                                rows.swapAt(i, next[q])
+                                ranks.swapAt(i, next[q])
+                                next[q] += 1
+                            }
                         }
                     }
                 }
-                nonisolated(unsafe) let rowsAll = rows
-                nonisolated(unsafe) let ranksAll = ranks
                 let customerStarts = starts, regionBounds = bounds
                 try? parallelFor(count: parts, threads: threads) { p in
                     let lo = customerStarts[regionBounds[p]], hi = customerStarts[regionBounds[p + 1]]

@@ -5,7 +5,7 @@ import Testing
 /// Grouping rows by customer: customers in bytewise (group, originalTransactionId) order, each
 /// customer's rows by (purchaseDate, transactionId).
 @Suite struct CustomerRowsTests {
-    @Test(arguments: [1, 3])
+    @Test(arguments: [1, 2, 3])
     func customersAreInBytewiseOrderWhateverTheirLengthAndPrefix(threads: Int) {
         let w = TestWorld()
         // Prefixes of each other, equal in their first 16 bytes, digits against letters,
