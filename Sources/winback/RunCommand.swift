@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import WinBack
 
@@ -38,6 +39,11 @@ struct RunCommand: ParsableCommand {
         let summary = try reportingErrors {
             var options = RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads)
             options.inflater = inflater?.resolved()
+            // Published: print the folder and end, leaving the run's memory to the system.
+            options.published = { summary in
+                print(summary.published)
+                Foundation.exit(0)
+            }
             return try PipelineRun.run(options, progress: .automatic(quiet: quiet))
         }
         print(summary.published)

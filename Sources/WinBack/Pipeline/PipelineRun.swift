@@ -10,6 +10,10 @@ public struct RunOptions: Sendable {
     public var inflater: Inflater?
     /// The wall clock, in ms since the epoch (injectable for tests).
     public var now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)
+    /// Called once the run is published, while its memory is still held: a process that
+    /// ends there (the command line) leaves the memory to the system at once, rather than
+    /// freeing it piece by piece first.
+    public var published: (@Sendable (RunSummary) -> Void)?
 
     public init(pipelinePath: String, asOf: String? = nil, output: String? = nil, threads: Int? = nil) {
         self.pipelinePath = pipelinePath
@@ -180,9 +184,12 @@ public enum PipelineRun {
             try publisher.publish()
             let published = publisher.root + "/" + publisher.date
             progress.note("winback: published \(published)")
-            return RunSummary(
+            let summary = RunSummary(
                 published: published, asOf: p.asOf, states: audience.counts, counters: set.counters,
                 eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
+            // Before the run's rows and results are released, which takes a while.
+            options.published?(summary)
+            return summary
         } catch {
             manifest.status = "failed"
             manifest.error = "\(error)"
