@@ -8,10 +8,10 @@
 /// in the common case.
 ///
 /// Every transaction (and nearly every customer) has its own id, so interning them would fill
-/// the string table with millions of strings that are only ever compared. App Store ids are decimal numbers: a
-/// canonical decimal (1–18 digits, no leading zero) is kept as its value (≥ 0); any other id
-/// is interned and kept as -(string id + 1). Each id string has exactly one key, so keys
-/// compare equal exactly when the strings do.
+/// the string table with millions of strings that are only ever compared. App Store ids are
+/// decimal numbers: a canonical decimal (1–18 digits, no leading zero) is kept as its value
+/// (≥ 0); any other id is interned and kept as -(string id + 1). Each id string has exactly
+/// one key, so keys compare equal exactly when the strings do.
 public struct TransactionKey: Hashable, Sendable {
     public var raw: Int64
 

@@ -202,7 +202,7 @@ final class Merger: @unchecked Sendable {
         let ahead = 8
         @inline(__always) func key(_ i: Int) -> TransactionKey {
             var key = f.rows[i].transactionId
-            if key.raw < 0 { key.raw = -(Int64(map[Int(-key.raw - 1)]) + 1) }
+            map.withUnsafeBufferPointer { key.remap($0) }
             return key
         }
         for i in 0..<f.rows.count {
