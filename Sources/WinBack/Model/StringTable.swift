@@ -116,17 +116,21 @@ public final class StringTable: @unchecked Sendable {
     }
 
     /// Bytewise equality of two buffers of `n` bytes, eight at a time: ids are short, and a
-    /// call into memcmp costs more than comparing them.
+    /// call into memcmp costs more than comparing them. From eight bytes on, the last word
+    /// overlaps the one before rather than ending in a byte loop.
     @inline(__always)
     static func same(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer?, _ n: Int) -> Bool {
         guard n > 0, let b else { return true }
-        var i = 0
-        while i + 8 <= n {
-            if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) {
-                return false
+        @inline(__always) func word(_ p: UnsafeRawPointer, _ i: Int) -> UInt64 { p.loadUnaligned(fromByteOffset: i, as: UInt64.self) }
+        if n >= 8 {
+            var i = 0
+            while i + 8 < n {
+                if word(a, i) != word(b, i) { return false }
+                i += 8
             }
-            i += 8
+            return word(a, n - 8) == word(b, n - 8)
         }
+        var i = 0
         while i < n {
             if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
             i += 1

@@ -207,20 +207,7 @@ final class JSONLineScanner {
             if i < 0 { return -1 }
             if signatures[i].count == k.count && signatures[i].prefix == p {
                 if k.count <= 8 { return i }
-                // Past the first eight bytes, eight at a time; the last eight overlap the
-                // ones before rather than ending in a byte loop.
-                let a = keyBytes + keyStarts[i], kb = k.baseAddress!, n = k.count
-                var j = 8
-                var same = true
-                while j + 8 < n && same {
-                    same = a.loadUnaligned(fromByteOffset: j, as: UInt64.self)
-                        == kb.loadUnaligned(fromByteOffset: j, as: UInt64.self)
-                    j += 8
-                }
-                if same
-                    && a.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
-                        == kb.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
-                {
+                if StringTable.same(keyBytes + keyStarts[i], k.baseAddress!, k.count) {
                     return i
                 }
             }

@@ -22,6 +22,23 @@ extension ReadStageTests {
 
         /// Slots compare stored hashes first: strings whose hashes are equal must still get
         /// their own ids, through growths and a merge.
+        @Test func bytesCompareEqualOnlyWhenEveryByteIs() {
+            // Lengths around the eight-byte words, a difference at every place.
+            for n in 0..<40 {
+                let a = (0..<n).map { UInt8(65 + $0 % 26) }
+                a.withUnsafeBytes { pa in
+                    #expect(StringTable.same(pa.baseAddress!, pa.baseAddress, n), "length \(n)")
+                    for at in 0..<n {
+                        var b = a
+                        b[at] ^= 0x20
+                        b.withUnsafeBytes { pb in
+                            #expect(!StringTable.same(pa.baseAddress!, pb.baseAddress, n), "length \(n), byte \(at)")
+                        }
+                    }
+                }
+            }
+        }
+
         @Test func stringsWithTheSameHashKeepTheirOwnIds() {
             let table = StringTable(capacity: 1)
             func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
