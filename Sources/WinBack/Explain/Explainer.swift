@@ -170,7 +170,7 @@ public enum Explainer {
             throw WinBackError(.noInput, "no customer has originalTransactionId or appAccountToken '\(id)' in the inputs")
         }
         let (renewals, _, _) = try RenewalReader.read(paths: p.renewalFiles, strings: set.strings)
-        let customers = CustomerRows.build(rows: &set.rows, strings: set.strings, threads: 1)
+        let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: 1)
         let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
         return (0..<customers.count).map {
             explain($0, customers: customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays)

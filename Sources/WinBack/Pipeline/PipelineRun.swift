@@ -142,7 +142,7 @@ public enum PipelineRun {
 
             // Reconstruct and evaluate.
             progress.begin("evaluate")
-            let customers = CustomerRows.build(rows: &set.rows, strings: set.strings, threads: p.threads)
+            let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: p.threads)
             let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
             let audience = Audience.evaluate(
                 customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,

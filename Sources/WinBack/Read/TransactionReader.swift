@@ -32,7 +32,7 @@ final class FileRows {
     var table = StringTable(capacity: 1 << 14)
     /// Local string id → the run's string id, set when the file is merged.
     var map: [Int32] = []
-    var rows = RowChunks()
+    var rows: RowChunks
     /// Rows that lost deduplication to another version of their transaction.
     var superseded: [UInt64] = []
     var rejects: [Reject] = []
@@ -42,8 +42,9 @@ final class FileRows {
     /// are kept (`explain` reads one customer with the same reader).
     private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
 
-    init(path: String, only: [String]? = nil) {
+    init(path: String, store: TransactionRows, only: [String]? = nil) {
         self.path = path
+        rows = RowChunks(store: store)
         stats = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
         self.only = only.map { [table] ids in
             (ids.map { TransactionKey($0, table: table) }, ids.compactMap { AppAccountToken.parse($0, table: table) })
@@ -77,8 +78,8 @@ final class FileRows {
 public struct TransactionSet: @unchecked Sendable {
     /// All ids (transaction ids, customers, groups, products, offers, storefronts, tokens).
     public let strings: StringTable
-    /// Deduplicated Production rows (family-shared ones included), in file then line order.
-    public var rows: [Transaction]
+    /// Deduplicated Production rows (family-shared ones included), in no particular order.
+    public var rows: TransactionRows
     public var inputs: [InputStats]
     /// Sorted by file, then line.
     public var rejects: [Reject]
@@ -133,7 +134,7 @@ public enum TransactionReader {
         let merger = Merger(count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
         let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
-            let out = FileRows(path: paths[i], only: only)
+            let out = FileRows(path: paths[i], store: merger.store, only: only)
             try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)
             merger.add(out, index: i)
         }
@@ -152,6 +153,8 @@ final class Merger: @unchecked Sendable {
     private var files: [FileRows?]
     private let lock = NSLock()
     private let strings = StringTable(capacity: 1 << 16)
+    /// Where every file's rows are written as they are read.
+    let store = TransactionRows(reservingForRead: ())
     /// transactionId (with the run's string ids) → row number of its current winner, rows
     /// being numbered across files in the order they were merged.
     private var winners = Int64Map(capacity: 1 << 16)
@@ -244,9 +247,8 @@ final class Merger: @unchecked Sendable {
             let f = files[fi]
             for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
         }
-        // Per file: winners, then the Production ones among them and where they go.
+        // Per file: winners, and the Production ones among them.
         var counters = ReadCounters()
-        var offsets = [Int](repeating: 0, count: files.count + 1)
         let keptPerFile = ResultSlots<(kept: Int, winners: Int, family: Int)>(count: files.count)
         try? parallelFor(count: files.count, threads: threads) { fi in
             let f = files[fi]
@@ -263,7 +265,6 @@ final class Merger: @unchecked Sendable {
         }
         for (fi, f) in files.enumerated() {
             let c = keptPerFile[fi]!
-            offsets[fi + 1] = offsets[fi] + c.kept
             counters.rowsRead += f.stats.rows
             counters.nonSubscription += f.nonSubscription
             counters.rejected += f.rejects.count
@@ -271,30 +272,33 @@ final class Merger: @unchecked Sendable {
             counters.sandbox += c.winners - c.kept
             counters.familyShared += c.family
         }
-        let total = offsets[files.count]
-        let starts = offsets
-        let rows = [Transaction](unsafeUninitializedCapacity: total) { buffer, initialized in
-            nonisolated(unsafe) let out = buffer
-            try? parallelFor(count: files.count, threads: threads) { fi in
-                let f = files[fi]
-                var o = starts[fi]
-                f.map.withUnsafeBufferPointer { m in
-                    for i in 0..<f.rows.count where !f.isSuperseded(i) {
-                        var r = f.rows[i]
-                        guard r.production else { continue }
-                        r.remap(m)
-                        (out.baseAddress! + o).initialize(to: r)
-                        o += 1
-                    }
-                }
-                f.rows = RowChunks()
-                f.map = []
-                f.superseded = []
-            }
-            initialized = total
+        // Each chunk's file and place in it, then the winning Production rows packed where
+        // they were read.
+        var owners = [(file: Int32, seq: Int32)](repeating: (0, 0), count: store.chunkCount)
+        for (fi, f) in files.enumerated() {
+            for (seq, c) in f.rows.numbers.enumerated() { owners[c] = (Int32(fi), Int32(seq)) }
+        }
+        let chunkOwners = owners
+        store.compact(
+            threads: threads,
+            used: { c in
+                let o = chunkOwners[c]
+                return min(TransactionRows.chunkRows, files[Int(o.file)].rows.count - Int(o.seq) << TransactionRows.chunkShift)
+            },
+            keep: { c, k, r in
+                let o = chunkOwners[c]
+                let f = files[Int(o.file)]
+                guard r.production, !f.isSuperseded(Int(o.seq) << TransactionRows.chunkShift + k) else { return false }
+                f.map.withUnsafeBufferPointer { r.remap($0) }
+                return true
+            })
+        for f in files {
+            f.rows = RowChunks(store: store)
+            f.map = []
+            f.superseded = []
         }
         let rejects = files.flatMap(\.rejects)  // files are in path order, lines ascending
         return TransactionSet(
-            strings: run, rows: rows, inputs: files.map(\.stats), rejects: rejects, counters: counters)
+            strings: run, rows: store, inputs: files.map(\.stats), rejects: rejects, counters: counters)
     }
 }

@@ -4,7 +4,7 @@
 public struct CustomerRows: @unchecked Sendable {
     public let strings: StringTable
     /// Every row, customer after customer.
-    public let rows: [Transaction]
+    public let rows: TransactionRows
     /// Customer k's rows are `rows[starts[k]..<starts[k + 1]]`.
     public let starts: [Int]
     public let groups: [Int32]
@@ -18,7 +18,10 @@ public struct CustomerRows: @unchecked Sendable {
         var original: TransactionKey
     }
 
-    public func rows(of k: Int) -> ArraySlice<Transaction> { rows[starts[k]..<starts[k + 1]] }
+    /// Customer k's rows, valid while `self` is alive.
+    public func rows(of k: Int) -> UnsafeBufferPointer<Transaction> {
+        UnsafeBufferPointer(rebasing: rows.buffer[starts[k]..<starts[k + 1]])
+    }
 
     /// The first 16 bytes of `s`, big-endian and zero-padded, as two integers that order like
     /// the bytes.
@@ -41,13 +44,13 @@ public struct CustomerRows: @unchecked Sendable {
 
     /// Groups a copy of `rows` by customer (for callers that keep their rows, e.g. tests).
     public static func build(rows: [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
-        var copy = rows
-        return build(rows: &copy, strings: strings, threads: threads)
+        build(rows: TransactionRows(rows), strings: strings, threads: threads)
     }
 
-    /// Groups `rows` (whose ids are in `strings`) by customer, taking them over: `input` is
-    /// emptied, so that only one copy of the rows is ever held.
-    public static func build(rows input: inout [Transaction], strings: StringTable, threads: Int) -> CustomerRows {
+    /// Groups `rows` (whose ids are in `strings`) by customer, taking them over: they are
+    /// reordered in place, so that only one copy of the rows is ever held.
+    public static func build(rows store: TransactionRows, strings: StringTable, threads: Int) -> CustomerRows {
+        let input = store.buffer
         let total = input.count
         let shards = max(1, min(threads, 64))
         @Sendable @inline(__always) func key(_ r: Transaction) -> Int64 {
@@ -62,7 +65,8 @@ public struct CustomerRows: @unchecked Sendable {
         // Each row's shard, so that later passes need not read the rows again.
         var shardOf = [UInt8](repeating: 0, count: total)
         let found = ResultSlots<(groups: [Int32], originals: [TransactionKey])>(count: shards)
-        input.withUnsafeBufferPointer { r in
+        do {
+            let r = UnsafeBufferPointer(input)
             of.withUnsafeMutableBufferPointer { o in
                 shardOf.withUnsafeMutableBufferPointer { sh in
                     nonisolated(unsafe) let rows = r
@@ -188,7 +192,8 @@ public struct CustomerRows: @unchecked Sendable {
             bounds.append(c)
         }
         bounds.append(n)
-        input.withUnsafeMutableBufferPointer { rows in
+        do {
+            let rows = input
             of.withUnsafeMutableBufferPointer { ranks in
                 // American-flag pass: each region's next free place, swapping a row into the
                 // region it belongs to.
@@ -267,11 +272,9 @@ public struct CustomerRows: @unchecked Sendable {
             }
         }
         of = []
-        var rows = input
-        input = []
         let sortStarts = starts
-        rows.withUnsafeMutableBufferPointer { buf in
-            nonisolated(unsafe) let base = buf
+        do {
+            nonisolated(unsafe) let base = input
             let customerPieces = chunks(n, pieces: max(1, threads) * 8)
             try? parallelFor(count: customerPieces.count, threads: threads) { p in
                 for k in customerPieces[p] {
@@ -286,7 +289,7 @@ public struct CustomerRows: @unchecked Sendable {
             }
         }
         return CustomerRows(
-            strings: strings, rows: rows, starts: starts, groups: order.map { firstGroup[$0] },
+            strings: strings, rows: store, starts: starts, groups: order.map { firstGroup[$0] },
             originalTransactionIds: order.map { firstOrig[$0] })
     }
 }

@@ -89,7 +89,7 @@ struct ExplainTests {
         let p = try ResolvedPipeline.resolve(o)
         var set = try TransactionReader.read(paths: p.transactionFiles, format: p.config.format, threads: 2)
         let (renewals, _, _) = try RenewalReader.read(paths: p.renewalFiles, strings: set.strings)
-        let customers = CustomerRows.build(rows: &set.rows, strings: set.strings, threads: 2)
+        let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: 2)
         let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
         var eligibleSeen = 0
         for k in 0..<customers.count {
@@ -114,10 +114,10 @@ struct ExplainTests {
     @Test("a customer id present in two groups is explained once per group")
     func severalGroups() throws {
         let w = TestWorld()
-        var rows =
+        let rows =
             w.monthly(from: "2025-01-01T12:00:00Z", count: 3, customer: "c9", group: "g1")
             + w.monthly(from: "2025-02-01T12:00:00Z", count: 5, product: "photo", customer: "c9", group: "g2")
-        let customers = CustomerRows.build(rows: &rows, strings: w.strings, threads: 1)
+        let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: 1)
         #expect(customers.count == 2)
         let book = OfferBook(catalog: OfferCatalog(offers: [TestWorld.basicOffer()]), ids: { w.strings.lookup($0) })
         let list = (0..<customers.count).map {

@@ -155,7 +155,7 @@ extension ReadStageTests {
         }
 
         @Test func rowsSurviveChunkBoundaries() {
-            let rows = RowChunks()
+            let rows = RowChunks(store: TransactionRows(reservingForRead: ()))
             let n = RowChunks.chunkRows * 2 + 3
             for i in 0..<n {
                 rows.append(
@@ -168,6 +168,57 @@ extension ReadStageTests {
                 #expect(rows[i].transactionId.raw == Int64(i))
                 #expect(rows[i].expiresDate == Int64(i) + 1)
             }
+        }
+
+        /// Three files take chunks of one store in turn, some rows are dropped and some
+        /// rewritten: what is kept is packed from the first row, in chunk order, whatever the
+        /// threads (each packs its own run of chunks, then the runs are slid together).
+        @Test(arguments: [1, 2, 3, 8])
+        func compactingKeepsExactlyTheKeptRowsInChunkOrder(threads: Int) {
+            let store = TransactionRows(reservingForRead: ())
+            let files = (0..<3).map { _ in RowChunks(store: store) }
+            let sizes = [RowChunks.chunkRows * 2 + 5, RowChunks.chunkRows, 17]
+            func row(_ file: Int, _ i: Int) -> Transaction {
+                Transaction(
+                    transactionId: TransactionKey(raw: Int64(file * 1_000_000 + i)),
+                    originalTransactionId: TransactionKey(raw: Int64(i % 7)), subscriptionGroupId: Int32(file),
+                    productId: 0, purchaseDate: Int64(i), expiresDate: Int64(i) + 1)
+            }
+            // Interleaved: file 2's chunk lands between chunks of files 0 and 1.
+            var next = [0, 0, 0]
+            while next != sizes {
+                for f in 0..<3 {
+                    let end = min(sizes[f], next[f] + RowChunks.chunkRows / 2 + 1)
+                    for i in next[f]..<end { files[f].append(row(f, i)) }
+                    next[f] = end
+                }
+            }
+            #expect(store.chunkCount == 3 + 1 + 1)
+            var owner: [Int: (file: Int, seq: Int)] = [:]
+            for (f, rows) in files.enumerated() {
+                for (seq, c) in rows.numbers.enumerated() { owner[c] = (f, seq) }
+            }
+            let owners = owner
+            let fileSizes = sizes
+            // Keep rows whose index is not a multiple of 3; mark the kept ones.
+            store.compact(
+                threads: threads,
+                used: { c in min(RowChunks.chunkRows, fileSizes[owners[c]!.file] - owners[c]!.seq * RowChunks.chunkRows) },
+                keep: { c, k, r in
+                    let i = owners[c]!.seq * RowChunks.chunkRows + k
+                    guard i % 3 != 0 else { return false }
+                    r.revocationDate = Int64(i)
+                    return true
+                })
+            var expected: [Int64] = []
+            for c in 0..<store.chunkCount {
+                let (f, seq) = owners[c]!
+                let lo = seq * RowChunks.chunkRows, hi = min(fileSizes[f], lo + RowChunks.chunkRows)
+                for i in lo..<hi where i % 3 != 0 { expected.append(Int64(f * 1_000_000 + i)) }
+            }
+            #expect(store.count == expected.count)
+            #expect(store.map(\.transactionId.raw) == expected)
+            #expect(store.allSatisfy { Int64($0.purchaseDate) == $0.revocationDate })
         }
 
         /// The eight-byte step finds exactly the first byte the byte-at-a-time rule stops at,
