@@ -61,7 +61,11 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         mappedBytes = bytes
         chunkCapacity = 0
         count = rows.count
-        if let base { rows.withUnsafeBufferPointer { _ = UnsafeMutableBufferPointer(start: base, count: rows.count).initialize(from: $0) } }
+        if let base {
+            rows.withUnsafeBufferPointer {
+                _ = UnsafeMutableBufferPointer(start: base, count: rows.count).initialize(from: $0)
+            }
+        }
     }
 
     /// Room for the rows of a read, which can be as many as fit in memory: the address space

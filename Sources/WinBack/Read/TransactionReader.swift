@@ -283,7 +283,8 @@ final class Merger: @unchecked Sendable {
             threads: threads,
             used: { c in
                 let o = chunkOwners[c]
-                return min(TransactionRows.chunkRows, files[Int(o.file)].rows.count - Int(o.seq) << TransactionRows.chunkShift)
+                return min(
+                    TransactionRows.chunkRows, files[Int(o.file)].rows.count - Int(o.seq) << TransactionRows.chunkShift)
             },
             keep: { c, k, r in
                 let o = chunkOwners[c]

@@ -160,7 +160,8 @@ extension ReadStageTests {
             for i in 0..<n {
                 rows.append(
                     Transaction(
-                        transactionId: TransactionKey(raw: Int64(i)), originalTransactionId: TransactionKey(raw: Int64(i % 100)),
+                        transactionId: TransactionKey(raw: Int64(i)),
+                        originalTransactionId: TransactionKey(raw: Int64(i % 100)),
                         subscriptionGroupId: 0, productId: 0, purchaseDate: Int64(i), expiresDate: Int64(i) + 1))
             }
             #expect(rows.count == n)
@@ -203,7 +204,8 @@ extension ReadStageTests {
             // Keep rows whose index is not a multiple of 3; mark the kept ones.
             store.compact(
                 threads: threads,
-                used: { c in min(RowChunks.chunkRows, fileSizes[owners[c]!.file] - owners[c]!.seq * RowChunks.chunkRows) },
+                used: { c in min(RowChunks.chunkRows, fileSizes[owners[c]!.file] - owners[c]!.seq * RowChunks.chunkRows)
+                },
                 keep: { c, k, r in
                     let i = owners[c]!.seq * RowChunks.chunkRows + k
                     guard i % 3 != 0 else { return false }
@@ -213,7 +215,8 @@ extension ReadStageTests {
             var expected: [Int64] = []
             for c in 0..<store.chunkCount {
                 let (f, seq) = owners[c]!
-                let lo = seq * RowChunks.chunkRows, hi = min(fileSizes[f], lo + RowChunks.chunkRows)
+                let lo = seq * RowChunks.chunkRows
+                let hi = min(fileSizes[f], lo + RowChunks.chunkRows)
                 for i in lo..<hi where i % 3 != 0 { expected.append(Int64(f * 1_000_000 + i)) }
             }
             #expect(store.count == expected.count)
