@@ -1,3 +1,5 @@
+import CSystem
+
 /// The rows of a run grouped by customer (subscription group, originalTransactionId), with
 /// customers in output order (bytewise by group, then originalTransactionId) and each
 /// customer's rows ordered by (purchaseDate, transactionId).
@@ -247,26 +249,66 @@ public struct CustomerRows: @unchecked Sendable {
                 let customerStarts = starts, regionBounds = bounds
                 try? parallelFor(count: parts, threads: threads) { p in
                     let lo = customerStarts[regionBounds[p]], hi = customerStarts[regionBounds[p + 1]]
-                    var fill = Array(customerStarts[regionBounds[p]..<regionBounds[p + 1]])
                     let first = regionBounds[p]
-                    // Destination of each row of the region, kept in `ranksAll` (its rank is
-                    // no longer needed once read).
-                    for i in lo..<hi {
-                        let c = Int(ranksAll[i]) - first
-                        ranksAll[i] = Int32(fill[c])
-                        fill[c] += 1
-                    }
-                    for i in lo..<hi where ranksAll[i] != Int32(i) {
-                        var carry = rowsAll[i]
-                        var j = Int(ranksAll[i])
-                        ranksAll[i] = Int32(i)
-                        while j != i {
-                            let next = Int(ranksAll[j])
-                            swap(&carry, &rowsAll[j])
-                            ranksAll[j] = Int32(j)
-                            j = next
+                    let customersHere = regionBounds[p + 1] - first
+                    var fill = Array(customerStarts[first..<regionBounds[p + 1]])
+                    // Rows from..<to (whole customers), each moved to its
+                    // place: its destination kept in `ranksAll` (the rank is no longer needed
+                    // once read), then the cycles of that permutation followed.
+                    func place(rows from: Int, _ to: Int) {
+                        for i in from..<to {
+                            let c = Int(ranksAll[i]) - first
+                            ranksAll[i] = Int32(fill[c])
+                            fill[c] += 1
                         }
-                        rowsAll[i] = carry
+                        for i in from..<to where ranksAll[i] != Int32(i) {
+                            var carry = rowsAll[i]
+                            var j = Int(ranksAll[i])
+                            ranksAll[i] = Int32(i)
+                            while j != i {
+                                let next = Int(ranksAll[j])
+                                swap(&carry, &rowsAll[j])
+                                ranksAll[j] = Int32(j)
+                                j = next
+                            }
+                            rowsAll[i] = carry
+                        }
+                    }
+                    // First to buckets of consecutive customers, by the American-flag method,
+                    // each bucket then placed while its rows are still in the caches. A step
+                    // of the first pass writes at the next free place of one of a thousand
+                    // buckets, fetched ahead; following single rows through the whole region
+                    // would miss the caches on nearly every row.
+                    var shift = 0
+                    while customersHere >> shift > 1024 { shift += 1 }
+                    let buckets = customersHere > 0 ? (customersHere - 1) >> shift + 1 : 0
+                    var next = (0..<buckets).map { customerStarts[first + $0 << shift] }
+                    let end = (0..<buckets).map { $0 + 1 < buckets ? customerStarts[first + ($0 + 1) << shift] : hi }
+                    for b in 0..<buckets {
+                        let start = customerStarts[first + b << shift]
+                        while next[b] < end[b] {
+                            let i = next[b]
+                            var d = (Int(ranksAll[i]) - first) >> shift
+                            if d == b {
+                                next[b] += 1
+                                continue
+                            }
+                            var carry = rowsAll[i]
+                            var carryRank = ranksAll[i]
+                            repeat {
+                                let j = next[d]
+                                next[d] += 1
+                                winback_prefetch(rowsAll.baseAddress! + j + 2)
+                                winback_prefetch(UnsafeRawPointer(rowsAll.baseAddress! + j + 2) + 64)
+                                swap(&carry, &rowsAll[j])
+                                swap(&carryRank, &ranksAll[j])
+                                d = (Int(carryRank) - first) >> shift
+                            } while d != b
+                            rowsAll[i] = carry
+                            ranksAll[i] = carryRank
+                            next[b] += 1
+                        }
+                        place(rows: start, end[b])
                     }
                 }
             }

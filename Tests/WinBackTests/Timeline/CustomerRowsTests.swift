@@ -70,18 +70,18 @@ import Testing
         #expect(customers.rows(of: 0).map { w.strings.string($0.transactionId) } == ["3", "t", "10", "9"])
     }
 
-    /// Sharded numbering and region-by-region placement give the same grouping whatever the
-    /// thread count.
+    /// Sharded numbering and region-by-region placement (buckets of customers, then rows)
+    /// give the grouping worked out directly, whatever the thread count.
     @Test func theGroupingIsTheSameForAnyThreadCount() {
         let w = TestWorld()
         var rng = SplitMix64(seed: 11)
         var rows: [Transaction] = []
-        for _ in 0..<3_000 {
+        for _ in 0..<12_000 {
             let day = 1 + rng.below(28)
             rows.append(
                 w.tx(
                     "2025-0\(1 + rng.below(9))-\(day < 10 ? "0" : "")\(day)", "2025-12-01",
-                    group: ["g1", "g2", "G"][rng.below(3)], customer: "c\(rng.below(400))"))
+                    group: ["g1", "g2", "G"][rng.below(3)], customer: "c\(rng.below(2_000))"))
         }
         func snapshot(_ c: CustomerRows) -> [String] {
             (0..<c.count).map { k in
@@ -89,10 +89,20 @@ import Testing
                     + c.rows(of: k).map { w.strings.string($0.transactionId) }.joined(separator: ",")
             }
         }
-        let one = snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: 1))
-        #expect(one.count > 1_000)
-        for threads in [2, 3, 7] {
-            #expect(snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads)) == one)
+        // Customers bytewise by (group, id); a customer's rows by (purchaseDate, transactionId).
+        let byCustomer = Dictionary(grouping: rows) {
+            [w.strings.string($0.subscriptionGroupId), w.strings.string($0.originalTransactionId)]
+        }
+        let expected = byCustomer.keys.sorted { $0.lexicographicallyPrecedes($1) { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) } }
+            .map { key in
+                "\(key[0]) \(key[1]): "
+                    + byCustomer[key]!.map { ($0.purchaseDate, w.strings.string($0.transactionId)) }
+                    .sorted { $0.0 != $1.0 ? $0.0 < $1.0 : Array($0.1.utf8).lexicographicallyPrecedes(Array($1.1.utf8)) }
+                    .map(\.1).joined(separator: ",")
+            }
+        #expect(expected.count > 5_000)
+        for threads in [1, 2, 3, 7] {
+            #expect(snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads)) == expected)
         }
     }
 }
