@@ -22,10 +22,10 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
 
     private let base: UnsafeMutablePointer<Transaction>?
     private let mappedBytes: Int
-    /// Chunks the mapping has room for, and chunks handed out.
+    /// Chunks the mapping has room for.
     private let chunkCapacity: Int
     private var chunksTaken = 0
-    /// Chunks handed out so far.
+    /// Chunks handed out so far (from any thread).
     var chunkCount: Int {
         lock.lock()
         defer { lock.unlock() }
@@ -38,21 +38,12 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     public var endIndex: Int { count }
 
     public subscript(i: Int) -> Transaction {
-        get {
-            precondition(i >= 0 && i < count, "row index out of range")
-            return base![i]
-        }
-        set {
-            precondition(i >= 0 && i < count, "row index out of range")
-            base![i] = newValue
-        }
+        precondition(i >= 0 && i < count, "row index out of range")
+        return base![i]
     }
 
     /// The rows, valid while `self` is alive.
     var buffer: UnsafeMutableBufferPointer<Transaction> { UnsafeMutableBufferPointer(start: base, count: count) }
-
-    /// No rows.
-    public convenience init() { self.init([]) }
 
     /// A copy of `rows`.
     public init(_ rows: [Transaction]) {
