@@ -197,8 +197,8 @@ public struct CustomerRows: @unchecked Sendable {
         do {
             let rows = input
             of.withUnsafeMutableBufferPointer { ranks in
-                // American-flag pass: each region's next free place, swapping a row into the
-                // region it belongs to.
+                // Each row to its region: with two, by swapping strays in pairs; otherwise by
+                // ``distribute``, regions for buckets.
                 @inline(__always) func region(_ c: Int32) -> Int {
                     var p = 0
                     while Int(c) >= bounds[p + 1] { p += 1 }
@@ -231,30 +231,19 @@ public struct CustomerRows: @unchecked Sendable {
                     }
                 } else {
                     var next = (0..<parts).map { starts[bounds[$0]] }
-                    for p in 0..<parts {
-                        let end = starts[bounds[p + 1]]
-                        while next[p] < end {
-                            let i = next[p]
-                            let q = region(ranks[i])
-                            if q == p {
-                                next[p] += 1
-                            } else {
-                                rows.swapAt(i, next[q])
-                                ranks.swapAt(i, next[q])
-                                next[q] += 1
-                            }
-                        }
-                    }
+                    CustomerRows.distribute(
+                        rows, ranks, next: &next, end: (0..<parts).map { starts[bounds[$0 + 1]] },
+                        bucket: { region($0) }, done: { _ in })
                 }
                 let customerStarts = starts, regionBounds = bounds
                 try? parallelFor(count: parts, threads: threads) { p in
-                    let lo = customerStarts[regionBounds[p]], hi = customerStarts[regionBounds[p + 1]]
+                    let hi = customerStarts[regionBounds[p + 1]]
                     let first = regionBounds[p]
                     let customersHere = regionBounds[p + 1] - first
                     var fill = Array(customerStarts[first..<regionBounds[p + 1]])
-                    // Rows from..<to (whole customers), each moved to its
-                    // place: its destination kept in `ranksAll` (the rank is no longer needed
-                    // once read), then the cycles of that permutation followed.
+                    // Rows from..<to (whole customers), each moved to its place: its
+                    // destination kept in `ranksAll` (the rank is no longer needed once read),
+                    // then the cycles of that permutation followed.
                     func place(rows from: Int, _ to: Int) {
                         for i in from..<to {
                             let c = Int(ranksAll[i]) - first
@@ -274,42 +263,17 @@ public struct CustomerRows: @unchecked Sendable {
                             rowsAll[i] = carry
                         }
                     }
-                    // First to buckets of consecutive customers, by the American-flag method,
-                    // each bucket then placed while its rows are still in the caches. A step
-                    // of the first pass writes at the next free place of one of a thousand
-                    // buckets, fetched ahead; following single rows through the whole region
-                    // would miss the caches on nearly every row.
+                    // First to buckets of about a thousand consecutive customers, each bucket
+                    // then placed while its rows are still in the caches: following single
+                    // rows through the whole region would miss the caches on nearly every row.
                     var shift = 0
                     while customersHere >> shift > 1024 { shift += 1 }
                     let buckets = customersHere > 0 ? (customersHere - 1) >> shift + 1 : 0
                     var next = (0..<buckets).map { customerStarts[first + $0 << shift] }
                     let end = (0..<buckets).map { $0 + 1 < buckets ? customerStarts[first + ($0 + 1) << shift] : hi }
-                    for b in 0..<buckets {
-                        let start = customerStarts[first + b << shift]
-                        while next[b] < end[b] {
-                            let i = next[b]
-                            var d = (Int(ranksAll[i]) - first) >> shift
-                            if d == b {
-                                next[b] += 1
-                                continue
-                            }
-                            var carry = rowsAll[i]
-                            var carryRank = ranksAll[i]
-                            repeat {
-                                let j = next[d]
-                                next[d] += 1
-                                winback_prefetch(rowsAll.baseAddress! + j + 2)
-                                winback_prefetch(UnsafeRawPointer(rowsAll.baseAddress! + j + 2) + 64)
-                                swap(&carry, &rowsAll[j])
-                                swap(&carryRank, &ranksAll[j])
-                                d = (Int(carryRank) - first) >> shift
-                            } while d != b
-                            rowsAll[i] = carry
-                            ranksAll[i] = carryRank
-                            next[b] += 1
-                        }
-                        place(rows: start, end[b])
-                    }
+                    CustomerRows.distribute(
+                        rowsAll, ranksAll, next: &next, end: end, bucket: { (Int($0) - first) >> shift },
+                        done: { b in place(rows: customerStarts[first + b << shift], end[b]) })
                 }
             }
         }
@@ -333,5 +297,42 @@ public struct CustomerRows: @unchecked Sendable {
         return CustomerRows(
             strings: strings, rows: store, starts: starts, groups: order.map { firstGroup[$0] },
             originalTransactionIds: order.map { firstOrig[$0] })
+    }
+
+    /// The American-flag method on rows and their ranks: bucket b (of `bucket(rank)`) ends in
+    /// next[b]..<end[b], the buckets being consecutive. A row not in its bucket is carried to
+    /// its bucket's next free place, and the row found there on in turn; the place after is
+    /// fetched ahead, so that the next visit to that bucket finds it in the caches. `done(b)`
+    /// is called as soon as bucket b holds all its rows.
+    @inline(__always)
+    private static func distribute(
+        _ rows: UnsafeMutableBufferPointer<Transaction>, _ ranks: UnsafeMutableBufferPointer<Int32>,
+        next: inout [Int], end: [Int], bucket: (Int32) -> Int, done: (Int) -> Void
+    ) {
+        for b in next.indices {
+            while next[b] < end[b] {
+                let i = next[b]
+                var d = bucket(ranks[i])
+                if d == b {
+                    next[b] += 1
+                    continue
+                }
+                var carry = rows[i]
+                var carryRank = ranks[i]
+                repeat {
+                    let j = next[d]
+                    next[d] += 1
+                    winback_prefetch(rows.baseAddress! + j + 2)
+                    winback_prefetch(UnsafeRawPointer(rows.baseAddress! + j + 2) + 64)
+                    swap(&carry, &rows[j])
+                    swap(&carryRank, &ranks[j])
+                    d = bucket(carryRank)
+                } while d != b
+                rows[i] = carry
+                ranks[i] = carryRank
+                next[b] += 1
+            }
+            done(b)
+        }
     }
 }
