@@ -5,9 +5,29 @@ public enum MonthMath {
     /// Milliseconds in a day.
     public static let day: Int64 = 86_400_000
 
-    /// Days since 1970-01-01 of a proleptic Gregorian civil date (Hinnant's algorithm).
+    /// Days since 1970-01-01 of a proleptic Gregorian civil date.
+    ///
+    /// Neri and Schneider's form (“Euclidean affine functions and their application to calendar
+    /// algorithms”, 2022): a shift by 82 eras makes every quantity unsigned and 32-bit, and the
+    /// divisions become multiplications and shifts. Years outside ±32,000 take the general form.
     @inlinable
     public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        guard year > -32_000 && year < 32_000 && month >= 1 && month <= 12 && day >= 1 && day <= 31 else {
+            return daysFromCivilGeneral(year: year, month: month, day: day)
+        }
+        let j: UInt32 = month <= 2 ? 1 : 0
+        let y = UInt32(truncatingIfNeeded: year + 400 * 82) &- j
+        let m = j == 1 ? UInt32(month) + 12 : UInt32(month)
+        let c = y / 100
+        let yearDays = 1461 &* y / 4 &- c &+ c / 4
+        let monthDays = (979 &* m &- 2919) / 32
+        let n = yearDays &+ monthDays &+ UInt32(day) &- 1
+        return Int64(n) - (719_468 + 146_097 * 82)
+    }
+
+    /// ``daysFromCivil(year:month:day:)`` for any year (Hinnant's algorithm, 64-bit divisions).
+    @inlinable
+    static func daysFromCivilGeneral(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -17,9 +37,31 @@ public enum MonthMath {
         return era * 146_097 + doe - 719_468
     }
 
-    /// The civil date of a day number (days since 1970-01-01).
+    /// The civil date of a day number (days since 1970-01-01): Neri and Schneider's form, as
+    /// in ``daysFromCivil(year:month:day:)``, for days within ±11 million (about 30,000 years).
     @inlinable
     public static func civilFromDays(_ z0: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        guard z0 > -11_000_000 && z0 < 11_000_000 else { return civilFromDaysGeneral(z0) }
+        let n = UInt32(truncatingIfNeeded: z0 + (719_468 + 146_097 * 82))
+        // Century, then year of the century, then day of the year (from March 1).
+        let n1 = 4 &* n &+ 3
+        let century = n1 / 146_097
+        let n2 = (n1 % 146_097) | 3
+        let p2 = UInt64(2_939_745) &* UInt64(n2)
+        let yearOfCentury = UInt32(truncatingIfNeeded: p2 >> 32)
+        let dayOfYear = UInt32(truncatingIfNeeded: p2) / 2_939_745 / 4
+        // Month and day, from March.
+        let n3 = 2141 &* dayOfYear &+ 197_913
+        let m = n3 >> 16
+        let d = (n3 & 0xFFFF) / 2141
+        let j: UInt32 = dayOfYear >= 306 ? 1 : 0
+        let y = Int64(100 &* century &+ yearOfCentury) - 400 * 82 + Int64(j)
+        return (y, Int64(j == 1 ? m &- 12 : m), Int64(d) + 1)
+    }
+
+    /// ``civilFromDays(_:)`` for any day number (Hinnant's algorithm, 64-bit divisions).
+    @inlinable
+    static func civilFromDaysGeneral(_ z0: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = z0 + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097

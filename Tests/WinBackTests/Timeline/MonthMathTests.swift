@@ -97,6 +97,41 @@ struct MonthMathTests {
         }
     }
 
+    @Test("the 32-bit calendar forms agree with the general ones, day by day and at their limits")
+    func fastCalendarAgrees() {
+        // Every day of ±2,000 years around the epoch, and 10,000 days at each edge of the
+        // fast range and beyond it.
+        var days = Array(Int64(-730_500)...Int64(730_500))
+        for edge: Int64 in [-11_000_000, 11_000_000] { days += Array((edge - 5000)...(edge + 5000)) }
+        var civilMismatches = 0, dayMismatches = 0
+        for z in days {
+            let c = MonthMath.civilFromDays(z)
+            let g = MonthMath.civilFromDaysGeneral(z)
+            if c != g { civilMismatches += 1 }
+            if MonthMath.daysFromCivil(year: g.year, month: g.month, day: g.day) != z { dayMismatches += 1 }
+        }
+        #expect(civilMismatches == 0)
+        #expect(dayMismatches == 0)
+        // Every month and day number 1...31 (past a month's end counts on, as in the general
+        // form) of years at and beyond the fast range's edges, and of leap and common years.
+        var mismatches: [String] = []
+        for year: Int64 in [-32_001, -32_000, -31_999, -1, 0, 1, 1900, 2000, 2024, 2100, 31_999, 32_000, 32_001] {
+            for month: Int64 in 1...12 {
+                for day: Int64 in 1...31
+                where MonthMath.daysFromCivil(year: year, month: month, day: day)
+                    != MonthMath.daysFromCivilGeneral(year: year, month: month, day: day)
+                {
+                    mismatches.append("\(year)-\(month)-\(day)")
+                }
+            }
+        }
+        #expect(mismatches.isEmpty)
+        #expect(MonthMath.daysFromCivil(year: 2024, month: 2, day: 29) == 19_782)
+        #expect(MonthMath.civilFromDays(19_782) == (2024, 2, 29))
+        #expect(MonthMath.civilFromDays(-1) == (1969, 12, 31))
+        #expect(MonthMath.civilFromDays(0) == (1970, 1, 1))
+    }
+
     @Test("timestamps print and parse in ISO 8601 UTC with milliseconds")
     func timestamps() {
         #expect(Timestamp.iso(0) == "1970-01-01T00:00:00.000Z")
