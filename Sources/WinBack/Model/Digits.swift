@@ -15,4 +15,40 @@ enum Digits {
             &+ ((x >> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ 10_000 << 32)) >> 32
         return x
     }
+
+    /// The leading ASCII digits of `w` (the first byte lowest, as in ``eight(_:)``): how many
+    /// there are (0 to 8) and their value, in a few operations and no branch per digit.
+    @inline(__always)
+    static func leading(_ w: UInt64) -> (count: Int, value: UInt64) {
+        let high: UInt64 = 0xF0F0_F0F0_F0F0_F0F0
+        let threes: UInt64 = 0x3030_3030_3030_3030
+        // Nonzero in a byte's high nibble where that byte is not a digit. A carry out of a byte
+        // of 0xFA or more, or a borrow below, only reaches the bytes after it, which do not count.
+        let notDigit = ((w & high) ^ threes) | (((w &+ 0x0606_0606_0606_0606) & high) ^ threes)
+        let count = notDigit == 0 ? 8 : notDigit.trailingZeroBitCount >> 3
+        if count == 0 { return (0, 0) }
+        // The digits' values moved to the top bytes; the bytes below are zeros, leading zeros
+        // of an eight-digit number.
+        var x = ((w &- threes) & (count == 8 ? ~0 : (1 &<< UInt64(8 * count)) &- 1)) &<< UInt64(8 * (8 - count))
+        x = x &* 10 &+ x >> 8
+        x = ((x & 0x0000_00FF_0000_00FF) &* (100 &+ 1_000_000 << 32)
+            &+ ((x >> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ 10_000 << 32)) >> 32
+        return (count, x)
+    }
+
+    /// 10 to the power `k`, for k in 0...8.
+    @inline(__always)
+    static func power(_ k: Int) -> UInt64 {
+        switch k {
+        case 0: return 1
+        case 1: return 10
+        case 2: return 100
+        case 3: return 1000
+        case 4: return 10_000
+        case 5: return 100_000
+        case 6: return 1_000_000
+        case 7: return 10_000_000
+        default: return 100_000_000
+        }
+    }
 }

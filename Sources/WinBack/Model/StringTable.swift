@@ -40,11 +40,18 @@ public final class StringTable: @unchecked Sendable {
             i += 8
         }
         var tail: UInt64 = 0
-        var shift: UInt64 = 0
-        while i < p.count {
-            tail |= UInt64(p[i]) << shift
-            shift += 8
-            i += 1
+        if i < p.count {
+            if p.count >= 8 {
+                // The last eight bytes, overlapping the word before: no loop over the rest.
+                tail = p.loadUnaligned(fromByteOffset: p.count - 8, as: UInt64.self)
+            } else {
+                var shift: UInt64 = 0
+                while i < p.count {
+                    tail |= UInt64(p[i]) << shift
+                    shift += 8
+                    i += 1
+                }
+            }
         }
         h = (h ^ tail) &* 0x94D0_49BB_1331_11EB
         h ^= h >> 32

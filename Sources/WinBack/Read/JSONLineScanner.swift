@@ -50,12 +50,17 @@ enum ScannedValue {
 final class JSONLineScanner {
     /// The keys' bytes, one after another (no per-key array to retain in the hot loop).
     private let keyBytes: UnsafeMutableRawPointer
-    private let keyStarts: [Int]
-    /// Per key: its length and its first (up to) eight bytes, to reject most keys without
-    /// comparing the rest.
-    private let signatures: [(count: Int, prefix: UInt64)]
-    /// 128 slots of key indexes (-1 empty), placed by ``bucket(count:prefix:)``.
-    private let buckets: [Int8]
+    /// A key looked for, in its slot of ``slots``: its length, first and last (up to) eight
+    /// bytes, so that keys of up to sixteen bytes are matched without comparing more.
+    private struct Slot {
+        var index: Int32 = -1
+        var count: Int32 = 0
+        var start: Int32 = 0
+        var prefix: UInt64 = 0
+        var suffix: UInt64 = 0
+    }
+    /// 128 slots placed by ``bucket(count:prefix:multiplier:)``; index -1 when empty.
+    private let slots: UnsafeMutablePointer<Slot>
     /// The hash multiplier, chosen so that each key has a slot of its own: a key looked
     /// for is then found at the first probe.
     private let multiplier: UInt64
@@ -83,15 +88,13 @@ final class JSONLineScanner {
             at += k.count
         }
         keyBytes = flat
-        keyStarts = starts
-        signatures = utf8.map { k in k.withUnsafeBytes { (k.count, JSONLineScanner.prefix($0)) } }
+        let signatures = utf8.map { k in k.withUnsafeBytes { (k.count, JSONLineScanner.prefix($0)) } }
         precondition(keys.count < 48, "a scanner looks for a handful of keys")
-        let sigs = signatures
         func place(_ multiplier: UInt64) -> (buckets: [Int8], probes: Int) {
             var buckets = [Int8](repeating: -1, count: 128)
             var probes = 0
-            for (i, sig) in sigs.enumerated() {
-                var b = JSONLineScanner.bucket(count: sig.count, prefix: sig.prefix, multiplier: multiplier)
+            for (i, sig) in signatures.enumerated() {
+                var b = JSONLineScanner.bucket(count: sig.0, prefix: sig.1, multiplier: multiplier)
                 while buckets[b] >= 0 {
                     b = (b + 1) & 127
                     probes += 1
@@ -109,7 +112,15 @@ final class JSONLineScanner {
             placed = place(m)
         }
         multiplier = m
-        self.buckets = placed.buckets
+        slots = .allocate(capacity: 128)
+        slots.initialize(repeating: Slot(), count: 128)
+        for (b, i) in placed.buckets.enumerated() where i >= 0 {
+            let k = utf8[Int(i)]
+            let suffix = k.withUnsafeBytes { k.count >= 8 ? $0.loadUnaligned(fromByteOffset: k.count - 8, as: UInt64.self) : 0 }
+            slots[b] = Slot(
+                index: Int32(i), count: Int32(k.count), start: Int32(starts[Int(i)]), prefix: signatures[Int(i)].1,
+                suffix: suffix)
+        }
         values = Array(repeating: .absent, count: keys.count)
         scratch = .allocate(byteCount: 4096, alignment: 8)
         specialsCapacity = 64
@@ -120,6 +131,7 @@ final class JSONLineScanner {
         specials.deallocate()
         scratch.deallocate()
         keyBytes.deallocate()
+        slots.deallocate()
     }
 
     private struct Invalid: Error {}
@@ -203,12 +215,15 @@ final class JSONLineScanner {
     @inline(__always) private func keyIndex(_ k: UnsafeRawBufferPointer, prefix p: UInt64) -> Int {
         var b = JSONLineScanner.bucket(count: k.count, prefix: p, multiplier: multiplier)
         while true {
-            let i = Int(buckets[b])
-            if i < 0 { return -1 }
-            if signatures[i].count == k.count && signatures[i].prefix == p {
-                if k.count <= 8 { return i }
-                if StringTable.same(keyBytes + keyStarts[i], k.baseAddress!, k.count) {
-                    return i
+            let slot = slots[b]
+            if slot.index < 0 { return -1 }
+            if Int(slot.count) == k.count && slot.prefix == p {
+                if k.count <= 8 { return Int(slot.index) }
+                if k.loadUnaligned(fromByteOffset: k.count - 8, as: UInt64.self) == slot.suffix
+                    && (k.count <= 16
+                        || StringTable.same(keyBytes + Int(slot.start) + 8, k.baseAddress! + 8, k.count - 16))
+                {
+                    return Int(slot.index)
                 }
             }
             b = (b + 1) & 127
@@ -224,7 +239,9 @@ final class JSONLineScanner {
         let b = base.assumingMemoryBound(to: UInt8.self)
         let n = count
         var p = pos + 1  // {
-        @inline(__always) func isWS(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
+        // One comparison for the bytes that follow a token in an export line, which are never
+        // white space.
+        @inline(__always) func isWS(_ c: UInt8) -> Bool { c <= 0x20 && (c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D) }
         let specials = self.specials
         let words = (n + 63) >> 6
         /// The end of a plain string whose content starts at `from`: the index of its closing
@@ -303,9 +320,16 @@ final class JSONLineScanner {
                     if q < n, b[q] >= 0x31, b[q] <= 0x39 {
                         let first = q
                         var v: Int64 = 0
-                        if q + 8 <= n, let e = Digits.eight((base + q).loadUnaligned(as: UInt64.self)) {
-                            v = Int64(e)
-                            q += 8
+                        // Up to sixteen digits a word at a time, any rest one by one.
+                        if q + 8 <= n {
+                            let (count, value) = Digits.leading((base + q).loadUnaligned(as: UInt64.self))
+                            v = Int64(value)
+                            q += count
+                            if count == 8, q + 8 <= n {
+                                let (more, rest) = Digits.leading((base + q).loadUnaligned(as: UInt64.self))
+                                v = v &* Int64(Digits.power(more)) &+ Int64(rest)
+                                q += more
+                            }
                         }
                         while q < n, q - first < 18, case let d = b[q] &- 0x30, d < 10 {
                             v = v &* 10 &+ Int64(d)

@@ -106,6 +106,41 @@ extension ReadStageTests {
             }
         }
 
+        @Test func leadingDigitsOfAWordMatchDigitByDigit() {
+            func word(_ s: String) -> UInt64 {
+                var b = Array(s.utf8)
+                b += [UInt8](repeating: UInt8(ascii: ","), count: max(0, 8 - b.count))
+                return b.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            }
+            #expect(Digits.leading(word("12345678")) == (8, 12_345_678))
+            #expect(Digits.leading(word("00000000")) == (8, 0))
+            #expect(Digits.leading(word("4990,\"cu")) == (4, 4990))
+            #expect(Digits.leading(word("1}")) == (1, 1))
+            #expect(Digits.leading(word("\"1234567")) == (0, 0))
+            #expect(Digits.leading(word("9999999.")) == (7, 9_999_999))
+            // Every count, ended by each byte just outside 0–9 and by bytes that carry or
+            // borrow (0xFF, 0x00), with any bytes after it.
+            var rng = SplitMix64(seed: 5)
+            for count in 0...8 {
+                for end: UInt8 in [0x2F, 0x3A, 0x20, 0x2C, 0x7D, 0x2E, 0x65, 0x00, 0xFF, 0xFA, 0x80] {
+                    for _ in 0..<50 {
+                        var b = (0..<8).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                        var value: UInt64 = 0
+                        for i in 0..<count {
+                            let d = UInt8(rng.next() % 10)
+                            b[i] = 0x30 + d
+                            value = value * 10 + UInt64(d)
+                        }
+                        if count < 8 { b[count] = end }
+                        let w = b.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                        let got = Digits.leading(w)
+                        #expect(got.count == count && got.value == value, "\(b) \(got)")
+                    }
+                }
+            }
+            #expect((0...8).map { Digits.power($0) } == (0...8).map { (0..<$0).reduce(1) { v, _ in v * 10 } })
+        }
+
         @Test func decimalKeysRenderBackToTheirString() {
             let table = StringTable()
             for s in ["0", "7", "10", "2000000000000102", "999999999999999999"] {
