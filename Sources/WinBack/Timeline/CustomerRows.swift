@@ -20,6 +20,14 @@ public struct CustomerRows: @unchecked Sendable {
         var original: TransactionKey
     }
 
+    /// A customer's place in output order: its group's rank, then its id's first 16 bytes.
+    private struct SortKey {
+        var group: Int32
+        var index: Int32
+        var hi: UInt64
+        var lo: UInt64
+    }
+
     /// Customer k's rows, valid while `self` is alive.
     public func rows(of k: Int) -> UnsafeBufferPointer<Transaction> {
         UnsafeBufferPointer(rebasing: rows.buffer[starts[k]..<starts[k + 1]])
@@ -118,8 +126,9 @@ public struct CustomerRows: @unchecked Sendable {
         var groupRank: [Int32: Int32] = [:]
         for (r, g) in groupIds.enumerated() { groupRank[g] = Int32(r) }
         // Keys, then each thread's share sorted on its own and the shares merged: customers
-        // differ in (group, id), so the order is total and any sort gives the same.
-        var keys = [(group: Int32, hi: UInt64, lo: UInt64)](repeating: (0, 0, 0), count: n)
+        // differ in (group, id), so the order is total and any sort gives the same. The keys
+        // are sorted themselves, not indices to them, so that comparisons read no other array.
+        var keys = [SortKey](repeating: SortKey(group: 0, index: 0, hi: 0, lo: 0), count: n)
         keys.withUnsafeMutableBufferPointer { out in
             nonisolated(unsafe) let out = out
             let ranks = groupRank, groupOf = firstGroup, origOf = firstOrig
@@ -127,41 +136,45 @@ public struct CustomerRows: @unchecked Sendable {
             try? parallelFor(count: pieces.count, threads: threads) { p in
                 for k in pieces[p] {
                     let (hi, lo) = origOf[k].withBytes(in: strings) { CustomerRows.prefixKey($0) }
-                    out[k] = (ranks[groupOf[k]]!, hi, lo)
+                    out[k] = SortKey(group: ranks[groupOf[k]]!, index: Int32(k), hi: hi, lo: lo)
                 }
             }
         }
-        let sortKeys = keys, sortOrig = firstOrig
-        @Sendable func before(_ a: Int, _ b: Int) -> Bool {
-            let ka = sortKeys[a], kb = sortKeys[b]
-            if ka.group != kb.group { return ka.group < kb.group }
-            if ka.hi != kb.hi { return ka.hi < kb.hi }
-            if ka.lo != kb.lo { return ka.lo < kb.lo }
-            return strings.less(sortOrig[a], sortOrig[b])
+        let sortOrig = firstOrig
+        @Sendable func before(_ a: SortKey, _ b: SortKey) -> Bool {
+            if a.group != b.group { return a.group < b.group }
+            if a.hi != b.hi { return a.hi < b.hi }
+            if a.lo != b.lo { return a.lo < b.lo }
+            return strings.less(sortOrig[Int(a.index)], sortOrig[Int(b.index)])
         }
         let shares = chunks(n, pieces: threads)
-        let sortedShares = ResultSlots<[Int]>(count: shares.count)
-        try? parallelFor(count: shares.count, threads: threads) { p in sortedShares[p] = shares[p].sorted(by: before) }
+        let sortedShares = ResultSlots<[SortKey]>(count: shares.count)
+        let unsorted = keys
+        try? parallelFor(count: shares.count, threads: threads) { p in
+            sortedShares[p] = unsorted[shares[p]].sorted(by: before)
+        }
+        keys = []
         let sorted = sortedShares.all
-        var order: [Int] = sorted.first ?? []
+        var merged: [SortKey] = sorted.first ?? []
         for share in sorted.dropFirst() {
-            var merged: [Int] = []
-            merged.reserveCapacity(order.count + share.count)
+            var next: [SortKey] = []
+            next.reserveCapacity(merged.count + share.count)
             var i = 0, j = 0
-            while i < order.count && j < share.count {
-                if before(share[j], order[i]) {
-                    merged.append(share[j])
+            while i < merged.count && j < share.count {
+                if before(share[j], merged[i]) {
+                    next.append(share[j])
                     j += 1
                 } else {
-                    merged.append(order[i])
+                    next.append(merged[i])
                     i += 1
                 }
             }
-            merged += order[i...]
-            merged += share[j...]
-            order = merged
+            next += merged[i...]
+            next += share[j...]
+            merged = next
         }
-        keys = []
+        let order = merged.map { Int($0.index) }
+        merged = []
         var rank = [Int32](repeating: 0, count: n)
         for (r, k) in order.enumerated() { rank[k] = Int32(r) }
 
@@ -185,7 +198,7 @@ public struct CustomerRows: @unchecked Sendable {
         // thread (whole customers, about equal rows), then each region on its own thread by
         // following the cycles of its permutation (every move puts one row where it belongs).
         // No second copy of the rows is ever made. Rows of a customer end in any order; they
-        // are sorted below.
+        // are sorted as each bucket is placed.
         let parts = max(1, min(threads, n))
         var bounds = [0]  // customer ranks where regions start
         for p in 1..<parts {
@@ -271,29 +284,26 @@ public struct CustomerRows: @unchecked Sendable {
                     let buckets = customersHere > 0 ? (customersHere - 1) >> shift + 1 : 0
                     var next = (0..<buckets).map { customerStarts[first + $0 << shift] }
                     let end = (0..<buckets).map { $0 + 1 < buckets ? customerStarts[first + ($0 + 1) << shift] : hi }
+                    // Each bucket's customers are also sorted as soon as it is placed, while
+                    // its rows are still in the caches.
                     CustomerRows.distribute(
                         rowsAll, ranksAll, next: &next, end: end, bucket: { (Int($0) - first) >> shift },
-                        done: { b in place(rows: customerStarts[first + b << shift], end[b]) })
+                        done: { b in
+                            place(rows: customerStarts[first + b << shift], end[b])
+                            for k in (first + b << shift)..<min(first + (b + 1) << shift, regionBounds[p + 1]) {
+                                let lo = customerStarts[k], hi = customerStarts[k + 1]
+                                if hi - lo < 2 { continue }
+                                var customer = UnsafeMutableBufferPointer(rebasing: rowsAll[lo..<hi])
+                                customer.sort { a, b in
+                                    a.purchaseDate != b.purchaseDate
+                                        ? a.purchaseDate < b.purchaseDate : strings.less(a.transactionId, b.transactionId)
+                                }
+                            }
+                        })
                 }
             }
         }
         of = []
-        let sortStarts = starts
-        do {
-            nonisolated(unsafe) let base = input
-            let customerPieces = chunks(n, pieces: max(1, threads) * 8)
-            try? parallelFor(count: customerPieces.count, threads: threads) { p in
-                for k in customerPieces[p] {
-                    let lo = sortStarts[k], hi = sortStarts[k + 1]
-                    if hi - lo < 2 { continue }
-                    var slice = UnsafeMutableBufferPointer(rebasing: base[lo..<hi])
-                    slice.sort { a, b in
-                        a.purchaseDate != b.purchaseDate
-                            ? a.purchaseDate < b.purchaseDate : strings.less(a.transactionId, b.transactionId)
-                    }
-                }
-            }
-        }
         return CustomerRows(
             strings: strings, rows: store, starts: starts, groups: order.map { firstGroup[$0] },
             originalTransactionIds: order.map { firstOrig[$0] })
