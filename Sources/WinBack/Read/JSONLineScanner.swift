@@ -64,7 +64,27 @@ final class JSONLineScanner {
     /// The hash multiplier, chosen so that each key has a slot of its own: a key looked
     /// for is then found at the first probe.
     private let multiplier: UInt64
-    private(set) var values: [ScannedValue]
+    /// The values of the last scan, indexed like the keys.
+    private let slotsOfValues: UnsafeMutablePointer<ScannedValue>
+    private let valueCount: Int
+    var values: [ScannedValue] { Array(lastValues) }
+    /// The values of the last scan, in the scanner's own storage: valid until the next scan.
+    var lastValues: UnsafeBufferPointer<ScannedValue> { UnsafeBufferPointer(start: slotsOfValues, count: valueCount) }
+    /// Keys seen plain (`"name":`, no escape, nothing between the quote and the colon), up to
+    /// ``maxKnown`` of them: per key, five words (its bytes from the opening quote to the colon
+    /// in the first four, zero-padded, and its last eight bytes), its length and the index of
+    /// the key it is (-1 when not looked for).
+    private let knownWords: UnsafeMutablePointer<UInt64>
+    private let knownLength: UnsafeMutablePointer<Int32>
+    private let knownIndex: UnsafeMutablePointer<Int32>
+    private var knownCount = 0
+    /// Per known key, up to ``ways`` different known keys seen to follow it, in the order they
+    /// were first seen; entry ``maxKnown`` stands for the start of a line. -1 when none.
+    /// Several, because exports write some lines' keys in another order (e.g. reversed) than
+    /// others', and leave out optional keys.
+    private let successor: UnsafeMutablePointer<Int8>
+    static let ways = 4
+    static let maxKnown = 64
     private var scratch: UnsafeMutableRawBufferPointer
     private var scratchUsed = 0
     /// Per 64 bytes of the line, which end a plain string (see `winback_special_bits`):
@@ -121,7 +141,14 @@ final class JSONLineScanner {
                 index: Int32(i), count: Int32(k.count), start: Int32(starts[Int(i)]), prefix: signatures[Int(i)].1,
                 suffix: suffix)
         }
-        values = Array(repeating: .absent, count: keys.count)
+        valueCount = keys.count
+        slotsOfValues = .allocate(capacity: max(1, keys.count))
+        slotsOfValues.initialize(repeating: .absent, count: max(1, keys.count))
+        knownWords = .allocate(capacity: 5 * JSONLineScanner.maxKnown)
+        knownLength = .allocate(capacity: JSONLineScanner.maxKnown)
+        knownIndex = .allocate(capacity: JSONLineScanner.maxKnown)
+        successor = .allocate(capacity: JSONLineScanner.ways * (JSONLineScanner.maxKnown + 1))
+        successor.initialize(repeating: -1, count: JSONLineScanner.ways * (JSONLineScanner.maxKnown + 1))
         scratch = .allocate(byteCount: 4096, alignment: 8)
         specialsCapacity = 64
         specials = .allocate(capacity: specialsCapacity)
@@ -132,6 +159,11 @@ final class JSONLineScanner {
         scratch.deallocate()
         keyBytes.deallocate()
         slots.deallocate()
+        slotsOfValues.deallocate()
+        knownWords.deallocate()
+        knownLength.deallocate()
+        knownIndex.deallocate()
+        successor.deallocate()
     }
 
     private struct Invalid: Error {}
@@ -139,12 +171,12 @@ final class JSONLineScanner {
     /// Calls `body` with the values of the last scan, indexed like the keys.
     @inline(__always)
     func withValues<R>(_ body: (UnsafeBufferPointer<ScannedValue>) -> R) -> R {
-        values.withUnsafeBufferPointer(body)
+        body(lastValues)
     }
 
     /// Scans `line`; false when it is not a valid JSON object (see `error`).
     func scan(_ line: UnsafeRawBufferPointer) -> Bool {
-        for i in values.indices { values[i] = .absent }
+        slotsOfValues.update(repeating: .absent, count: valueCount)
         guard let b = line.baseAddress else {
             error = "empty line"
             return false
@@ -230,20 +262,70 @@ final class JSONLineScanner {
         }
     }
 
+    /// Whether the bytes at `p` (of a line of `n` bytes) are those of known key `e`.
+    @inline(__always) private func matches(_ e: Int, at p: Int, _ n: Int) -> Bool {
+        let length = Int(knownLength[e])
+        let words = knownWords + 5 &* e
+        if length >= 8 {
+            guard p &+ length <= n else { return false }
+            var o = 0
+            while o &+ 8 < length {
+                if base.loadUnaligned(fromByteOffset: p &+ o, as: UInt64.self) != words[o >> 3] { return false }
+                o &+= 8
+            }
+            return base.loadUnaligned(fromByteOffset: p &+ length &- 8, as: UInt64.self) == words[4]
+        }
+        guard p &+ 8 <= n else { return false }
+        let mask: UInt64 = (1 &<< UInt64(8 &* length)) &- 1
+        return base.loadUnaligned(fromByteOffset: p, as: UInt64.self) & mask == words[0]
+    }
+
+    /// The known key of the `length` bytes at `start` (a plain key from its opening quote to
+    /// the colon), remembered now if new and there is room; -1 when it cannot be.
+    private func known(start: Int, length: Int, index: Int) -> Int {
+        guard length <= 32 else { return -1 }
+        // The first four words of a known key are its bytes, in order.
+        for e in 0..<knownCount
+        where Int(knownLength[e]) == length && StringTable.same(knownWords + 5 * e, base + start, length) {
+            return e
+        }
+        guard knownCount < JSONLineScanner.maxKnown else { return -1 }
+        let e = knownCount
+        let words = knownWords + 5 * e
+        for w in 0..<4 {
+            var v: UInt64 = 0
+            for i in 0..<8 where 8 * w + i < length {
+                v |= UInt64(base.load(fromByteOffset: start + 8 * w + i, as: UInt8.self)) << UInt64(8 * i)
+            }
+            words[w] = v
+        }
+        words[4] = length >= 8 ? base.loadUnaligned(fromByteOffset: start + length - 8, as: UInt64.self) : 0
+        knownLength[e] = Int32(length)
+        knownIndex[e] = Int32(index)
+        knownCount += 1
+        return e
+    }
+
     /// The top-level object, on a local cursor. The common shapes of an export line (keys and
     /// string values of printable ASCII without escapes, integers of up to 18 digits without a
     /// leading zero) are read here in one pass; any other value, or a string with an escape or
     /// multi-byte UTF-8, is handed to the general parser (``parseValue()``, ``skipValue(depth:)``,
     /// ``parseString()``) at the same position, so every byte of the line is validated.
+    ///
+    /// Keys are predicted: the lines of an export repeat their keys in much the same order, so
+    /// each key is expected to be followed by the key that followed it last time. When the
+    /// bytes at the cursor are exactly that key's, quotes and colon included, its index is
+    /// known without reading it again; any other key is read in full, and becomes the
+    /// prediction.
     private func parseTopObject() throws {
         let b = base.assumingMemoryBound(to: UInt8.self)
         let n = count
-        var p = pos + 1  // {
+        var p = pos &+ 1  // {
         // One comparison for the bytes that follow a token in an export line, which are never
         // white space.
         @inline(__always) func isWS(_ c: UInt8) -> Bool { c <= 0x20 && (c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D) }
         let specials = self.specials
-        let words = (n + 63) >> 6
+        let words = (n &+ 63) >> 6
         /// The end of a plain string whose content starts at `from`: the index of its closing
         /// quote, or -1 when it has a special byte before (escape, control, non-ASCII) or none.
         @inline(__always) func plainEnd(_ from: Int) -> Int {
@@ -252,117 +334,161 @@ final class JSONLineScanner {
             let m = specials[w] >> UInt64(from & 63)
             let q: Int
             if m != 0 {
-                q = from + m.trailingZeroBitCount
+                q = from &+ m.trailingZeroBitCount
             } else {
-                w += 1
-                while w < words && specials[w] == 0 { w += 1 }
+                w &+= 1
+                while w < words && specials[w] == 0 { w &+= 1 }
                 guard w < words else { return -1 }
-                q = w << 6 + specials[w].trailingZeroBitCount
+                q = w << 6 &+ specials[w].trailingZeroBitCount
             }
             return b[q] == 0x22 ? q : -1
         }
-        while p < n && isWS(b[p]) { p += 1 }
+        while p < n && isWS(b[p]) { p &+= 1 }
         if p < n && b[p] == UInt8(ascii: "}") {
-            pos = p + 1
+            pos = p &+ 1
             return
         }
-        try values.withUnsafeMutableBufferPointer { values in
-            while true {
-                while p < n && isWS(b[p]) { p += 1 }
+        let values = slotsOfValues
+        let successor = self.successor
+        var previous = JSONLineScanner.maxKnown  // the start of the line
+        var way = 0
+        while true {
+            while p < n && isWS(b[p]) { p &+= 1 }
+            let k: Int
+            var guess = -1
+            if previous >= 0 {
+                // The way that held the last key first: a line's keys follow one order.
+                let ways = successor + JSONLineScanner.ways &* previous
+                let e = Int(ways[way])
+                if e >= 0 && matches(e, at: p, n) {
+                    guess = e
+                } else {
+                    for w in 0..<JSONLineScanner.ways where w != way {
+                        let e = Int(ways[w])
+                        if e >= 0 && matches(e, at: p, n) {
+                            guess = e
+                            way = w
+                            break
+                        }
+                    }
+                }
+            }
+            if guess >= 0 {
+                k = Int(knownIndex[guess])
+                p &+= Int(knownLength[guess])
+                previous = guess
+            } else {
                 guard p < n, b[p] == 0x22 else {
                     pos = p
                     throw fail("expected a key string")
                 }
+                let keyStart = p
                 let key: UnsafeRawBufferPointer
                 let keyPrefix: UInt64
-                let keyEnd = plainEnd(p + 1)
+                let keyEnd = plainEnd(p &+ 1)
                 if keyEnd >= 0 {
-                    key = UnsafeRawBufferPointer(start: base + p + 1, count: keyEnd - p - 1)
-                    if p + 9 <= n {
+                    key = UnsafeRawBufferPointer(start: base + (p &+ 1), count: keyEnd &- p &- 1)
+                    if p &+ 9 <= n {
                         // Eight bytes at once, the bytes past a short key masked off.
-                        let w = (base + p + 1).loadUnaligned(as: UInt64.self)
-                        keyPrefix = key.count >= 8 ? w : w & ((1 &<< UInt64(8 * key.count)) &- 1)
+                        let w = (base + (p &+ 1)).loadUnaligned(as: UInt64.self)
+                        keyPrefix = key.count >= 8 ? w : w & ((1 &<< UInt64(8 &* key.count)) &- 1)
                     } else {
                         keyPrefix = JSONLineScanner.prefix(key)
                     }
-                    p = keyEnd + 1
+                    p = keyEnd &+ 1
                 } else {
                     pos = p
                     key = try parseString()
                     keyPrefix = JSONLineScanner.prefix(key)
                     p = pos
                 }
-                while p < n && isWS(b[p]) { p += 1 }
+                let afterKey = p
+                while p < n && isWS(b[p]) { p &+= 1 }
                 guard p < n, b[p] == UInt8(ascii: ":") else {
                     pos = p
                     throw fail("expected ':'")
                 }
-                p += 1
-                while p < n && isWS(b[p]) { p += 1 }
-                let k = key.count > 0 ? keyIndex(key, prefix: keyPrefix) : -1
-                guard p < n else {
-                    pos = p
-                    throw fail("expected a value")
+                p &+= 1
+                k = key.count > 0 ? keyIndex(key, prefix: keyPrefix) : -1
+                let current =
+                    keyEnd >= 0 && afterKey == p &- 1 && key.count > 0
+                    ? known(start: keyStart, length: p &- keyStart, index: k) : -1
+                if previous >= 0 && current >= 0 {
+                    // Into the first free way, or else the last: ways keep the orders in which
+                    // they were learnt, so that one way tends to hold one order for all keys.
+                    let ways = successor + JSONLineScanner.ways * previous
+                    way = JSONLineScanner.ways - 1
+                    for w in 0..<JSONLineScanner.ways where ways[w] < 0 {
+                        way = w
+                        break
+                    }
+                    ways[way] = Int8(current)
                 }
-                let c = b[p]
-                var done = false
-                if c == 0x22 {
-                    let end = plainEnd(p + 1)
-                    if end >= 0 {
-                        if k >= 0 { values[k] = .string(UnsafeRawBufferPointer(start: base + p + 1, count: end - p - 1)) }
-                        p = end + 1
+                previous = current
+            }
+            while p < n && isWS(b[p]) { p &+= 1 }
+            guard p < n else {
+                pos = p
+                throw fail("expected a value")
+            }
+            let c = b[p]
+            var done = false
+            if c == 0x22 {
+                let end = plainEnd(p &+ 1)
+                if end >= 0 {
+                    if k >= 0 { values[k] = .string(UnsafeRawBufferPointer(start: base + (p &+ 1), count: end &- p &- 1)) }
+                    p = end &+ 1
+                    done = true
+                }
+            } else if c == UInt8(ascii: "-") || (c >= 0x31 && c <= 0x39) {
+                // -?[1-9][0-9]{0,17}, not followed by a digit, '.', 'e' or 'E'.
+                let negative = c == UInt8(ascii: "-")
+                var q = negative ? p &+ 1 : p
+                if q < n, b[q] >= 0x31, b[q] <= 0x39 {
+                    let first = q
+                    var v: Int64 = 0
+                    // Up to sixteen digits a word at a time, any rest one by one.
+                    if q &+ 8 <= n {
+                        let (count, value) = Digits.leading((base + q).loadUnaligned(as: UInt64.self))
+                        v = Int64(value)
+                        q &+= count
+                        if count == 8, q &+ 8 <= n {
+                            let (more, rest) = Digits.leading((base + q).loadUnaligned(as: UInt64.self))
+                            v = v &* Int64(Digits.power(more)) &+ Int64(rest)
+                            q &+= more
+                        }
+                    }
+                    while q < n, q &- first < 18, case let d = b[q] &- 0x30, d < 10 {
+                        v = v &* 10 &+ Int64(d)
+                        q &+= 1
+                    }
+                    let next = q < n ? b[q] : 0x20
+                    if !(next &- 0x30 < 10 || next == UInt8(ascii: ".") || next | 0x20 == UInt8(ascii: "e")) {
+                        if k >= 0 { values[k] = .int(negative ? -v : v) }
+                        p = q
                         done = true
                     }
-                } else if c == UInt8(ascii: "-") || (c >= 0x31 && c <= 0x39) {
-                    // -?[1-9][0-9]{0,17}, not followed by a digit, '.', 'e' or 'E'.
-                    let negative = c == UInt8(ascii: "-")
-                    var q = negative ? p + 1 : p
-                    if q < n, b[q] >= 0x31, b[q] <= 0x39 {
-                        let first = q
-                        var v: Int64 = 0
-                        // Up to sixteen digits a word at a time, any rest one by one.
-                        if q + 8 <= n {
-                            let (count, value) = Digits.leading((base + q).loadUnaligned(as: UInt64.self))
-                            v = Int64(value)
-                            q += count
-                            if count == 8, q + 8 <= n {
-                                let (more, rest) = Digits.leading((base + q).loadUnaligned(as: UInt64.self))
-                                v = v &* Int64(Digits.power(more)) &+ Int64(rest)
-                                q += more
-                            }
-                        }
-                        while q < n, q - first < 18, case let d = b[q] &- 0x30, d < 10 {
-                            v = v &* 10 &+ Int64(d)
-                            q += 1
-                        }
-                        let next = q < n ? b[q] : 0x20
-                        if !(next &- 0x30 < 10 || next == UInt8(ascii: ".") || next | 0x20 == UInt8(ascii: "e")) {
-                            if k >= 0 { values[k] = .int(negative ? -v : v) }
-                            p = q
-                            done = true
-                        }
-                    }
                 }
-                if !done {
-                    pos = p
-                    if k >= 0 { values[k] = try parseValue() } else { try skipValue(depth: 1) }
-                    p = pos
-                }
-                while p < n && isWS(b[p]) { p += 1 }
-                guard p < n else {
-                    pos = p
-                    throw fail("unterminated object")
-                }
-                let d = b[p]
-                p += 1
-                if d == UInt8(ascii: "}") {
-                    pos = p
-                    return
-                }
-                if d != UInt8(ascii: ",") {
-                    pos = p - 1
-                    throw fail("expected ',' or '}'")
-                }
+            }
+            if !done {
+                pos = p
+                if k >= 0 { values[k] = try parseValue() } else { try skipValue(depth: 1) }
+                p = pos
+            }
+            while p < n && isWS(b[p]) { p &+= 1 }
+            guard p < n else {
+                pos = p
+                throw fail("unterminated object")
+            }
+            let d = b[p]
+            p &+= 1
+            if d == UInt8(ascii: "}") {
+                pos = p
+                return
+            }
+            if d != UInt8(ascii: ",") {
+                pos = p &- 1
+                throw fail("expected ',' or '}'")
             }
         }
     }

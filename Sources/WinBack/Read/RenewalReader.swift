@@ -87,7 +87,7 @@ public enum RenewalReader {
         _ line: UnsafeRawBufferPointer, scanner: JSONLineScanner, lists: OfferLists
     ) -> Result<(UnsafeRawBufferPointer, RenewalInfo), Bad> {
         guard scanner.scan(line) else { return .failure(Bad(reason: "invalid JSON: \(scanner.error)")) }
-        let v = scanner.values
+        let v = scanner.lastValues
         guard case .string(let o) = v[0] else {
             if case .absent = v[0] { return .failure(Bad(reason: "missing required field originalTransactionId")) }
             if case .null = v[0] { return .failure(Bad(reason: "missing required field originalTransactionId")) }

@@ -191,6 +191,73 @@ extension ReadStageTests {
             }
         }
 
+        /// One scanner reads 4,000 lines whose keys come in a few orders (forward, reversed,
+        /// with keys left out or added), with more distinct keys than it remembers, keys longer
+        /// than it remembers, escaped keys, space around the colon, a key repeated, and keys
+        /// that share a prefix or a length with a predicted one: every value is the line's own,
+        /// as a fresh scanner reads it.
+        @Test func keysPredictedFromEarlierLinesReadAsTheLineSays() {
+            let looked = [
+                "a", "type", "bundleIdX", "transactionId", "subscriptionGroupIdentifier", "k", "keyOfThirtyTwoBytesWithQuotes",
+                "keyOfThirtyTwoBytesWithQuotes1",
+            ]
+            var pool = looked + ["b", "typ", "types", "bundleId", "transactionIdentifier", "subscriptionGroupIdentifieR"]
+            pool += (0..<90).map { "unknown\($0)" }
+            pool.append("aVeryLongKeyNameOfMoreThanThirtyTwoBytesInAll")
+            var rng = SplitMix64(seed: 11)
+            let scanner = JSONLineScanner(keys: looked)
+            let orders = [Array(pool.prefix(20)), Array(pool.prefix(20).reversed()), Array(pool.shuffled(using: &rng).prefix(25))]
+            var mismatches: [String] = []
+            for lineNumber in 0..<4000 {
+                var keys = orders[rng.below(orders.count)]
+                // Leave some out, add some from anywhere in the pool.
+                keys = keys.filter { _ in rng.below(10) != 0 }
+                for _ in 0..<rng.below(3) { keys.insert(pool[rng.below(pool.count)], at: rng.below(keys.count + 1)) }
+                var expected: [String: String] = [:]
+                var parts: [String] = []
+                for key in keys {
+                    let value = rng.below(2) == 0 ? "\(rng.below(100_000_000_000))" : "\"v\(rng.below(1000))\""
+                    var encodedKey = key
+                    if rng.below(20) == 0 { encodedKey = "\\u00" + String(key.utf8.first!, radix: 16) + key.dropFirst() }
+                    let colon = rng.below(15) == 0 ? " : " : ":"
+                    parts.append("\"\(encodedKey)\"\(colon)\(value)")
+                    expected[key] = value
+                }
+                let line = "{" + parts.joined(separator: ",") + "}"
+                let ok = Array(line.utf8).withUnsafeBytes { scanner.scan($0) }
+                guard ok else {
+                    mismatches.append("line \(lineNumber) rejected: \(scanner.error)")
+                    continue
+                }
+                for (i, key) in looked.enumerated() {
+                    let got: String
+                    switch scanner.values[i] {
+                    case .absent: got = "absent"
+                    case .int(let v): got = "\(v)"
+                    case .string(let b): got = "\"" + String(decoding: b, as: UTF8.self) + "\""
+                    case let v: got = v.typeName
+                    }
+                    if got != (expected[key] ?? "absent") {
+                        mismatches.append("line \(lineNumber) key \(key): \(got), expected \(expected[key] ?? "absent"): \(line)")
+                    }
+                }
+            }
+            #expect(mismatches.isEmpty, "\(mismatches.prefix(3))")
+        }
+
+        /// A predicted key is only taken when its bytes are all there: a line that ends inside
+        /// it is an error, however the line before went.
+        @Test func aLineCutInsideAPredictedKeyIsRejected() {
+            let scanner = JSONLineScanner(keys: ["transactionId", "a"])
+            let whole = #"{"transactionId":"1","a":2}"#
+            for _ in 0..<3 { #expect(Array(whole.utf8).withUnsafeBytes { scanner.scan($0) }) }
+            for cut in 1..<whole.utf8.count {
+                let line = Array(whole.utf8.prefix(cut))
+                #expect(!line.withUnsafeBytes { scanner.scan($0) }, "\(String(decoding: line, as: UTF8.self))")
+                #expect(Array(whole.utf8).withUnsafeBytes { scanner.scan($0) })
+            }
+        }
+
         @Test func valuesFromAnEarlierLineDoNotLeakIntoTheNext() {
             let scanner = JSONLineScanner(keys: ["s", "i"])
             let first = Array(#"{"s":"a\"long\"escaped\"value","i":7}"#.utf8)
