@@ -76,6 +76,7 @@ public struct Audience: Sendable {
         try? parallelFor(count: pieces.count, threads: threads) { p in
             var periods: [Period] = []
             var results: [CustomerResult] = []
+            results.reserveCapacity(pieces[p].count)
             var counts = StateCounts()
             var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
             for k in pieces[p] {
