@@ -180,4 +180,11 @@ final class RowChunks {
     subscript(i: Int) -> Transaction {
         chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
     }
+
+    /// Calls `body` with the chunks' rows, row i at `chunks[i >> chunkShift][i & (chunkRows - 1)]`:
+    /// for loops over every row, which then hold no reference per row.
+    @inline(__always)
+    func withChunks<R>(_ body: (UnsafeBufferPointer<UnsafeMutablePointer<Transaction>>) throws -> R) rethrows -> R {
+        try chunks.withUnsafeBufferPointer(body)
+    }
 }

@@ -203,26 +203,35 @@ final class Merger: @unchecked Sendable {
             winners.reserve(rowsMerged)
         }
         let ahead = 8
-        @inline(__always) func key(_ i: Int) -> TransactionKey {
-            var key = f.rows[i].transactionId
-            map.withUnsafeBufferPointer { key.remap($0) }
-            return key
-        }
-        for i in 0..<f.rows.count {
-            if i + ahead < f.rows.count { winners.prefetch(key(i + ahead).raw) }
-            let key = key(i)
-            let here = UInt32(first + i)
-            let there = winners.insert(key.raw, here)
-            if there == here { continue }
-            // Newest signedDate wins; on a tie the later file, then the later line.
-            let (fo, j) = locate(Int(there))
-            let other = files[fo]!
-            let a = f.rows[i].signedDate, b = other.rows[j].signedDate
-            if a > b || (a == b && (index, i) > (fo, j)) {
-                other.supersede(j)
-                winners.update(key.raw, here)
-            } else {
-                f.supersede(i)
+        let count = f.rows.count
+        // The file's rows and id map as buffers for the whole loop: no reference is taken per row.
+        f.rows.withChunks { chunks in
+            map.withUnsafeBufferPointer { map in
+                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<Transaction> {
+                    chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
+                }
+                @inline(__always) func key(_ i: Int) -> TransactionKey {
+                    var key = row(i).pointee.transactionId
+                    key.remap(map)
+                    return key
+                }
+                for i in 0..<count {
+                    if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
+                    let key = key(i)
+                    let here = UInt32(first + i)
+                    let there = winners.insert(key.raw, here)
+                    if there == here { continue }
+                    // Newest signedDate wins; on a tie the later file, then the later line.
+                    let (fo, j) = locate(Int(there))
+                    let other = files[fo]!
+                    let a = row(i).pointee.signedDate, b = other.rows[j].signedDate
+                    if a > b || (a == b && (index, i) > (fo, j)) {
+                        other.supersede(j)
+                        winners.update(key.raw, here)
+                    } else {
+                        f.supersede(i)
+                    }
+                }
             }
         }
     }
@@ -273,24 +282,42 @@ final class Merger: @unchecked Sendable {
             counters.familyShared += c.family
         }
         // Each chunk's file and place in it, then the winning Production rows packed where
-        // they were read.
+        // they were read. The files' superseded bits and id maps are laid end to end in two
+        // buffers, so that deciding a row's fate takes no reference to its file.
+        let bitStarts = files.reduce(into: [0]) { $0.append($0.last! + $1.superseded.count) }
+        let mapStarts = files.reduce(into: [0]) { $0.append($0.last! + $1.map.count) }
+        let bits = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: Swift.max(1, bitStarts.last!))
+        let maps = UnsafeMutableBufferPointer<Int32>.allocate(capacity: Swift.max(1, mapStarts.last!))
+        defer {
+            bits.deallocate()
+            maps.deallocate()
+        }
+        for (fi, f) in files.enumerated() {
+            _ = UnsafeMutableBufferPointer(rebasing: bits[bitStarts[fi]...]).initialize(from: f.superseded)
+            _ = UnsafeMutableBufferPointer(rebasing: maps[mapStarts[fi]...]).initialize(from: f.map)
+        }
         var owners = [(file: Int32, seq: Int32)](repeating: (0, 0), count: store.chunkCount)
         for (fi, f) in files.enumerated() {
             for (seq, c) in f.rows.numbers.enumerated() { owners[c] = (Int32(fi), Int32(seq)) }
         }
         let chunkOwners = owners
+        let rowCounts = files.map(\.rows.count)
+        nonisolated(unsafe) let supersededBits = UnsafeBufferPointer(bits)
+        nonisolated(unsafe) let idMaps = UnsafeBufferPointer(maps)
         store.compact(
             threads: threads,
             used: { c in
                 let o = chunkOwners[c]
-                return min(
-                    TransactionRows.chunkRows, files[Int(o.file)].rows.count - Int(o.seq) << TransactionRows.chunkShift)
+                return min(TransactionRows.chunkRows, rowCounts[Int(o.file)] - Int(o.seq) << TransactionRows.chunkShift)
             },
             keep: { c, k, r in
                 let o = chunkOwners[c]
-                let f = files[Int(o.file)]
-                guard r.production, !f.isSuperseded(Int(o.seq) << TransactionRows.chunkShift + k) else { return false }
-                f.map.withUnsafeBufferPointer { r.remap($0) }
+                let file = Int(o.file)
+                let i = Int(o.seq) << TransactionRows.chunkShift + k
+                guard r.production, supersededBits[bitStarts[file] + i >> 6] & (1 << UInt64(i & 63)) == 0 else {
+                    return false
+                }
+                r.remap(UnsafeBufferPointer(rebasing: idMaps[mapStarts[file]..<mapStarts[file + 1]]))
                 return true
             })
         for f in files {
