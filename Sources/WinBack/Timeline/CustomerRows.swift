@@ -153,7 +153,6 @@ public struct CustomerRows: @unchecked Sendable {
         try? parallelFor(count: shares.count, threads: threads) { p in
             sortedShares[p] = unsorted[shares[p]].sorted(by: before)
         }
-        keys = []
         let sorted = sortedShares.all
         var merged: [SortKey] = sorted.first ?? []
         for share in sorted.dropFirst() {
