@@ -50,6 +50,7 @@ final class TransactionDecoder {
 
     @inline(__always) private func value(_ k: Key) -> ScannedValue { values[k.rawValue] }
 
+    @inline(__always)
     private func string(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
         switch value(k) {
         case .absent, .null:
@@ -60,6 +61,7 @@ final class TransactionDecoder {
         }
     }
 
+    @inline(__always)
     private func int(_ k: Key, required: Bool = false) throws -> Int64? {
         switch value(k) {
         case .absent, .null:
@@ -94,6 +96,7 @@ final class TransactionDecoder {
 
     /// A required decimal-style id (transactionId, originalTransactionId). A canonical decimal
     /// is a valid identifier as it stands; only other ids are checked against the pattern.
+    @inline(__always)
     private func transactionKey(_ k: Key) throws -> TransactionKey {
         let s = try string(k, required: true)!
         if let v = TransactionKey.decimal(s) { return TransactionKey(raw: v) }
