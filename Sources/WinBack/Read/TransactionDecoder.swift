@@ -94,6 +94,18 @@ final class TransactionDecoder {
         return i
     }
 
+    /// Interned storefronts by their three capital letters (26³ slots, -1 until first seen):
+    /// every row names one, and a lookup here costs less than hashing it.
+    private var storefronts = [Int32](repeating: -1, count: 26 * 26 * 26)
+
+    /// The id of `code`, three capital letters.
+    @inline(__always)
+    private func storefront(_ code: UnsafeRawBufferPointer) -> Int32 {
+        let slot = (Int(code[0]) - 65) * 676 + (Int(code[1]) - 65) * 26 + (Int(code[2]) - 65)
+        if storefronts[slot] < 0 { storefronts[slot] = table.intern(code) }
+        return storefronts[slot]
+    }
+
     /// A required decimal-style id (transactionId, originalTransactionId). A canonical decimal
     /// is a valid identifier as it stands; only other ids are checked against the pattern.
     @inline(__always)
@@ -165,7 +177,7 @@ final class TransactionDecoder {
                 guard Identifier.isStorefront(sf) else {
                     throw Rejection(reason: "field storefront: '\(excerpt(sf))' is not three capital letters")
                 }
-                t.storefront = table.intern(sf)
+                t.storefront = storefront(sf)
             }
             if let token = try string(.appAccountToken) {
                 guard Identifier.isUUID(token) else {
