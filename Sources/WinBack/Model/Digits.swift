@@ -9,11 +9,16 @@ enum Digits {
         let high: UInt64 = 0xF0F0_F0F0_F0F0_F0F0
         let threes: UInt64 = 0x3030_3030_3030_3030
         guard w & high == threes, (w &+ 0x0606_0606_0606_0606) & high == threes else { return nil }
-        var x = w &- threes
-        x = x &* 10 &+ x >> 8  // each even byte: two digits
-        x = ((x & 0x0000_00FF_0000_00FF) &* (100 &+ 1_000_000 << 32)
-            &+ ((x >> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ 10_000 << 32)) >> 32
-        return x
+        return value(ofDigitValues: w &- threes)
+    }
+
+    /// The eight-digit number whose digit values (0–9) are the bytes of `x`, the most
+    /// significant in the lowest byte.
+    @inline(__always)
+    private static func value(ofDigitValues x: UInt64) -> UInt64 {
+        let pairs = x &* 10 &+ x >> 8  // each even byte: two digits
+        return ((pairs & 0x0000_00FF_0000_00FF) &* (100 &+ 1_000_000 << 32)
+            &+ ((pairs >> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ 10_000 << 32)) >> 32
     }
 
     /// The leading ASCII digits of `w` (the first byte lowest, as in ``eight(_:)``): how many
@@ -29,11 +34,8 @@ enum Digits {
         if count == 0 { return (0, 0) }
         // The digits' values moved to the top bytes; the bytes below are zeros, leading zeros
         // of an eight-digit number.
-        var x = ((w &- threes) & (count == 8 ? ~0 : (1 &<< UInt64(8 * count)) &- 1)) &<< UInt64(8 * (8 - count))
-        x = x &* 10 &+ x >> 8
-        x = ((x & 0x0000_00FF_0000_00FF) &* (100 &+ 1_000_000 << 32)
-            &+ ((x >> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ 10_000 << 32)) >> 32
-        return (count, x)
+        let digits = ((w &- threes) & (count == 8 ? ~0 : (1 &<< UInt64(8 * count)) &- 1)) &<< UInt64(8 * (8 - count))
+        return (count, value(ofDigitValues: digits))
     }
 
     /// 10 to the power `k`, for k in 0...8.
