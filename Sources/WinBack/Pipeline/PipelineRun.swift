@@ -169,18 +169,26 @@ public enum PipelineRun {
             }
             let reporting = DispatchGroup()
             if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: computeReports) }
+            // Files are synced on a thread of their own while the next ones are written; all
+            // of them are on disk before the run is published.
+            let sync = DiskSync()
+            defer { try? sync.wait() }  // no descriptor outlives a failed run
             let segments = Result {
                 try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
-                    .write(to: publisher.staging, threads: p.threads)
+                    .write(to: publisher.staging, threads: p.threads, sync: sync)
             }
             if p.threads > 1 { reporting.wait() } else { computeReports() }
             var outputs = try segments.get()
-            outputs += try ReportWriter(reports: computed!, title: p.config.name).write(to: publisher.staging)
-            outputs.append(try writeFile(publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count))
+            outputs += try ReportWriter(reports: computed!, title: p.config.name).write(to: publisher.staging, sync: sync)
+            outputs.append(
+                try writeFile(
+                    publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count,
+                    sync: sync))
             manifest.outputs = outputs
             manifest.stages.append(("write", progress.end("\(outputs.count) files")))
             manifest.finished = Date()
-            _ = try writeFile(publisher.staging, "manifest.json", manifest.json(), rows: 0)
+            _ = try writeFile(publisher.staging, "manifest.json", manifest.json(), rows: 0, sync: sync)
+            try sync.wait()
             try publisher.publish()
             let published = publisher.root + "/" + publisher.date
             progress.note("winback: published \(published)")
@@ -212,8 +220,10 @@ public enum PipelineRun {
         }
     }
 
-    static func writeFile(_ dir: String, _ name: String, _ bytes: [UInt8], rows: Int) throws -> OutputStats {
-        let f = try OutputFile(path: dir + "/" + name)
+    static func writeFile(
+        _ dir: String, _ name: String, _ bytes: [UInt8], rows: Int, sync: DiskSync? = nil
+    ) throws -> OutputStats {
+        let f = try OutputFile(path: dir + "/" + name, sync: sync)
         try f.write(bytes)
         let (n, sha) = try f.finish()
         return OutputStats(path: name, bytes: n, rows: rows, sha256: sha)

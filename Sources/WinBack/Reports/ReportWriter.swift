@@ -27,8 +27,15 @@ public struct ReportWriter {
         return (0..<ReportWriter.files.count).map { (ReportWriter.files[$0], bytes[$0], rows[$0]) }
     }
 
-    /// Writes every report file into `directory/reports/`; returns the files written.
+    /// Writes every report file into `directory/reports/`, each synced before it is counted
+    /// written; returns the files written.
     public func write(to directory: String) throws -> [OutputStats] {
+        try write(to: directory, sync: nil)
+    }
+
+    /// Writes every report file into `directory/reports/`; returns the files written. With
+    /// `sync`, files are made durable in the background (the caller waits on it).
+    func write(to directory: String, sync: DiskSync?) throws -> [OutputStats] {
         let dir = directory + "/reports"
         do {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -36,7 +43,7 @@ public struct ReportWriter {
             throw WinBackError(.cannotCreateOutput, "cannot create the reports folder: \(error)", path: dir)
         }
         return try contents().map { name, bytes, rows in
-            let f = try OutputFile(path: dir + "/" + name)
+            let f = try OutputFile(path: dir + "/" + name, sync: sync)
             try f.write(bytes)
             let (n, sha) = try f.finish()
             return OutputStats(path: "reports/" + name, bytes: n, rows: rows, sha256: sha)

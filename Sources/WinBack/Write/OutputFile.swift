@@ -15,17 +15,21 @@ public struct OutputStats: Sendable, Equatable {
     public var sha256: String
 }
 
-/// A file written through a large buffer, hashed as it goes, synced to disk on close.
+/// A file written through a large buffer, hashed as it goes, synced to disk on close: at
+/// once, or in the background by a ``DiskSync`` that the run waits for before publishing.
 final class OutputFile {
     let path: String
-    private let fd: Int32
+    /// -1 once handed to `sync`.
+    private var fd: Int32
+    private let sync: DiskSync?
     private var buffer: [UInt8] = []
     private var hasher = SHA256()
     private(set) var bytes = 0
     static let flushAt = 1 << 20
 
-    init(path: String) throws {
+    init(path: String, sync: DiskSync? = nil) throws {
         self.path = path
+        self.sync = sync
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw WinBackError(.cannotCreateOutput, "cannot create: \(String(cString: strerror(errno)))", path: path)
@@ -71,10 +75,14 @@ final class OutputFile {
         buffer.removeAll(keepingCapacity: true)
     }
 
-    /// Flushes, syncs and closes; returns (bytes, hex SHA-256).
+    /// Flushes, then syncs and closes (or hands the file to `sync` for that); returns (bytes,
+    /// hex SHA-256).
     func finish() throws -> (Int, String) {
         try flush()
-        if fsync(fd) != 0 {
+        if let sync {
+            sync.sync(fd, path: path)
+            fd = -1
+        } else if fsync(fd) != 0 {
             throw WinBackError(.cannotCreateOutput, "cannot sync: \(String(cString: strerror(errno)))", path: path)
         }
         return (bytes, OutputFile.hex(hasher.finalize()))

@@ -47,8 +47,9 @@ public struct SegmentWriter {
         var rank: Int
     }
 
-    /// Writes every segment into `directory/segments/`; returns the files written.
-    public func write(to directory: String, threads: Int) throws -> [OutputStats] {
+    /// Writes every segment into `directory/segments/`; returns the files written. With
+    /// `sync`, files are made durable in the background (the caller waits on it).
+    func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
         let dir = directory + "/segments"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let n = book.offers.count
@@ -74,19 +75,25 @@ public struct SegmentWriter {
             let rel = "segments/\(job.name).\(format)"
             let path = directory + "/" + rel
             if format == "csv" {
-                let (bytes, sha) = try writeCSV(job.entries, path: path)
+                let (bytes, sha) = try writeCSV(job.entries, path: path, sync: sync)
                 slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
             } else {
-                let (bytes, sha) = try writeXML(job.entries, offer: job.offer, path: path)
+                let (bytes, sha) = try writeXML(job.entries, offer: job.offer, path: path, sync: sync)
                 slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
             }
         }
         return slots.all
     }
 
+    /// Writes every segment into `directory/segments/`, each file synced before it is
+    /// counted written; returns the files written.
+    public func write(to directory: String, threads: Int) throws -> [OutputStats] {
+        try write(to: directory, threads: threads, sync: nil)
+    }
+
     /// Returns the file's size and SHA-256.
-    func writeCSV(_ entries: [Entry], path: String) throws -> (Int, String) {
-        let file = try OutputFile(path: path)
+    func writeCSV(_ entries: [Entry], path: String, sync: DiskSync?) throws -> (Int, String) {
+        let file = try OutputFile(path: path, sync: sync)
         try file.write(CSVRecord.header(SegmentWriter.columns))
         let s = customers.strings
         var rec = CSVRecord()
@@ -118,8 +125,8 @@ public struct SegmentWriter {
     }
 
     /// Returns the file's size and SHA-256.
-    func writeXML(_ entries: [Entry], offer: Int?, path: String) throws -> (Int, String) {
-        let x = try XMLWriter(path: path)
+    func writeXML(_ entries: [Entry], offer: Int?, path: String, sync: DiskSync?) throws -> (Int, String) {
+        let x = try XMLWriter(path: path, sync: sync)
         let s = customers.strings
         let asOf = Timestamp.iso(audience.asOf)
         if let offer {

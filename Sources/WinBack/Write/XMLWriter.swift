@@ -23,9 +23,9 @@ final class XMLWriter {
     /// libxml2 must be initialised once before threads use it.
     static func initialize() { xmlInitParser() }
 
-    init(path: String) throws {
+    init(path: String, sync: DiskSync? = nil) throws {
         self.path = path
-        sink = Sink(try OutputFile(path: path))
+        sink = Sink(try OutputFile(path: path, sync: sync))
         let write: xmlOutputWriteCallback = { context, bytes, count in
             let sink = Unmanaged<Sink>.fromOpaque(context!).takeUnretainedValue()
             guard sink.error == nil else { return -1 }

@@ -1,0 +1,48 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Makes finished output files durable on a thread of its own, so that the threads writing
+/// outputs never wait for the disk: each file is synced and closed there while the next one
+/// is being written, and ``wait()``, called before a run is published, returns once every file
+/// handed over is on disk, or throws if one could not be synced.
+final class DiskSync: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "winback.disk-sync")
+    private let pending = DispatchGroup()
+    private let lock = NSLock()
+    /// Files that could not be synced: (path, the system's reason).
+    private var failures: [(path: String, reason: String)] = []
+    /// Syncs a file by its descriptor (injectable for tests); returns 0 or an errno.
+    private let syncFile: @Sendable (Int32) -> Int32
+
+    init(syncFile: @escaping @Sendable (Int32) -> Int32 = { fsync($0) == 0 ? 0 : errno }) {
+        self.syncFile = syncFile
+    }
+
+    /// Takes over `fd` (written in full): it is synced, then closed, in the background.
+    func sync(_ fd: Int32, path: String) {
+        queue.async(group: pending) { [self] in
+            var rc: Int32
+            repeat { rc = syncFile(fd) } while rc == EINTR
+            close(fd)
+            if rc != 0 {
+                lock.lock()
+                failures.append((path, String(cString: strerror(rc))))
+                lock.unlock()
+            }
+        }
+    }
+
+    /// Returns once every file handed over is synced; throws for the first path (in path
+    /// order, whatever the order of syncing) that could not be.
+    func wait() throws {
+        pending.wait()
+        lock.lock()
+        defer { lock.unlock() }
+        if let first = failures.min(by: { $0.path < $1.path }) {
+            throw WinBackError(.cannotCreateOutput, "cannot sync: \(first.reason)", path: first.path)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+
+@Suite("Output files synced in the background before publishing (SPEC §4, §6)")
+struct DiskSyncTests {
+    func temporaryFolder() throws -> String {
+        let dir = NSTemporaryDirectory() + "winback-sync-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    @Test("wait returns only once every file handed over has been synced, with its bytes complete")
+    func waitsForEverySync() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let synced = SyncCounter()
+        let sync = DiskSync(syncFile: { fd in
+            usleep(20_000)  // a slow disk: the writers go on meanwhile
+            synced.add(Int(lseek(fd, 0, SEEK_END)))
+            return fsync(fd) == 0 ? 0 : errno
+        })
+        var sizes = 0
+        for k in 0..<5 {
+            let f = try OutputFile(path: "\(dir)/file\(k).csv", sync: sync)
+            let bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 1000 * (k + 1))
+            try f.write(bytes)
+            let (n, _) = try f.finish()
+            #expect(n == bytes.count)
+            sizes += n
+        }
+        try sync.wait()
+        #expect(synced.calls == 5)
+        #expect(synced.total == sizes)
+    }
+
+    @Test("a file that cannot be synced fails the wait with code 73, naming the first such file by path")
+    func reportsFailure() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let sync = DiskSync(syncFile: { _ in EIO })
+        for name in ["b.csv", "a.csv", "c.csv"] {
+            let f = try OutputFile(path: "\(dir)/\(name)", sync: sync)
+            try f.write(Array("x\n".utf8))
+            _ = try f.finish()
+        }
+        do {
+            try sync.wait()
+            Issue.record("wait did not throw")
+        } catch let e as WinBackError {
+            #expect(e.code == .cannotCreateOutput)
+            #expect(e.code.exitCode == 73)
+            #expect(e.path == "\(dir)/a.csv")
+            #expect("\(e)".contains("cannot sync"))
+        }
+    }
+}
+
+/// Counts calls and adds up values from any thread.
+final class SyncCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0, sum = 0
+    func add(_ v: Int) {
+        lock.lock()
+        n += 1
+        sum += v
+        lock.unlock()
+    }
+    var calls: Int { lock.lock(); defer { lock.unlock() }; return n }
+    var total: Int { lock.lock(); defer { lock.unlock() }; return sum }
+}
