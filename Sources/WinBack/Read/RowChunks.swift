@@ -73,10 +73,6 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
             if let q, q != MAP_FAILED { p = q } else { bytes = bytes / 2 / chunkBytes * chunkBytes }
         }
         guard let p else { fatalError("out of memory: cannot reserve address space for rows") }
-        #if os(Linux)
-            // Rows are written front to back: 2 MiB pages take one fault where 4 KiB pages take 512.
-            _ = madvise(p, bytes, 14 /* MADV_HUGEPAGE */)
-        #endif
         base = p.bindMemory(to: Transaction.self, capacity: bytes / stride)
         mappedBytes = bytes
         chunkCapacity = bytes / chunkBytes
