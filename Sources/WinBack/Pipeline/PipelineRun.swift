@@ -158,28 +158,31 @@ public enum PipelineRun {
 
             // Write.
             progress.begin("write")
-            // With several threads the reports are computed while the segments are written:
-            // each job has a long last piece (the best-offer list, the busiest customers) that
-            // the other fills in. With one thread, one after the other.
-            nonisolated(unsafe) var computed: Reports?
-            let computeReports: @Sendable () -> Void = {
-                computed = Reports.compute(
-                    customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
-                    gapDays: p.config.consecutiveGapDays, threads: p.threads)
-            }
-            let reporting = DispatchGroup()
-            if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: computeReports) }
             // Files are synced on a thread of their own while the next ones are written; all
             // of them are on disk before the run is published.
             let sync = DiskSync()
             defer { try? sync.wait() }  // no descriptor outlives a failed run
+            // With several threads the reports are computed and written while the segments are
+            // written: each job has a long last piece (the best-offer list, the busiest
+            // customers) that the other fills in. With one thread, one after the other.
+            nonisolated(unsafe) var reportFiles: Result<[OutputStats], Error>?
+            let writeReports: @Sendable () -> Void = {
+                reportFiles = Result {
+                    let reports = Reports.compute(
+                        customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
+                        gapDays: p.config.consecutiveGapDays, threads: p.threads)
+                    return try ReportWriter(reports: reports, title: p.config.name).write(to: publisher.staging, sync: sync)
+                }
+            }
+            let reporting = DispatchGroup()
+            if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: writeReports) }
             let segments = Result {
                 try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
                     .write(to: publisher.staging, threads: p.threads, sync: sync)
             }
-            if p.threads > 1 { reporting.wait() } else { computeReports() }
+            if p.threads > 1 { reporting.wait() } else { writeReports() }
             var outputs = try segments.get()
-            outputs += try ReportWriter(reports: computed!, title: p.config.name).write(to: publisher.staging, sync: sync)
+            outputs += try reportFiles!.get()
             outputs.append(
                 try writeFile(
                     publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count,
