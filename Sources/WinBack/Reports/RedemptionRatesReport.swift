@@ -71,19 +71,35 @@ public enum RedemptionRatesReport {
             }
         }
         scratch.timelines.reset()
+        // Ranked offers (bit j for ranked[j], the first 64) that the customer fails for a
+        // reason the clock cannot change: they fail again every month until the
+        // reconstruction is rebuilt, and need not be evaluated before then.
+        var settled: UInt64 = 0
+        let all: UInt64 = ranked.count >= 64 ? .max : (1 << UInt64(ranked.count)) - 1
         for (m, tm) in window.months.enumerated() where first.purchaseDate < tm {
             // Only churned customers count; most months most customers are plainly active.
             if SuccessiveTimelines.lastPeriodContains(rows: rows, tm) { continue }
-            guard let tl = scratch.timelines.timeline(rows: rows, at: tm, gapDays: gapDays), tl.state == .churned
-            else { continue }
-            for o in ranked where book.offers[o].failures(tl, asOf: tm).isEmpty {
-                tally[m * n + o].eligible += 1
-                if scratch.redeemed.contains(where: { $0.month == m && $0.offer == o }) {
-                    tally[m * n + o].redeemedByEligible += 1
+            let tl = scratch.timelines.timeline(
+                rows: rows, at: tm, gapDays: gapDays, unlessUnchanged: ranked.count <= 64 && settled == all)
+            if scratch.timelines.rebuilt { settled = 0 }
+            guard let tl, tl.state == .churned else { continue }
+            for (j, o) in ranked.enumerated() where j >= 64 || settled & (1 << UInt64(j)) == 0 {
+                let failed = book.offers[o].failures(tl, asOf: tm)
+                if failed.isEmpty {
+                    tally[m * n + o].eligible += 1
+                    if scratch.redeemed.contains(where: { $0.month == m && $0.offer == o }) {
+                        tally[m * n + o].redeemedByEligible += 1
+                    }
+                } else if j < 64 && !failed.isDisjoint(with: RedemptionRatesReport.fixedByReconstruction) {
+                    settled |= 1 << UInt64(j)
                 }
             }
         }
     }
+
+    /// Reasons that depend only on what a reconstruction fixes (the product, the storefront,
+    /// the paid months), not on the instant it is looked at.
+    static let fixedByReconstruction: Reasons = [.otherProduct, .territory, .paidDuration]
 
     /// One row per complete month and catalog offer: by month, then catalog order.
     static func rows(_ tally: [Counts], book: OfferBook, window: ReportWindow) -> [RedemptionRateRow] {

@@ -21,8 +21,20 @@ struct SuccessiveTimelines {
         last = nil
     }
 
+    /// Whether the last call rebuilt the reconstruction (a row was bought or a revocation became
+    /// known since the call before): otherwise the periods, the product, the storefront and the
+    /// paid months are those of the call before, and only the state and the months since the
+    /// last subscription moved with the clock.
+    private(set) var rebuilt = false
+
     /// The customer at `t`, which must not precede the previous call's instant since `reset()`.
-    mutating func timeline<C: RandomAccessCollection>(rows: C, at t: Int64, gapDays: Int64) -> CustomerTimeline?
+    ///
+    /// With `unlessUnchanged`, returns nil without computing anything more when the
+    /// reconstruction is that of the call before (``rebuilt`` is false): for callers that
+    /// already know what they need of it.
+    mutating func timeline<C: RandomAccessCollection>(
+        rows: C, at t: Int64, gapDays: Int64, unlessUnchanged: Bool = false
+    ) -> CustomerTimeline?
     where C.Element == Transaction, C.Index == Int {
         // Rows are ordered by purchaseDate: the known ones are a prefix.
         if known < 0 { months.reset(rows: rows.count) }
@@ -40,6 +52,8 @@ struct SuccessiveTimelines {
         }
         known = n
         at = t
+        rebuilt = !same
+        if same && unlessUnchanged { return nil }
         if !same {
             last = CustomerTimeline.build(
                 rows: rows, asOf: t, gapDays: gapDays, renewal: nil, periods: &periods, months: &months)

@@ -77,4 +77,93 @@ struct ReportSuccessiveTimelinesTests {
         }
         #expect(shortcuts > checked / 10)
     }
+
+    @Test("rebuilt says whether rows or revocations changed since the last instant; unlessUnchanged skips only then")
+    func rebuiltAndSkip() {
+        let w = TestWorld()
+        var rows = w.monthly(from: "2025-01-10T12:00:00Z", count: 3)
+        rows.append(w.tx("2025-09-10T12:00:00Z", "2025-10-10T12:00:00Z", revoked: "2025-09-20T00:00:00Z"))
+        let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: 1)
+        var s = SuccessiveTimelines()
+        func at(_ t: String, skip: Bool = false) -> CustomerTimeline? {
+            s.timeline(rows: customers.rows(of: 0), at: ms(t), gapDays: 60, unlessUnchanged: skip)
+        }
+        #expect(at("2025-05-01") != nil && s.rebuilt)  // first call
+        #expect(at("2025-06-01", skip: true) == nil && !s.rebuilt)  // nothing new: skipped
+        #expect(at("2025-07-01")?.monthsSinceLastSubscribed == 2 && !s.rebuilt)  // same periods, clock moved
+        #expect(at("2025-09-15", skip: true) != nil && s.rebuilt)  // a row bought: not skipped
+        #expect(at("2025-09-18", skip: true) == nil && !s.rebuilt)
+        #expect(at("2025-10-01", skip: true)?.state == .churned && s.rebuilt)  // the refund became known
+    }
+
+    /// Random histories over two groups and three products, with offers that fail on product,
+    /// territory, paid months, months since and the wait: the monthly eligible counts, which
+    /// skip offers failed for a reason only a rebuilt reconstruction can change, equal those
+    /// of a fresh evaluation of every customer at every month's first instant.
+    @Test("monthly eligible counts equal a fresh evaluation at every month start")
+    func monthlyCountsEqualFreshEvaluation() {
+        let w = TestWorld()
+        var rng = SplitMix64(seed: 11)
+        var rows: [Transaction] = []
+        let start = ms("2024-01-01T00:00:00Z")
+        let products = ["basic", "premium", "yearly"]
+        let stores = ["USA", "CAN", "FRA"]
+        for c in 0..<400 {
+            var t = start + Int64(rng.below(400)) * MonthMath.day
+            let group = c % 5 == 0 ? "g2" : "g1"
+            for _ in 0..<(1 + rng.below(10)) {
+                let product = products[rng.below(3)]
+                let length = (product == "yearly" ? 365 : [30, 31, 0][rng.below(3)]) * MonthMath.day
+                let revoked: String? =
+                    rng.below(7) == 0 ? Timestamp.iso(t + Int64(rng.below(90)) * MonthMath.day) : nil
+                let winBack = rng.below(6) == 0
+                rows.append(
+                    w.tx(
+                        Timestamp.iso(t), Timestamp.iso(t + length), product: product, group: group,
+                        customer: "c\(c)", free: rng.below(6) == 0, offerType: winBack ? 4 : 0,
+                        offerId: winBack ? ["wb.a", "wb.b"][rng.below(2)] : nil, revoked: revoked,
+                        storefront: stores[rng.below(3)]))
+                t += [length, length + Int64(rng.below(200)) * MonthMath.day, MonthMath.day][rng.below(3)]
+            }
+        }
+        func offer(_ id: String, _ product: String, group: String = "g1", paid: Int, min: Int, max: Int, wait: Int?, territories: [String] = []) -> Offer {
+            Offer(
+                offerId: id, subscriptionGroupId: group, productId: product, paidMonths: paid, minMonthsSince: min,
+                maxMonthsSince: max, waitMonths: wait, startDay: nil, endDay: nil, priority: .normal,
+                territories: territories)
+        }
+        let offers = [
+            offer("wb.a", "basic", paid: 2, min: 1, max: 6, wait: 3),
+            offer("wb.b", "basic", paid: 0, min: 0, max: 60, wait: nil, territories: ["USA"]),
+            offer("wb.c", "premium", paid: 5, min: 2, max: 24, wait: 6, territories: ["CAN", "FRA"]),
+            offer("wb.d", "yearly", group: "g2", paid: 11, min: 0, max: 12, wait: nil),
+        ]
+        let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: 1)
+        let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
+        let window = ReportWindow(asOf: ms("2026-11-22"), months: 30)
+        var tally = [RedemptionRatesReport.Counts](repeating: .init(), count: window.months.count * offers.count)
+        var scratch = RedemptionRatesReport.Scratch()
+        var episodes: [Episode] = []
+        var expected = [Int](repeating: 0, count: tally.count)
+        var periods: [Period] = []
+        for k in 0..<customers.count {
+            let rows = customers.rows(of: k)
+            Episode.scan(rows, asOf: ms("2026-11-22"), gapDays: 60, into: &episodes)
+            RedemptionRatesReport.count(
+                rows: rows, group: customers.groups[k], episodes: episodes, book: book, window: window, gapDays: 60,
+                scratch: &scratch, into: &tally)
+            for (m, tm) in window.months.enumerated() {
+                guard
+                    let tl = CustomerTimeline.build(rows: rows, asOf: tm, gapDays: 60, renewal: nil, periods: &periods),
+                    tl.state == .churned
+                else { continue }
+                for o in book.rankedByGroup[customers.groups[k]] ?? [] where book.offers[o].failures(tl, asOf: tm).isEmpty {
+                    expected[m * offers.count + o] += 1
+                }
+            }
+        }
+        #expect(tally.map(\.eligible) == expected)
+        #expect(expected.reduce(0, +) > 200)
+        #expect(Set(offers.indices.map { o in window.months.indices.reduce(0) { $0 + expected[$1 * offers.count + o] } }).count > 1)
+    }
 }
