@@ -70,49 +70,62 @@ public struct Audience: Sendable {
         threads: Int
     ) -> Audience {
         let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
-        let slots = ResultSlots<([CustomerResult], StateCounts, [FunnelRow])>(count: pieces.count)
+        let slots = ResultSlots<(results: Int, StateCounts, [FunnelRow])>(count: pieces.count)
         let day = MonthMath.dayNumber(t)
         let live = book.offers.map { $0.offer.isLive(onDay: day) }
-        try? parallelFor(count: pieces.count, threads: threads) { p in
-            var periods: [Period] = []
-            var results: [CustomerResult] = []
-            results.reserveCapacity(pieces[p].count)
-            var counts = StateCounts()
-            var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
-            for k in pieces[p] {
-                let group = customers.groups[k]
-                let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
-                guard
-                    let tl = CustomerTimeline.build(
-                        rows: customers.rows(of: k), asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
-                else {
-                    counts.notSubscriber += 1
-                    continue
-                }
-                counts.customers += 1
-                switch tl.state {
-                case .active: counts.active += 1
-                case .billingRetry: counts.billingRetry += 1
-                case .churned: counts.churned += 1
-                }
-                var eligible: [Int16] = []
-                if let ranked = book.rankedByGroup[group] {
-                    for i in ranked {
-                        let failed = book.offers[i].failures(tl, asOf: t)
-                        funnel[i].count(tl.state, failed)
-                        if failed.isEmpty { eligible.append(Int16(i)) }
+        // Each piece writes its results from the place of its first customer on, in one array
+        // for all; the pieces are then slid together (subscribers are nearly every customer),
+        // so the results are never copied from arrays of their own.
+        let all = [CustomerResult](unsafeUninitializedCapacity: customers.count) { buffer, initialized in
+            nonisolated(unsafe) let out = buffer.baseAddress
+            try? parallelFor(count: pieces.count, threads: threads) { p in
+                var periods: [Period] = []
+                var next = pieces[p].lowerBound
+                var counts = StateCounts()
+                var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
+                for k in pieces[p] {
+                    let group = customers.groups[k]
+                    let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
+                    guard
+                        let tl = CustomerTimeline.build(
+                            rows: customers.rows(of: k), asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
+                    else {
+                        counts.notSubscriber += 1
+                        continue
                     }
+                    counts.customers += 1
+                    switch tl.state {
+                    case .active: counts.active += 1
+                    case .billingRetry: counts.billingRetry += 1
+                    case .churned: counts.churned += 1
+                    }
+                    var eligible: [Int16] = []
+                    if let ranked = book.rankedByGroup[group] {
+                        for i in ranked {
+                            let failed = book.offers[i].failures(tl, asOf: t)
+                            funnel[i].count(tl.state, failed)
+                            if failed.isEmpty { eligible.append(Int16(i)) }
+                        }
+                    }
+                    (out! + next).initialize(to: CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible))
+                    next += 1
                 }
-                results.append(CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible))
+                slots[p] = (next - pieces[p].lowerBound, counts, funnel)
             }
-            slots[p] = (results, counts, funnel)
+            var total = 0
+            for (p, piece) in pieces.enumerated() {
+                let n = slots[p]!.results
+                // Regions may overlap; the destination is never after the source.
+                if n > 0 && piece.lowerBound != total {
+                    (out! + total).moveInitialize(from: out! + piece.lowerBound, count: n)
+                }
+                total += n
+            }
+            initialized = total
         }
-        var all: [CustomerResult] = []
-        all.reserveCapacity(customers.count)
         var counts = StateCounts()
         var funnel = live.map { FunnelRow(live: $0) }
-        for (r, c, f) in slots.all {
-            all.append(contentsOf: r)
+        for (_, c, f) in slots.all {
             counts.add(c)
             for i in funnel.indices { funnel[i].add(f[i]) }
         }

@@ -154,7 +154,7 @@ public enum PipelineRun {
                 ("evaluate",
                  progress.end(
                     "\(s.customers) customers: \(s.active) active, \(s.billingRetry) in billing retry, "
-                        + "\(s.churned) churned; \(audience.results.filter { !$0.eligible.isEmpty }.count) eligible")))
+                        + "\(s.churned) churned; \(audience.results.reduce(0) { $0 + ($1.eligible.isEmpty ? 0 : 1) }) eligible")))
 
             // Write.
             progress.begin("write")
