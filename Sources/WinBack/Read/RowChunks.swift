@@ -103,41 +103,45 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
 
     /// Keeps, of the rows written to the chunks handed out, those `keep` says (after it has
     /// rewritten them), packed from the first row on; the pages past them go back to the system.
-    /// `keep(chunk, offset, &row)` sees every used row of every chunk once; `used(chunk)` is
-    /// how many rows a chunk holds. Chunks are packed on `threads` threads, then slid together.
-    func compact(
-        threads: Int, used: @escaping @Sendable (Int) -> Int,
-        keep: @escaping @Sendable (Int, Int, inout Transaction) -> Bool
-    ) {
+    /// `keep(&tally, chunk, offset, &row)` sees every used row of every chunk once; `used(chunk)`
+    /// is how many rows a chunk holds. Chunks are packed on `threads` threads, then slid
+    /// together. What `keep` counts of the rows goes into a tally of each piece of work, each
+    /// starting from `tally`, so that counting needs no pass of its own; the tallies are
+    /// returned in no particular order (add them up).
+    func compact<Tally: Sendable>(
+        threads: Int, tally: Tally, used: @escaping @Sendable (Int) -> Int,
+        keep: @escaping @Sendable (inout Tally, Int, Int, inout Transaction) -> Bool
+    ) -> [Tally] {
         let n = chunksTaken
         guard let base, n > 0 else {
             count = 0
-            return
+            return []
         }
         nonisolated(unsafe) let rows = base
         let parts = chunks(n, pieces: Swift.max(1, threads))
-        let kept = ResultSlots<Int>(count: parts.count)
+        let kept = ResultSlots<(Int, Tally)>(count: parts.count)
         try? parallelFor(count: parts.count, threads: threads) { p in
             var out = (parts[p].first ?? 0) << TransactionRows.chunkShift
             let first = out
+            var counted = tally
             for c in parts[p] {
                 let start = c << TransactionRows.chunkShift
                 for k in 0..<used(c) {
                     var r = rows[start + k]
-                    if keep(c, k, &r) {
+                    if keep(&counted, c, k, &r) {
                         (rows + out).initialize(to: r)
                         out += 1
                     }
                 }
             }
-            kept[p] = out - first
+            kept[p] = (out - first, counted)
         }
         // Each part's rows start at or after where they go, so sliding them in order never
         // overwrites a row not yet moved.
         var total = 0
         for (p, part) in parts.enumerated() {
             let from = (part.first ?? 0) << TransactionRows.chunkShift
-            let k = kept[p] ?? 0
+            let k = kept[p]!.0
             if from != total { (rows + total).moveInitialize(from: rows + from, count: k) }
             total += k
         }
@@ -148,6 +152,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         if touchedBytes > usedBytes {
             _ = madvise(UnsafeMutableRawPointer(base) + usedBytes, touchedBytes - usedBytes, MADV_DONTNEED)
         }
+        return kept.all.map(\.1)
     }
 }
 

@@ -256,31 +256,6 @@ final class Merger: @unchecked Sendable {
             let f = files[fi]
             for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
         }
-        // Per file: winners, and the Production ones among them.
-        var counters = ReadCounters()
-        let keptPerFile = ResultSlots<(kept: Int, winners: Int, family: Int)>(count: files.count)
-        try? parallelFor(count: files.count, threads: threads) { fi in
-            let f = files[fi]
-            var kept = 0, won = 0, family = 0
-            for i in 0..<f.rows.count where !f.isSuperseded(i) {
-                won += 1
-                let r = f.rows[i]
-                if r.production {
-                    kept += 1
-                    if r.ownership == .familyShared { family += 1 }
-                }
-            }
-            keptPerFile[fi] = (kept, won, family)
-        }
-        for (fi, f) in files.enumerated() {
-            let c = keptPerFile[fi]!
-            counters.rowsRead += f.stats.rows
-            counters.nonSubscription += f.nonSubscription
-            counters.rejected += f.rejects.count
-            counters.duplicates += f.rows.count - c.winners
-            counters.sandbox += c.winners - c.kept
-            counters.familyShared += c.family
-        }
         // Each chunk's file and place in it, then the winning Production rows packed where
         // they were read. The files' superseded bits and id maps are laid end to end in two
         // buffers, so that deciding a row's fate takes no reference to its file.
@@ -304,22 +279,38 @@ final class Merger: @unchecked Sendable {
         let rowCounts = files.map(\.rows.count)
         nonisolated(unsafe) let supersededBits = UnsafeBufferPointer(bits)
         nonisolated(unsafe) let idMaps = UnsafeBufferPointer(maps)
-        store.compact(
-            threads: threads,
+        // Winners (rows no other version superseded), the Production ones among them, and the
+        // family-shared ones of those, counted as the rows are packed.
+        let tallies = store.compact(
+            threads: threads, tally: (winners: 0, kept: 0, family: 0),
             used: { c in
                 let o = chunkOwners[c]
                 return min(TransactionRows.chunkRows, rowCounts[Int(o.file)] - Int(o.seq) << TransactionRows.chunkShift)
             },
-            keep: { c, k, r in
+            keep: { t, c, k, r in
                 let o = chunkOwners[c]
                 let file = Int(o.file)
                 let i = Int(o.seq) << TransactionRows.chunkShift + k
-                guard r.production, supersededBits[bitStarts[file] + i >> 6] & (1 << UInt64(i & 63)) == 0 else {
-                    return false
-                }
+                guard supersededBits[bitStarts[file] + i >> 6] & (1 << UInt64(i & 63)) == 0 else { return false }
+                t.winners += 1
+                guard r.production else { return false }
+                t.kept += 1
+                if r.ownership == .familyShared { t.family += 1 }
                 r.remap(UnsafeBufferPointer(rebasing: idMaps[mapStarts[file]..<mapStarts[file + 1]]))
                 return true
             })
+        var counters = ReadCounters()
+        for f in files {
+            counters.rowsRead += f.stats.rows
+            counters.nonSubscription += f.nonSubscription
+            counters.rejected += f.rejects.count
+            counters.duplicates += f.rows.count
+        }
+        for t in tallies {
+            counters.duplicates -= t.winners
+            counters.sandbox += t.winners - t.kept
+            counters.familyShared += t.family
+        }
         for f in files {
             f.rows = RowChunks(store: store)
             f.map = []

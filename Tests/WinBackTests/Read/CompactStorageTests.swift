@@ -237,16 +237,22 @@ extension ReadStageTests {
             let owners = owner
             let fileSizes = sizes
             // Keep rows whose index is not a multiple of 3; mark the kept ones.
-            store.compact(
-                threads: threads,
+            let tallies = store.compact(
+                threads: threads, tally: (seen: 0, dropped: 0),
                 used: { c in min(RowChunks.chunkRows, fileSizes[owners[c]!.file] - owners[c]!.seq * RowChunks.chunkRows)
                 },
-                keep: { c, k, r in
+                keep: { t, c, k, r in
+                    t.seen += 1
                     let i = owners[c]!.seq * RowChunks.chunkRows + k
-                    guard i % 3 != 0 else { return false }
+                    guard i % 3 != 0 else {
+                        t.dropped += 1
+                        return false
+                    }
                     r.revocationDate = Int64(i)
                     return true
                 })
+            #expect(tallies.reduce(0) { $0 + $1.seen } == sizes.reduce(0, +))
+            #expect(tallies.reduce(0) { $0 + $1.dropped } == sizes.reduce(0) { $0 + ($1 + 2) / 3 })
             var expected: [Int64] = []
             for c in 0..<store.chunkCount {
                 let (f, seq) = owners[c]!
