@@ -63,7 +63,7 @@ public enum Benchmark {
     ) throws -> (seconds: Double, bytes: Int) {
         let slots = ResultSlots<Int>(count: paths.count)
         let start = Date()
-        let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
+        let bySize = InputFiles.largestFirst(paths)
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
             let source = try openSource(path: paths[i], inflater: inflater)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)

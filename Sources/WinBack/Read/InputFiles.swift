@@ -85,4 +85,12 @@ public enum InputFiles {
         var st = stat()
         return stat(path, &st) == 0 ? Int(st.st_size) : 0
     }
+
+    /// The indices of `paths`, largest file first (ties in path order): the order to hand
+    /// files to threads in, so that no thread is left with a large one at the end. Each file
+    /// is measured once.
+    static func largestFirst(_ paths: [String]) -> [Int] {
+        let sizes = paths.map(size)
+        return paths.indices.sorted { sizes[$0] != sizes[$1] ? sizes[$0] > sizes[$1] : $0 < $1 }
+    }
 }

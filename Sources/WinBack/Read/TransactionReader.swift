@@ -132,7 +132,7 @@ public enum TransactionReader {
     ) throws -> TransactionSet {
         let fmt = format(name, products: products)
         let merger = Merger(count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
-        let bySize = paths.indices.sorted { InputFiles.size(paths[$0]) > InputFiles.size(paths[$1]) }
+        let bySize = InputFiles.largestFirst(paths)
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], store: merger.store, only: only)
             try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)

@@ -23,6 +23,18 @@ extension ReadStageTests {
             #expect(InputFiles.absolute(path, base: base) == expected)
         }
 
+        @Test func filesAreHandedOutLargestFirstWithTiesInPathOrder() throws {
+            try ReadSupport.withTempDir { dir in
+                let sizes = [3, 10, 0, 10, 7]
+                let paths = sizes.enumerated().map { dir.path + "/f\($0.offset)" }
+                for (p, n) in zip(paths, sizes) {
+                    FileManager.default.createFile(atPath: p, contents: Data(repeating: 0x61, count: n))
+                }
+                #expect(InputFiles.largestFirst(paths) == [1, 3, 4, 0, 2])
+                #expect(InputFiles.largestFirst([]) == [])
+            }
+        }
+
         /// A world: `root/pipelines/` (the base) and `root/data/` with files and a folder.
         private func world(_ body: (_ root: String, _ base: String) throws -> Void) throws {
             try ReadSupport.withTempDir { dir in
