@@ -33,8 +33,8 @@ public struct SegmentWriter {
 
     /// Appends the ids of the offers `r` is eligible for, best first, joined by `separator`.
     @inline(__always)
-    func appendEligibleIds(_ r: CustomerResult, separator: UInt8, to out: inout [UInt8]) {
-        for (i, id) in r.eligible.enumerated() {
+    func appendEligibleIds(_ r: UnsafePointer<CustomerResult>, separator: UInt8, to out: inout [UInt8]) {
+        for (i, id) in r.pointee.eligible.enumerated() {
             if i > 0 { out.append(separator) }
             out.append(contentsOf: offerIds[Int(id)])
         }
@@ -98,28 +98,32 @@ public struct SegmentWriter {
         let s = customers.strings
         var rec = CSVRecord()
         var eligible: [UInt8] = []
-        for e in entries {
-            let r = audience.results[e.result]
-            let tl = r.timeline
-            let k = Int(r.customer)
-            rec.reset()
-            s.withBytes(customers.groups[k]) { rec.field(bytes: $0) }
-            customers.originalTransactionIds[k].withBytes(in: s) { rec.field(bytes: $0) }
-            if tl.appAccountToken.isNone { rec.empty() } else { tl.appAccountToken.withBytes(in: s) { rec.field(bytes: $0) } }
-            if tl.storefront >= 0 { s.withBytes(tl.storefront) { rec.field(bytes: $0) } } else { rec.empty() }
-            s.withBytes(tl.productId) { rec.field(bytes: $0) }
-            rec.field(tl.paidMonths)
-            rec.field(timestamp: tl.paidRunStart)
-            rec.field(timestamp: tl.lastSubscribedEnd)
-            rec.field(tl.monthsSinceLastSubscribed)
-            rec.field(escaped: csvOfferIds[e.offer])
-            rec.field(e.rank)
-            eligible.removeAll(keepingCapacity: true)
-            appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
-            rec.field(bytes: eligible)
-            rec.field(escaped: csvOfferURLs[e.offer])
-            rec.end()
-            try file.write(rec.bytes)
+        // Results are read in place: a copy of one would retain its arrays.
+        try audience.results.withUnsafeBufferPointer { results in
+            for e in entries {
+                let r = results.baseAddress! + e.result
+                let k = Int(r.pointee.customer)
+                rec.reset()
+                s.withBytes(customers.groups[k]) { rec.field(bytes: $0) }
+                customers.originalTransactionIds[k].withBytes(in: s) { rec.field(bytes: $0) }
+                let token = r.pointee.timeline.appAccountToken
+                if token.isNone { rec.empty() } else { token.withBytes(in: s) { rec.field(bytes: $0) } }
+                let storefront = r.pointee.timeline.storefront
+                if storefront >= 0 { s.withBytes(storefront) { rec.field(bytes: $0) } } else { rec.empty() }
+                s.withBytes(r.pointee.timeline.productId) { rec.field(bytes: $0) }
+                rec.field(r.pointee.timeline.paidMonths)
+                rec.field(timestamp: r.pointee.timeline.paidRunStart)
+                rec.field(timestamp: r.pointee.timeline.lastSubscribedEnd)
+                rec.field(r.pointee.timeline.monthsSinceLastSubscribed)
+                rec.field(escaped: csvOfferIds[e.offer])
+                rec.field(e.rank)
+                eligible.removeAll(keepingCapacity: true)
+                appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
+                rec.field(bytes: eligible)
+                rec.field(escaped: csvOfferURLs[e.offer])
+                rec.end()
+                try file.write(rec.bytes)
+            }
         }
         return try file.finish()
     }
@@ -142,27 +146,33 @@ public struct SegmentWriter {
         }
         try x.attribute("asOf", asOf)
         try x.attribute("customers", String(entries.count))
-        for e in entries {
-            let r = audience.results[e.result]
-            let tl = r.timeline
-            let k = Int(r.customer)
-            try x.start("customer")
-            if offer == nil { try x.attribute("subscriptionGroupId") { s.append(customers.groups[k], to: &$0) } }
-            try x.attribute("originalTransactionId") { customers.originalTransactionIds[k].append(in: s, to: &$0) }
-            if !tl.appAccountToken.isNone { try x.attribute("appAccountToken") { tl.appAccountToken.append(in: s, to: &$0) } }
-            if tl.storefront >= 0 { try x.attribute("storefront") { s.append(tl.storefront, to: &$0) } }
-            try x.attribute("productId") { s.append(tl.productId, to: &$0) }
-            try x.attribute("paidMonths") { CSVRecord.appendDecimal(Int64(tl.paidMonths), to: &$0) }
-            if let p = tl.paidRunStart { try x.attribute("paidRunStart") { Timestamp.appendISO(p, to: &$0) } }
-            try x.attribute("lastSubscribedEnd") { Timestamp.appendISO(tl.lastSubscribedEnd, to: &$0) }
-            try x.attribute("monthsSinceLastSubscribed") {
-                CSVRecord.appendDecimal(Int64(tl.monthsSinceLastSubscribed), to: &$0)
+        // Results are read in place: a copy of one would retain its arrays.
+        try audience.results.withUnsafeBufferPointer { results in
+            for e in entries {
+                let r = results.baseAddress! + e.result
+                let k = Int(r.pointee.customer)
+                try x.start("customer")
+                if offer == nil { try x.attribute("subscriptionGroupId") { s.append(customers.groups[k], to: &$0) } }
+                try x.attribute("originalTransactionId") { customers.originalTransactionIds[k].append(in: s, to: &$0) }
+                let token = r.pointee.timeline.appAccountToken
+                if !token.isNone { try x.attribute("appAccountToken") { token.append(in: s, to: &$0) } }
+                let storefront = r.pointee.timeline.storefront
+                if storefront >= 0 { try x.attribute("storefront") { s.append(storefront, to: &$0) } }
+                try x.attribute("productId") { s.append(r.pointee.timeline.productId, to: &$0) }
+                try x.attribute("paidMonths") { CSVRecord.appendDecimal(Int64(r.pointee.timeline.paidMonths), to: &$0) }
+                if let p = r.pointee.timeline.paidRunStart {
+                    try x.attribute("paidRunStart") { Timestamp.appendISO(p, to: &$0) }
+                }
+                try x.attribute("lastSubscribedEnd") { Timestamp.appendISO(r.pointee.timeline.lastSubscribedEnd, to: &$0) }
+                try x.attribute("monthsSinceLastSubscribed") {
+                    CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0)
+                }
+                if offer == nil { try x.attribute("offerId") { $0.append(contentsOf: offerIds[e.offer]) } }
+                try x.attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
+                try x.attribute("eligibleOfferIds") { appendEligibleIds(r, separator: UInt8(ascii: " "), to: &$0) }
+                try x.attribute("offerUrl") { $0.append(contentsOf: offerURLs[e.offer]) }
+                try x.end()
             }
-            if offer == nil { try x.attribute("offerId") { $0.append(contentsOf: offerIds[e.offer]) } }
-            try x.attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
-            try x.attribute("eligibleOfferIds") { appendEligibleIds(r, separator: UInt8(ascii: " "), to: &$0) }
-            try x.attribute("offerUrl") { $0.append(contentsOf: offerURLs[e.offer]) }
-            try x.end()
         }
         try x.end()
         return try x.finish()

@@ -17,7 +17,7 @@ final class XMLWriter {
     private let writer: xmlTextWriterPtr
     private let sink: Sink
     let path: String
-    /// Scratch for attribute values built from bytes.
+    /// Scratch for attribute values built from bytes, reused for every attribute.
     private var value: [UInt8] = []
 
     /// libxml2 must be initialised once before threads use it.
@@ -56,22 +56,24 @@ final class XMLWriter {
         if rc < 0 { throw WinBackError(.cannotCreateOutput, "cannot write XML", path: path) }
     }
 
-    func start(_ name: String) throws { try check(xmlTextWriterStartElement(writer, name)) }
+    // Names are static strings: their NUL-terminated bytes go to libxml2 as they are, with no
+    // C string made on every call.
+    func start(_ name: StaticString) throws { try check(xmlTextWriterStartElement(writer, name.utf8Start)) }
 
     /// Writes an attribute; an empty value is omitted (SPEC §4.2).
-    func attribute(_ name: String, _ value: String) throws {
+    func attribute(_ name: StaticString, _ value: String) throws {
         if value.isEmpty { return }
-        try check(xmlTextWriterWriteAttribute(writer, name, value))
+        try check(xmlTextWriterWriteAttribute(writer, name.utf8Start, value))
     }
 
     /// Writes an attribute whose value `body` appends as UTF-8 bytes, with no String made on
     /// the way; an empty value is omitted (SPEC §4.2).
-    func attribute(_ name: String, _ body: (inout [UInt8]) -> Void) throws {
+    func attribute(_ name: StaticString, _ body: (inout [UInt8]) -> Void) throws {
         value.removeAll(keepingCapacity: true)
         body(&value)
         if value.isEmpty { return }
         value.append(0)
-        let rc = value.withUnsafeBufferPointer { xmlTextWriterWriteAttribute(writer, name, $0.baseAddress!) }
+        let rc = value.withUnsafeBufferPointer { xmlTextWriterWriteAttribute(writer, name.utf8Start, $0.baseAddress!) }
         try check(rc)
     }
 
