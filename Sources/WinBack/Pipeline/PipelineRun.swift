@@ -162,27 +162,24 @@ public enum PipelineRun {
             // of them are on disk before the run is published.
             let sync = DiskSync()
             defer { try? sync.wait() }  // no descriptor outlives a failed run
-            // With several threads the reports are computed and written while the segments are
-            // written: each job has a long last piece (the best-offer list, the busiest
-            // customers) that the other fills in. With one thread, one after the other.
+            // The reports are computed and written on one of the threads while the segments
+            // are written on the others: the files fill in around the reports, the longest
+            // piece, and no thread is left with a big one at the end.
             nonisolated(unsafe) var reportFiles: Result<[OutputStats], Error>?
             let writeReports: @Sendable () -> Void = {
                 reportFiles = Result {
                     let reports = Reports.compute(
                         customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
-                        gapDays: p.config.consecutiveGapDays, threads: p.threads)
+                        gapDays: p.config.consecutiveGapDays, threads: 1)
                     return try ReportWriter(reports: reports, title: p.config.name).write(to: publisher.staging, sync: sync)
                 }
             }
-            let reporting = DispatchGroup()
-            if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: writeReports) }
             let segments = Result {
                 try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
-                    .write(to: publisher.staging, threads: p.threads, sync: sync)
+                    .write(to: publisher.staging, threads: p.threads, sync: sync, alongside: writeReports)
             }
-            if p.threads > 1 { reporting.wait() } else { writeReports() }
             var outputs = try segments.get()
-            outputs += try reportFiles!.get()
+            outputs += try reportFiles!.get()  // set: the writer ran every piece of its work
             outputs.append(
                 try writeFile(
                     publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count,
