@@ -71,9 +71,11 @@ public struct CustomerRows: @unchecked Sendable {
         }
         // Customer ids: each shard (a hash class of the customer key) numbers its own customers
         // in row order, on its own thread; customer c of shard s is offsets[s] + c.
-        var of = [Int32](repeating: 0, count: total)
+        // Left unfilled here: every row is numbered by exactly one shard, which writes both
+        // (and the pages are first touched by the threads, not zeroed on this one).
+        var of = [Int32](unsafeUninitializedCapacity: total) { _, n in n = total }
         // Each row's shard, so that later passes need not read the rows again.
-        var shardOf = [UInt8](repeating: 0, count: total)
+        var shardOf = [UInt8](unsafeUninitializedCapacity: total) { _, n in n = total }
         let found = ResultSlots<(groups: [Int32], originals: [TransactionKey])>(count: shards)
         do {
             let r = UnsafeBufferPointer(input)
@@ -128,7 +130,7 @@ public struct CustomerRows: @unchecked Sendable {
         // Keys, then each thread's share sorted on its own and the shares merged: customers
         // differ in (group, id), so the order is total and any sort gives the same. The keys
         // are sorted themselves, not indices to them, so that comparisons read no other array.
-        var keys = [SortKey](repeating: SortKey(group: 0, index: 0, hi: 0, lo: 0), count: n)
+        var keys = [SortKey](unsafeUninitializedCapacity: n) { _, count in count = n }  // all written below
         keys.withUnsafeMutableBufferPointer { out in
             nonisolated(unsafe) let out = out
             let ranks = groupRank, groupOf = firstGroup, origOf = firstOrig
