@@ -14,6 +14,9 @@ struct SuccessiveTimelines {
     private var known = -1
     private var at: Int64 = .min
     private var months = PeriodMonths()
+    /// The earliest revocationDate at or after `at` among the known rows (`Int64.max` when
+    /// none): the next instant at which a revocation becomes known.
+    private var nextRevocation: Int64 = .max
 
     /// Forgets the previous customer (keeps the storage).
     mutating func reset() {
@@ -40,14 +43,14 @@ struct SuccessiveTimelines {
         if known < 0 { months.reset(rows: rows.count) }
         var n = max(known, 0)
         while n < rows.count && rows[rows.startIndex + n].purchaseDate < t { n += 1 }
-        var same = n == known
-        if same {
+        // With the same rows known, the next revocation found among them the last time is
+        // still the next one: none fell in between, or the reconstruction is rebuilt below.
+        let same = n == known && nextRevocation >= t
+        if !same {
+            nextRevocation = .max
             for i in 0..<n {
-                let r = rows[rows.startIndex + i]
-                if r.revocationDate >= at && r.revocationDate < t {
-                    same = false
-                    break
-                }
+                let d = rows[rows.startIndex + i].revocationDate
+                if d >= t && d < nextRevocation { nextRevocation = d }
             }
         }
         known = n
@@ -60,8 +63,9 @@ struct SuccessiveTimelines {
             return last
         }
         guard var tl = last else { return nil }
-        // Without renewal info a customer is active or churned (rule 4).
-        tl.state = periods.contains { $0.start <= t && t < $0.end } ? .active : .churned
+        // Without renewal info a customer is active or churned (rule 4); no period reaches
+        // past the latest end.
+        tl.state = t < tl.lastSubscribedEnd && periods.contains { $0.start <= t && t < $0.end } ? .active : .churned
         tl.monthsSinceLastSubscribed = MonthMath.wholeMonths(tl.lastSubscribedEnd, t)
         last = tl
         return tl
