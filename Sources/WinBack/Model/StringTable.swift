@@ -114,8 +114,9 @@ public final class StringTable: @unchecked Sendable {
     @inline(__always)
     private static func slot(_ h: UInt32, _ id: Int32) -> UInt64 { UInt64(h) << 32 | UInt64(UInt32(bitPattern: id)) }
 
+    /// Whether string `id` is exactly `bytes`.
     @inline(__always)
-    private func equals(_ id: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    func equals(_ id: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         let s = Int(starts[Int(id)])
         let e = Int(starts[Int(id) + 1])
         guard e - s == bytes.count else { return false }

@@ -87,11 +87,69 @@ final class TransactionDecoder {
 
     private func id(_ k: Key, required: Bool = false) throws -> Int32 {
         guard let s = try string(k, required: required) else { return Transaction.none }
-        if let i = table.find(s), Int(i) < validIdentifiers.count, validIdentifiers[Int(i)] { return i }
+        if let i = remembered(s, checked: true) { return i }
+        if let i = table.find(s), Int(i) < validIdentifiers.count, validIdentifiers[Int(i)] {
+            remember(s, i, checked: true)
+            return i
+        }
         let i = table.intern(try identifier(k, required: required)!)
         if validIdentifiers.count <= Int(i) { validIdentifiers += repeatElement(false, count: Int(i) + 1 - validIdentifiers.count) }
         validIdentifiers[Int(i)] = true
+        remember(s, i, checked: true)
         return i
+    }
+
+    /// The id of a discount type (any string: no pattern to check).
+    private func discountType(_ s: UnsafeRawBufferPointer) -> Int32 {
+        if let i = remembered(s, checked: false) { return i }
+        let i = table.intern(s)
+        remember(s, i, checked: false)
+        return i
+    }
+
+    /// Ids remembered by their bytes, for the strings of eight bytes or more that repeat on
+    /// nearly every row (groups, products, offers, discount types): their length and first and
+    /// last eight bytes, then the bytes between against the table, match for less than a hash
+    /// of the whole string. One entry a slot; a newcomer takes the slot over.
+    private struct Memo {
+        var length: Int = -1
+        var first: UInt64 = 0
+        var last: UInt64 = 0
+        var id: Int32 = -1
+        /// Whether the string matched the identifier pattern.
+        var checked = false
+    }
+    private var memo = [Memo](repeating: Memo(), count: 64)
+
+    @inline(__always)
+    private static func memoKey(_ s: UnsafeRawBufferPointer) -> (slot: Int, first: UInt64, last: UInt64) {
+        let first = s.loadUnaligned(as: UInt64.self)
+        let last = s.loadUnaligned(fromByteOffset: s.count - 8, as: UInt64.self)
+        let h = (first ^ (last &* 0x9E37_79B9_7F4A_7C15) ^ UInt64(s.count)) &* 0xBF58_476D_1CE4_E5B9
+        return (Int(truncatingIfNeeded: h >> 58), first, last)
+    }
+
+    /// The id of `s` if remembered (and, with `checked`, known to match the identifier pattern).
+    @inline(__always)
+    private func remembered(_ s: UnsafeRawBufferPointer, checked: Bool) -> Int32? {
+        guard s.count >= 8 else { return nil }
+        let key = TransactionDecoder.memoKey(s)
+        return memo.withUnsafeBufferPointer { m in
+            let e = m[key.slot]
+            // Up to sixteen bytes, the first and last words are the whole string.
+            guard e.length == s.count, e.first == key.first, e.last == key.last, e.checked || !checked,
+                s.count <= 16 || table.equals(e.id, s)
+            else { return nil }
+            return e.id
+        }
+    }
+
+    private func remember(_ s: UnsafeRawBufferPointer, _ id: Int32, checked: Bool) {
+        guard s.count >= 8 else { return }
+        let key = TransactionDecoder.memoKey(s)
+        let e = memo[key.slot]
+        memo[key.slot] = Memo(
+            length: s.count, first: key.first, last: key.last, id: id, checked: checked || (e.id == id && e.checked))
     }
 
     /// Interned storefronts by their three capital letters (26³ slots, -1 until first seen):
@@ -163,7 +221,7 @@ final class TransactionDecoder {
             t.offerType = try int(.offerType) ?? 0
             t.offerIdentifier = try id(.offerIdentifier)
             if let d = try string(.offerDiscountType) {
-                t.offerDiscountType = table.intern(d)
+                t.offerDiscountType = discountType(d)
                 t.isFreeTrial = TransactionDecoder.equals(d, "FREE_TRIAL")
             }
             t.revocationDate = try int(.revocationDate) ?? Transaction.never

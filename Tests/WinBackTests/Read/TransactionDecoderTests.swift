@@ -52,6 +52,42 @@ extension ReadStageTests {
             #expect(c.subscriptionGroupId == a.productId)
         }
 
+        /// Ids that repeat are remembered by their length and first and last eight bytes; ids
+        /// alike in those but not in between, or in length, must still get ids of their own,
+        /// and a string remembered from a field without the identifier pattern is still checked
+        /// when it comes in one that has it.
+        @Test func rememberedIdsAreTheIdsOfExactlyTheirBytes() throws {
+            let h = DecodeHarness()
+            let products = [
+                "com.example.a.x.monthly", "com.example.b.x.monthly", "com.example.ab.x.monthly", "com.exam.monthly",
+                "com.example.monthly", "12345678", "123456789", "1234567812345678", "12345678x12345678",
+                "com.example.a.x.monthly", "12345678", "com.example.b.x.monthly",
+            ]
+            var ids: [String: Int32] = [:]
+            for (n, p) in products.enumerated() {
+                for group in ["21482345", "21482346"] {
+                    let line = TxLine(id: "\(1_000_000_000_000_000 + n)").with("productId", "\"\(p)\"")
+                        .with("subscriptionGroupIdentifier", "\"\(group)\"").with("offerIdentifier", "\"\(p).offer\"")
+                        .with("offerDiscountType", "\"\(p)-TYPE\"")
+                    let t = try #require(h.row(line.json))
+                    #expect(h.string(t.productId) == p)
+                    #expect(h.string(t.subscriptionGroupId) == group)
+                    #expect(h.string(t.offerIdentifier) == p + ".offer")
+                    #expect(h.string(t.offerDiscountType) == p + "-TYPE")
+                    #expect(ids[p, default: t.productId] == t.productId)
+                    ids[p] = t.productId
+                }
+            }
+            #expect(Set(ids.values).count == Set(products).count)
+            // Eight bytes or more, first seen as a discount type (no pattern), then as a product.
+            let first = try #require(h.row(TxLine().with("offerDiscountType", "\"bad id!!!\"").json))
+            #expect(h.string(first.offerDiscountType) == "bad id!!!")
+            let why = try #require(h.rejection(TxLine().with("productId", "\"bad id!!!\"").json))
+            #expect(why == "field productId: 'bad id!!!' is not a valid identifier")
+            let again = try #require(h.row(TxLine().with("offerDiscountType", "\"bad id!!!\"").json))
+            #expect(again.offerDiscountType == first.offerDiscountType)
+        }
+
         @Test func absentOptionalFieldsTakeTheirDefaults() throws {
             let h = DecodeHarness()
             let line = TxLine(signed: nil).with("type", nil).with("environment", nil).with("inAppOwnershipType", nil)
