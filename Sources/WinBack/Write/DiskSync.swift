@@ -16,17 +16,24 @@ final class DiskSync: @unchecked Sendable {
     private var failures: [(path: String, reason: String)] = []
     /// Syncs a file by its descriptor (injectable for tests); returns 0 or an errno.
     private let syncFile: @Sendable (Int32) -> Int32
+    /// Files handed over and not yet closed, at most `limit`: a catalog of hundreds of offers
+    /// must not run the process out of descriptors when the disk is slower than the writers.
+    private let room: DispatchSemaphore
 
-    init(syncFile: @escaping @Sendable (Int32) -> Int32 = { fsync($0) == 0 ? 0 : errno }) {
+    init(limit: Int = 64, syncFile: @escaping @Sendable (Int32) -> Int32 = { fsync($0) == 0 ? 0 : errno }) {
         self.syncFile = syncFile
+        room = DispatchSemaphore(value: max(1, limit))
     }
 
-    /// Takes over `fd` (written in full): it is synced, then closed, in the background.
+    /// Takes over `fd` (written in full): it is synced, then closed, in the background. Waits
+    /// first while `limit` files are still waiting for the disk.
     func sync(_ fd: Int32, path: String) {
+        room.wait()
         queue.async(group: pending) { [self] in
             var rc: Int32
             repeat { rc = syncFile(fd) } while rc == EINTR
             close(fd)
+            room.signal()
             if rc != 0 {
                 lock.lock()
                 failures.append((path, String(cString: strerror(rc))))

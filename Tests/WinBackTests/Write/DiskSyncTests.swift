@@ -35,6 +35,32 @@ struct DiskSyncTests {
         #expect(synced.total == sizes)
     }
 
+    @Test("no more files than the limit wait for the disk at once, however slow it is")
+    func boundsOpenFiles() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let synced = SyncCounter()
+        let sync = DiskSync(limit: 3, syncFile: { fd in
+            usleep(5_000)  // a slow disk
+            let rc = fsync(fd) == 0 ? Int32(0) : errno
+            synced.add(0)
+            return rc
+        })
+        var most = 0
+        for k in 0..<12 {
+            let f = try OutputFile(path: "\(dir)/f\(k)", sync: sync)
+            try f.write([UInt8(k)])
+            _ = try f.finish()
+            // Handed over, less those whose sync has returned: an upper bound of the files
+            // still open.
+            most = max(most, k + 1 - synced.calls)
+        }
+        try sync.wait()
+        #expect(synced.calls == 12)
+        #expect(most <= 3)
+        #expect(most >= 2)  // the disk was slow enough for files to wait at all
+    }
+
     @Test("a file that cannot be synced fails the wait with code 73, naming the first such file by path")
     func reportsFailure() throws {
         let dir = try temporaryFolder()
