@@ -162,24 +162,27 @@ public enum PipelineRun {
             // of them are on disk before the run is published.
             let sync = DiskSync()
             defer { try? sync.wait() }  // no descriptor outlives a failed run
-            // The reports are computed and written on one of the threads while the segments
-            // are written on the others: the files fill in around the reports, the longest
-            // piece, and no thread is left with a big one at the end.
+            // With several threads the reports are computed and written while the segments are
+            // written: each job has a long last piece (the best-offer list, the busiest
+            // customers) that the other fills in. With one thread, one after the other.
             nonisolated(unsafe) var reportFiles: Result<[OutputStats], Error>?
             let writeReports: @Sendable () -> Void = {
                 reportFiles = Result {
                     let reports = Reports.compute(
                         customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
-                        gapDays: p.config.consecutiveGapDays, threads: 1)
+                        gapDays: p.config.consecutiveGapDays, threads: p.threads)
                     return try ReportWriter(reports: reports, title: p.config.name).write(to: publisher.staging, sync: sync)
                 }
             }
+            let reporting = DispatchGroup()
+            if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: writeReports) }
             let segments = Result {
                 try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
-                    .write(to: publisher.staging, threads: p.threads, sync: sync, alongside: writeReports)
+                    .write(to: publisher.staging, threads: p.threads, sync: sync)
             }
+            if p.threads > 1 { reporting.wait() } else { writeReports() }
             var outputs = try segments.get()
-            outputs += try reportFiles!.get()  // set: the writer ran every piece of its work
+            outputs += try reportFiles!.get()
             outputs.append(
                 try writeFile(
                     publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count,

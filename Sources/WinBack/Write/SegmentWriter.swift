@@ -49,11 +49,7 @@ public struct SegmentWriter {
 
     /// Writes every segment into `directory/segments/`; returns the files written. With
     /// `sync`, files are made durable in the background (the caller waits on it).
-    /// `alongside`, when given, is one more piece of work for the same threads, taken first
-    /// (the reports): the files fill in around it, and no more threads run than there are.
-    func write(
-        to directory: String, threads: Int, sync: DiskSync?, alongside: (@Sendable () -> Void)? = nil
-    ) throws -> [OutputStats] {
+    func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
         let dir = directory + "/segments"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let n = book.offers.count
@@ -74,12 +70,7 @@ public struct SegmentWriter {
             (tasks[$0].0.entries.count, tasks[$0].1 == "xml" ? 1 : 0, -$0)
                 > (tasks[$1].0.entries.count, tasks[$1].1 == "xml" ? 1 : 0, -$1)
         }
-        let order = (alongside == nil ? [] : [tasks.count]) + bySize
-        try parallelFor(count: order.count, threads: threads, order: order) { i in
-            if i == tasks.count {
-                alongside?()
-                return
-            }
+        try parallelFor(count: tasks.count, threads: threads, order: bySize) { i in
             let (job, format) = tasks[i]
             let rel = "segments/\(job.name).\(format)"
             let path = directory + "/" + rel
