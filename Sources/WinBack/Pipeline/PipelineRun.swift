@@ -224,7 +224,7 @@ public enum PipelineRun {
     }
 
     static func writeFile(
-        _ dir: String, _ name: String, _ bytes: [UInt8], rows: Int, sync: DiskSync? = nil
+        _ dir: String, _ name: String, _ bytes: [UInt8], rows: Int, sync: DiskSync
     ) throws -> OutputStats {
         let f = try OutputFile(path: dir + "/" + name, sync: sync)
         try f.write(bytes)

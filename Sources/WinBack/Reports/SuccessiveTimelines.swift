@@ -10,12 +10,11 @@ struct SuccessiveTimelines {
     /// The periods of the last reconstruction.
     private(set) var periods: [Period] = []
     private var last: CustomerTimeline?
-    /// Rows purchased before `at`, and `at`, for the last reconstruction; -1 when none yet.
+    /// Rows purchased before the previous call's instant; -1 when none yet.
     private var known = -1
-    private var at: Int64 = .min
     private var months = PeriodMonths()
-    /// The earliest revocationDate at or after `at` among the known rows (`Int64.max` when
-    /// none): the next instant at which a revocation becomes known.
+    /// The earliest revocationDate at or after the previous call's instant among the known
+    /// rows (`Int64.max` when none): the next instant at which a revocation becomes known.
     private var nextRevocation: Int64 = .max
 
     /// Forgets the previous customer (keeps the storage).
@@ -54,7 +53,6 @@ struct SuccessiveTimelines {
             }
         }
         known = n
-        at = t
         rebuilt = !same
         if same && unlessUnchanged { return nil }
         if !same {
