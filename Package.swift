@@ -30,11 +30,6 @@ let package = Package(
                 "CZlib", "CLibXML2", "CSystem", "CIsal",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: [
-                // The hot loops touch class storage (scanner, string tables) millions of times;
-                // dynamic exclusivity checks there cost about 7% of a run. Debug builds keep them.
-                .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
             ]),
         .executableTarget(
             name: "winback",
@@ -47,5 +42,5 @@ let package = Package(
             dependencies: ["WinBack", "CLibXML2"],
             resources: [.copy("Fixtures")]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import WinBack
 
 @main
@@ -27,11 +28,6 @@ func reportingErrors<T>(_ body: () throws -> T) throws -> T {
 
 enum FileHandleStderr {
     static func write(_ s: String) {
-        var s = s
-        s.withUTF8 { p in _ = fwrite(p.baseAddress, 1, p.count, stderr) }
+        FileHandle.standardError.write(Data(s.utf8))
     }
 }
-
-#if canImport(Glibc)
-    import Glibc
-#endif

@@ -1,5 +1,5 @@
 /// Writes generated transactions as lines of one export format.
-protocol WorldFormat {
+protocol WorldFormat: Sendable {
     /// File name for the transactions of one month (`YYYY-MM`).
     func fileName(month: String) -> String
     /// The header line, if the format has one.

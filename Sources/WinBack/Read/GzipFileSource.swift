@@ -112,7 +112,8 @@ final class ZlibEngine: InflateEngine {
 /// ISA-L's igzip inflate (loaded at run time), with gzip headers and trailers.
 final class IsalEngine: InflateEngine {
     /// The library's entry points, when it loads.
-    static let api: UnsafeMutablePointer<winback_isal_api>? = {
+    // Written once by the lazy initializer; the table is only read after loading.
+    nonisolated(unsafe) static let api: UnsafeMutablePointer<winback_isal_api>? = {
         let api = UnsafeMutablePointer<winback_isal_api>.allocate(capacity: 1)
         api.initialize(to: winback_isal_api())
         if winback_isal_load(api) != 0 { return api }

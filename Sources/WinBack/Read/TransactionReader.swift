@@ -26,7 +26,9 @@ public struct ReadCounters: Sendable, Equatable {
 }
 
 /// The rows of one input file, with ids local to its own string table.
-final class FileRows {
+// One thread fills a file's rows; the merger takes them over under its lock; then each
+// thread of the packing touches only its own files.
+final class FileRows: @unchecked Sendable {
     let path: String
     /// Ids local to this file; released once merged into the run's.
     var table = StringTable(capacity: 1 << 14)

@@ -11,7 +11,8 @@ import CZlib
 /// Owns one `z_stream`, allocated once so it never moves (zlib keeps pointers into it). The
 /// gzip header carries no file name and an mtime of 0, so the same bytes in give the same
 /// file out: generated worlds stay byte-identical for a seed.
-final class GzipWriter {
+// Each writer is written by one thread at a time.
+final class GzipWriter: @unchecked Sendable {
     let path: String
     private var fd: Int32
     private let stream: UnsafeMutablePointer<z_stream>

@@ -11,7 +11,8 @@ import Foundation
 /// reader sees either the complete new run or the previous one. A lock (flock(2), released by
 /// the kernel when the process dies, so a killed run never blocks the next) keeps two runs of
 /// the same pipeline apart.
-public final class Publisher {
+// Its state (the lock descriptor) is touched only by the thread that runs the pipeline.
+public final class Publisher: @unchecked Sendable {
     public let root: String
     public let date: String
     private var lockFD: Int32 = -1

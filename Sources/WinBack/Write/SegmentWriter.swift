@@ -2,7 +2,7 @@ import Foundation
 
 /// Writes the audience segments (SPEC §4.1, §4.2): one CSV and one XML per catalog offer, and
 /// the best-offer list, all in customer order.
-public struct SegmentWriter {
+public struct SegmentWriter: Sendable {
     public static let columns = [
         "subscription_group_id", "original_transaction_id", "app_account_token", "storefront", "product_id",
         "paid_months", "paid_run_start", "last_subscribed_end", "months_since_last_subscribed", "offer_id",
