@@ -134,6 +134,14 @@ public struct Audience: Sendable {
 
     /// Customers eligible per catalog offer.
     public var eligibleCounts: [Int] { funnel.map(\.eligible) }
+
+    /// One line for the run's log: customers by state, and how many are eligible for some offer.
+    var summaryLine: String {
+        let s = counts
+        let eligible = results.reduce(0) { $0 + ($1.eligible.isEmpty ? 0 : 1) }
+        return "\(s.customers) customers: \(s.active) active, \(s.billingRetry) in billing retry, "
+            + "\(s.churned) churned; \(eligible) eligible"
+    }
 }
 
 extension FunnelRow {

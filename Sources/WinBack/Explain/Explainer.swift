@@ -152,28 +152,27 @@ public enum Explainer {
         return out
     }
 
-    /// `winback explain`: reads the pipeline's inputs keeping only the rows of customers with
-    /// this originalTransactionId or appAccountToken, and explains each (one per group).
-    /// Throws exit 66 when no customer matches.
+    /// `winback explain`: the run's stages, reading only the rows of customers with this
+    /// originalTransactionId or appAccountToken, and each such customer explained (one per
+    /// group). Throws exit 66 when no customer matches.
     public static func explain(_ options: RunOptions, customer id: String) throws -> [Explanation] {
         let p = try ResolvedPipeline.resolve(options)
-        var set = try TransactionReader.read(
-            paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads, only: [id])
+        var inputs = try Stage.read(p, only: [id])
         // Matched by token: read again for all rows of those customers, tokens or not.
+        let set = inputs.transactions
         let originals = Set(set.rows.map { set.strings.string($0.originalTransactionId) })
         if originals != [id] && !originals.isEmpty {
-            set = try TransactionReader.read(
-                paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
-                only: ([id] + originals.sorted()))
+            inputs = try Stage.read(p, only: [id] + originals.sorted())
         }
-        guard !set.rows.isEmpty else {
+        guard !inputs.transactions.rows.isEmpty else {
             throw WinBackError(.noInput, "no customer has originalTransactionId or appAccountToken '\(id)' in the inputs")
         }
-        let (renewals, _, _) = try RenewalReader.read(paths: p.renewalFiles, strings: set.strings)
-        let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: 1)
-        let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
+        let customers = Stage.group(inputs, threads: 1)
+        let book = Stage.offers(p, strings: inputs.strings)
         return (0..<customers.count).map {
-            explain($0, customers: customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays)
+            explain(
+                $0, customers: customers, book: book, renewals: inputs.renewals, asOf: p.asOf,
+                gapDays: p.config.consecutiveGapDays)
         }
     }
 }

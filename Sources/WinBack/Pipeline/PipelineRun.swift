@@ -87,116 +87,50 @@ public struct ResolvedPipeline: Sendable {
     }
 }
 
-/// The nightly job: read → reconstruct → evaluate → write, then publish atomically.
+/// The nightly job: the stages of ``Stage`` composed — read → group → evaluate → report and
+/// write → publish — with the manifest kept along the way.
 public enum PipelineRun {
     public static func run(_ options: RunOptions, progress: Progress) throws -> RunSummary {
         let started = Date()
         let p = try ResolvedPipeline.resolve(options)
         XMLWriter.initialize()  // before any worker thread touches libxml2
-
-        var manifest = Manifest()
-        manifest.pipeline = p.config.name
-        manifest.asOf = p.asOf
-        manifest.started = started
-        manifest.threads = p.threads
-        manifest.inflater = p.inflater.rawValue
-
-        let publisher = Publisher(
-            root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
+        var manifest = Manifest(p, started: started)
+        let publisher = Publisher(root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
         try publisher.begin()
-        var rejectsBytes: [UInt8] = CSVRecord.header(["file", "line", "reason", "excerpt"])
+        var rejects: [Reject] = []
         do {
-            // Read.
             let totalBytes = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
             progress.begin("read", totalBytes: totalBytes)
-            // With several threads the renewal info is read alongside the transactions.
-            nonisolated(unsafe) var renewalRead: Result<RenewalRead, Error>?
-            let readRenewals: @Sendable () -> Void = {
-                renewalRead = Result { try RenewalReader.read(paths: p.renewalFiles, inflater: p.inflater) }
-            }
-            let renewing = DispatchGroup()
-            if p.threads > 1 { DispatchQueue.global().async(group: renewing, execute: readRenewals) }
-            var set: TransactionSet
-            do {
-                defer { renewing.wait() }
-                set = try TransactionReader.read(
-                    paths: p.transactionFiles, format: p.config.format, products: p.config.products,
-                    threads: p.threads, inflater: p.inflater, progress: { progress.advance($0) })
-            }
-            if p.threads == 1 { readRenewals() }
-            manifest.inputs = set.inputs
-            manifest.counters = set.counters
-            let renewalsRead = try renewalRead!.get()
-            let renewals = renewalsRead.index(in: set.strings)
-            let (renewalRejects, renewalStats) = (renewalsRead.rejects, renewalsRead.stats)
-            manifest.renewalInputs = renewalStats
-            manifest.renewalRejected = renewalRejects.count
-            rejectsBytes = RejectsWriter.bytes(set.rejects + renewalRejects, relativeTo: p.config.folder)
-            let c = set.counters
+            let inputs = try Stage.read(p, progress: { progress.advance($0) })
+            rejects = inputs.rejects
+            manifest.record(inputs)
+            let c = inputs.transactions.counters
             manifest.stages.append(
                 ("read",
                  progress.end(
                     "\(p.transactionFiles.count) files, \(Progress.mb(totalBytes)), \(c.rowsRead) rows, "
                         + "\(c.rejected) rejected, \(c.duplicates) duplicates")))
-            try checkRejectBudget(c, limit: p.config.maxRejectedFraction)
+            try Stage.checkRejectBudget(c, limit: p.config.maxRejectedFraction)
 
-            // Reconstruct and evaluate.
             progress.begin("evaluate")
-            let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: p.threads)
-            let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
-            let audience = Audience.evaluate(
-                customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,
-                threads: p.threads)
-            manifest.states = audience.counts
-            manifest.eligible = zip(p.catalog.offers, audience.eligibleCounts).map { ($0.offerId, $1) }
-            let s = audience.counts
-            manifest.stages.append(
-                ("evaluate",
-                 progress.end(
-                    "\(s.customers) customers: \(s.active) active, \(s.billingRetry) in billing retry, "
-                        + "\(s.churned) churned; \(audience.results.reduce(0) { $0 + ($1.eligible.isEmpty ? 0 : 1) }) eligible")))
+            let customers = Stage.group(inputs, threads: p.threads)
+            let book = Stage.offers(p, strings: inputs.strings)
+            let audience = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
+            manifest.record(audience, catalog: p.catalog)
+            manifest.stages.append(("evaluate", progress.end(audience.summaryLine)))
 
-            // Write.
             progress.begin("write")
-            // Files are synced on a thread of their own while the next ones are written; all
-            // of them are on disk before the run is published.
+            // Files are synced on a thread of their own while the next ones are written.
             let sync = DiskSync()
             defer { try? sync.wait() }  // no descriptor outlives a failed run
-            // With several threads the reports are computed and written while the segments are
-            // written: each job has a long last piece (the best-offer list, the busiest
-            // customers) that the other fills in. With one thread, one after the other.
-            nonisolated(unsafe) var reportFiles: Result<[OutputStats], Error>?
-            let writeReports: @Sendable () -> Void = {
-                reportFiles = Result {
-                    let reports = Reports.compute(
-                        customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
-                        gapDays: p.config.consecutiveGapDays, threads: p.threads)
-                    return try ReportWriter(reports: reports, title: p.config.name).write(to: publisher.staging, sync: sync)
-                }
-            }
-            let reporting = DispatchGroup()
-            if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: writeReports) }
-            let segments = Result {
-                try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
-                    .write(to: publisher.staging, threads: p.threads, sync: sync)
-            }
-            if p.threads > 1 { reporting.wait() } else { writeReports() }
-            var outputs = try segments.get()
-            outputs += try reportFiles!.get()
-            outputs.append(
-                try writeFile(
-                    publisher.staging, "rejects.csv", rejectsBytes, rows: set.rejects.count + renewalRejects.count,
-                    sync: sync))
-            manifest.outputs = outputs
-            manifest.stages.append(("write", progress.end("\(outputs.count) files")))
+            manifest.outputs = try Stage.write(
+                customers, audience: audience, book: book, rejects: rejects, p, to: publisher.staging, sync: sync)
+            manifest.stages.append(("write", progress.end("\(manifest.outputs.count) files")))
             manifest.finished = Date()
-            _ = try writeFile(publisher.staging, "manifest.json", manifest.json(), rows: 0, sync: sync)
-            try sync.wait()
-            try publisher.publish()
-            let published = publisher.root + "/" + publisher.date
+            let published = try Stage.publish(manifest, with: publisher, sync: sync)
             progress.note("winback: published \(published)")
             let summary = RunSummary(
-                published: published, asOf: p.asOf, states: audience.counts, counters: set.counters,
+                published: published, asOf: p.asOf, states: audience.counts, counters: c,
                 eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
             // Before the run's rows and results are released, which takes a while.
             options.published?(summary)
@@ -205,30 +139,11 @@ public enum PipelineRun {
             manifest.status = "failed"
             manifest.error = "\(error)"
             manifest.finished = Date()
-            publisher.fail(keeping: [("rejects.csv", rejectsBytes), ("manifest.json", manifest.json())])
+            publisher.fail(keeping: [
+                ("rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder)),
+                ("manifest.json", manifest.json()),
+            ])
             throw error
         }
-    }
-
-    /// Fails the run (exit 65) when more rows were rejected than the pipeline allows.
-    static func checkRejectBudget(_ c: ReadCounters, limit: Double) throws {
-        guard c.rowsRead > 0 else { return }
-        let fraction = Double(c.rejected) / Double(c.rowsRead)
-        if fraction > limit {
-            throw WinBackError(
-                .badData,
-                String(
-                    format: "%d of %d rows rejected (%.4f%%), more than maxRejectedFraction %g allows; see rejects.csv in the .failed folder",
-                    c.rejected, c.rowsRead, fraction * 100, limit))
-        }
-    }
-
-    static func writeFile(
-        _ dir: String, _ name: String, _ bytes: [UInt8], rows: Int, sync: DiskSync
-    ) throws -> OutputStats {
-        let f = try OutputFile(path: dir + "/" + name, sync: sync)
-        try f.write(bytes)
-        let (n, sha) = try f.finish()
-        return OutputStats(path: name, bytes: n, rows: rows, sha256: sha)
     }
 }

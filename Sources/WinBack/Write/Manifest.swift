@@ -24,6 +24,29 @@ public struct Manifest {
 
     public init() {}
 
+    /// A manifest for a run of `p` that started at `started`.
+    init(_ p: ResolvedPipeline, started: Date) {
+        pipeline = p.config.name
+        asOf = p.asOf
+        self.started = started
+        threads = p.threads
+        inflater = p.inflater.rawValue
+    }
+
+    /// What the read stage read and counted.
+    mutating func record(_ inputs: Inputs) {
+        self.inputs = inputs.transactions.inputs
+        counters = inputs.transactions.counters
+        renewalInputs = inputs.renewalStats
+        renewalRejected = inputs.renewalRejects.count
+    }
+
+    /// What the evaluate stage found.
+    mutating func record(_ audience: Audience, catalog: OfferCatalog) {
+        states = audience.counts
+        eligible = zip(catalog.offers, audience.eligibleCounts).map { ($0.offerId, $1) }
+    }
+
     static func iso(_ d: Date) -> String { Timestamp.iso(Int64((d.timeIntervalSince1970 * 1000).rounded())) }
 
     func input(_ s: InputStats) -> [String: Any] {

@@ -1,0 +1,152 @@
+import Foundation
+
+/// The stages of the pipeline, each a function from a typed input to a typed output:
+///
+///     ResolvedPipeline ─read→ Inputs ─group→ CustomerRows ─evaluate→ Audience ─report→ Reports
+///                                                                       └─write→ [OutputStats] ─publish→ folder
+///
+/// `winback run` (``PipelineRun``), `winback explain` (``Explainer``) and the benchmark's child
+/// runs compose these functions; none of them wires readers, groupers or evaluators by hand.
+/// Where threads are spent is said in docs/architecture.md.
+public enum Stage {}
+
+/// What the read stage gives: the run's deduplicated rows and the renewal info, joined in one
+/// string table.
+public struct Inputs: Sendable {
+    public var transactions: TransactionSet
+    public var renewals: RenewalIndex
+    public var renewalStats: [InputStats]
+    public var renewalRejects: [Reject]
+
+    /// The run's string table (ids of every row and renewal info).
+    public var strings: StringTable { transactions.strings }
+    /// Every rejected line, transactions first, each part sorted by file, then line.
+    public var rejects: [Reject] { transactions.rejects + renewalRejects }
+}
+
+extension Stage {
+    /// Reads every transaction file and renewal-info file of the pipeline (docs/rules.md §2, §3
+    /// rule 1). With several threads the renewal info is read alongside the transactions.
+    ///
+    /// - Parameters:
+    ///   - only: keep only the rows of customers with one of these originalTransactionIds or
+    ///     appAccountTokens (`explain`); nil keeps every row.
+    ///   - progress: compressed bytes consumed since the last call, from any thread.
+    public static func read(
+        _ p: ResolvedPipeline, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
+    ) throws -> Inputs {
+        let renewalRead = ResultSlots<Result<RenewalRead, Error>>(count: 1)
+        let readRenewals: @Sendable () -> Void = {
+            renewalRead[0] = Result { try RenewalReader.read(paths: p.renewalFiles, inflater: p.inflater) }
+        }
+        let renewing = DispatchGroup()
+        if p.threads > 1 { DispatchQueue.global().async(group: renewing, execute: readRenewals) }
+        let set: TransactionSet
+        do {
+            defer { renewing.wait() }
+            set = try TransactionReader.read(
+                paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
+                inflater: p.inflater, only: only, progress: progress)
+        }
+        if p.threads == 1 { readRenewals() }
+        let renewals = try renewalRead[0]!.get()
+        return Inputs(
+            transactions: set, renewals: renewals.index(in: set.strings), renewalStats: renewals.stats,
+            renewalRejects: renewals.rejects)
+    }
+
+    /// Fails the run (exit 65) when more rows were rejected than the pipeline allows
+    /// (docs/rules.md §6).
+    public static func checkRejectBudget(_ c: ReadCounters, limit: Double) throws {
+        guard c.rowsRead > 0 else { return }
+        let fraction = Double(c.rejected) / Double(c.rowsRead)
+        if fraction > limit {
+            throw WinBackError(
+                .badData,
+                String(
+                    format: "%d of %d rows rejected (%.4f%%), more than maxRejectedFraction %g allows; "
+                        + "see rejects.csv in the .failed folder",
+                    c.rejected, c.rowsRead, fraction * 100, limit))
+        }
+    }
+
+    /// Groups the rows by customer (docs/rules.md §3 rule 2), each customer's rows in order.
+    public static func group(_ inputs: Inputs, threads: Int) -> CustomerRows {
+        CustomerRows.build(rows: inputs.transactions.rows, strings: inputs.strings, threads: threads)
+    }
+
+    /// The catalog compiled against the run's string table.
+    public static func offers(_ p: ResolvedPipeline, strings: StringTable) -> OfferBook {
+        OfferBook(catalog: p.catalog, ids: { strings.lookup($0) })
+    }
+
+    /// Reconstructs every customer and evaluates every offer at the pipeline's as-of instant
+    /// (docs/rules.md §3).
+    public static func evaluate(
+        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, _ p: ResolvedPipeline
+    ) -> Audience {
+        Audience.evaluate(
+            customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,
+            threads: p.threads)
+    }
+
+    /// Computes the reports (docs/rules.md §4.3) from the customers and their evaluation.
+    public static func report(
+        _ customers: CustomerRows, audience: Audience, book: OfferBook, _ p: ResolvedPipeline
+    ) -> Reports {
+        Reports.compute(
+            customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
+            gapDays: p.config.consecutiveGapDays, threads: p.threads)
+    }
+
+    /// Writes segments, reports and rejects into `directory` (docs/rules.md §4), every file
+    /// handed to `sync`.
+    ///
+    /// With several threads the report stage runs, and its files are written, while the segments
+    /// are written: each job has a long last piece (the best-offer list, the busiest customers)
+    /// that the other fills in. With one thread, one after the other.
+    static func write(
+        _ customers: CustomerRows, audience: Audience, book: OfferBook, rejects: [Reject], _ p: ResolvedPipeline,
+        to directory: String, sync: DiskSync
+    ) throws -> [OutputStats] {
+        let reportFiles = ResultSlots<Result<[OutputStats], Error>>(count: 1)
+        let writeReports: @Sendable () -> Void = {
+            reportFiles[0] = Result {
+                let reports = report(customers, audience: audience, book: book, p)
+                return try ReportWriter(reports: reports, title: p.config.name).write(to: directory, sync: sync)
+            }
+        }
+        let reporting = DispatchGroup()
+        if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: writeReports) }
+        let segments = Result {
+            try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
+                .write(to: directory, threads: p.threads, sync: sync)
+        }
+        if p.threads > 1 { reporting.wait() } else { writeReports() }
+        var outputs = try segments.get()
+        outputs += try reportFiles[0]!.get()
+        outputs.append(
+            try writeFile(
+                directory, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
+                rows: rejects.count, sync: sync))
+        return outputs
+    }
+
+    /// Writes the manifest, waits until every file is on disk, then publishes the staging folder
+    /// atomically (docs/rules.md §4). Returns the published folder.
+    static func publish(_ manifest: Manifest, with publisher: Publisher, sync: DiskSync) throws -> String {
+        _ = try writeFile(publisher.staging, "manifest.json", manifest.json(), rows: 0, sync: sync)
+        try sync.wait()
+        try publisher.publish()
+        return publisher.root + "/" + publisher.date
+    }
+
+    static func writeFile(
+        _ dir: String, _ name: String, _ bytes: [UInt8], rows: Int, sync: DiskSync
+    ) throws -> OutputStats {
+        let f = try OutputFile(path: dir + "/" + name, sync: sync)
+        try f.write(bytes)
+        let (n, sha) = try f.finish()
+        return OutputStats(path: name, bytes: n, rows: rows, sha256: sha)
+    }
+}
