@@ -6,14 +6,14 @@ import CSystem
 /// table (no locks); tables are merged into one after reading, and the merged ids compare by
 /// their bytes where the SPEC asks for a bytewise order.
 public final class StringTable: @unchecked Sendable {
-    private(set) var arena: [UInt8] = []
-    private(set) var starts: [Int32] = [0]
+    @exclusivity(unchecked) private(set) var arena: [UInt8] = []
+    @exclusivity(unchecked) private(set) var starts: [Int32] = [0]
     /// Open addressing: each slot holds a string's hash (high half) and id (low half), so a
     /// probe compares hashes without touching `hashes`; ``empty`` when free.
-    private var slots: [UInt64]
-    private var hashes: [UInt32] = []
+    @exclusivity(unchecked) private var slots: [UInt64]
+    @exclusivity(unchecked) private var hashes: [UInt32] = []
     private static let empty = UInt64.max
-    private var mask: Int
+    @exclusivity(unchecked) private var mask: Int
 
     public init(capacity: Int = 1024) {
         var n = 16

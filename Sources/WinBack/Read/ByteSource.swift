@@ -23,7 +23,7 @@ protocol ByteSource: AnyObject {
 final class FileHandleFD {
     let fd: Int32
     let path: String
-    private var hasher = SHA256()
+    @exclusivity(unchecked) private var hasher = SHA256()
 
     init(path: String) throws {
         self.path = path
@@ -72,7 +72,7 @@ private func Glibc_read(_ fd: Int32, _ p: UnsafeMutableRawPointer?, _ n: Int) ->
 /// A plain (uncompressed) file.
 final class PlainFileSource: ByteSource {
     private let file: FileHandleFD
-    private(set) var fileBytesConsumed = 0
+    @exclusivity(unchecked) private(set) var fileBytesConsumed = 0
 
     init(path: String) throws { file = try FileHandleFD(path: path) }
 

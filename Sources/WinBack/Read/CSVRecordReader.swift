@@ -5,10 +5,10 @@
 /// it starts on. A record that is not well-formed CSV is handed over with `malformed` set, so the
 /// caller can reject it with its line number and go on.
 final class CSVRecordReader {
-    private var buffer: UnsafeMutableRawBufferPointer
-    private var scratch: UnsafeMutableRawBufferPointer
+    @exclusivity(unchecked) private var buffer: UnsafeMutableRawBufferPointer
+    @exclusivity(unchecked) private var scratch: UnsafeMutableRawBufferPointer
     private let source: ByteSource
-    private(set) var fields: [UnsafeRawBufferPointer] = []
+    @exclusivity(unchecked) private(set) var fields: [UnsafeRawBufferPointer] = []
 
     init(source: ByteSource, chunkSize: Int = 1 << 20) {
         self.source = source

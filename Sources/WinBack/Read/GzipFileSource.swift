@@ -165,13 +165,13 @@ final class GzipFileSource: ByteSource {
     private let engine: InflateEngine
     private let buffer: UnsafeMutableRawBufferPointer
     /// The compressed bytes read but not yet inflated, within `buffer`.
-    private var input: UnsafeRawBufferPointer
+    @exclusivity(unchecked) private var input: UnsafeRawBufferPointer
     /// File offset of `buffer`'s first byte.
-    private var bufferFileOffset = 0
-    private var eof = false
-    private var memberEnded = false
-    private var sawMember = false
-    private(set) var bytesProduced = 0
+    @exclusivity(unchecked) private var bufferFileOffset = 0
+    @exclusivity(unchecked) private var eof = false
+    @exclusivity(unchecked) private var memberEnded = false
+    @exclusivity(unchecked) private var sawMember = false
+    @exclusivity(unchecked) private(set) var bytesProduced = 0
 
     static let inputSize = 1 << 18
 

@@ -77,7 +77,7 @@ final class JSONLineScanner {
     private let knownWords: UnsafeMutablePointer<UInt64>
     private let knownLength: UnsafeMutablePointer<Int32>
     private let knownIndex: UnsafeMutablePointer<Int32>
-    private var knownCount = 0
+    @exclusivity(unchecked) private var knownCount = 0
     /// Per known key, up to ``ways`` different known keys seen to follow it, in the order they
     /// were first seen; entry ``maxKnown`` stands for the start of a line. -1 when none.
     /// Several, because exports write some lines' keys in another order (e.g. reversed) than
@@ -85,17 +85,17 @@ final class JSONLineScanner {
     private let successor: UnsafeMutablePointer<Int8>
     static let ways = 4
     static let maxKnown = 64
-    private var scratch: UnsafeMutableRawBufferPointer
-    private var scratchUsed = 0
+    @exclusivity(unchecked) private var scratch: UnsafeMutableRawBufferPointer
+    @exclusivity(unchecked) private var scratchUsed = 0
     /// Per 64 bytes of the line, which end a plain string (see `winback_special_bits`):
     /// found for the whole line at once, so finding a string's end takes no loop.
-    private var specials: UnsafeMutablePointer<UInt64>
-    private var specialsCapacity = 0
-    private var base: UnsafeRawPointer = UnsafeRawPointer(bitPattern: 1)!
-    private var count = 0
-    private var pos = 0
+    @exclusivity(unchecked) private var specials: UnsafeMutablePointer<UInt64>
+    @exclusivity(unchecked) private var specialsCapacity = 0
+    @exclusivity(unchecked) private var base: UnsafeRawPointer = UnsafeRawPointer(bitPattern: 1)!
+    @exclusivity(unchecked) private var count = 0
+    @exclusivity(unchecked) private var pos = 0
     /// Why the last line was not valid JSON.
-    private(set) var error: String = ""
+    @exclusivity(unchecked) private(set) var error: String = ""
 
     init(keys: [String]) {
         let utf8 = keys.map { Array($0.utf8) }

@@ -4,7 +4,7 @@
 /// CR removed and its 1-based line number. A UTF-8 byte order mark at the start of the file is
 /// skipped.
 final class LineReader {
-    private var buffer: UnsafeMutableRawBufferPointer
+    @exclusivity(unchecked) private var buffer: UnsafeMutableRawBufferPointer
     private let source: ByteSource
 
     init(source: ByteSource, chunkSize: Int = 1 << 20) {

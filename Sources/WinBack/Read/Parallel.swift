@@ -47,7 +47,7 @@ public func chunks(_ count: Int, pieces: Int) -> [Range<Int>] {
 
 /// A place for each worker to store its result by index, written without locks.
 public final class ResultSlots<T>: @unchecked Sendable {
-    private var items: [T?]
+    @exclusivity(unchecked) private var items: [T?]
     public init(count: Int) { items = Array(repeating: nil, count: count) }
     /// Each index must be written by one worker only.
     public subscript(i: Int) -> T? {

@@ -24,7 +24,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     private let mappedBytes: Int
     /// Chunks the mapping has room for.
     private let chunkCapacity: Int
-    private var chunksTaken = 0
+    @exclusivity(unchecked) private var chunksTaken = 0
     /// Chunks handed out so far (from any thread).
     var chunkCount: Int {
         lock.lock()
@@ -32,7 +32,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         return chunksTaken
     }
     private let lock = NSLock()
-    public private(set) var count = 0
+    @exclusivity(unchecked) public private(set) var count = 0
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { count }
@@ -161,9 +161,9 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
 final class RowChunks {
     let store: TransactionRows
     /// The chunks' numbers in the store, in the file's order, and their first rows.
-    private(set) var numbers: [Int] = []
-    private var chunks: [UnsafeMutablePointer<Transaction>] = []
-    private(set) var count = 0
+    @exclusivity(unchecked) private(set) var numbers: [Int] = []
+    @exclusivity(unchecked) private var chunks: [UnsafeMutablePointer<Transaction>] = []
+    @exclusivity(unchecked) private(set) var count = 0
 
     static var chunkRows: Int { TransactionRows.chunkRows }
 

@@ -41,7 +41,7 @@ final class TransactionDecoder {
 
     private let scanner = JSONLineScanner(keys: Key.allCases.map(\.name))
     /// The values of the row being built, indexed by ``Key``; valid during ``build(_:)``.
-    private var values = UnsafeBufferPointer<ScannedValue>(start: nil, count: 0)
+    @exclusivity(unchecked) private var values = UnsafeBufferPointer<ScannedValue>(start: nil, count: 0)
     let table: StringTable
 
     init(table: StringTable) { self.table = table }
@@ -83,7 +83,7 @@ final class TransactionDecoder {
 
     /// By string id: whether the string is known to match the identifier pattern. Groups,
     /// products and offers repeat on every row; each is checked once, when first seen.
-    private var validIdentifiers: [Bool] = []
+    @exclusivity(unchecked) private var validIdentifiers: [Bool] = []
 
     private func id(_ k: Key, required: Bool = false) throws -> Int32 {
         guard let s = try string(k, required: required) else { return Transaction.none }
@@ -119,7 +119,7 @@ final class TransactionDecoder {
         /// Whether the string matched the identifier pattern.
         var checked = false
     }
-    private var memo = [Memo](repeating: Memo(), count: 64)
+    @exclusivity(unchecked) private var memo = [Memo](repeating: Memo(), count: 64)
 
     @inline(__always)
     private static func memoKey(_ s: UnsafeRawBufferPointer) -> (slot: Int, first: UInt64, last: UInt64) {
@@ -154,7 +154,7 @@ final class TransactionDecoder {
 
     /// Interned storefronts by their three capital letters (26³ slots, -1 until first seen):
     /// every row names one, and a lookup here costs less than hashing it.
-    private var storefronts = [Int32](repeating: -1, count: 26 * 26 * 26)
+    @exclusivity(unchecked) private var storefronts = [Int32](repeating: -1, count: 26 * 26 * 26)
 
     /// The id of `code`, three capital letters.
     @inline(__always)

@@ -31,15 +31,15 @@ public struct ReadCounters: Sendable, Equatable {
 final class FileRows: @unchecked Sendable {
     let path: String
     /// Ids local to this file; released once merged into the run's.
-    var table = StringTable(capacity: 1 << 14)
+    @exclusivity(unchecked) var table = StringTable(capacity: 1 << 14)
     /// Local string id → the run's string id, set when the file is merged.
-    var map: [Int32] = []
-    var rows: RowChunks
+    @exclusivity(unchecked) var map: [Int32] = []
+    @exclusivity(unchecked) var rows: RowChunks
     /// Rows that lost deduplication to another version of their transaction.
-    var superseded: [UInt64] = []
-    var rejects: [Reject] = []
-    var nonSubscription = 0
-    var stats: InputStats
+    @exclusivity(unchecked) var superseded: [UInt64] = []
+    @exclusivity(unchecked) var rejects: [Reject] = []
+    @exclusivity(unchecked) var nonSubscription = 0
+    @exclusivity(unchecked) var stats: InputStats
     /// When set, only rows whose originalTransactionId or appAccountToken is one of these ids
     /// are kept (`explain` reads one customer with the same reader).
     private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
@@ -152,17 +152,17 @@ public enum TransactionReader {
 /// explicitly, and string ids are renumbered at the end in order of first appearance by
 /// (file, local id), which is the numbering a merge in path order gives.
 final class Merger: @unchecked Sendable {
-    private var files: [FileRows?]
+    @exclusivity(unchecked) private var files: [FileRows?]
     private let lock = NSLock()
     private let strings = StringTable(capacity: 1 << 16)
     /// Where every file's rows are written as they are read.
     let store = TransactionRows(reservingForRead: ())
     /// transactionId (with the run's string ids) → row number of its current winner, rows
     /// being numbered across files in the order they were merged.
-    private var winners = Int64Map(capacity: 1 << 16)
+    @exclusivity(unchecked) private var winners = Int64Map(capacity: 1 << 16)
     /// The first row number of each merged file, ascending, with the file's index.
-    private var merged: [(first: Int, file: Int)] = []
-    private var rowsMerged = 0
+    @exclusivity(unchecked) private var merged: [(first: Int, file: Int)] = []
+    @exclusivity(unchecked) private var rowsMerged = 0
 
     /// The file index and row of a row number.
     private func locate(_ n: Int) -> (file: Int, row: Int) {
@@ -178,7 +178,7 @@ final class Merger: @unchecked Sendable {
     /// then tell how many the whole run will have, and the deduplication index is sized for
     /// them once instead of growing through every power of two.
     private let totalBytes: Int
-    private var bytesMerged = 0
+    @exclusivity(unchecked) private var bytesMerged = 0
 
     init(count: Int, totalBytes: Int) {
         files = Array(repeating: nil, count: count)

@@ -14,15 +14,15 @@ import CZlib
 // Each writer is written by one thread at a time.
 final class GzipWriter: @unchecked Sendable {
     let path: String
-    private var fd: Int32
+    @exclusivity(unchecked) private var fd: Int32
     private let stream: UnsafeMutablePointer<z_stream>
     private let header: UnsafeMutablePointer<gz_header>
     private let output: UnsafeMutableRawBufferPointer
-    private var finished = false
+    @exclusivity(unchecked) private var finished = false
     /// Bytes handed to `write` so far.
-    private(set) var uncompressedBytes = 0
+    @exclusivity(unchecked) private(set) var uncompressedBytes = 0
     /// Bytes written to the file so far.
-    private(set) var compressedBytes = 0
+    @exclusivity(unchecked) private(set) var compressedBytes = 0
 
     static let outputSize = 1 << 20
     /// zlib counts input in `uInt`; larger writes are fed in slices of this size.

@@ -20,11 +20,11 @@ public struct OutputStats: Sendable, Equatable {
 final class OutputFile {
     let path: String
     /// -1 once handed to `sync`.
-    private var fd: Int32
+    @exclusivity(unchecked) private var fd: Int32
     private let sync: DiskSync?
-    private var buffer: [UInt8] = []
-    private var hasher = SHA256()
-    private(set) var bytes = 0
+    @exclusivity(unchecked) private var buffer: [UInt8] = []
+    @exclusivity(unchecked) private var hasher = SHA256()
+    @exclusivity(unchecked) private(set) var bytes = 0
     static let flushAt = 1 << 20
 
     init(path: String, sync: DiskSync? = nil) throws {

@@ -18,7 +18,7 @@ final class XMLWriter {
     private let sink: Sink
     let path: String
     /// Scratch for attribute values built from bytes, reused for every attribute.
-    private var value: [UInt8] = []
+    @exclusivity(unchecked) private var value: [UInt8] = []
 
     /// libxml2 must be initialised once before threads use it.
     static func initialize() { xmlInitParser() }
