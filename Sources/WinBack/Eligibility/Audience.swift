@@ -100,12 +100,9 @@ public struct Audience: Sendable {
                     case .churned: counts.churned += 1
                     }
                     var eligible: [Int16] = []
-                    if let ranked = book.rankedByGroup[group] {
-                        for i in ranked {
-                            let failed = book.offers[i].failures(tl, asOf: t)
-                            funnel[i].count(tl.state, failed)
-                            if failed.isEmpty { eligible.append(Int16(i)) }
-                        }
+                    book.evaluate(group: group, tl, asOf: t) { _, i, failed in
+                        funnel[i].count(tl.state, failed)
+                        if failed.isEmpty { eligible.append(Int16(i)) }
                     }
                     (out! + next).initialize(to: CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible))
                     next += 1

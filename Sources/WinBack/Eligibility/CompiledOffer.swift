@@ -73,11 +73,18 @@ public struct OfferBook: Sendable {
         rankedByGroup = byGroup
     }
 
-    /// The offers `c` (of group `group`) is eligible for at `t`, in rank order (rule 9).
+    /// Evaluates `c`, a customer of `group`, against each of the group's offers in rank order
+    /// (docs/rules.md §3 rules 8–9), calling `visit(j, offer, failed)` with the offer's place j in
+    /// the ranking, its catalog index and the criteria failed (empty = eligible). Offers whose bit
+    /// is set in `skipping` (bit j for the j-th ranked offer, the first 64) are passed over.
     @inline(__always)
-    public func eligible(group: Int32, _ c: CustomerTimeline, asOf t: Int64, into out: inout [Int]) {
-        out.removeAll(keepingCapacity: true)
+    public func evaluate(
+        group: Int32, _ c: CustomerTimeline, asOf t: Int64, skipping: UInt64 = 0,
+        _ visit: (_ place: Int, _ offer: Int, _ failed: Reasons) -> Void
+    ) {
         guard let ranked = rankedByGroup[group] else { return }
-        for i in ranked where offers[i].failures(c, asOf: t).isEmpty { out.append(i) }
+        for (j, i) in ranked.enumerated() where j >= 64 || skipping & (1 << UInt64(j)) == 0 {
+            visit(j, i, offers[i].failures(c, asOf: t))
+        }
     }
 }

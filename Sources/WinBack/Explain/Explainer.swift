@@ -22,12 +22,11 @@ public enum Explainer {
         let used = Set(periods.map(\.row))
         let rowViews: [Explanation.Row] = rows.enumerated().map { i, r in
             var ignored: String?
-            if r.purchaseDate >= t {
-                ignored = "purchased at or after the as-of instant"
-            } else if r.ownership == .familyShared {
-                ignored = "family shared: never counts"
-            } else if r.ownership == .unknown {
-                ignored = "unknown ownership type"
+            if !r.isKnownPurchase(at: t) {
+                ignored =
+                    r.purchaseDate >= t
+                    ? "purchased at or after the as-of instant"
+                    : r.ownership == .familyShared ? "family shared: never counts" : "unknown ownership type"
             } else if !used.contains(Int32(i)) {
                 ignored = r.isRevoked(at: t) ? "refunded before it began" : "empty period (cut by the next one or zero length)"
             }
@@ -61,29 +60,32 @@ public enum Explainer {
             winBackHistory: tl?.winBackEnds.map { (s.string($0.offerId), $0.end) } ?? [], offers: [],
             renewalSignedDate: renewal.map(\.signedDate), appleEligibleWinBackOfferIds: renewal?.eligibleWinBackOfferIds)
 
-        let ranked = book.rankedByGroup[group] ?? []
-        var rank = 0
         var verdicts: [Int: Explanation.Verdict] = [:]
-        for i in ranked {
-            let o = book.offers[i]
-            guard let tl else {
-                verdicts[i] = Explanation.Verdict(
-                    offerId: o.offer.offerId, eligible: false, rank: nil,
-                    failures: [Explanation.Failure(reason: "not_subscriber", detail: "no access period before the as-of instant", from: nil)])
-                continue
+        if let tl {
+            var rank = 0
+            book.evaluate(group: group, tl, asOf: t) { _, i, failed in
+                let o = book.offers[i]
+                if failed.isEmpty {
+                    rank += 1
+                    verdicts[i] = Explanation.Verdict(offerId: o.offer.offerId, eligible: true, rank: rank, failures: [])
+                } else {
+                    verdicts[i] = Explanation.Verdict(
+                        offerId: o.offer.offerId, eligible: false, rank: nil,
+                        failures: details(failed, o, tl, periods: periods, renewal: renewal, asOf: t, strings: s))
+                }
             }
-            let failed = o.failures(tl, asOf: t)
-            if failed.isEmpty {
-                rank += 1
-                verdicts[i] = Explanation.Verdict(offerId: o.offer.offerId, eligible: true, rank: rank, failures: [])
-            } else {
+        } else {
+            for i in book.rankedByGroup[group] ?? [] {
                 verdicts[i] = Explanation.Verdict(
-                    offerId: o.offer.offerId, eligible: false, rank: nil,
-                    failures: details(failed, o, tl, periods: periods, renewal: renewal, asOf: t, strings: s))
+                    offerId: book.offers[i].offer.offerId, eligible: false, rank: nil,
+                    failures: [
+                        Explanation.Failure(
+                            reason: "not_subscriber", detail: "no access period before the as-of instant", from: nil)
+                    ])
             }
         }
         // Listed in catalog order; the rank says the order of preference.
-        e.offers = ranked.sorted().compactMap { verdicts[$0] }
+        e.offers = verdicts.keys.sorted().map { verdicts[$0]! }
         return e
     }
 

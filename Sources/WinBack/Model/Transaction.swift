@@ -74,6 +74,28 @@ public struct Transaction: Sendable, Equatable {
         revocationDate < t && !isUpgraded
     }
 
+    /// Whether the row counts for the customer at `t` (docs/rules.md §3 rules 1–3): PURCHASED
+    /// (never family shared) and bought before `t`.
+    @inline(__always)
+    public func isKnownPurchase(at t: Int64) -> Bool {
+        ownership == .purchased && purchaseDate < t
+    }
+
+    /// Where the row's access period ends at `t` (docs/rules.md §3 rule 3): at expiresDate, or
+    /// at the revocation when one known at `t` cut it short. The period is empty when this is
+    /// not after purchaseDate.
+    @inline(__always)
+    public func accessEnd(at t: Int64) -> Int64 {
+        isRevoked(at: t) ? min(expiresDate, revocationDate) : expiresDate
+    }
+
+    /// Whether the row's period is paid at `t` (docs/rules.md §3 rule 3): not a free trial and
+    /// not revoked.
+    @inline(__always)
+    public func isPaid(at t: Int64) -> Bool {
+        !isFreeTrial && !isRevoked(at: t)
+    }
+
     /// Rewrites every id through `map` (after merging a reader's table into the global one).
     @inline(__always)
     mutating func remap(_ map: UnsafeBufferPointer<Int32>) {

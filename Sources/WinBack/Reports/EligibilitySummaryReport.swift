@@ -64,8 +64,7 @@ public enum EligibilitySummaryReport {
     /// The latest expiresDate of the customer's PURCHASED win-back rows known at `t`, if any.
     static func lastWinBackEnd<C: Collection>(_ rows: C, asOf t: Int64) -> Int64? where C.Element == Transaction {
         var last: Int64?
-        for r in rows
-        where r.ownership == .purchased && r.purchaseDate < t && r.offerType == OfferType.winBack.rawValue {
+        for r in rows where r.isKnownPurchase(at: t) && r.offerType == OfferType.winBack.rawValue {
             last = max(last ?? r.expiresDate, r.expiresDate)
         }
         return last

@@ -44,7 +44,7 @@ public struct Episode: Sendable, Equatable {
         out.removeAll(keepingCapacity: true)
         let gap = gapDays * MonthMath.day
         var open = false  // whether out.last is still taking rows
-        for r in rows where r.ownership == .purchased && r.purchaseDate < t {
+        for r in rows where r.isKnownPurchase(at: t) {
             if open {
                 let e = out[out.count - 1]
                 if r.offerType == e.offerType && r.offerIdentifier == e.offerIdentifier
@@ -54,9 +54,8 @@ public struct Episode: Sendable, Equatable {
                     continue
                 }
                 // `r` is the row right after the episode.
-                let paid = !r.isFreeTrial && !r.isRevoked(at: t)
                 out[out.count - 1].outcome =
-                    r.offerType == 0 && paid && r.purchaseDate - e.end <= gap ? .converted : .lapsed
+                    r.offerType == 0 && r.isPaid(at: t) && r.purchaseDate - e.end <= gap ? .converted : .lapsed
                 open = false
             }
             if r.offerType != 0 {

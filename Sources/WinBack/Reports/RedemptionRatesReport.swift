@@ -83,8 +83,7 @@ public enum RedemptionRatesReport {
                 rows: rows, at: tm, gapDays: gapDays, unlessUnchanged: ranked.count <= 64 && settled == all)
             if scratch.timelines.rebuilt { settled = 0 }
             guard let tl, tl.state == .churned else { continue }
-            for (j, o) in ranked.enumerated() where j >= 64 || settled & (1 << UInt64(j)) == 0 {
-                let failed = book.offers[o].failures(tl, asOf: tm)
+            book.evaluate(group: group, tl, asOf: tm, skipping: settled) { j, o, failed in
                 if failed.isEmpty {
                     tally[m * n + o].eligible += 1
                     if scratch.redeemed.contains(where: { $0.month == m && $0.offer == o }) {

@@ -82,7 +82,7 @@ struct SuccessiveTimelines {
             i -= 1
             let r = rows[i]
             guard r.ownership == .purchased else { continue }
-            let end = r.isRevoked(at: t) ? min(r.expiresDate, r.revocationDate) : r.expiresDate
+            let end = r.accessEnd(at: t)
             if end <= r.purchaseDate { continue }  // an empty period is dropped
             return t < end
         }

@@ -68,7 +68,7 @@ public struct CustomerTimeline: Sendable, Equatable {
         for r in rows {
             defer { i += 1 }
             // Rule 1: only rows purchased before T exist at T.
-            guard r.purchaseDate < t, r.ownership == .purchased else { continue }
+            guard r.isKnownPurchase(at: t) else { continue }
             if !r.appAccountToken.isNone { token = r.appAccountToken }
             if r.offerType == OfferType.winBack.rawValue, r.offerIdentifier >= 0 {
                 if let k = winBack.firstIndex(where: { $0.offerId == r.offerIdentifier }) {
@@ -78,11 +78,12 @@ public struct CustomerTimeline: Sendable, Equatable {
                 }
             }
             // Rule 3: a period per row; revocation known at T cuts it and makes it unpaid.
-            let revoked = r.isRevoked(at: t)
-            let end = revoked ? min(r.expiresDate, r.revocationDate) : r.expiresDate
+            let end = r.accessEnd(at: t)
             guard end > r.purchaseDate else { continue }
             periods.append(
-                Period(start: r.purchaseDate, end: end, paid: !r.isFreeTrial && !revoked, revoked: revoked, row: Int32(i)))
+                Period(
+                    start: r.purchaseDate, end: end, paid: r.isPaid(at: t), revoked: r.isRevoked(at: t),
+                    row: Int32(i)))
         }
         // Overlaps (upgrades): cut each period at the next one's start, then drop the emptied.
         if periods.count > 1 {

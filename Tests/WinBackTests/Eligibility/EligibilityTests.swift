@@ -129,7 +129,9 @@ struct EligibilityTests {
         let book = OfferBook(catalog: catalog, ids: { w.strings.lookup($0) })
         let tl = try #require(w.timeline(rows, at: "2025-07-01T12:00:00Z"))
         var out: [Int] = []
-        book.eligible(group: w.id("g1"), tl, asOf: ms("2025-07-01T12:00:00Z"), into: &out)
+        book.evaluate(group: w.id("g1"), tl, asOf: ms("2025-07-01T12:00:00Z")) { _, i, failed in
+            if failed.isEmpty { out.append(i) }
+        }
         #expect(out.map { catalog.offers[$0].offerId } == ["h1", "h3", "n1", "n2"])
     }
 
