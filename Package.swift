@@ -20,14 +20,14 @@ let package = Package(
         .systemLibrary(
             name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]),
-        .systemLibrary(name: "CSystem", path: "Sources/CSystem"),
+        .systemLibrary(name: "CWinBackShims", path: "Sources/CWinBackShims"),
         // ISA-L's inflater, optional: used when its header (libisal-dev) is there at build time
         // and libisal loads at run time.
         .systemLibrary(name: "CIsal", path: "Sources/CIsal"),
         .target(
             name: "WinBack",
             dependencies: [
-                "CZlib", "CLibXML2", "CSystem", "CIsal",
+                "CZlib", "CLibXML2", "CWinBackShims", "CIsal",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),

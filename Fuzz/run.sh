@@ -53,7 +53,7 @@ for t in "$@"; do
     esac
     echo "== building fuzz-$t"
     swiftc -parse-as-library -O -g -sanitize=fuzzer,address -module-name WinBackFuzz \
-        -I "$out" -I Sources/CZlib -I Sources/CIsal "$out/Crypto.o" -lz \
+        -I "$out" -I Sources/CZlib -I Sources/CIsal -I Sources/CWinBackShims "$out/Crypto.o" -lz \
         "${sources[@]}" "$entry" -o "$out/fuzz-$t" 2> "$out/build-$t.log" \
         || { cat "$out/build-$t.log" >&2; exit 1; }
     corpus="$out/corpus-$t"

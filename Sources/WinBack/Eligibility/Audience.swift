@@ -7,7 +7,7 @@ public struct CustomerResult: Sendable {
     public var eligible: [Int16]
 }
 
-/// Where one offer's group customers drop out (SPEC §4.3 eligibility funnel).
+/// Where one offer's group customers drop out (docs/rules.md §4.3 eligibility funnel).
 public struct FunnelRow: Sendable, Equatable {
     public var live = false
     public var customersInGroup = 0

@@ -23,7 +23,7 @@ public struct CompiledOffer: Sendable {
         territories = offer.territories.isEmpty ? nil : offer.territories.map { ids($0) ?? CompiledOffer.missing }
     }
 
-    /// Every criterion of SPEC §3 rule 8 that `c` fails for this offer at `t`; empty = eligible.
+    /// Every criterion of docs/rules.md §3 rule 8 that `c` fails for this offer at `t`; empty = eligible.
     /// The caller has checked that the customer belongs to the offer's group.
     @inline(__always)
     public func failures(_ c: CustomerTimeline, asOf t: Int64) -> Reasons {

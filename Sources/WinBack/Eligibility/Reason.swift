@@ -1,4 +1,4 @@
-/// Why a customer is not eligible for an offer (SPEC §3 rule 10); a set, since `explain`
+/// Why a customer is not eligible for an offer (docs/rules.md §3 rule 10); a set, since `explain`
 /// and the funnel list every criterion that fails.
 public struct Reasons: OptionSet, Sendable, Hashable {
     public let rawValue: UInt16
@@ -15,7 +15,7 @@ public struct Reasons: OptionSet, Sendable, Hashable {
     public static let tooLongAgo = Reasons(rawValue: 1 << 8)
     public static let waitBetweenOffers = Reasons(rawValue: 1 << 9)
 
-    /// Every reason with its label, in the SPEC's order.
+    /// Every reason with its label, in the order of docs/rules.md §3 rule 10.
     public static let all: [(Reasons, String)] = [
         (.active, "active"), (.billingRetry, "billing_retry"), (.notSubscriber, "not_subscriber"),
         (.otherProduct, "other_product"), (.offerNotLive, "offer_not_live"), (.territory, "territory"),
@@ -23,7 +23,7 @@ public struct Reasons: OptionSet, Sendable, Hashable {
         (.waitBetweenOffers, "wait_between_offers"),
     ]
 
-    /// The labels of the reasons in this set, in the SPEC's order.
+    /// The labels of the reasons in this set, in the order of docs/rules.md §3 rule 10.
     public var labels: [String] {
         Reasons.all.filter { contains($0.0) }.map(\.1)
     }

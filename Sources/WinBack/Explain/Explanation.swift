@@ -15,7 +15,7 @@ public struct Explanation: Sendable {
         public var ignored: String?
     }
 
-    /// One access period (SPEC §3 rule 3).
+    /// One access period (docs/rules.md §3 rule 3).
     public struct PeriodView: Sendable {
         public var start: Int64
         public var end: Int64

@@ -1,7 +1,7 @@
 /// An `appAccountToken` as 128 bits, without a string table entry in the common case.
 ///
 /// Nearly every customer has a token of their own, so interning them would fill the string
-/// table with a string per customer. A token is a UUID, written back as it was read (SPEC
+/// table with a string per customer. A token is a UUID, written back as it was read (docs/rules.md
 /// §2.1: any case). One whose hex digits are all lowercase or all uppercase is kept as its
 /// value and that case; a token of mixed case is interned. Each token string has exactly one
 /// representation, so tokens compare equal exactly when the strings do.

@@ -1,4 +1,4 @@
-/// The identifier patterns of SPEC §2.1 and §2.4, checked on bytes.
+/// The identifier patterns of docs/rules.md §2.1 and §2.4, checked on bytes.
 public enum Identifier {
     @inline(__always)
     static func isAlnum(_ c: UInt8) -> Bool {

@@ -1,4 +1,4 @@
-import CSystem
+import CWinBackShims
 
 /// An open-addressing map from Int64 keys to UInt32 values (row or customer numbers), for
 /// millions of entries in 12 bytes a slot, without a node or a hash object per entry.

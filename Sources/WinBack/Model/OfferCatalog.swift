@@ -2,7 +2,7 @@ import Foundation
 
 /// The configured win-back offers, in catalog order (the order ranks tie-break on).
 ///
-/// Read from `{"offers": [...]}` (SPEC §2.4). Every violation is collected, so `validate`
+/// Read from `{"offers": [...]}` (docs/rules.md §2.4). Every violation is collected, so `validate`
 /// can report all of them at once; each names the offer and the field.
 public struct OfferCatalog: Sendable, Equatable {
     public var offers: [Offer]

@@ -1,10 +1,10 @@
-import CSystem
+import CWinBackShims
 
 /// Interns byte strings to dense `Int32` ids, without allocating per lookup.
 ///
 /// The hot representation of a transaction holds ids, not Strings. Each reader has its own
 /// table (no locks); tables are merged into one after reading, and the merged ids compare by
-/// their bytes where the SPEC asks for a bytewise order.
+/// their bytes where the rules ask for a bytewise order.
 public final class StringTable: @unchecked Sendable {
     @exclusivity(unchecked) private(set) var arena: [UInt8] = []
     @exclusivity(unchecked) private(set) var starts: [Int32] = [0]

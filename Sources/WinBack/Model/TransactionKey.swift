@@ -98,7 +98,7 @@ public struct TransactionKey: Hashable, Sendable {
         withBytes(in: table) { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// Bytewise order of the id strings (SPEC §3 orders a customer's rows by it on a tie).
+    /// Bytewise order of the id strings (docs/rules.md §3 orders a customer's rows by it on a tie).
     @inline(__always)
     public static func compare(_ a: TransactionKey, _ b: TransactionKey, in table: StringTable) -> Int {
         if a.raw == b.raw { return 0 }

@@ -1,7 +1,7 @@
 import Foundation
 import Yams
 
-/// A pipeline file (SPEC §2.5), validated: every problem is collected and named.
+/// A pipeline file (docs/rules.md §2.5), validated: every problem is collected and named.
 public struct PipelineConfig: Sendable {
     public enum AsOf: Sendable, Equatable {
         case today
@@ -47,7 +47,7 @@ public struct PipelineConfig: Sendable {
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
     public var threads: Int?
-    /// The library that inflates `.gz` inputs (an extension of SPEC §2.5; default zlib).
+    /// The library that inflates `.gz` inputs (an extension of docs/rules.md §2.5; default zlib).
     public var inflater: InflaterChoice = .zlib
 
     public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat"]

@@ -1,4 +1,4 @@
-/// A CSV export with the §2.1 field names as its header (SPEC §2.3 `csv`): any column order,
+/// A CSV export with the §2.1 field names as its header (docs/rules.md §2.3 `csv`): any column order,
 /// unknown columns ignored, an empty cell absent, booleans `true`/`false`, dates as integer
 /// milliseconds or UTC `YYYY-MM-DDTHH:MM:SS[.sss]Z` / `YYYY-MM-DD HH:MM:SS[.sss]`.
 struct CSVFormat: RowFormat {
@@ -90,7 +90,7 @@ struct CSVFormat: RowFormat {
     }
 }
 
-/// RevenueCat's Scheduled Data Export, template v5 (SPEC §2.3 `revenuecat`): gzipped CSV, only
+/// RevenueCat's Scheduled Data Export, template v5 (docs/rules.md §2.3 `revenuecat`): gzipped CSV, only
 /// `store = app_store` rows, columns mapped onto the §2.1 fields, then validated like any row.
 struct RevenueCatFormat: RowFormat {
     typealias Key = TransactionDecoder.Key

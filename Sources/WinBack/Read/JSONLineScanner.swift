@@ -1,4 +1,4 @@
-import CSystem
+import CWinBackShims
 
 /// A value found for one of the keys a ``JSONLineScanner`` looks for.
 ///

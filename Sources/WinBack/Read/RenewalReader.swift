@@ -18,7 +18,7 @@ public struct RenewalRead: Sendable {
     }
 }
 
-/// Reads renewal-info NDJSON files (SPEC §2.2) into a ``RenewalIndex``. Bad lines are
+/// Reads renewal-info NDJSON files (docs/rules.md §2.2) into a ``RenewalIndex``. Bad lines are
 /// rejected like transaction lines.
 public enum RenewalReader {
     static let keys = [

@@ -1,4 +1,4 @@
-/// Turns one NDJSON line into a ``Transaction``, applying SPEC §2.1's order of handling:
+/// Turns one NDJSON line into a ``Transaction``, applying docs/rules.md §2.1's order of handling:
 /// invalid JSON → rejected; a type other than auto-renewable → skipped; a missing or mistyped
 /// field, a bad identifier, expiresDate before purchaseDate → rejected.
 final class TransactionDecoder {
@@ -72,7 +72,7 @@ final class TransactionDecoder {
         }
     }
 
-    /// The bytes of an identifier field (SPEC §2.1's pattern), nil when absent.
+    /// The bytes of an identifier field (docs/rules.md §2.1's pattern), nil when absent.
     private func identifier(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
         guard let s = try string(k, required: required) else { return nil }
         guard Identifier.isValid(s) else {

@@ -93,7 +93,7 @@ protocol RowFormat: Sendable {
     func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
 }
 
-/// App Store Server API NDJSON (SPEC §2.1).
+/// App Store Server API NDJSON (docs/rules.md §2.1).
 struct NDJSONFormat: RowFormat {
     func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
         let source = try openSource(path: path, inflater: inflater)
@@ -112,7 +112,7 @@ struct NDJSONFormat: RowFormat {
     }
 }
 
-/// Reads every transaction file in parallel, then merges and deduplicates (SPEC §3 rule 1).
+/// Reads every transaction file in parallel, then merges and deduplicates (docs/rules.md §3 rule 1).
 public enum TransactionReader {
     static func format(_ name: String, products: [String: String]) -> RowFormat {
         switch name {

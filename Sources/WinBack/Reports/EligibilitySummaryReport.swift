@@ -3,7 +3,7 @@
 /// See https://developer.apple.com/help/app-store-connect/reference/win-back-eligibility-report
 public struct EligibilitySummaryRow: Sendable, Equatable {
     public var subscriptionGroupId: String
-    /// The customer's product (SPEC §3 rule 6).
+    /// The customer's product (docs/rules.md §3 rule 6).
     public var productId: String
     /// Paid months of the most recent run (Apple may count tenure differently).
     public var paidTenure: Int64

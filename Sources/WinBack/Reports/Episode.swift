@@ -1,4 +1,4 @@
-/// One offer episode of a customer (SPEC §4.3): a maximal run of consecutive rows with the same
+/// One offer episode of a customer (docs/rules.md §4.3): a maximal run of consecutive rows with the same
 /// (offerType, offerIdentifier), each starting at most `consecutiveGapDays` after the previous
 /// row's expiresDate. Its first row is the redemption.
 public struct Episode: Sendable, Equatable {

@@ -1,4 +1,4 @@
-/// `eligibility-funnel.csv` (SPEC §4.3): per catalog offer, where the group's customers drop
+/// `eligibility-funnel.csv` (docs/rules.md §4.3): per catalog offer, where the group's customers drop
 /// out. The counts are the ones ``Audience/evaluate(_:book:renewals:asOf:gapDays:threads:)``
 /// gathered while building the segments, so the funnel and the segments always agree.
 public enum FunnelReport {

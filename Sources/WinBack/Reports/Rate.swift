@@ -1,4 +1,4 @@
-/// Report rates (SPEC §4.3): four decimals rounded half up, empty when the denominator is 0.
+/// Report rates (docs/rules.md §4.3): four decimals rounded half up, empty when the denominator is 0.
 ///
 /// Computed on integers so that 1/32 is exactly 0.03125 and rounds to 0.0313 on every machine.
 public enum Rate {

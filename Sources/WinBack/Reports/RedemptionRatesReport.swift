@@ -1,10 +1,10 @@
-/// One line of `winback-redemption-rates.csv` (SPEC §4.3): of the customers eligible for a
+/// One line of `winback-redemption-rates.csv` (docs/rules.md §4.3): of the customers eligible for a
 /// win-back offer at the first instant of a month, how many redeemed it during that month.
 public struct RedemptionRateRow: Sendable, Equatable {
     /// `YYYY-MM`.
     public var month: String
     public var offerId: String
-    /// Customers eligible at the month's first instant, by SPEC §3 with only what was known then.
+    /// Customers eligible at the month's first instant, by docs/rules.md §3 with only what was known then.
     public var eligibleAtMonthStart: Int
     /// Of those, customers who redeemed the offer during the month.
     public var redeemedByEligible: Int
@@ -52,7 +52,7 @@ public enum RedemptionRatesReport {
     /// Counts one customer into `tally` (months × catalog offers, month-major).
     ///
     /// The customer is reconstructed at each month's first instant from the same rows, with no
-    /// renewal info (the SPEC's rule), and evaluated against their group's offers; their
+    /// renewal info (docs/rules.md §4.3), and evaluated against their group's offers; their
     /// redemptions come from the episodes found at T.
     static func count<C: RandomAccessCollection>(
         rows: C, group: Int32, episodes: [Episode], book: OfferBook, window: ReportWindow, gapDays: Int64,

@@ -1,4 +1,4 @@
-/// `redemptions-by-offer-type.csv` (SPEC §4.3): redemptions, customers, conversions and
+/// `redemptions-by-offer-type.csv` (docs/rules.md §4.3): redemptions, customers, conversions and
 /// pending episodes per (offer type, offer id, discount type) inside the report window.
 public struct RedemptionRow: Sendable, Equatable {
     /// `introductory`, `promotional`, `offer_code`, `win_back` or `unknown:N`.
@@ -86,7 +86,7 @@ public enum RedemptionReport {
         }
     }
 
-    /// The report rows in SPEC order: offer type (introductory, promotional, offer_code,
+    /// The report rows in the order of docs/rules.md §4.3: offer type (introductory, promotional, offer_code,
     /// win_back, then unknown:… bytewise), offer id, discount type (bytewise).
     static func rows(_ tally: [Key: Counts], strings: StringTable) -> [RedemptionRow] {
         func text(_ id: Int32) -> String { id >= 0 ? strings.string(id) : "" }
@@ -125,7 +125,7 @@ public enum RedemptionReport {
     }
 }
 
-/// Bytewise order of two strings' UTF-8 (SPEC §3: ids compare bytewise).
+/// Bytewise order of two strings' UTF-8 (docs/rules.md §3: ids compare bytewise).
 @inline(__always)
 func bytewiseLess(_ a: String, _ b: String) -> Bool {
     a.utf8.lexicographicallyPrecedes(b.utf8)

@@ -1,4 +1,4 @@
-/// The months the reports cover (SPEC §4.3): the `windowMonths` calendar months before the
+/// The months the reports cover (docs/rules.md §4.3): the `windowMonths` calendar months before the
 /// month containing T, plus (for redemption counts only) the current month up to T.
 public struct ReportWindow: Sendable, Equatable {
     public var asOf: Int64

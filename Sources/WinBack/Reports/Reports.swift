@@ -1,6 +1,6 @@
 import Foundation
 
-/// The four reports of SPEC §4.3, computed in one parallel pass over the customers already in
+/// The four reports of docs/rules.md §4.3, computed in one parallel pass over the customers already in
 /// memory: the rows the segments were built from, and the audience evaluated at T.
 ///
 /// Pure: no files, no clock. Workers tally contiguous shards of customers, each into a tally of

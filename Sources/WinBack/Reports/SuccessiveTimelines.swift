@@ -1,5 +1,5 @@
 /// One customer reconstructed at successive, increasing instants with no renewal info, as the
-/// monthly redemption rates need (SPEC §4.3), without redoing the whole reconstruction at each.
+/// monthly redemption rates need (docs/rules.md §4.3), without redoing the whole reconstruction at each.
 ///
 /// Between two instants the reconstruction can only change when a row is purchased or a
 /// revocation becomes known; otherwise the periods are the same and only the state and the

@@ -1,4 +1,4 @@
-/// What the rules need to know of one customer at one instant (SPEC §3 rules 3–7).
+/// What the rules need to know of one customer at one instant (docs/rules.md §3 rules 3–7).
 ///
 /// Built by ``CustomerTimeline/build(rows:asOf:gapDays:renewal:periods:)`` from the customer's
 /// rows, pure: no files, no clock.

@@ -1,4 +1,4 @@
-/// Calendar arithmetic in UTC on millisecond timestamps, as SPEC §3 defines it.
+/// Calendar arithmetic in UTC on millisecond timestamps, as docs/rules.md §3 defines it.
 ///
 /// Every function here is pure and allocation-free: it runs millions of times per night.
 public enum MonthMath {

@@ -1,4 +1,4 @@
-/// One access period of a customer: `[start, end)` from one PURCHASED row (SPEC §3 rule 3).
+/// One access period of a customer: `[start, end)` from one PURCHASED row (docs/rules.md §3 rule 3).
 public struct Period: Sendable, Equatable {
     public var start: Int64
     public var end: Int64
@@ -21,7 +21,7 @@ public struct Period: Sendable, Equatable {
     }
 }
 
-/// A customer's subscription state at the as-of instant (SPEC §3 rule 4).
+/// A customer's subscription state at the as-of instant (docs/rules.md §3 rule 4).
 public enum SubscriptionState: UInt8, Sendable {
     case active
     case billingRetry
@@ -36,7 +36,7 @@ public enum SubscriptionState: UInt8, Sendable {
     }
 }
 
-/// The renewal information that applies at the as-of instant (SPEC §2.2).
+/// The renewal information that applies at the as-of instant (docs/rules.md §2.2).
 /// See https://developer.apple.com/documentation/appstoreserverapi/jwsrenewalinfodecodedpayload
 public struct RenewalInfo: Sendable, Equatable {
     public var signedDate: Int64 = Transaction.unsigned

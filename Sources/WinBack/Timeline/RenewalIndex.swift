@@ -30,7 +30,7 @@ public struct RenewalIndex: Sendable {
         }
     }
 
-    /// The newest renewal info with signedDate ≤ t (SPEC §2.2).
+    /// The newest renewal info with signedDate ≤ t (docs/rules.md §2.2).
     @inline(__always)
     public func known(at t: Int64, originalTransactionId: TransactionKey) -> RenewalInfo? {
         guard let list = byOriginal[originalTransactionId] else { return nil }

@@ -1,4 +1,4 @@
-/// Builds RFC 4180 records (SPEC §4.1): a field is quoted only when it holds a comma, a quote,
+/// Builds RFC 4180 records (docs/rules.md §4.1): a field is quoted only when it holds a comma, a quote,
 /// CR or LF; every record ends with `\n`; a cell that could start a spreadsheet formula is
 /// prefixed with `'`.
 public struct CSVRecord {

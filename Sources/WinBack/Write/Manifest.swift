@@ -1,6 +1,6 @@
 import Foundation
 
-/// `manifest.json` (SPEC §4.4): what a run read, counted, wrote and how long each stage took.
+/// `manifest.json` (docs/rules.md §4.4): what a run read, counted, wrote and how long each stage took.
 public struct Manifest {
     public static let toolVersion = "0.1.0"
 

@@ -4,7 +4,7 @@ import Foundation
     import Glibc
 #endif
 
-/// Publishes a run atomically under `<output>/<name>/` (SPEC §4, §6).
+/// Publishes a run atomically under `<output>/<name>/` (docs/rules.md §4, §6).
 ///
 /// A run is built in a hidden staging folder; on success it is renamed to a versioned hidden
 /// folder and `<YYYY-MM-DD>` and `latest` are relative symlinks swapped by rename(2), so a

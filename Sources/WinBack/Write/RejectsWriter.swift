@@ -1,4 +1,4 @@
-/// `rejects.csv` (SPEC §6): file, line, reason, excerpt, sorted by file then line.
+/// `rejects.csv` (docs/rules.md §6): file, line, reason, excerpt, sorted by file then line.
 enum RejectsWriter {
     static func bytes(_ rejects: [Reject], relativeTo folder: String) -> [UInt8] {
         var out = CSVRecord.header(["file", "line", "reason", "excerpt"])

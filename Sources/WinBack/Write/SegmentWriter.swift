@@ -1,6 +1,6 @@
 import Foundation
 
-/// Writes the audience segments (SPEC §4.1, §4.2): one CSV and one XML per catalog offer, and
+/// Writes the audience segments (docs/rules.md §4.1, §4.2): one CSV and one XML per catalog offer, and
 /// the best-offer list, all in customer order.
 public struct SegmentWriter: Sendable {
     public static let columns = [

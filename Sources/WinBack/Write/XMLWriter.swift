@@ -60,14 +60,14 @@ final class XMLWriter {
     // C string made on every call.
     func start(_ name: StaticString) throws { try check(xmlTextWriterStartElement(writer, name.utf8Start)) }
 
-    /// Writes an attribute; an empty value is omitted (SPEC §4.2).
+    /// Writes an attribute; an empty value is omitted (docs/rules.md §4.2).
     func attribute(_ name: StaticString, _ value: String) throws {
         if value.isEmpty { return }
         try check(xmlTextWriterWriteAttribute(writer, name.utf8Start, value))
     }
 
     /// Writes an attribute whose value `body` appends as UTF-8 bytes, with no String made on
-    /// the way; an empty value is omitted (SPEC §4.2).
+    /// the way; an empty value is omitted (docs/rules.md §4.2).
     func attribute(_ name: StaticString, _ body: (inout [UInt8]) -> Void) throws {
         value.removeAll(keepingCapacity: true)
         body(&value)

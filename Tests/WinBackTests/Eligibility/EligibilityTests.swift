@@ -2,7 +2,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Eligibility (SPEC §3 rules 8–10)")
+@Suite("Eligibility (docs/rules.md §3 rules 8–10)")
 struct EligibilityTests {
     /// Apple's walk-through (all at 12:00 UTC): Premium 2025-01-01 and 02-01, Basic 03-01 and
     /// 04-01 (expires 05-01, then cancelled).

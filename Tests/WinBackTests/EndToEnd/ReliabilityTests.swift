@@ -3,7 +3,7 @@ import Testing
 
 @testable import WinBack
 
-/// Faults a nightly cron run must survive (SPEC §6).
+/// Faults a nightly cron run must survive (docs/rules.md §6).
 @Suite("Reliability: faults, exit codes, atomic publish, lock", .serialized)
 struct ReliabilityTests {
     /// A copy of the golden world whose output goes to `<world>/out`.

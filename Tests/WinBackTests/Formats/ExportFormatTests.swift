@@ -3,7 +3,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Export formats: csv and revenuecat (SPEC §2.3)", .serialized)
+@Suite("Export formats: csv and revenuecat (docs/rules.md §2.3)", .serialized)
 struct ExportFormatTests {
     func run(_ fixture: String) throws -> String {
         let world = try Paths.copyFixture(fixture)

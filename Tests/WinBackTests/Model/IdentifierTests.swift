@@ -2,7 +2,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Identifier patterns (SPEC §2.1)")
+@Suite("Identifier patterns (docs/rules.md §2.1)")
 struct IdentifierTests {
     func uuid(_ s: String) -> Bool { Array(s.utf8).withUnsafeBytes { Identifier.isUUID($0) } }
     func id(_ s: String) -> Bool { Identifier.isValid(s) }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Offer catalog (SPEC §2.4)")
+@Suite("Offer catalog (docs/rules.md §2.4)")
 struct OfferCatalogTests {
     static let apple = """
         {"offerId": "wb.basic.1m.free", "referenceName": "Basic: one month free", "subscriptionGroupId": "21482345",

@@ -3,7 +3,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Pipeline file (SPEC §2.5)")
+@Suite("Pipeline file (docs/rules.md §2.5)")
 struct PipelineConfigTests {
     static let minimal = """
         name: nightly

@@ -4,7 +4,7 @@ import Testing
 @testable import WinBack
 
 extension ReadStageTests {
-    /// Gzip and plain sources (SPEC §2.1 file kinds, §6 corrupt and truncated files).
+    /// Gzip and plain sources (docs/rules.md §2.1 file kinds, §6 corrupt and truncated files).
     @Suite struct GzipFileSourceTests {
         /// Text large enough for dynamic Huffman blocks and several 256 KiB input refills.
         static func sampleText(lines: Int, seed: UInt64 = 1) -> String {

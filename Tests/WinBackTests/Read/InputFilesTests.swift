@@ -4,7 +4,7 @@ import Testing
 @testable import WinBack
 
 extension ReadStageTests {
-    /// Resolving input globs to files (SPEC §2.5: relative to the pipeline's folder, each file
+    /// Resolving input globs to files (docs/rules.md §2.5: relative to the pipeline's folder, each file
     /// once, absolute normalised paths sorted bytewise; §6: a glob matching nothing fails).
     @Suite struct InputFilesTests {
         static let normalisation: [(path: String, base: String, expected: String)] = [

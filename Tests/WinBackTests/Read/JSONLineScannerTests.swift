@@ -4,7 +4,7 @@ import Testing
 @testable import WinBack
 
 extension ReadStageTests {
-    /// The byte-level JSON object scanner (SPEC §2.1: escapes, unicode, nesting, duplicates, null).
+    /// The byte-level JSON object scanner (docs/rules.md §2.1: escapes, unicode, nesting, duplicates, null).
     @Suite struct JSONLineScannerTests {
         enum Scanned: Equatable {
             case success([UInt8])

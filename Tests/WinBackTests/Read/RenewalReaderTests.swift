@@ -4,7 +4,7 @@ import Testing
 @testable import WinBack
 
 extension ReadStageTests {
-    /// Renewal info NDJSON (SPEC §2.2) and the newest version known at T.
+    /// Renewal info NDJSON (docs/rules.md §2.2) and the newest version known at T.
     @Suite struct RenewalReaderTests {
         private func read(_ lines: [String], gzip: Bool = true) throws -> (
             RenewalIndex, [Reject], [InputStats], StringTable

@@ -4,7 +4,7 @@ import Testing
 @testable import WinBack
 
 extension ReadStageTests {
-    /// One line → row, non-subscription or rejected, in SPEC §2.1's order of handling.
+    /// One line → row, non-subscription or rejected, in docs/rules.md §2.1's order of handling.
     @Suite struct TransactionDecoderTests {
         @Test func everyUsedFieldIsRead() throws {
             let h = DecodeHarness()

@@ -4,7 +4,7 @@ import Testing
 @testable import WinBack
 
 extension ReadStageTests {
-    /// Reading several files and deduplicating by transactionId (SPEC §3 rule 1), then counting
+    /// Reading several files and deduplicating by transactionId (docs/rules.md §3 rule 1), then counting
     /// sandbox and family-shared rows.
     @Suite struct TransactionReaderTests {
         /// Writes `files` (name → lines) as gzip into `dir`; returns their paths in sorted order.

@@ -7,7 +7,7 @@ struct RedemptionReportTests {
     /// T = 2026-11-22, 12 months: redemptions count from 2025-11-01T00:00 up to T; gap 60 days.
     static let asOf = "2026-11-22"
 
-    /// One customer per letter; each comment gives the outcome worked out from SPEC §4.3.
+    /// One customer per letter; each comment gives the outcome worked out from docs/rules.md §4.3.
     static func world(_ w: TestWorld) -> [Transaction] {
         func payg(_ p: String, _ e: String, _ c: String, _ type: String = "PAY_AS_YOU_GO") -> Transaction {
             w.discount(w.tx(p, e, customer: c, offerType: 2, offerId: "promo.half"), type)
@@ -72,7 +72,7 @@ struct RedemptionReportTests {
 
         """
 
-    @Test("counts, conversions and pending episodes match the hand count, in SPEC row order")
+    @Test("counts, conversions and pending episodes match the hand count, in the rules' row order")
     func handCounted() {
         let w = TestWorld()
         let r = computeReports(w, Self.world(w), asOf: Self.asOf)

@@ -2,7 +2,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Offer episodes: conversion and pending (SPEC §4.3)")
+@Suite("Offer episodes: conversion and pending (docs/rules.md §4.3)")
 struct ReportEpisodeTests {
     let t = "2026-11-22T00:00:00Z"
 

@@ -2,7 +2,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Report rates and window (SPEC §4.3)")
+@Suite("Report rates and window (docs/rules.md §4.3)")
 struct ReportRateAndWindowTests {
     @Test(
         "rates have four decimals rounded half up, and are empty without a denominator",

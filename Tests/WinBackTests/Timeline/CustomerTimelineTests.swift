@@ -2,7 +2,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Customer timeline (SPEC §3 rules 1–7)")
+@Suite("Customer timeline (docs/rules.md §3 rules 1–7)")
 struct CustomerTimelineTests {
     @Test("rows purchased at or after the as-of instant do not exist yet")
     func futureRowsIgnored() throws {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Month arithmetic (SPEC §3)")
+@Suite("Month arithmetic (docs/rules.md §3)")
 struct MonthMathTests {
     @Test(
         "addMonths clamps the day to the target month and keeps the time of day",

@@ -2,7 +2,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("CSV output (SPEC §4.1, §6)")
+@Suite("CSV output (docs/rules.md §4.1, §6)")
 struct CSVOutputTests {
     func record(_ fields: [String]) -> String {
         var r = CSVRecord()

@@ -3,7 +3,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("Output files synced in the background before publishing (SPEC §4, §6)")
+@Suite("Output files synced in the background before publishing (docs/rules.md §4, §6)")
 struct DiskSyncTests {
     func temporaryFolder() throws -> String {
         let dir = NSTemporaryDirectory() + "winback-sync-\(UUID().uuidString)"

@@ -1,4 +1,4 @@
-import CSystem
+import CWinBackShims
 
 /// Settings of the C allocator for a long run over millions of rows.
 public enum Allocator {

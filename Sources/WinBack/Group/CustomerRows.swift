@@ -1,4 +1,4 @@
-import CSystem
+import CWinBackShims
 
 /// The rows of a run grouped by customer (subscription group, originalTransactionId), with
 /// customers in output order (bytewise by group, then originalTransactionId) and each

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Writes the reports of SPEC §4.3 into `<run>/reports/`: the four CSV files and report.html.
+/// Writes the reports of docs/rules.md §4.3 into `<run>/reports/`: the four CSV files and report.html.
 public struct ReportWriter {
     public static let files = [
         "redemptions-by-offer-type.csv", "winback-redemption-rates.csv", "eligibility-funnel.csv",

@@ -1,5 +1,5 @@
-#ifndef WINBACK_CSYSTEM_SHIM_H
-#define WINBACK_CSYSTEM_SHIM_H
+#ifndef WINBACK_SHIMS_H
+#define WINBACK_SHIMS_H
 
 // Allocator settings of the C library, where it has them (glibc).
 #if defined(__linux__)
