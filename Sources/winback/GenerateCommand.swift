@@ -35,6 +35,8 @@ struct GenerateCommand: ParsableCommand {
             try WorldGenerator.generate(
                 GenerateOptions(customers: customers, seed: seed, asOf: t, format: format), to: out)
         }
-        print("wrote \(summary.files.count) files, \(summary.transactions) transactions, \(summary.customers) customers to \(out)")
+        print(
+            "wrote \(summary.files.count) files, \(summary.transactions) transactions, \(summary.customers) customers to \(out)"
+        )
     }
 }

@@ -7,6 +7,8 @@ struct PipelineOptions: ParsableArguments {
 
     @Option(
         name: .customLong("as-of"),
-        help: "Evaluate at this instant instead of the file's asOf: today (00:00 UTC), now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ.")
+        help:
+            "Evaluate at this instant instead of the file's asOf: today (00:00 UTC), now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ."
+    )
     var asOf: String?
 }

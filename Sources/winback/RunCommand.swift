@@ -1,5 +1,5 @@
-import Foundation
 import ArgumentParser
+import Foundation
 import WinBack
 
 struct RunCommand: ParsableCommand {
@@ -37,7 +37,8 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         Allocator.configureForBatch()
         let summary = try reportingErrors {
-            var options = RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads)
+            var options = RunOptions(
+                pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads)
             options.inflater = inflater?.resolved()
             // Published: print the folder and end, leaving the run's memory to the system.
             options.published = { summary in

@@ -13,7 +13,9 @@ struct Winback: ParsableCommand {
             78 bad configuration.
             """,
         version: Manifest.toolVersion,
-        subcommands: [RunCommand.self, ValidateCommand.self, ExplainCommand.self, GenerateCommand.self, BenchCommand.self])
+        subcommands: [
+            RunCommand.self, ValidateCommand.self, ExplainCommand.self, GenerateCommand.self, BenchCommand.self,
+        ])
 }
 
 /// Runs `body`, turning a ``WinBackError`` into its message on stderr and its exit code.

@@ -146,8 +146,12 @@ extension FunnelRow {
     mutating func count(_ state: SubscriptionState, _ failed: Reasons) {
         customersInGroup += 1
         switch state {
-        case .active: active += 1; return
-        case .billingRetry: billingRetry += 1; return
+        case .active:
+            active += 1
+            return
+        case .billingRetry:
+            billingRetry += 1
+            return
         case .churned: churned += 1
         }
         if failed.contains(.otherProduct) { otherProduct += 1 }

@@ -28,13 +28,17 @@ public enum Explainer {
                     ? "purchased at or after the as-of instant"
                     : r.ownership == .familyShared ? "family shared: never counts" : "unknown ownership type"
             } else if !used.contains(Int32(i)) {
-                ignored = r.isRevoked(at: t) ? "refunded before it began" : "empty period (cut by the next one or zero length)"
+                ignored =
+                    r.isRevoked(at: t)
+                    ? "refunded before it began" : "empty period (cut by the next one or zero length)"
             }
             return Explanation.Row(
-                transactionId: s.string(r.transactionId), productId: s.string(r.productId), purchaseDate: r.purchaseDate,
+                transactionId: s.string(r.transactionId), productId: s.string(r.productId),
+                purchaseDate: r.purchaseDate,
                 expiresDate: r.expiresDate, offer: offerLabel(r),
                 discountType: r.offerDiscountType >= 0 ? s.string(r.offerDiscountType) : "",
-                revocationDate: r.revocationDate == Transaction.never ? nil : r.revocationDate, isUpgraded: r.isUpgraded,
+                revocationDate: r.revocationDate == Transaction.never ? nil : r.revocationDate,
+                isUpgraded: r.isUpgraded,
                 ignored: ignored)
         }
         var reach = Int64.min
@@ -58,7 +62,8 @@ public enum Explainer {
             appAccountToken: tl.flatMap { $0.appAccountToken.string(in: s) },
             rows: rowViews, periods: periodViews,
             winBackHistory: tl?.winBackEnds.map { (s.string($0.offerId), $0.end) } ?? [], offers: [],
-            renewalSignedDate: renewal.map(\.signedDate), appleEligibleWinBackOfferIds: renewal?.eligibleWinBackOfferIds)
+            renewalSignedDate: renewal.map(\.signedDate), appleEligibleWinBackOfferIds: renewal?.eligibleWinBackOfferIds
+        )
 
         var verdicts: [Int: Explanation.Verdict] = [:]
         if let tl {
@@ -67,7 +72,8 @@ public enum Explainer {
                 let o = book.offers[i]
                 if failed.isEmpty {
                     rank += 1
-                    verdicts[i] = Explanation.Verdict(offerId: o.offer.offerId, eligible: true, rank: rank, failures: [])
+                    verdicts[i] = Explanation.Verdict(
+                        offerId: o.offer.offerId, eligible: true, rank: rank, failures: [])
                 } else {
                     verdicts[i] = Explanation.Verdict(
                         offerId: o.offer.offerId, eligible: false, rank: nil,
@@ -98,7 +104,10 @@ public enum Explainer {
         let iso = Timestamp.iso
         if failed.contains(.active) {
             let running = periods.first { $0.start <= t && t < $0.end }
-            out.append(.init(reason: "active", detail: "subscribed until \(running.map { iso($0.end) } ?? "?")", from: running?.end))
+            out.append(
+                .init(
+                    reason: "active", detail: "subscribed until \(running.map { iso($0.end) } ?? "?")",
+                    from: running?.end))
         }
         if failed.contains(.billingRetry) {
             let e = tl.lastSubscribedEnd
@@ -106,15 +115,19 @@ public enum Explainer {
                 out.append(.init(reason: "billing_retry", detail: "in a billing grace period until \(iso(g))", from: g))
             } else {
                 let until = e + CustomerTimeline.billingRetryWindow
-                out.append(.init(
-                    reason: "billing_retry",
-                    detail: "Apple is retrying billing since \(iso(e)) (at most 60 days, until \(iso(until)))", from: until))
+                out.append(
+                    .init(
+                        reason: "billing_retry",
+                        detail: "Apple is retrying billing since \(iso(e)) (at most 60 days, until \(iso(until)))",
+                        from: until))
             }
         }
         if failed.contains(.otherProduct) {
-            out.append(.init(
-                reason: "other_product",
-                detail: "last subscribed to \(s.string(tl.productId)); the offer is for \(offer.productId)", from: nil))
+            out.append(
+                .init(
+                    reason: "other_product",
+                    detail: "last subscribed to \(s.string(tl.productId)); the offer is for \(offer.productId)",
+                    from: nil))
         }
         if failed.contains(.offerNotLive) {
             let start = offer.startDay.map { Timestamp.date($0 * MonthMath.day) } ?? "always"
@@ -124,14 +137,18 @@ public enum Explainer {
         }
         if failed.contains(.territory) {
             let have = tl.storefront >= 0 ? "storefront \(s.string(tl.storefront))" : "no storefront"
-            out.append(.init(
-                reason: "territory", detail: "\(have); the offer is sold in \(offer.territories.joined(separator: ", "))", from: nil))
+            out.append(
+                .init(
+                    reason: "territory",
+                    detail: "\(have); the offer is sold in \(offer.territories.joined(separator: ", "))", from: nil))
         }
         if failed.contains(.paidDuration) {
-            out.append(.init(
-                reason: "paid_duration",
-                detail: "paid \(tl.paidMonths) month\(tl.paidMonths == 1 ? "" : "s") in the latest run; the offer needs \(offer.paidMonths)",
-                from: nil))
+            out.append(
+                .init(
+                    reason: "paid_duration",
+                    detail:
+                        "paid \(tl.paidMonths) month\(tl.paidMonths == 1 ? "" : "s") in the latest run; the offer needs \(offer.paidMonths)",
+                    from: nil))
         }
         let range = "\(offer.minMonthsSince)–\(offer.maxMonthsSince)"
         let months = "\(tl.monthsSinceLastSubscribed) month\(tl.monthsSinceLastSubscribed == 1 ? "" : "s") ago"
@@ -139,17 +156,22 @@ public enum Explainer {
         if failed.contains(.tooRecent) {
             let from = MonthMath.addMonths(tl.lastSubscribedEnd, Int64(offer.minMonthsSince))
             let ended = tl.lastSubscribedEnd > t ? "subscribed until \(iso(tl.lastSubscribedEnd))" : since
-            out.append(.init(
-                reason: "too_recent", detail: "\(ended); the offer needs \(range) → from \(iso(from))", from: from))
+            out.append(
+                .init(
+                    reason: "too_recent", detail: "\(ended); the offer needs \(range) → from \(iso(from))", from: from))
         }
         if failed.contains(.tooLongAgo) {
             out.append(.init(reason: "too_long_ago", detail: "\(since); the offer needs \(range)", from: nil))
         }
-        if failed.contains(.waitBetweenOffers), let wait = offer.waitMonths, let end = tl.lastRedemptionEnd(of: o.offerIdentifier) {
+        if failed.contains(.waitBetweenOffers), let wait = offer.waitMonths,
+            let end = tl.lastRedemptionEnd(of: o.offerIdentifier)
+        {
             let from = MonthMath.addMonths(end, Int64(wait))
-            out.append(.init(
-                reason: "wait_between_offers",
-                detail: "redeemed this offer until \(iso(end)), wait \(wait) months → eligible from \(iso(from))", from: from))
+            out.append(
+                .init(
+                    reason: "wait_between_offers",
+                    detail: "redeemed this offer until \(iso(end)), wait \(wait) months → eligible from \(iso(from))",
+                    from: from))
         }
         return out
     }
@@ -167,7 +189,8 @@ public enum Explainer {
             inputs = try Stage.read(p, only: [id] + originals.sorted())
         }
         guard !inputs.transactions.rows.isEmpty else {
-            throw WinBackError(.noInput, "no customer has originalTransactionId or appAccountToken '\(id)' in the inputs")
+            throw WinBackError(
+                .noInput, "no customer has originalTransactionId or appAccountToken '\(id)' in the inputs")
         }
         let customers = Stage.group(inputs, threads: 1)
         let book = Stage.offers(p, strings: inputs.strings)

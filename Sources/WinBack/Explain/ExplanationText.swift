@@ -11,7 +11,9 @@ extension Explanation {
             switch state {
             case .active: stateText = "active (subscribed until \(iso(e)))"
             case .billingRetry: stateText = "in billing retry (last period ended \(iso(e)))"
-            case .churned: stateText = "churned (last subscribed until \(iso(e)), \(since) whole month\(since == 1 ? "" : "s") ago)"
+            case .churned:
+                stateText =
+                    "churned (last subscribed until \(iso(e)), \(since) whole month\(since == 1 ? "" : "s") ago)"
             }
             out.append("  state:        \(stateText)")
             out.append("  product:      \(productId ?? "")")
@@ -38,14 +40,17 @@ extension Explanation {
             if p.upgraded { notes.append("upgraded") }
             if !p.offer.isEmpty { notes.append(p.offer) }
             out.append(
-                "  run \(p.run)  \(iso(p.start)) → \(iso(p.end))  \(p.productId)  \(notes.joined(separator: ", "))  [\(p.transactionId)]")
+                "  run \(p.run)  \(iso(p.start)) → \(iso(p.end))  \(p.productId)  \(notes.joined(separator: ", "))  [\(p.transactionId)]"
+            )
         }
         let ignored = rows.filter { $0.ignored != nil }
         if !ignored.isEmpty {
             out.append("")
             out.append("Rows that give no period:")
             for r in ignored {
-                out.append("  \(r.transactionId)  \(iso(r.purchaseDate)) → \(iso(r.expiresDate))  \(r.productId): \(r.ignored!)")
+                out.append(
+                    "  \(r.transactionId)  \(iso(r.purchaseDate)) → \(iso(r.expiresDate))  \(r.productId): \(r.ignored!)"
+                )
             }
         }
         out.append("")
@@ -71,7 +76,9 @@ extension Explanation {
             out.append(
                 "Apple's eligibleWinBackOfferIds (renewal info signed \(renewalSignedDate.map(iso) ?? "?")): "
                     + (apple.isEmpty ? "(none)" : apple.joined(separator: ", ")))
-            out.append("Computed here:                     " + (eligibleOfferIds.isEmpty ? "(none)" : eligibleOfferIds.joined(separator: ", ")))
+            out.append(
+                "Computed here:                     "
+                    + (eligibleOfferIds.isEmpty ? "(none)" : eligibleOfferIds.joined(separator: ", ")))
         }
         return out.joined(separator: "\n") + "\n"
     }

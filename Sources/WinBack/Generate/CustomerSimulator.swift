@@ -26,7 +26,8 @@ struct CustomerSimulator {
     static func uuid(_ rng: inout SplitMix64) -> String {
         let hex = Array("0123456789abcdef")
         var s = ""
-        let a = rng.next(), b = rng.next()
+        let a = rng.next()
+        let b = rng.next()
         for i in 0..<32 {
             if i == 8 || i == 12 || i == 16 || i == 20 { s.append("-") }
             var nibble = Int(((i < 16 ? a : b) >> UInt64((i % 16) * 4)) & 0xF)
@@ -41,7 +42,8 @@ struct CustomerSimulator {
         var rng = SplitMix64(seed: seed, index: UInt64(c))
         typealias P = GeneratedCatalog
         let photo = rng.chance(0.3)
-        var product = photo
+        var product =
+            photo
             ? (rng.chance(0.7) ? P.photoMonthly : P.photoYearly)
             : rng.weighted([(P.basic, 60), (P.premium, 30), (P.premiumYearly, 10)])
         let storefront = rng.weighted(Self.storefronts)

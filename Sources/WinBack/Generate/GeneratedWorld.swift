@@ -49,9 +49,12 @@ enum GeneratedCatalog {
 
     static let streaming = "21482345"
     static let photo = "30591122"
-    static let basic = Product(id: "com.example.streamingpass.basic.monthly", group: streaming, months: 1, priceMilli: 4990)
-    static let premium = Product(id: "com.example.streamingpass.premium.monthly", group: streaming, months: 1, priceMilli: 9990)
-    static let premiumYearly = Product(id: "com.example.streamingpass.premium.yearly", group: streaming, months: 12, priceMilli: 99990)
+    static let basic = Product(
+        id: "com.example.streamingpass.basic.monthly", group: streaming, months: 1, priceMilli: 4990)
+    static let premium = Product(
+        id: "com.example.streamingpass.premium.monthly", group: streaming, months: 1, priceMilli: 9990)
+    static let premiumYearly = Product(
+        id: "com.example.streamingpass.premium.yearly", group: streaming, months: 12, priceMilli: 99990)
     static let photoMonthly = Product(id: "com.example.photopro.monthly", group: photo, months: 1, priceMilli: 2990)
     static let photoYearly = Product(id: "com.example.photopro.yearly", group: photo, months: 12, priceMilli: 24990)
     static let products = [basic, premium, premiumYearly, photoMonthly, photoYearly]

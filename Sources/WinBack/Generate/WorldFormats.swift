@@ -90,7 +90,8 @@ struct CSVWorldFormat: WorldFormat {
             date(t.purchaseDate), t.autoRenewable ? date(t.expiresDate) : "",
             t.autoRenewable ? "Auto-Renewable Subscription" : "Consumable", t.sandbox ? "Sandbox" : "Production",
             t.familyShared ? "FAMILY_SHARED" : "PURCHASED", t.offerType.map(String.init) ?? "", t.offerIdentifier ?? "",
-            t.offerDiscountType ?? "", t.offerPeriod ?? "", date(t.revocationDate), t.revocationReason.map(String.init) ?? "",
+            t.offerDiscountType ?? "", t.offerPeriod ?? "", date(t.revocationDate),
+            t.revocationReason.map(String.init) ?? "",
             t.isUpgraded ? "true" : "", t.storefront, t.appAccountToken ?? "", date(t.signedDate), String(t.price),
             t.currency,
         ]

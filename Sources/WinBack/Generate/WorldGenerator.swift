@@ -51,7 +51,8 @@ public enum WorldGenerator {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw WinBackError(.cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: directory)
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: directory)
         }
         let sim = CustomerSimulator(asOf: o.asOf, seed: o.seed)
         var writers: [String: GzipWriter] = [:]
@@ -80,7 +81,8 @@ public enum WorldGenerator {
                         if dup.chance(0.5) { again.signedDate += MonthMath.day }
                         var copy: [UInt8] = []
                         format.append(again, variant: k, to: &copy)
-                        lines.append((Timestamp.month(MonthMath.addMonths(MonthMath.monthStart(row.purchaseDate), 1)), copy))
+                        lines.append(
+                            (Timestamp.month(MonthMath.addMonths(MonthMath.monthStart(row.purchaseDate), 1)), copy))
                     }
                 }
                 var renewal: [UInt8] = []
@@ -138,7 +140,9 @@ public enum WorldGenerator {
         var s = "{\"originalTransactionId\":\"\(r.originalTransactionId)\",\"autoRenewStatus\":\(r.autoRenewStatus)"
         s += ",\"isInBillingRetryPeriod\":\(r.isInBillingRetryPeriod)"
         if let g = r.gracePeriodExpiresDate { s += ",\"gracePeriodExpiresDate\":\(g)" }
-        if let ids = r.eligibleWinBackOfferIds { s += ",\"eligibleWinBackOfferIds\":[" + ids.map { "\"\($0)\"" }.joined(separator: ",") + "]" }
+        if let ids = r.eligibleWinBackOfferIds {
+            s += ",\"eligibleWinBackOfferIds\":[" + ids.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+        }
         s += ",\"signedDate\":\(r.signedDate),\"environment\":\"Production\"}\n"
         return Array(s.utf8)
     }

@@ -37,7 +37,8 @@ public struct CustomerRows: @unchecked Sendable {
     /// the bytes.
     @inline(__always)
     static func prefixKey(_ s: UnsafeRawBufferPointer) -> (UInt64, UInt64) {
-        var hi: UInt64 = 0, lo: UInt64 = 0
+        var hi: UInt64 = 0
+        var lo: UInt64 = 0
         for i in 0..<8 { hi = hi << 8 | UInt64(i < s.count ? s[i] : 0) }
         for i in 8..<16 { lo = lo << 8 | UInt64(i < s.count ? s[i] : 0) }
         return (hi, lo)
@@ -86,7 +87,8 @@ public struct CustomerRows: @unchecked Sendable {
                     nonisolated(unsafe) let shardOfRow = sh
                     try? parallelFor(count: shards, threads: threads) { s in
                         var index = Int64Map(capacity: total / (8 * shards))
-                        var groups: [Int32] = [], originals: [TransactionKey] = []
+                        var groups: [Int32] = []
+                        var originals: [TransactionKey] = []
                         var collided: [Customer: Int] = [:]
                         for i in 0..<rows.count {
                             if i + 8 < rows.count, case let ahead = key(rows[i + 8]), shard(ahead) == s {
@@ -94,7 +96,8 @@ public struct CustomerRows: @unchecked Sendable {
                             }
                             let k = key(rows[i])
                             guard shard(k) == s else { continue }
-                            let group = rows[i].subscriptionGroupId, original = rows[i].originalTransactionId
+                            let group = rows[i].subscriptionGroupId
+                            let original = rows[i].originalTransactionId
                             var c = Int(index.insert(k, UInt32(groups.count)))
                             if c < groups.count && (groups[c] != group || originals[c] != original) {
                                 c = collided[Customer(group: group, original: original), default: groups.count]
@@ -133,7 +136,9 @@ public struct CustomerRows: @unchecked Sendable {
         var keys = [SortKey](unsafeUninitializedCapacity: n) { _, count in count = n }  // all written below
         keys.withUnsafeMutableBufferPointer { out in
             nonisolated(unsafe) let out = out
-            let ranks = groupRank, groupOf = firstGroup, origOf = firstOrig
+            let ranks = groupRank
+            let groupOf = firstGroup
+            let origOf = firstOrig
             let pieces = chunks(n, pieces: threads * 4)
             try? parallelFor(count: pieces.count, threads: threads) { p in
                 for k in pieces[p] {
@@ -160,7 +165,8 @@ public struct CustomerRows: @unchecked Sendable {
         for share in sorted.dropFirst() {
             var next: [SortKey] = []
             next.reserveCapacity(merged.count + share.count)
-            var i = 0, j = 0
+            var i = 0
+            var j = 0
             while i < merged.count && j < share.count {
                 if before(share[j], merged[i]) {
                     next.append(share[j])
@@ -183,7 +189,9 @@ public struct CustomerRows: @unchecked Sendable {
         let pieces = chunks(total, pieces: max(1, threads) * 4)
         of.withUnsafeMutableBufferPointer { o in
             nonisolated(unsafe) let ranks = o
-            let shardStart = offsets, rankOf = rank, shardOfRow = shardOf
+            let shardStart = offsets
+            let rankOf = rank
+            let shardOfRow = shardOf
             try? parallelFor(count: pieces.count, threads: threads) { p in
                 for i in pieces[p] {
                     ranks[i] = rankOf[shardStart[Int(shardOfRow[i])] + Int(ranks[i])]
@@ -224,7 +232,8 @@ public struct CustomerRows: @unchecked Sendable {
                     // Two regions hold as many rows of the other as the other holds of them:
                     // each thread finds its region's strays, then the pairs are swapped, also
                     // on both threads.
-                    let mid = starts[bounds[1]], firstOfSecond = Int32(bounds[1])
+                    let mid = starts[bounds[1]]
+                    let firstOfSecond = Int32(bounds[1])
                     let strays = ResultSlots<[Int32]>(count: 2)
                     try? parallelFor(count: 2, threads: threads) { p in
                         var found: [Int32] = []
@@ -238,7 +247,8 @@ public struct CustomerRows: @unchecked Sendable {
                     let pairs = chunks(a.count, pieces: threads * 4)
                     try? parallelFor(count: pairs.count, threads: threads) { k in
                         for j in pairs[k] {
-                            let x = Int(a[j]), y = Int(b[j])
+                            let x = Int(a[j])
+                            let y = Int(b[j])
                             swap(&rowsAll[x], &rowsAll[y])
                             swap(&ranksAll[x], &ranksAll[y])
                         }
@@ -249,7 +259,8 @@ public struct CustomerRows: @unchecked Sendable {
                         rows, ranks, next: &next, end: (0..<parts).map { starts[bounds[$0 + 1]] },
                         bucket: { region($0) }, done: { _ in })
                 }
-                let customerStarts = starts, regionBounds = bounds
+                let customerStarts = starts
+                let regionBounds = bounds
                 try? parallelFor(count: parts, threads: threads) { p in
                     let hi = customerStarts[regionBounds[p + 1]]
                     let first = regionBounds[p]
@@ -292,12 +303,14 @@ public struct CustomerRows: @unchecked Sendable {
                         done: { b in
                             place(rows: customerStarts[first + b << shift], end[b])
                             for k in (first + b << shift)..<min(first + (b + 1) << shift, regionBounds[p + 1]) {
-                                let lo = customerStarts[k], hi = customerStarts[k + 1]
+                                let lo = customerStarts[k]
+                                let hi = customerStarts[k + 1]
                                 if hi - lo < 2 { continue }
                                 var customer = UnsafeMutableBufferPointer(rebasing: rowsAll[lo..<hi])
                                 customer.sort { a, b in
                                     a.purchaseDate != b.purchaseDate
-                                        ? a.purchaseDate < b.purchaseDate : strings.less(a.transactionId, b.transactionId)
+                                        ? a.purchaseDate < b.purchaseDate
+                                        : strings.less(a.transactionId, b.transactionId)
                                 }
                             }
                         })

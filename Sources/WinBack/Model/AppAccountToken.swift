@@ -35,15 +35,19 @@ public struct AppAccountToken: Hashable, Sendable {
         precondition(bytes.count == 36, "a token is a UUID")
         // The 32 digits as four words of eight: 0–7, 9–12 + 14–17, 19–22 + 24–27, 28–35.
         @inline(__always) func word(_ at: Int) -> UInt64 { bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self) }
-        @inline(__always) func half(_ at: Int) -> UInt64 { UInt64(bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+        @inline(__always) func half(_ at: Int) -> UInt64 {
+            UInt64(bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self))
+        }
         let words = (word(0), half(9) | half(14) << 32, half(19) | half(24) << 32, word(28))
         // Hex letters have bit 0x40 (digits do not); lowercase ones also have 0x20.
         @inline(__always) func letters(_ w: UInt64, lowercase: Bool) -> UInt64 {
             (w >> 6) & (lowercase ? w >> 5 : ~(w >> 5)) & 0x0101_0101_0101_0101
         }
-        let lower = letters(words.0, lowercase: true) | letters(words.1, lowercase: true)
+        let lower =
+            letters(words.0, lowercase: true) | letters(words.1, lowercase: true)
             | letters(words.2, lowercase: true) | letters(words.3, lowercase: true) != 0
-        let upper = letters(words.0, lowercase: false) | letters(words.1, lowercase: false)
+        let upper =
+            letters(words.0, lowercase: false) | letters(words.1, lowercase: false)
             | letters(words.2, lowercase: false) | letters(words.3, lowercase: false) != 0
         let high = AppAccountToken.hexValue(words.0) << 32 | AppAccountToken.hexValue(words.1)
         let low = AppAccountToken.hexValue(words.2) << 32 | AppAccountToken.hexValue(words.3)

@@ -17,7 +17,8 @@ enum Digits {
     @inline(__always)
     private static func value(ofDigitValues x: UInt64) -> UInt64 {
         let pairs = x &* 10 &+ x >> 8  // each even byte: two digits
-        return ((pairs & 0x0000_00FF_0000_00FF) &* (100 &+ 1_000_000 << 32)
+        return
+            ((pairs & 0x0000_00FF_0000_00FF) &* (100 &+ 1_000_000 << 32)
             &+ ((pairs >> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ 10_000 << 32)) >> 32
     }
 

@@ -32,7 +32,8 @@ public enum ISO3166 {
         var a3: [String: String] = [:]
         for entry in packed.split(separator: " ") {
             let s = String(entry)
-            let two = String(s.prefix(2)), three = String(s.suffix(3))
+            let two = String(s.prefix(2))
+            let three = String(s.suffix(3))
             a2[two] = three
             a3[three] = two
         }

@@ -1,7 +1,10 @@
 /// A win-back offer of the catalog, with the App Store Connect `winBackOffers` attribute names.
 /// See https://developer.apple.com/documentation/appstoreconnectapi/winbackoffer/attributes-data.dictionary
 public struct Offer: Sendable, Equatable {
-    public enum Priority: String, Sendable { case high = "HIGH", normal = "NORMAL" }
+    public enum Priority: String, Sendable {
+        case high = "HIGH"
+        case normal = "NORMAL"
+    }
 
     public var offerId: String
     public var referenceName: String?

@@ -42,7 +42,10 @@ public struct OfferCatalog: Sendable, Equatable {
         let list = root["offers"]?.array
         let connect = root["appStoreConnect"]?.array
         guard list != nil || connect != nil else {
-            return (OfferCatalog(offers: []), ["expected an object with an \"offers\" array (or \"appStoreConnect\" responses)"])
+            return (
+                OfferCatalog(offers: []),
+                ["expected an object with an \"offers\" array (or \"appStoreConnect\" responses)"]
+            )
         }
         var offers: [Offer] = []
         var problems: [String] = []
@@ -81,7 +84,8 @@ public struct OfferCatalog: Sendable, Equatable {
                 continue
             }
             let path = InputFiles.absolute(file, base: folder)
-            guard let bytes = FileManager.default.contents(atPath: path), let response = try? JSONValue.parse(bytes) else {
+            guard let bytes = FileManager.default.contents(atPath: path), let response = try? JSONValue.parse(bytes)
+            else {
                 problems.append("\(label): cannot read \(path) as JSON")
                 continue
             }
@@ -113,7 +117,9 @@ struct FieldChecker {
         return v
     }
 
-    mutating func string(_ field: String, required: Bool = false, pattern: (String) -> Bool = { _ in true }, what: String = "")
+    mutating func string(
+        _ field: String, required: Bool = false, pattern: (String) -> Bool = { _ in true }, what: String = ""
+    )
         -> String?
     {
         guard let v = value(field) else {
@@ -131,7 +137,9 @@ struct FieldChecker {
         return s
     }
 
-    mutating func int(_ field: String, _ container: [String: JSONValue]? = nil, name: String? = nil, required: Bool = false)
+    mutating func int(
+        _ field: String, _ container: [String: JSONValue]? = nil, name: String? = nil, required: Bool = false
+    )
         -> Int64?
     {
         let src = container ?? fields

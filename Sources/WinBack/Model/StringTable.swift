@@ -71,7 +71,9 @@ public final class StringTable: @unchecked Sendable {
         while true {
             let slot = slots[i]
             if slot == StringTable.empty { break }
-            if UInt32(truncatingIfNeeded: slot >> 32) == h, case let id = Int32(truncatingIfNeeded: slot), equals(id, bytes) {
+            if UInt32(truncatingIfNeeded: slot >> 32) == h, case let id = Int32(truncatingIfNeeded: slot),
+                equals(id, bytes)
+            {
                 return id
             }
             i = (i + 1) & mask
@@ -104,7 +106,9 @@ public final class StringTable: @unchecked Sendable {
         while true {
             let slot = slots[i]
             if slot == StringTable.empty { return nil }
-            if UInt32(truncatingIfNeeded: slot >> 32) == h, case let id = Int32(truncatingIfNeeded: slot), equals(id, bytes) {
+            if UInt32(truncatingIfNeeded: slot >> 32) == h, case let id = Int32(truncatingIfNeeded: slot),
+                equals(id, bytes)
+            {
                 return id
             }
             i = (i + 1) & mask
@@ -129,7 +133,9 @@ public final class StringTable: @unchecked Sendable {
     @inline(__always)
     static func same(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer?, _ n: Int) -> Bool {
         guard n > 0, let b else { return true }
-        @inline(__always) func word(_ p: UnsafeRawPointer, _ i: Int) -> UInt64 { p.loadUnaligned(fromByteOffset: i, as: UInt64.self) }
+        @inline(__always) func word(_ p: UnsafeRawPointer, _ i: Int) -> UInt64 {
+            p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        }
         if n >= 8 {
             var i = 0
             while i + 8 < n {
@@ -187,9 +193,12 @@ public final class StringTable: @unchecked Sendable {
 
     @inline(__always)
     public func compare(_ a: Int32, _ b: Int32) -> Int {
-        let sa = Int(starts[Int(a)]), ea = Int(starts[Int(a) + 1])
-        let sb = Int(starts[Int(b)]), eb = Int(starts[Int(b) + 1])
-        let la = ea - sa, lb = eb - sb
+        let sa = Int(starts[Int(a)])
+        let ea = Int(starts[Int(a) + 1])
+        let sb = Int(starts[Int(b)])
+        let eb = Int(starts[Int(b) + 1])
+        let la = ea - sa
+        let lb = eb - sb
         let r = arena.withUnsafeBytes { p -> Int32 in
             let n = min(la, lb)
             return n == 0 ? 0 : memcmp(p.baseAddress! + sa, p.baseAddress! + sb, n)
@@ -211,7 +220,8 @@ public final class StringTable: @unchecked Sendable {
         arena.withUnsafeBytes { a in
             out.slots.withUnsafeMutableBufferPointer { slots in
                 for (k, old) in order.enumerated() {
-                    let s = Int(starts[Int(old)]), e = Int(starts[Int(old) + 1])
+                    let s = Int(starts[Int(old)])
+                    let e = Int(starts[Int(old) + 1])
                     out.arena.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[s..<e]))
                     out.starts.append(Int32(out.arena.count))
                     let h = hashes[Int(old)]
@@ -238,7 +248,8 @@ public final class StringTable: @unchecked Sendable {
                     let h = Int(other.hashes[id + ahead]) & mask
                     slots.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + h) }
                 }
-                let s = Int(other.starts[id]), e = Int(other.starts[id + 1])
+                let s = Int(other.starts[id])
+                let e = Int(other.starts[id + 1])
                 map[id] = intern(UnsafeRawBufferPointer(rebasing: a[s..<e]), hash: other.hashes[id])
             }
         }

@@ -104,7 +104,8 @@ public struct TransactionKey: Hashable, Sendable {
         if a.raw == b.raw { return 0 }
         if a.raw >= 0 && b.raw >= 0 {
             // Two decimals without leading zeros: of equal length they order as numbers.
-            let la = digits(a.raw), lb = digits(b.raw)
+            let la = digits(a.raw)
+            let lb = digits(b.raw)
             if la == lb { return a.raw < b.raw ? -1 : 1 }
         }
         return a.withBytes(in: table) { pa in

@@ -38,7 +38,9 @@ public enum Benchmark {
         log("generating \(o.customers) customers (seed \(o.seed)) into \(dir) …")
         try? FileManager.default.removeItem(atPath: dir)
         let summary = try WorldGenerator.generate(
-            GenerateOptions(customers: o.customers, seed: o.seed, asOf: MonthMath.daysFromCivil(year: 2026, month: 11, day: 22) * MonthMath.day),
+            GenerateOptions(
+                customers: o.customers, seed: o.seed,
+                asOf: MonthMath.daysFromCivil(year: 2026, month: 11, day: 22) * MonthMath.day),
             to: dir + "/data")
         let pipeline = """
             name: bench
@@ -86,7 +88,9 @@ public enum Benchmark {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         let start = Date()
         let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard rc == 0 else { throw WinBackError(.software, "cannot start \(executable): \(String(cString: strerror(rc)))") }
+        guard rc == 0 else {
+            throw WinBackError(.software, "cannot start \(executable): \(String(cString: strerror(rc)))")
+        }
         var status: Int32 = 0
         var usage = rusage()
         while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
@@ -94,7 +98,9 @@ public enum Benchmark {
         let exited = (status & 0x7f) == 0
         let code = (status >> 8) & 0xff
         guard exited && code == 0 else {
-            throw WinBackError(.software, "the benchmarked run failed (status \(status)): \(([executable] + args).joined(separator: " "))")
+            throw WinBackError(
+                .software,
+                "the benchmarked run failed (status \(status)): \(([executable] + args).joined(separator: " "))")
         }
         return ChildRun(seconds: seconds, peakRSSBytes: Int(usage.ru_maxrss) * 1024)
     }
@@ -105,7 +111,8 @@ public enum Benchmark {
         let pipeline = dir + "/pipeline.yaml"
         let files = try InputFiles.resolve(["data/transactions-*.jsonl.gz"], base: dir)
         let compressed = files.reduce(0) { $0 + InputFiles.size($1) }
-        let transactions = (try? String(contentsOfFile: dir + "/.complete", encoding: .utf8))?
+        let transactions =
+            (try? String(contentsOfFile: dir + "/.complete", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
 
         try o.inflater.requireAvailable()
@@ -120,14 +127,21 @@ public enum Benchmark {
             // does; deleting the previous run's files is not part of the timing.
             try? FileManager.default.removeItem(atPath: dir + "/out")
             return try child(
-                o.executable, ["run", pipeline, "--quiet", "--threads", String(threads), "--inflater", o.inflater.rawValue])
+                o.executable,
+                ["run", pipeline, "--quiet", "--threads", String(threads), "--inflater", o.inflater.rawValue])
         }
         // Rounds of every measurement in turn, so that the floor and the pipeline see the
         // machine alike even when its speed drifts during the benchmark.
-        var floors: [Double] = [], zlibFloors: [Double] = [], walls: [Double] = [], walls1: [Double] = []
-        var peak = 0, peak1 = 0
+        var floors: [Double] = []
+        var zlibFloors: [Double] = []
+        var walls: [Double] = []
+        var walls1: [Double] = []
+        var peak = 0
+        var peak1 = 0
         for i in 0..<o.runs {
-            log("round \(i + 1)/\(o.runs): floor, pipeline with \(o.threads) threads\(o.threads > 1 ? " and with 1" : "") …")
+            log(
+                "round \(i + 1)/\(o.runs): floor, pipeline with \(o.threads) threads\(o.threads > 1 ? " and with 1" : "") …"
+            )
             floors.append(try measureFloor(o.inflater))
             if o.inflater != .zlib { zlibFloors.append(try measureFloor(.zlib)) }
             let r = try pipelineRun(threads: o.threads)
@@ -156,7 +170,8 @@ public enum Benchmark {
                 format: "pipeline:       %.3f s  (%d threads)  = %.2f × floor, %.1f MB/s uncompressed, peak RSS %@",
                 wall, o.threads, wall / floorSeconds, Double(uncompressed) / 1_000_000 / wall, mb(peak)),
             String(
-                format: "pipeline:       %.3f s  (1 thread)    = %.2f × floor, peak RSS %@; %d threads are %.2f× faster",
+                format:
+                    "pipeline:       %.3f s  (1 thread)    = %.2f × floor, peak RSS %@; %d threads are %.2f× faster",
                 wall1, wall1 / floorSeconds, mb(peak1), o.threads, wall1 / wall),
         ]
             + (o.inflater == .zlib

@@ -56,7 +56,8 @@ public struct PipelineConfig: Sendable {
     /// every problem.
     public static func load(path: String) throws -> PipelineConfig {
         let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
-        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8)
+        else {
             throw WinBackError(.configuration, "pipeline file is missing or unreadable", path: path)
         }
         let (config, problems) = parse(text, path: abs)
@@ -81,8 +82,10 @@ public struct PipelineConfig: Sendable {
 
         p.allow(
             root,
-            ["name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
-             "reports", "limits", "threads", "inflater"], at: "")
+            [
+                "name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
+                "reports", "limits", "threads", "inflater",
+            ], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
                 p.fail("name", "'\(name)' must match [a-z0-9-]+ (it names the output folder)")
@@ -94,7 +97,9 @@ public struct PipelineConfig: Sendable {
             if let m = t.mapping {
                 p.allow(m, ["format", "paths"], at: "transactions.")
                 if let f = p.string(m, "format", at: "transactions.") {
-                    if formatsKnown.contains(f) { c.format = f } else {
+                    if formatsKnown.contains(f) {
+                        c.format = f
+                    } else {
                         p.fail("transactions.format", "'\(f)' is not one of \(formatsKnown.joined(separator: ", "))")
                     }
                 }
@@ -125,12 +130,18 @@ public struct PipelineConfig: Sendable {
         }
         if let o = p.string(root, "offers", required: true) { c.offersPath = o }
         if let a = p.string(root, "asOf") {
-            if let v = AsOf.parse(a) { c.asOf = v } else {
+            if let v = AsOf.parse(a) {
+                c.asOf = v
+            } else {
                 p.fail("asOf", "'\(a)' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")
             }
         }
         if let g = p.int(root, "consecutiveGapDays") {
-            if g < 0 { p.fail("consecutiveGapDays", "must be 0 or more, found \(g)") } else { c.consecutiveGapDays = Int64(g) }
+            if g < 0 {
+                p.fail("consecutiveGapDays", "must be 0 or more, found \(g)")
+            } else {
+                c.consecutiveGapDays = Int64(g)
+            }
         }
         if let out = p.field(root, "output", required: true) {
             if let m = out.mapping {
@@ -155,7 +166,11 @@ public struct PipelineConfig: Sendable {
             if let m = r.mapping {
                 p.allow(m, ["windowMonths"], at: "reports.")
                 if let w = p.int(m, "windowMonths", at: "reports.") {
-                    if w < 1 || w > 120 { p.fail("reports.windowMonths", "must be 1–120, found \(w)") } else { c.windowMonths = w }
+                    if w < 1 || w > 120 {
+                        p.fail("reports.windowMonths", "must be 1–120, found \(w)")
+                    } else {
+                        c.windowMonths = w
+                    }
                 }
             } else {
                 p.fail("reports", "expected a mapping with windowMonths")
@@ -253,7 +268,8 @@ struct YAMLChecker {
     }
 
     /// A list of strings; a single string counts as a one-item list.
-    mutating func strings(_ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false) -> [String] {
+    mutating func strings(_ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false) -> [String]
+    {
         guard let v = field(m, key, required: required, at: prefix) else { return [] }
         if let s = v.scalar { return [s.string] }
         guard let seq = v.sequence else {

@@ -106,10 +106,12 @@ public enum PipelineRun {
             manifest.record(inputs)
             let c = inputs.transactions.counters
             manifest.stages.append(
-                ("read",
-                 progress.end(
-                    "\(p.transactionFiles.count) files, \(Progress.mb(totalBytes)), \(c.rowsRead) rows, "
-                        + "\(c.rejected) rejected, \(c.duplicates) duplicates")))
+                (
+                    "read",
+                    progress.end(
+                        "\(p.transactionFiles.count) files, \(Progress.mb(totalBytes)), \(c.rowsRead) rows, "
+                            + "\(c.rejected) rejected, \(c.duplicates) duplicates")
+                ))
             try Stage.checkRejectBudget(c, limit: p.config.maxRejectedFraction)
 
             progress.begin("evaluate")

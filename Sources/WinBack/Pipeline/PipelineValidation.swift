@@ -11,7 +11,8 @@ public enum PipelineValidation {
     public static func check(pipelinePath: String) -> Report {
         var report = Report()
         let abs = InputFiles.absolute(pipelinePath, base: FileManager.default.currentDirectoryPath)
-        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8)
+        else {
             report.problems.append("\(pipelinePath): pipeline file is missing or unreadable")
             return report
         }
@@ -29,7 +30,8 @@ public enum PipelineValidation {
         if config.offersPath.isEmpty {
             // Already reported as a missing field.
         } else if let data = FileManager.default.contents(atPath: catalogPath) {
-            let (catalog, problems) = OfferCatalog.parse(data, folder: (catalogPath as NSString).deletingLastPathComponent)
+            let (catalog, problems) = OfferCatalog.parse(
+                data, folder: (catalogPath as NSString).deletingLastPathComponent)
             report.problems += problems.map { "\(catalogPath): \($0)" }
             offers = catalog.offers.count
         } else {

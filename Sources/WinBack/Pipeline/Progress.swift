@@ -49,7 +49,8 @@ public final class Progress: @unchecked Sendable {
         let rate = Double(done) / elapsed
         let eta = rate > 0 && total > done ? Double(total - done) / rate : 0
         let line = String(
-            format: "\r%@: %@ of %@  %@/s  ETA %.0fs ", stageName, Progress.mb(done), Progress.mb(total), Progress.mb(Int(rate)),
+            format: "\r%@: %@ of %@  %@/s  ETA %.0fs ", stageName, Progress.mb(done), Progress.mb(total),
+            Progress.mb(Int(rate)),
             eta)
         FileHandle.standardError.write(Data(line.utf8))
         drew = true
@@ -68,7 +69,11 @@ public final class Progress: @unchecked Sendable {
         case .quiet: break
         case .terminal, .log:
             let prefix = clear ? "\r\u{1B}[K" : ""
-            note(prefix + String(format: "winback: %@: %@ (%.2f s, peak %@)", name, summary, seconds, Progress.mb(Progress.peakRSS())))
+            note(
+                prefix
+                    + String(
+                        format: "winback: %@: %@ (%.2f s, peak %@)", name, summary, seconds,
+                        Progress.mb(Progress.peakRSS())))
         }
         return seconds
     }

@@ -1,11 +1,11 @@
+import Crypto
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-import Crypto
-import Foundation
 
 /// A stream of a file's (decompressed) bytes, read in chunks.
 protocol ByteSource: AnyObject {

@@ -4,42 +4,47 @@
 struct CSVFormat: RowFormat {
     typealias Key = TransactionDecoder.Key
 
-    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         var columns: [Key?] = []
         var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
-        try CSVRecordReader(source: source).forEachRecord({ fields, line, raw, malformed in
-            if headerCount == 0 {
-                guard malformed == nil else {
-                    throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
+        try CSVRecordReader(source: source).forEachRecord(
+            { fields, line, raw, malformed in
+                if headerCount == 0 {
+                    guard malformed == nil else {
+                        throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
+                    }
+                    columns = fields.map { f in Key.allCases.first { k in CSVFormat.equals(f, k.name) } }
+                    headerCount = fields.count
+                    return
                 }
-                columns = fields.map { f in Key.allCases.first { k in CSVFormat.equals(f, k.name) } }
-                headerCount = fields.count
-                return
-            }
-            out.stats.rows += 1
-            if let malformed {
-                out.rejects.append(Reject(file: path, line: line, reason: malformed, bytes: raw))
-                return
-            }
-            guard fields.count == headerCount else {
-                out.rejects.append(Reject(
-                    file: path, line: line, reason: "expected \(headerCount) fields, found \(fields.count)", bytes: raw))
-                return
-            }
-            for i in values.indices { values[i] = .absent }
-            for (i, f) in fields.enumerated() {
-                guard let k = columns[i], f.count > 0 else { continue }
-                values[k.rawValue] = CSVFormat.typed(f, as: k)
-            }
-            switch decoder.build(values) {
-            case .row(let t): out.add(t)
-            case .nonSubscription: out.nonSubscription += 1
-            case .rejected(let reason): out.rejects.append(Reject(file: path, line: line, reason: reason, bytes: raw))
-            }
-        }, afterChunk: progressTap(source, progress))
+                out.stats.rows += 1
+                if let malformed {
+                    out.rejects.append(Reject(file: path, line: line, reason: malformed, bytes: raw))
+                    return
+                }
+                guard fields.count == headerCount else {
+                    out.rejects.append(
+                        Reject(
+                            file: path, line: line, reason: "expected \(headerCount) fields, found \(fields.count)",
+                            bytes: raw))
+                    return
+                }
+                for i in values.indices { values[i] = .absent }
+                for (i, f) in fields.enumerated() {
+                    guard let k = columns[i], f.count > 0 else { continue }
+                    values[k.rawValue] = CSVFormat.typed(f, as: k)
+                }
+                switch decoder.build(values) {
+                case .row(let t): out.add(t)
+                case .nonSubscription: out.nonSubscription += 1
+                case .rejected(let reason):
+                    out.rejects.append(Reject(file: path, line: line, reason: reason, bytes: raw))
+                }
+            }, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 
@@ -69,7 +74,8 @@ struct CSVFormat: RowFormat {
             let c = f[i]
             guard c >= 48 && c <= 57 else { return nil }
             let (m, o1) = v.multipliedReportingOverflow(by: 10)
-            let (s, o2) = negative ? m.subtractingReportingOverflow(Int64(c - 48)) : m.addingReportingOverflow(Int64(c - 48))
+            let (s, o2) =
+                negative ? m.subtractingReportingOverflow(Int64(c - 48)) : m.addingReportingOverflow(Int64(c - 48))
             if o1 || o2 { return nil }
             v = s
             i += 1
@@ -98,16 +104,25 @@ struct RevenueCatFormat: RowFormat {
     let products: [String: String]
 
     enum Column: String, CaseIterable {
-        case store, storeTransactionId = "store_transaction_id"
+        case store
+        case storeTransactionId = "store_transaction_id"
         case originalStoreTransactionId = "original_store_transaction_id"
-        case productIdentifier = "product_identifier", startTime = "start_time", endTime = "end_time"
-        case refundedAt = "refunded_at", isSandbox = "is_sandbox", ownershipType = "ownership_type"
-        case country, offer, offerType = "offer_type", isTrialPeriod = "is_trial_period"
-        case price = "price_in_purchased_currency", isAutoRenewable = "is_auto_renewable"
+        case productIdentifier = "product_identifier"
+        case startTime = "start_time"
+        case endTime = "end_time"
+        case refundedAt = "refunded_at"
+        case isSandbox = "is_sandbox"
+        case ownershipType = "ownership_type"
+        case country, offer
+        case offerType = "offer_type"
+        case isTrialPeriod = "is_trial_period"
+        case price = "price_in_purchased_currency"
+        case isAutoRenewable = "is_auto_renewable"
         case updatedAt = "updated_at"
     }
 
-    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         // Lookups by bytes, without a String per row.
@@ -131,83 +146,99 @@ struct RevenueCatFormat: RowFormat {
         var at: [Column: Int] = [:]
         var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
-        try CSVRecordReader(source: source).forEachRecord({ fields, line, raw, malformed in
-            if headerCount == 0 {
-                guard malformed == nil else {
-                    throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
-                }
-                for (i, f) in fields.enumerated() {
-                    if let c = Column.allCases.first(where: { CSVFormat.equals(f, $0.rawValue) }) { at[c] = i }
-                }
-                headerCount = fields.count
-                let missing = [Column.store, .storeTransactionId, .originalStoreTransactionId, .productIdentifier, .startTime]
+        try CSVRecordReader(source: source).forEachRecord(
+            { fields, line, raw, malformed in
+                if headerCount == 0 {
+                    guard malformed == nil else {
+                        throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
+                    }
+                    for (i, f) in fields.enumerated() {
+                        if let c = Column.allCases.first(where: { CSVFormat.equals(f, $0.rawValue) }) { at[c] = i }
+                    }
+                    headerCount = fields.count
+                    let missing = [
+                        Column.store, .storeTransactionId, .originalStoreTransactionId, .productIdentifier, .startTime,
+                    ]
                     .filter { at[$0] == nil }
-                if !missing.isEmpty {
-                    throw WinBackError(
-                        .badData,
-                        "not a RevenueCat export: no column \(missing.map(\.rawValue).joined(separator: ", "))", path: path)
+                    if !missing.isEmpty {
+                        throw WinBackError(
+                            .badData,
+                            "not a RevenueCat export: no column \(missing.map(\.rawValue).joined(separator: ", "))",
+                            path: path)
+                    }
+                    return
                 }
-                return
-            }
-            out.stats.rows += 1
-            func reject(_ why: String) { out.rejects.append(Reject(file: path, line: line, reason: why, bytes: raw)) }
-            if let malformed { return reject(malformed) }
-            guard fields.count == headerCount else {
-                return reject("expected \(headerCount) fields, found \(fields.count)")
-            }
-            func cell(_ c: Column) -> UnsafeRawBufferPointer? {
-                guard let i = at[c], fields[i].count > 0 else { return nil }
-                return fields[i]
-            }
-            func isTrue(_ c: Column) -> Bool { cell(c).map { CSVFormat.equals($0, "true") } ?? false }
-            // Other stores and non-renewing products are not this pipeline's rows.
-            guard let store = cell(.store), CSVFormat.equals(store, "app_store"), cell(.isAutoRenewable).map({ !CSVFormat.equals($0, "false") }) ?? true else {
-                out.nonSubscription += 1
-                return
-            }
-            for i in values.indices { values[i] = .absent }
-            values[Key.transactionId.rawValue] = cell(.storeTransactionId).map { .string($0) } ?? .absent
-            values[Key.originalTransactionId.rawValue] = cell(.originalStoreTransactionId).map { .string($0) } ?? .absent
-            values[Key.productId.rawValue] = cell(.productIdentifier).map { .string($0) } ?? .absent
-            if let product = cell(.productIdentifier) {
-                guard let k = productIds.find(product) else {
-                    return reject("product \(String(decoding: product, as: UTF8.self)) is not in the pipeline's products map")
+                out.stats.rows += 1
+                func reject(_ why: String) {
+                    out.rejects.append(Reject(file: path, line: line, reason: why, bytes: raw))
                 }
-                groups[Int(k)].withUnsafeBytes { values[Key.subscriptionGroupIdentifier.rawValue] = .string($0) }
-            }
-            values[Key.purchaseDate.rawValue] = cell(.startTime).map { CSVFormat.date($0) } ?? .absent
-            values[Key.expiresDate.rawValue] = cell(.endTime).map { CSVFormat.date($0) } ?? .absent
-            values[Key.revocationDate.rawValue] = cell(.refundedAt).map { CSVFormat.date($0) } ?? .absent
-            values[Key.signedDate.rawValue] = cell(.updatedAt).map { CSVFormat.date($0) } ?? .absent
-            constants.withBytes(isTrue(.isSandbox) ? sandbox : production) { values[Key.environment.rawValue] = .string($0) }
-            values[Key.inAppOwnershipType.rawValue] = cell(.ownershipType).map { .string($0) } ?? .absent
-            if let country = cell(.country) {
-                guard let k = alpha2.find(country) else {
-                    return reject("country '\(String(decoding: country.prefix(10), as: UTF8.self))' is not in the ISO 3166 table")
+                if let malformed { return reject(malformed) }
+                guard fields.count == headerCount else {
+                    return reject("expected \(headerCount) fields, found \(fields.count)")
                 }
-                alpha3[Int(k)].withUnsafeBytes { values[Key.storefront.rawValue] = .string($0) }
-            }
-            values[Key.offerIdentifier.rawValue] = cell(.offer).map { .string($0) } ?? .absent
-            let trial = isTrue(.isTrialPeriod)
-            var offerType: Int64 = 0
-            if let name = cell(.offerType) {
-                offerType = RevenueCatFormat.offerType(name) ?? -(Int64(out.table.intern(name)) + 1)
-            } else if trial {
-                offerType = OfferType.introductory.rawValue
-            }
-            if offerType != 0 { values[Key.offerType.rawValue] = .int(offerType) }
-            let freePrice = cell(.price).map { p in p.allSatisfy { $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: ".") } } ?? false
-            if trial || (offerType != 0 && freePrice) {
-                constants.withBytes(freeTrial) { values[Key.offerDiscountType.rawValue] = .string($0) }
-            }
-            switch decoder.build(values) {
-            case .row(var t):
-                t.offerType = offerType  // keeps a named unknown type (the decoder saw only the number)
-                out.add(t)
-            case .nonSubscription: out.nonSubscription += 1
-            case .rejected(let reason): reject(reason)
-            }
-        }, afterChunk: progressTap(source, progress))
+                func cell(_ c: Column) -> UnsafeRawBufferPointer? {
+                    guard let i = at[c], fields[i].count > 0 else { return nil }
+                    return fields[i]
+                }
+                func isTrue(_ c: Column) -> Bool { cell(c).map { CSVFormat.equals($0, "true") } ?? false }
+                // Other stores and non-renewing products are not this pipeline's rows.
+                guard let store = cell(.store), CSVFormat.equals(store, "app_store"),
+                    cell(.isAutoRenewable).map({ !CSVFormat.equals($0, "false") }) ?? true
+                else {
+                    out.nonSubscription += 1
+                    return
+                }
+                for i in values.indices { values[i] = .absent }
+                values[Key.transactionId.rawValue] = cell(.storeTransactionId).map { .string($0) } ?? .absent
+                values[Key.originalTransactionId.rawValue] =
+                    cell(.originalStoreTransactionId).map { .string($0) } ?? .absent
+                values[Key.productId.rawValue] = cell(.productIdentifier).map { .string($0) } ?? .absent
+                if let product = cell(.productIdentifier) {
+                    guard let k = productIds.find(product) else {
+                        return reject(
+                            "product \(String(decoding: product, as: UTF8.self)) is not in the pipeline's products map")
+                    }
+                    groups[Int(k)].withUnsafeBytes { values[Key.subscriptionGroupIdentifier.rawValue] = .string($0) }
+                }
+                values[Key.purchaseDate.rawValue] = cell(.startTime).map { CSVFormat.date($0) } ?? .absent
+                values[Key.expiresDate.rawValue] = cell(.endTime).map { CSVFormat.date($0) } ?? .absent
+                values[Key.revocationDate.rawValue] = cell(.refundedAt).map { CSVFormat.date($0) } ?? .absent
+                values[Key.signedDate.rawValue] = cell(.updatedAt).map { CSVFormat.date($0) } ?? .absent
+                constants.withBytes(isTrue(.isSandbox) ? sandbox : production) {
+                    values[Key.environment.rawValue] = .string($0)
+                }
+                values[Key.inAppOwnershipType.rawValue] = cell(.ownershipType).map { .string($0) } ?? .absent
+                if let country = cell(.country) {
+                    guard let k = alpha2.find(country) else {
+                        return reject(
+                            "country '\(String(decoding: country.prefix(10), as: UTF8.self))' is not in the ISO 3166 table"
+                        )
+                    }
+                    alpha3[Int(k)].withUnsafeBytes { values[Key.storefront.rawValue] = .string($0) }
+                }
+                values[Key.offerIdentifier.rawValue] = cell(.offer).map { .string($0) } ?? .absent
+                let trial = isTrue(.isTrialPeriod)
+                var offerType: Int64 = 0
+                if let name = cell(.offerType) {
+                    offerType = RevenueCatFormat.offerType(name) ?? -(Int64(out.table.intern(name)) + 1)
+                } else if trial {
+                    offerType = OfferType.introductory.rawValue
+                }
+                if offerType != 0 { values[Key.offerType.rawValue] = .int(offerType) }
+                let freePrice =
+                    cell(.price).map { p in p.allSatisfy { $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: ".") } }
+                    ?? false
+                if trial || (offerType != 0 && freePrice) {
+                    constants.withBytes(freeTrial) { values[Key.offerDiscountType.rawValue] = .string($0) }
+                }
+                switch decoder.build(values) {
+                case .row(var t):
+                    t.offerType = offerType  // keeps a named unknown type (the decoder saw only the number)
+                    out.add(t)
+                case .nonSubscription: out.nonSubscription += 1
+                case .rejected(let reason): reject(reason)
+                }
+            }, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 

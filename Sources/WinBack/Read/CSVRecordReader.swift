@@ -74,7 +74,8 @@ final class CSVRecordReader {
             let raw = UnsafeRawBufferPointer(start: buffer.baseAddress! + start, count: recEnd - start)
             let breaks = countNewlines(base + start, end - start)
             if !isBlank(raw) {
-                let problem = inQuotes && end == filled ? "unbalanced quote: a quoted field is never closed" : split(raw)
+                let problem =
+                    inQuotes && end == filled ? "unbalanced quote: a quoted field is never closed" : split(raw)
                 try body(fields, line, raw, problem)
             }
             line += breaks + 1

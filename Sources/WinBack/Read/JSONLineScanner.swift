@@ -1,4 +1,5 @@
 import CWinBackShims
+import Foundation
 
 /// A value found for one of the keys a ``JSONLineScanner`` looks for.
 ///
@@ -136,7 +137,9 @@ final class JSONLineScanner {
         slots.initialize(repeating: Slot(), count: 128)
         for (b, i) in placed.buckets.enumerated() where i >= 0 {
             let k = utf8[Int(i)]
-            let suffix = k.withUnsafeBytes { k.count >= 8 ? $0.loadUnaligned(fromByteOffset: k.count - 8, as: UInt64.self) : 0 }
+            let suffix = k.withUnsafeBytes {
+                k.count >= 8 ? $0.loadUnaligned(fromByteOffset: k.count - 8, as: UInt64.self) : 0
+            }
             slots[b] = Slot(
                 index: Int32(i), count: Int32(k.count), start: Int32(starts[Int(i)]), prefix: signatures[Int(i)].1,
                 suffix: suffix)
@@ -323,7 +326,9 @@ final class JSONLineScanner {
         var p = pos &+ 1  // {
         // One comparison for the bytes that follow a token in an export line, which are never
         // white space.
-        @inline(__always) func isWS(_ c: UInt8) -> Bool { c <= 0x20 && (c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D) }
+        @inline(__always) func isWS(_ c: UInt8) -> Bool {
+            c <= 0x20 && (c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D)
+        }
         let specials = self.specials
         let words = (n &+ 63) >> 6
         /// The end of a plain string whose content starts at `from`: the index of its closing
@@ -436,7 +441,9 @@ final class JSONLineScanner {
             if c == 0x22 {
                 let end = plainEnd(p &+ 1)
                 if end >= 0 {
-                    if k >= 0 { values[k] = .string(UnsafeRawBufferPointer(start: base + (p &+ 1), count: end &- p &- 1)) }
+                    if k >= 0 {
+                        values[k] = .string(UnsafeRawBufferPointer(start: base + (p &+ 1), count: end &- p &- 1))
+                    }
                     p = end &+ 1
                     done = true
                 }
@@ -542,7 +549,8 @@ final class JSONLineScanner {
         } else {
             while pos < count, case let c = byte(pos), c >= 48, c <= 57 {
                 let (m, o1) = value.multipliedReportingOverflow(by: 10)
-                let (s, o2) = negative ? m.subtractingReportingOverflow(Int64(c - 48)) : m.addingReportingOverflow(Int64(c - 48))
+                let (s, o2) =
+                    negative ? m.subtractingReportingOverflow(Int64(c - 48)) : m.addingReportingOverflow(Int64(c - 48))
                 overflow = overflow || o1 || o2
                 value = s
                 pos += 1
@@ -745,9 +753,18 @@ final class JSONLineScanner {
         var min: UInt32
         var v: UInt32
         switch c {
-        case 0xC2...0xDF: need = 1; min = 0x80; v = UInt32(c & 0x1F)
-        case 0xE0...0xEF: need = 2; min = 0x800; v = UInt32(c & 0x0F)
-        case 0xF0...0xF4: need = 3; min = 0x10000; v = UInt32(c & 0x07)
+        case 0xC2...0xDF:
+            need = 1
+            min = 0x80
+            v = UInt32(c & 0x1F)
+        case 0xE0...0xEF:
+            need = 2
+            min = 0x800
+            v = UInt32(c & 0x0F)
+        case 0xF0...0xF4:
+            need = 3
+            min = 0x10000
+            v = UInt32(c & 0x07)
         default: throw fail("invalid UTF-8")
         }
         guard pos + need < count else { throw fail("invalid UTF-8") }
@@ -864,5 +881,3 @@ final class JSONLineScanner {
         }
     }
 }
-
-import Foundation

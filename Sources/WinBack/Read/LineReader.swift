@@ -45,7 +45,8 @@ final class LineReader {
                 // A UTF-8 byte order mark (as some editors and exporters write) is not data. The
                 // first read holds the file's first bytes (sources fill the buffer or end).
                 bomChecked = true
-                if filled >= 3 && base.load(as: UInt8.self) == 0xEF && base.load(fromByteOffset: 1, as: UInt8.self) == 0xBB
+                if filled >= 3 && base.load(as: UInt8.self) == 0xEF
+                    && base.load(fromByteOffset: 1, as: UInt8.self) == 0xBB
                     && base.load(fromByteOffset: 2, as: UInt8.self) == 0xBF
                 {
                     buffer.baseAddress!.copyMemory(from: base + 3, byteCount: filled - 3)

@@ -111,7 +111,8 @@ public enum RenewalReader {
         switch v[2] {
         case .absent, .null: break
         case .bool(let b): info.isInBillingRetryPeriod = b
-        default: return .failure(Bad(reason: "field isInBillingRetryPeriod: expected a boolean, found \(v[2].typeName)"))
+        default:
+            return .failure(Bad(reason: "field isInBillingRetryPeriod: expected a boolean, found \(v[2].typeName)"))
         }
         switch int(3) {
         case .success(let x): info.gracePeriodExpiresDate = x
@@ -124,7 +125,8 @@ public enum RenewalReader {
                 return .failure(Bad(reason: "field eligibleWinBackOfferIds: expected an array of strings"))
             }
             info.eligibleWinBackOfferIds = list
-        default: return .failure(Bad(reason: "field eligibleWinBackOfferIds: expected an array, found \(v[4].typeName)"))
+        default:
+            return .failure(Bad(reason: "field eligibleWinBackOfferIds: expected an array, found \(v[4].typeName)"))
         }
         switch int(5) {
         case .success(let x): info.signedDate = x ?? Transaction.unsigned

@@ -93,7 +93,9 @@ final class TransactionDecoder {
             return i
         }
         let i = table.intern(try identifier(k, required: required)!)
-        if validIdentifiers.count <= Int(i) { validIdentifiers += repeatElement(false, count: Int(i) + 1 - validIdentifiers.count) }
+        if validIdentifiers.count <= Int(i) {
+            validIdentifiers += repeatElement(false, count: Int(i) + 1 - validIdentifiers.count)
+        }
         validIdentifiers[Int(i)] = true
         remember(s, i, checked: true)
         return i

@@ -95,19 +95,21 @@ protocol RowFormat: Sendable {
 
 /// App Store Server API NDJSON (docs/rules.md §2.1).
 struct NDJSONFormat: RowFormat {
-    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
-        try LineReader(source: source).forEachLine({ line, number in
-            if LineReader.isBlank(line) { return }
-            out.stats.rows += 1
-            switch decoder.decode(line) {
-            case .row(let t): out.add(t)
-            case .nonSubscription: out.nonSubscription += 1
-            case .rejected(let reason):
-                out.rejects.append(Reject(file: path, line: number, reason: reason, bytes: line))
-            }
-        }, afterChunk: progressTap(source, progress))
+        try LineReader(source: source).forEachLine(
+            { line, number in
+                if LineReader.isBlank(line) { return }
+                out.stats.rows += 1
+                switch decoder.decode(line) {
+                case .row(let t): out.add(t)
+                case .nonSubscription: out.nonSubscription += 1
+                case .rejected(let reason):
+                    out.rejects.append(Reject(file: path, line: number, reason: reason, bytes: line))
+                }
+            }, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 }
@@ -166,7 +168,8 @@ final class Merger: @unchecked Sendable {
 
     /// The file index and row of a row number.
     private func locate(_ n: Int) -> (file: Int, row: Int) {
-        var lo = 0, hi = merged.count - 1
+        var lo = 0
+        var hi = merged.count - 1
         while lo < hi {
             let mid = (lo + hi + 1) / 2
             if merged[mid].first <= n { lo = mid } else { hi = mid - 1 }
@@ -226,7 +229,8 @@ final class Merger: @unchecked Sendable {
                     // Newest signedDate wins; on a tie the later file, then the later line.
                     let (fo, j) = locate(Int(there))
                     let other = files[fo]!
-                    let a = row(i).pointee.signedDate, b = other.rows[j].signedDate
+                    let a = row(i).pointee.signedDate
+                    let b = other.rows[j].signedDate
                     if a > b || (a == b && (index, i) > (fo, j)) {
                         other.supersede(j)
                         winners.update(key.raw, here)

@@ -135,7 +135,9 @@ public enum EligibilitySummaryReport {
     }
 
     static func less(_ a: EligibilitySummaryRow, _ b: EligibilitySummaryRow) -> Bool {
-        if a.subscriptionGroupId != b.subscriptionGroupId { return bytewiseLess(a.subscriptionGroupId, b.subscriptionGroupId) }
+        if a.subscriptionGroupId != b.subscriptionGroupId {
+            return bytewiseLess(a.subscriptionGroupId, b.subscriptionGroupId)
+        }
         if a.productId != b.productId { return bytewiseLess(a.productId, b.productId) }
         if a.paidTenure != b.paidTenure { return a.paidTenure < b.paidTenure }
         if a.monthsSinceLastSubscribed != b.monthsSinceLastSubscribed {

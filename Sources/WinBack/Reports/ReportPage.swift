@@ -52,7 +52,8 @@ public enum ReportPage {
         h.line("<h2>Eligibility funnel at \(Timestamp.date(w.asOf))</h2>")
         h.line(
             "<p class=\"note\">The offer group's customers by state; each churned customer is counted under every"
-                + " criterion they fail, so the orange bars may add up to more than the churned (eligibility-funnel.csv).</p>")
+                + " criterion they fail, so the orange bars may add up to more than the churned (eligibility-funnel.csv).</p>"
+        )
         for (id, f) in reports.funnel {
             h.line("<h3>\(escape(id)) <span class=\"tag\">\(f.live ? "live" : "not live")</span></h3>")
             funnelChart(f, offerId: id, into: &h)
@@ -67,23 +68,32 @@ public enum ReportPage {
     static func rateScale(_ rows: [RedemptionRateRow]) -> (num: Int, den: Int) {
         let steps = [(1, 100), (2, 100), (5, 100), (1, 10), (2, 10), (1, 4), (1, 2), (1, 1)]
         for s in steps
-        where rows.allSatisfy({ $0.eligibleAtMonthStart == 0 || $0.redeemedByEligible * s.1 <= s.0 * $0.eligibleAtMonthStart })
-        {
+        where rows.allSatisfy({
+            $0.eligibleAtMonthStart == 0 || $0.redeemedByEligible * s.1 <= s.0 * $0.eligibleAtMonthStart
+        }) {
             return s
         }
         return (1, 1)
     }
 
-    static func rateChart(_ rows: [RedemptionRateRow], scale: (num: Int, den: Int), offerId: String, into h: inout HTML) {
-        let left = 48, top = 22, plot = 150, bar = 40, pitch = 64
-        let width = left + max(1, rows.count) * pitch + 8, height = top + plot + 36
+    static func rateChart(_ rows: [RedemptionRateRow], scale: (num: Int, den: Int), offerId: String, into h: inout HTML)
+    {
+        let left = 48
+        let top = 22
+        let plot = 150
+        let bar = 40
+        let pitch = 64
+        let width = left + max(1, rows.count) * pitch + 8
+        let height = top + plot + 36
         h.line(
             "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
                 + " role=\"img\" aria-label=\"Redemption rate of \(escape(offerId)) by month\">")
         // Grid at 0, half and full scale, labelled in percent.
         for (k, label) in [(0, "0%"), (1, percent(scale.num, 2 * scale.den)), (2, percent(scale.num, scale.den))] {
             let y = top + plot - plot * k / 2
-            h.line("<line class=\"\(k == 0 ? "axis" : "grid")\" x1=\"\(left)\" y1=\"\(y)\" x2=\"\(width - 8)\" y2=\"\(y)\"/>")
+            h.line(
+                "<line class=\"\(k == 0 ? "axis" : "grid")\" x1=\"\(left)\" y1=\"\(y)\" x2=\"\(width - 8)\" y2=\"\(y)\"/>"
+            )
             h.line("<text x=\"\(left - 6)\" y=\"\(y + 4)\" text-anchor=\"end\">\(label)</text>")
         }
         for (i, r) in rows.enumerated() {
@@ -95,16 +105,19 @@ public enum ReportPage {
                 + ", \(r.redeemedTotal) redeemed in all"
             if r.eligibleAtMonthStart == 0 {
                 h.line(
-                    "<rect class=\"empty\" x=\"\(x)\" y=\"\(top + plot - 2)\" width=\"\(bar)\" height=\"2\"><title>\(escape(tip))</title></rect>")
+                    "<rect class=\"empty\" x=\"\(x)\" y=\"\(top + plot - 2)\" width=\"\(bar)\" height=\"2\"><title>\(escape(tip))</title></rect>"
+                )
                 h.line("<text x=\"\(cx)\" y=\"\(top + plot - 6)\" text-anchor=\"middle\">n/a</text>")
             } else {
                 // height = plot × rate / scale, rounded half up, on integers.
                 let num = 2 * plot * r.redeemedByEligible * scale.den + r.eligibleAtMonthStart * scale.num
                 let bh = min(plot, num / (2 * r.eligibleAtMonthStart * scale.num))
                 h.line(
-                    "<rect class=\"rate\" x=\"\(x)\" y=\"\(top + plot - bh)\" width=\"\(bar)\" height=\"\(bh)\"><title>\(escape(tip))</title></rect>")
+                    "<rect class=\"rate\" x=\"\(x)\" y=\"\(top + plot - bh)\" width=\"\(bar)\" height=\"\(bh)\"><title>\(escape(tip))</title></rect>"
+                )
                 h.line(
-                    "<text x=\"\(cx)\" y=\"\(top + plot - bh - 6)\" text-anchor=\"middle\">\(r.redeemedByEligible)/\(r.eligibleAtMonthStart)</text>")
+                    "<text x=\"\(cx)\" y=\"\(top + plot - bh - 6)\" text-anchor=\"middle\">\(r.redeemedByEligible)/\(r.eligibleAtMonthStart)</text>"
+                )
             }
             h.line("<text x=\"\(cx)\" y=\"\(top + plot + 16)\" text-anchor=\"middle\">\(escape(r.month))</text>")
         }
@@ -120,8 +133,12 @@ public enum ReportPage {
             ("too long ago", f.tooLongAgo, "drop"), ("wait between offers", f.waitBetweenOffers, "drop"),
             ("eligible", f.eligible, "eligible"),
         ]
-        let left = 150, full = 560, pitch = 20, bar = 14
-        let width = left + full + 60, height = bars.count * pitch + 6
+        let left = 150
+        let full = 560
+        let pitch = 20
+        let bar = 14
+        let width = left + full + 60
+        let height = bars.count * pitch + 6
         let most = max(1, f.customersInGroup)
         h.line(
             "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
@@ -131,7 +148,8 @@ public enum ReportPage {
             let len = (2 * full * value + most) / (2 * most)
             h.line("<text x=\"\(left - 8)\" y=\"\(y + 11)\" text-anchor=\"end\">\(label)</text>")
             h.line(
-                "<rect class=\"\(cls)\" x=\"\(left)\" y=\"\(y)\" width=\"\(max(len, value > 0 ? 1 : 0))\" height=\"\(bar)\"><title>\(label): \(value)</title></rect>")
+                "<rect class=\"\(cls)\" x=\"\(left)\" y=\"\(y)\" width=\"\(max(len, value > 0 ? 1 : 0))\" height=\"\(bar)\"><title>\(label): \(value)</title></rect>"
+            )
             h.line("<text x=\"\(left + len + 6)\" y=\"\(y + 11)\">\(value)</text>")
         }
         h.line("</svg>")

@@ -21,7 +21,8 @@ public struct ReportWindow: Sendable, Equatable {
     public func month(of t: Int64) -> Int? {
         guard t >= start, t < currentMonth else { return nil }
         // Few months (≤ 120): the last start not after t.
-        var lo = 0, hi = months.count - 1
+        var lo = 0
+        var hi = months.count - 1
         while lo < hi {
             let mid = (lo + hi + 1) / 2
             if months[mid] <= t { lo = mid } else { hi = mid - 1 }

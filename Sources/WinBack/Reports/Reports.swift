@@ -92,7 +92,8 @@ public struct Reports: Sendable {
                     scratch: &scratch, into: &tally.rates)
                 if r.timeline.state == .churned {
                     EligibilitySummaryReport.count(
-                        group: group, r.timeline, lastWinBackEnd: EligibilitySummaryReport.lastWinBackEnd(rows, asOf: t),
+                        group: group, r.timeline,
+                        lastWinBackEnd: EligibilitySummaryReport.lastWinBackEnd(rows, asOf: t),
                         asOf: t, into: &tally.summary)
                 }
             }

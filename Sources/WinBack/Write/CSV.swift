@@ -101,7 +101,8 @@ public struct CSVRecord {
     }
 
     /// A whole table: the header, then one record per row filled by `fill`.
-    public static func table<Row>(_ columns: [String], _ rows: [Row], _ fill: (inout CSVRecord, Row) -> Void) -> [UInt8] {
+    public static func table<Row>(_ columns: [String], _ rows: [Row], _ fill: (inout CSVRecord, Row) -> Void) -> [UInt8]
+    {
         var out = header(columns)
         var r = CSVRecord()
         for row in rows {

@@ -1,10 +1,10 @@
+import CZlib
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-import CZlib
 
 /// Deflates bytes into a gzip file in chunks with zlib.
 ///

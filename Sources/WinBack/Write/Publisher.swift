@@ -37,15 +37,18 @@ public final class Publisher: @unchecked Sendable {
         do {
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         } catch {
-            throw WinBackError(.cannotCreateOutput, "cannot create the output folder: \(error.localizedDescription)", path: root)
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the output folder: \(error.localizedDescription)", path: root)
         }
         let lockPath = root + "/.lock"
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw WinBackError(.cannotCreateOutput, "cannot open the lock file: \(Publisher.errnoText())", path: lockPath)
+            throw WinBackError(
+                .cannotCreateOutput, "cannot open the lock file: \(Publisher.errnoText())", path: lockPath)
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let holder = (try? String(contentsOfFile: lockPath, encoding: .utf8))?
+            let holder =
+                (try? String(contentsOfFile: lockPath, encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
             close(fd)
             throw WinBackError(
@@ -66,7 +69,8 @@ public final class Publisher: @unchecked Sendable {
         do {
             try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         } catch {
-            throw WinBackError(.cannotCreateOutput, "cannot create the staging folder: \(error.localizedDescription)", path: staging)
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the staging folder: \(error.localizedDescription)", path: staging)
         }
     }
 
@@ -112,7 +116,8 @@ public final class Publisher: @unchecked Sendable {
 
     private func rename(_ from: String, _ to: String) throws {
         if Glibc.rename(from, to) != 0 {
-            throw WinBackError(.cannotCreateOutput, "cannot rename \(from) to \(to): \(Publisher.errnoText())", path: root)
+            throw WinBackError(
+                .cannotCreateOutput, "cannot rename \(from) to \(to): \(Publisher.errnoText())", path: root)
         }
     }
 
@@ -126,7 +131,8 @@ public final class Publisher: @unchecked Sendable {
         var st = stat()
         if lstat(final, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
             // A real folder (not made by this tool) cannot be replaced by rename(2).
-            throw WinBackError(.cannotCreateOutput, "is a folder, not a link this tool manages; move it away", path: final)
+            throw WinBackError(
+                .cannotCreateOutput, "is a folder, not a link this tool manages; move it away", path: final)
         }
         try rename(tmp, final)
     }

@@ -163,7 +163,9 @@ public struct SegmentWriter: Sendable {
                 if let p = r.pointee.timeline.paidRunStart {
                     try x.attribute("paidRunStart") { Timestamp.appendISO(p, to: &$0) }
                 }
-                try x.attribute("lastSubscribedEnd") { Timestamp.appendISO(r.pointee.timeline.lastSubscribedEnd, to: &$0) }
+                try x.attribute("lastSubscribedEnd") {
+                    Timestamp.appendISO(r.pointee.timeline.lastSubscribedEnd, to: &$0)
+                }
                 try x.attribute("monthsSinceLastSubscribed") {
                     CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0)
                 }

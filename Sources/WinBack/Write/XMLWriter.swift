@@ -118,6 +118,7 @@ public enum XMLSchemaValidator {
         xmlSchemaSetValidStructuredErrors(vctx, collect, context.toOpaque())
         let rc = xmlSchemaValidateFile(vctx, xmlPath, 0)
         if rc == 0 { return [] }
-        return messages.lines.isEmpty ? ["\(xmlPath): not valid against \(xsdPath) (code \(rc))"] : messages.lines.map { "\(xmlPath): \($0)" }
+        return messages.lines.isEmpty
+            ? ["\(xmlPath): not valid against \(xsdPath) (code \(rc))"] : messages.lines.map { "\(xmlPath): \($0)" }
     }
 }

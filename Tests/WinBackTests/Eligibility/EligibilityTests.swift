@@ -68,7 +68,8 @@ struct EligibilityTests {
     func waitBoundary() {
         let w = TestWorld()
         var rows = w.monthly(from: "2024-01-01T12:00:00Z", count: 6)
-        rows.append(w.tx("2024-09-01T12:00:00Z", "2024-10-01T12:00:00Z", free: true, offerType: 4, offerId: "wb.basic.1m.free"))
+        rows.append(
+            w.tx("2024-09-01T12:00:00Z", "2024-10-01T12:00:00Z", free: true, offerType: 4, offerId: "wb.basic.1m.free"))
         rows += w.monthly(from: "2024-10-01T12:00:00Z", count: 3)  // ends 2025-01-01T12:00
         let offer = TestWorld.basicOffer(paid: 1, wait: 6)
         // Offer ended 2024-10-01T12:00; six whole months later is 2025-04-01T12:00.

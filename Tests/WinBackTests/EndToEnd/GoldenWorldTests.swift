@@ -5,7 +5,8 @@ import Testing
 
 @Suite("End to end: a small hand-built world against golden files")
 struct GoldenWorldTests {
-    func run(_ pipeline: String, threads: Int, output: String? = nil, inflater: Inflater? = .zlib) throws -> RunSummary {
+    func run(_ pipeline: String, threads: Int, output: String? = nil, inflater: Inflater? = .zlib) throws -> RunSummary
+    {
         var o = RunOptions(pipelinePath: pipeline, output: output, threads: threads)
         o.inflater = inflater
         o.now = ms("2026-11-22T06:00:00Z")
@@ -27,7 +28,8 @@ struct GoldenWorldTests {
                 expectSameFile(produced + "/segments/" + f, golden: expected + "/segments/" + f)
             }
             expectSameFile(produced + "/rejects.csv", golden: expected + "/rejects.csv")
-            #expect(summary.states == StateCounts(customers: 11, active: 1, billingRetry: 1, churned: 9, notSubscriber: 1))
+            #expect(
+                summary.states == StateCounts(customers: 11, active: 1, billingRetry: 1, churned: 9, notSubscriber: 1))
             #expect(summary.counters.rowsRead == 83)
             #expect(summary.counters.rejected == 1)
             #expect(summary.counters.duplicates == 1)
@@ -62,7 +64,9 @@ struct GoldenWorldTests {
         let xml = filesBelow(summary.published + "/segments").filter { $0.hasSuffix(".xml") }
         #expect(xml.count == 5)
         for f in xml {
-            #expect(XMLSchemaValidator.validate(xmlPath: summary.published + "/segments/" + f, xsdPath: Paths.segmentXSD) == [])
+            #expect(
+                XMLSchemaValidator.validate(xmlPath: summary.published + "/segments/" + f, xsdPath: Paths.segmentXSD)
+                    == [])
         }
     }
 
@@ -120,7 +124,8 @@ struct GoldenWorldTests {
         }
     }
 
-    @Test("isal asked for where it is missing: a configuration error from the file, a usage error from the command line")
+    @Test(
+        "isal asked for where it is missing: a configuration error from the file, a usage error from the command line")
     func inflaterMissing() throws {
         let e = #expect(throws: WinBackError.self) {
             try ResolvedPipeline.inflater(asked: nil, file: .isal, path: "p.yaml", isalAvailable: false)

@@ -42,7 +42,9 @@ struct ReliabilityTests {
         let w = try world()
         _ = try run(w)  // a good run to protect
         let before = try FileManager.default.destinationOfSymbolicLink(atPath: w + "/out/golden/2026-11-22")
-        try editPipeline(w) { $0.replacingOccurrences(of: "maxRejectedFraction: 0.1", with: "maxRejectedFraction: 0.001") }
+        try editPipeline(w) {
+            $0.replacingOccurrences(of: "maxRejectedFraction: 0.1", with: "maxRejectedFraction: 0.001")
+        }
         expectFailure(.badData, { _ = try run(w) }, mentioning: "1 of 83 rows rejected")
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: w + "/out/golden/2026-11-22") == before)
         #expect(FileManager.default.fileExists(atPath: w + "/out/golden/2026-11-22/segments/best-offer.csv"))
@@ -79,7 +81,9 @@ struct ReliabilityTests {
     @Test("a glob matching nothing fails with 66 naming the glob")
     func globMatchesNothing() throws {
         let w = try world()
-        try editPipeline(w) { $0.replacingOccurrences(of: "input/transactions-*.jsonl.gz", with: "input/nothing-*.jsonl.gz") }
+        try editPipeline(w) {
+            $0.replacingOccurrences(of: "input/transactions-*.jsonl.gz", with: "input/nothing-*.jsonl.gz")
+        }
         expectFailure(.noInput, { _ = try run(w) }, mentioning: "nothing-*.jsonl.gz")
     }
 
@@ -141,7 +145,9 @@ struct ReliabilityTests {
             let b = try PipelineRun.run(o, progress: Progress(mode: .quiet))
             #expect(filesBelow(b.published).filter { $0 != "manifest.json" } == reference)
             for f in reference {
-                #expect(FileManager.default.contents(atPath: b.published + "/" + f) == digests[f], "\(f) differs with \(threads) threads")
+                #expect(
+                    FileManager.default.contents(atPath: b.published + "/" + f) == digests[f],
+                    "\(f) differs with \(threads) threads")
             }
         }
     }
@@ -204,10 +210,13 @@ struct CommandLineTests {
                 .write(toFile: p, atomically: true, encoding: .utf8)
         case "missing-pipeline": args[1] = "nope.yaml"
         case "bad-catalog":
-            try "{\"offers\": [{\"offerId\": \"x\"}]}".write(toFile: w + "/input/offers.json", atomically: true, encoding: .utf8)
-        case "no-match": try FileManager.default.removeItem(atPath: w + "/input/transactions-a.jsonl.gz")
+            try "{\"offers\": [{\"offerId\": \"x\"}]}".write(
+                toFile: w + "/input/offers.json", atomically: true, encoding: .utf8)
+        case "no-match":
+            try FileManager.default.removeItem(atPath: w + "/input/transactions-a.jsonl.gz")
             try FileManager.default.removeItem(atPath: w + "/input/transactions-b.jsonl.gz")
-        case "corrupt": try Data([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff]).write(
+        case "corrupt":
+            try Data([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff]).write(
                 to: URL(fileURLWithPath: w + "/input/transactions-a.jsonl.gz"))
         case "locked":
             lock = Publisher(root: w + "/out/golden", date: "2026-11-22")
@@ -271,7 +280,8 @@ struct CommandLineTests {
         let ok = try CLI.run(["validate", "pipeline.yaml"], cwd: w)
         #expect(ok.status == 0, "\(ok.stderr)")
         let p = w + "/pipeline.yaml"
-        try (try String(contentsOfFile: p, encoding: .utf8)
+        try
+            (try String(contentsOfFile: p, encoding: .utf8)
             .replacingOccurrences(of: "name: golden", with: "name: Golden!")
             .replacingOccurrences(of: "input/transactions-*", with: "input/missing-*") + "threadz: 2\n")
             .write(toFile: p, atomically: true, encoding: .utf8)

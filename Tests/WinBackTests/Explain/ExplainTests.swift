@@ -70,7 +70,8 @@ struct ExplainTests {
 
     @Test("explain and run agree on every customer of a world", arguments: ["golden", "sample"])
     func agreesWithRun(world: String) throws {
-        let pipeline = world == "sample" ? Paths.repo + "/Pipelines/sample.yaml" : Paths.fixtures + "/golden/pipeline.yaml"
+        let pipeline =
+            world == "sample" ? Paths.repo + "/Pipelines/sample.yaml" : Paths.fixtures + "/golden/pipeline.yaml"
         guard FileManager.default.fileExists(atPath: pipeline) else {
             Issue.record("missing \(pipeline)")
             return
@@ -94,7 +95,8 @@ struct ExplainTests {
         var eligibleSeen = 0
         for k in 0..<customers.count {
             let e = Explainer.explain(
-                k, customers: customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays)
+                k, customers: customers, book: book, renewals: renewals, asOf: p.asOf,
+                gapDays: p.config.consecutiveGapDays)
             let key = e.subscriptionGroupId + "/" + e.originalTransactionId
             if let r = fromRun[key] {
                 eligibleSeen += 1

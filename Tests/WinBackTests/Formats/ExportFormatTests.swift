@@ -28,7 +28,9 @@ struct ExportFormatTests {
         for f in filesBelow(golden) { expectSameFile(published + "/segments/" + f, golden: golden + "/" + f) }
         // Its one malformed record is rejected with the line it starts on (after a multi-line record).
         let rejects = try String(contentsOfFile: published + "/rejects.csv", encoding: .utf8)
-        #expect(rejects == "file,line,reason,excerpt\ninput/transactions-b.csv.gz,5,\"expected 22 fields, found 2\",\"1,2\"\n")
+        #expect(
+            rejects
+                == "file,line,reason,excerpt\ninput/transactions-b.csv.gz,5,\"expected 22 fields, found 2\",\"1,2\"\n")
     }
 
     @Test("the golden world as a RevenueCat export gives the same audiences, without tokens")
@@ -48,7 +50,8 @@ struct ExportFormatTests {
         let dir = Paths.temporary()
         try text.write(toFile: dir + "/t.csv", atomically: true, encoding: .utf8)
         var out: [(Int, [String], String?)] = []
-        try CSVRecordReader(source: try openSource(path: dir + "/t.csv"), chunkSize: 16).forEachRecord { fields, line, _, bad in
+        try CSVRecordReader(source: try openSource(path: dir + "/t.csv"), chunkSize: 16).forEachRecord {
+            fields, line, _, bad in
             out.append((line, fields.map { String(decoding: $0, as: UTF8.self) }, bad))
         }
         return out
@@ -80,12 +83,14 @@ struct ExportFormatTests {
     }
 
     func readRevenueCat(_ rows: [String], products: [String: String] = ["basic": "g1"]) throws -> TransactionSet {
-        let header = "store,store_transaction_id,original_store_transaction_id,product_identifier,start_time,end_time,"
+        let header =
+            "store,store_transaction_id,original_store_transaction_id,product_identifier,start_time,end_time,"
             + "refunded_at,is_sandbox,ownership_type,country,offer,offer_type,is_trial_period,"
             + "price_in_purchased_currency,is_auto_renewable,updated_at"
         let dir = Paths.temporary()
         try ([header] + rows).joined(separator: "\n").write(toFile: dir + "/rc.csv", atomically: true, encoding: .utf8)
-        return try TransactionReader.read(paths: [dir + "/rc.csv"], format: "revenuecat", products: products, threads: 1)
+        return try TransactionReader.read(
+            paths: [dir + "/rc.csv"], format: "revenuecat", products: products, threads: 1)
     }
 
     @Test("RevenueCat rows map onto transactions: groups, countries, offers, trials, refunds, newest updated_at")
@@ -164,7 +169,8 @@ struct ExportFormatTests {
 struct GeneratedFormatsTests {
     func world(_ format: String) throws -> String {
         let dir = Paths.temporary() + "/\(format)"
-        _ = try WorldGenerator.generate(GenerateOptions(customers: 500, seed: 11, asOf: ms("2026-11-22"), format: format), to: dir)
+        _ = try WorldGenerator.generate(
+            GenerateOptions(customers: 500, seed: 11, asOf: ms("2026-11-22"), format: format), to: dir)
         return dir
     }
 
@@ -210,7 +216,10 @@ struct GeneratedFormatsTests {
             let x = try String(contentsOfFile: a + "/segments/" + f, encoding: .utf8)
             let y = try String(contentsOfFile: b + "/segments/" + f, encoding: .utf8)
             let drop = { (t: String) in
-                t.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).enumerated().filter { $0.offset != 2 }.map(\.element).joined(separator: ",") }
+                t.split(separator: "\n").map {
+                    $0.split(separator: ",", omittingEmptySubsequences: false).enumerated().filter { $0.offset != 2 }
+                        .map(\.element).joined(separator: ",")
+                }
             }
             #expect(drop(x) == drop(y), "\(f)")
             #expect(x.split(separator: "\n").count > 1 || f.contains("summer24"), "\(f) is empty")

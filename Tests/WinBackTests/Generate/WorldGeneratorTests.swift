@@ -7,7 +7,9 @@ import Testing
 struct WorldGeneratorTests {
     static let asOf = ms("2026-11-22")
 
-    func generate(_ customers: Int, seed: UInt64 = 3, format: String = "appstore-ndjson", threads: Int = 2) throws -> String {
+    func generate(_ customers: Int, seed: UInt64 = 3, format: String = "appstore-ndjson", threads: Int = 2) throws
+        -> String
+    {
         let dir = Paths.temporary() + "/world"
         var o = GenerateOptions(customers: customers, seed: seed, asOf: Self.asOf, format: format)
         o.threads = threads
@@ -48,7 +50,8 @@ struct WorldGeneratorTests {
         #expect(rows.contains { !$0.isUpgraded && $0.revocationDate != Transaction.never })
         #expect(rows.allSatisfy { $0.purchaseDate < Self.asOf })
         _ = try OfferCatalog.load(path: dir + "/offers.json")
-        let (renewals, rejects, _) = try RenewalReader.read(paths: [dir + "/renewal-info.jsonl.gz"], strings: set.strings)
+        let (renewals, rejects, _) = try RenewalReader.read(
+            paths: [dir + "/renewal-info.jsonl.gz"], strings: set.strings)
         #expect(rejects.isEmpty && !renewals.isEmpty)
     }
 

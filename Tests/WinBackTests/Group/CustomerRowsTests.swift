@@ -93,13 +93,15 @@ import Testing
         let byCustomer = Dictionary(grouping: rows) {
             [w.strings.string($0.subscriptionGroupId), w.strings.string($0.originalTransactionId)]
         }
-        let expected = byCustomer.keys.sorted { $0.lexicographicallyPrecedes($1) { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) } }
-            .map { key in
-                "\(key[0]) \(key[1]): "
-                    + byCustomer[key]!.map { ($0.purchaseDate, w.strings.string($0.transactionId)) }
-                    .sorted { $0.0 != $1.0 ? $0.0 < $1.0 : Array($0.1.utf8).lexicographicallyPrecedes(Array($1.1.utf8)) }
-                    .map(\.1).joined(separator: ",")
-            }
+        let expected = byCustomer.keys.sorted {
+            $0.lexicographicallyPrecedes($1) { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        }
+        .map { key in
+            "\(key[0]) \(key[1]): "
+                + byCustomer[key]!.map { ($0.purchaseDate, w.strings.string($0.transactionId)) }
+                .sorted { $0.0 != $1.0 ? $0.0 < $1.0 : Array($0.1.utf8).lexicographicallyPrecedes(Array($1.1.utf8)) }
+                .map(\.1).joined(separator: ",")
+        }
         #expect(expected.count > 5_000)
         for threads in [1, 2, 3, 7] {
             #expect(snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads)) == expected)

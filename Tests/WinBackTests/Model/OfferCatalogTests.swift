@@ -24,7 +24,8 @@ struct OfferCatalogTests {
     func variant(_ field: String, _ json: String?) -> String {
         var obj = try! JSONSerialization.jsonObject(with: Data(Self.apple.utf8)) as! [String: Any]
         if let json {
-            obj[field] = try! JSONSerialization.jsonObject(with: Data("[\(json)]".utf8), options: .fragmentsAllowed) as! [Any]
+            obj[field] =
+                try! JSONSerialization.jsonObject(with: Data("[\(json)]".utf8), options: .fragmentsAllowed) as! [Any]
             obj[field] = (obj[field] as! [Any])[0]
         } else {
             obj.removeValue(forKey: field)

@@ -82,9 +82,12 @@ struct PipelineConfigTests {
         // Later keys replace earlier ones in the minimal file where they clash.
         var text = Self.minimal
         if line.hasPrefix("transactions:") {
-            text = text.replacingOccurrences(of: "transactions:\n  paths: [\"../Data/sample/transactions-*.jsonl.gz\"]\n", with: "")
+            text = text.replacingOccurrences(
+                of: "transactions:\n  paths: [\"../Data/sample/transactions-*.jsonl.gz\"]\n", with: "")
         }
-        if line.hasPrefix("output:") { text = text.replacingOccurrences(of: "output:\n  directory: ../Output", with: "") }
+        if line.hasPrefix("output:") {
+            text = text.replacingOccurrences(of: "output:\n  directory: ../Output", with: "")
+        }
         let (_, problems) = PipelineConfig.parse(text + "\n" + line + "\n", path: "/p.yaml")
         #expect(problems.contains { $0.contains(field) }, "\(problems)")
     }

@@ -22,7 +22,8 @@ extension ReadStageTests {
         }
 
         private func expectBadData(
-            _ path: String, containing: String? = nil, inflater: Inflater, sourceLocation: SourceLocation = #_sourceLocation
+            _ path: String, containing: String? = nil, inflater: Inflater,
+            sourceLocation: SourceLocation = #_sourceLocation
         ) {
             do {
                 _ = try ReadSupport.readAll(path, inflater: inflater)
@@ -102,7 +103,9 @@ extension ReadStageTests {
             #expect(set.inputs[0].sha256 == (try ReadSupport.sha256sum(url.path)))
         }
 
-        @Test(arguments: ["rows.jsonl", "rows.ndjson", "rows.ndjson.gz", "rows.jsonl.gz", "rows.JSONL.GZ", "rows.ndjson.Gz"])
+        @Test(arguments: [
+            "rows.jsonl", "rows.ndjson", "rows.ndjson.gz", "rows.jsonl.gz", "rows.JSONL.GZ", "rows.ndjson.Gz",
+        ])
         func everyFileKindReadsTheSameRows(name: String) throws {
             try ReadSupport.withTempDir { dir in
                 let text = TxLine(id: "t1").json + "\r\n\n" + TxLine(id: "t2").json

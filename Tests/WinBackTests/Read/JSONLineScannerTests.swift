@@ -30,7 +30,8 @@ extension ReadStageTests {
         /// the same, and so does a line of exactly 64 or 128 bytes.
         @Test(arguments: ["plain", "esc\\\"aped", "gr\u{FC}\u{DF}e", "", "a"])
         func stringsReadTheSameAtEveryPlaceAroundTheMasksWords(value: String) {
-            let encoded = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            let encoded = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(
+                of: "\"", with: "\\\"")
             for pad in 0..<140 {
                 let line = #"{"p":""# + String(repeating: "x", count: pad) + #"","s":""# + encoded + #"","t":1}"#
                 #expect(scanString(line) == .success(Array(value.utf8)), "padding \(pad)")
@@ -198,15 +199,19 @@ extension ReadStageTests {
         /// as a fresh scanner reads it.
         @Test func keysPredictedFromEarlierLinesReadAsTheLineSays() {
             let looked = [
-                "a", "type", "bundleIdX", "transactionId", "subscriptionGroupIdentifier", "k", "keyOfThirtyTwoBytesWithQuotes",
+                "a", "type", "bundleIdX", "transactionId", "subscriptionGroupIdentifier", "k",
+                "keyOfThirtyTwoBytesWithQuotes",
                 "keyOfThirtyTwoBytesWithQuotes1",
             ]
-            var pool = looked + ["b", "typ", "types", "bundleId", "transactionIdentifier", "subscriptionGroupIdentifieR"]
+            var pool =
+                looked + ["b", "typ", "types", "bundleId", "transactionIdentifier", "subscriptionGroupIdentifieR"]
             pool += (0..<90).map { "unknown\($0)" }
             pool.append("aVeryLongKeyNameOfMoreThanThirtyTwoBytesInAll")
             var rng = SplitMix64(seed: 11)
             let scanner = JSONLineScanner(keys: looked)
-            let orders = [Array(pool.prefix(20)), Array(pool.prefix(20).reversed()), Array(pool.shuffled(using: &rng).prefix(25))]
+            let orders = [
+                Array(pool.prefix(20)), Array(pool.prefix(20).reversed()), Array(pool.shuffled(using: &rng).prefix(25)),
+            ]
             var mismatches: [String] = []
             for lineNumber in 0..<4000 {
                 var keys = orders[rng.below(orders.count)]
@@ -218,7 +223,9 @@ extension ReadStageTests {
                 for key in keys {
                     let value = rng.below(2) == 0 ? "\(rng.below(100_000_000_000))" : "\"v\(rng.below(1000))\""
                     var encodedKey = key
-                    if rng.below(20) == 0 { encodedKey = "\\u00" + String(key.utf8.first!, radix: 16) + key.dropFirst() }
+                    if rng.below(20) == 0 {
+                        encodedKey = "\\u00" + String(key.utf8.first!, radix: 16) + key.dropFirst()
+                    }
                     let colon = rng.below(15) == 0 ? " : " : ":"
                     parts.append("\"\(encodedKey)\"\(colon)\(value)")
                     expected[key] = value
@@ -238,7 +245,8 @@ extension ReadStageTests {
                     case let v: got = v.typeName
                     }
                     if got != (expected[key] ?? "absent") {
-                        mismatches.append("line \(lineNumber) key \(key): \(got), expected \(expected[key] ?? "absent"): \(line)")
+                        mismatches.append(
+                            "line \(lineNumber) key \(key): \(got), expected \(expected[key] ?? "absent"): \(line)")
                     }
                 }
             }

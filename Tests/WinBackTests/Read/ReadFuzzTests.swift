@@ -72,9 +72,11 @@ extension ReadStageTests {
             case .rejected(let why): return "rejected: \(why)"
             case .row(let t):
                 return [
-                    table.string(t.transactionId), table.string(t.originalTransactionId), s(t.subscriptionGroupId), s(t.productId),
+                    table.string(t.transactionId), table.string(t.originalTransactionId), s(t.subscriptionGroupId),
+                    s(t.productId),
                     "\(t.purchaseDate)", "\(t.expiresDate)", "\(t.signedDate)", "\(t.revocationDate)", "\(t.offerType)",
-                    s(t.offerIdentifier), s(t.offerDiscountType), s(t.storefront), t.appAccountToken.string(in: table) ?? "-",
+                    s(t.offerIdentifier), s(t.offerDiscountType), s(t.storefront),
+                    t.appAccountToken.string(in: table) ?? "-",
                     "\(t.ownership)",
                     "\(t.production)", "\(t.isUpgraded)", "\(t.isFreeTrial)",
                 ].joined(separator: "|")

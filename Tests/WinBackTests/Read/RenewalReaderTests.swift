@@ -103,11 +103,18 @@ extension ReadStageTests {
                 #expect(strings.count == 4)
                 #expect(strings.lookup("a") == 1)
                 #expect(strings.lookup("b") == 3)
-                #expect(index.known(at: 1, originalTransactionId: TransactionKey("a", table: strings))?.autoRenewStatus == 3)
-                #expect(index.known(at: 9, originalTransactionId: TransactionKey("b", table: strings))?.autoRenewStatus == 4)
-                #expect(index.known(at: 1, originalTransactionId: TransactionKey("b", table: strings))?.autoRenewStatus == 1)
                 #expect(
-                    index.known(at: 1, originalTransactionId: TransactionKey(raw: 2_000_000_000_000_001))?.autoRenewStatus
+                    index.known(at: 1, originalTransactionId: TransactionKey("a", table: strings))?.autoRenewStatus == 3
+                )
+                #expect(
+                    index.known(at: 9, originalTransactionId: TransactionKey("b", table: strings))?.autoRenewStatus == 4
+                )
+                #expect(
+                    index.known(at: 1, originalTransactionId: TransactionKey("b", table: strings))?.autoRenewStatus == 1
+                )
+                #expect(
+                    index.known(at: 1, originalTransactionId: TransactionKey(raw: 2_000_000_000_000_001))?
+                        .autoRenewStatus
                         == 2)
                 #expect(index.known(at: 1, originalTransactionId: TransactionKey("x", table: strings)) == nil)
             }
@@ -135,9 +142,12 @@ extension ReadStageTests {
 
         @Test func theIndexOrdersWhatItIsGiven() {
             var index = RenewalIndex()
-            index.add(originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 50, isInBillingRetryPeriod: true))
+            index.add(
+                originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 50, isInBillingRetryPeriod: true)
+            )
             index.add(originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 10))
-            index.add(originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 30, gracePeriodExpiresDate: 99))
+            index.add(
+                originalTransactionId: TransactionKey(raw: 7), RenewalInfo(signedDate: 30, gracePeriodExpiresDate: 99))
             index.finish()
             #expect(index.known(at: 5, originalTransactionId: TransactionKey(raw: 7)) == nil)
             #expect(index.known(at: 40, originalTransactionId: TransactionKey(raw: 7))?.gracePeriodExpiresDate == 99)

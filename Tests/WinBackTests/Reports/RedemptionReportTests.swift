@@ -43,12 +43,16 @@ struct RedemptionReportTests {
             payg("2026-07-01T12:00:00Z", "2026-10-01T12:00:00Z", "i", "PAY_UP_FRONT"),
             w.tx("2026-10-01T12:00:00Z", "2026-11-01T12:00:00Z", customer: "i"),
             // h: offer code, then a paid month refunded before T: not converted.
-            w.tx("2026-04-01T12:00:00Z", "2026-05-01T12:00:00Z", customer: "h", free: true, offerType: 3, offerId: "code.x"),
+            w.tx(
+                "2026-04-01T12:00:00Z", "2026-05-01T12:00:00Z", customer: "h", free: true, offerType: 3,
+                offerId: "code.x"),
             w.tx("2026-05-01T12:00:00Z", "2026-06-01T12:00:00Z", customer: "h", revoked: "2026-05-05T12:00:00Z"),
             // g: paid in 2025, win-back trial in May 2026, then paid: converted.
             w.tx("2025-06-01T12:00:00Z", "2025-07-01T12:00:00Z", customer: "g"),
             w.tx("2025-07-01T12:00:00Z", "2025-08-01T12:00:00Z", customer: "g"),
-            w.tx("2026-05-01T12:00:00Z", "2026-06-01T12:00:00Z", customer: "g", free: true, offerType: 4, offerId: "wb.basic.1m.free"),
+            w.tx(
+                "2026-05-01T12:00:00Z", "2026-06-01T12:00:00Z", customer: "g", free: true, offerType: 4,
+                offerId: "wb.basic.1m.free"),
             w.tx("2026-06-01T12:00:00Z", "2026-07-01T12:00:00Z", customer: "g"),
             // f: an offer type Apple may add one day (9), then paid: converted.
             w.tx("2026-06-01T12:00:00Z", "2026-07-01T12:00:00Z", customer: "f", offerType: 9, offerId: "mystery"),

@@ -22,7 +22,8 @@ struct ReportEpisodeTests {
     func gapSplitsEpisodes(second: String, count: Int) {
         let w = TestWorld()
         let rows = [
-            w.discount(w.tx("2026-01-01T12:00:00Z", "2026-02-01T12:00:00Z", offerType: 2, offerId: "p"), "PAY_AS_YOU_GO"),
+            w.discount(
+                w.tx("2026-01-01T12:00:00Z", "2026-02-01T12:00:00Z", offerType: 2, offerId: "p"), "PAY_AS_YOU_GO"),
             w.discount(w.tx(second, "2026-05-05T12:00:00Z", offerType: 2, offerId: "p"), "PAY_AS_YOU_GO"),
         ]
         let e = episodes(w, rows)
@@ -45,7 +46,9 @@ struct ReportEpisodeTests {
         let w = TestWorld()
         let rows = [
             w.tx("2026-01-01T12:00:00Z", "2026-02-01T12:00:00Z", free: true, offerType: 1),
-            w.tx(next, "2026-05-01T12:00:00Z", free: free, offerType: offerType, offerId: offerType == 0 ? nil : "q", revoked: revoked),
+            w.tx(
+                next, "2026-05-01T12:00:00Z", free: free, offerType: offerType, offerId: offerType == 0 ? nil : "q",
+                revoked: revoked),
         ]
         #expect(episodes(w, rows).first?.outcome == expected)
     }
@@ -61,11 +64,13 @@ struct ReportEpisodeTests {
     func pending(end: String, expected: Episode.Outcome) {
         let w = TestWorld()
         let rows = [w.tx("2026-08-01T00:00:00Z", end, free: true, offerType: 4, offerId: "wb")]
-        #expect(episodes(w, rows) == [
-            Episode(
-                offerType: 4, offerIdentifier: w.id("wb"), discountType: w.id("FREE_TRIAL"), start: ms("2026-08-01"),
-                end: ms(end), outcome: expected)
-        ])
+        #expect(
+            episodes(w, rows) == [
+                Episode(
+                    offerType: 4, offerIdentifier: w.id("wb"), discountType: w.id("FREE_TRIAL"),
+                    start: ms("2026-08-01"),
+                    end: ms(end), outcome: expected)
+            ])
     }
 
     @Test("family-shared rows and rows not yet purchased at T neither extend nor follow an episode")

@@ -37,7 +37,8 @@ struct ReportPageTests {
 
     @Test("the same reports give the same bytes")
     func deterministic() {
-        #expect(ReportPage.html(WinBackReportsTests.reports(), title: "x")
-            == ReportPage.html(WinBackReportsTests.reports(threads: 4, shuffled: true), title: "x"))
+        #expect(
+            ReportPage.html(WinBackReportsTests.reports(), title: "x")
+                == ReportPage.html(WinBackReportsTests.reports(threads: 4, shuffled: true), title: "x"))
     }
 }

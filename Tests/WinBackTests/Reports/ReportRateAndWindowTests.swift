@@ -25,10 +25,11 @@ struct ReportRateAndWindowTests {
     @Test("T = 2026-11-22 with 12 months: 2025-11 … 2026-10, redemptions counted from 2025-11-01")
     func windowOfTwelveMonths() {
         let w = ReportWindow(asOf: ms("2026-11-22"), months: 12)
-        #expect(w.months.indices.map(w.label) == [
-            "2025-11", "2025-12", "2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06", "2026-07",
-            "2026-08", "2026-09", "2026-10",
-        ])
+        #expect(
+            w.months.indices.map(w.label) == [
+                "2025-11", "2025-12", "2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06", "2026-07",
+                "2026-08", "2026-09", "2026-10",
+            ])
         #expect(w.start == ms("2025-11-01"))
         #expect(w.currentMonth == ms("2026-11-01"))
     }

@@ -11,13 +11,19 @@ struct ReportSuccessiveTimelinesTests {
         let w = TestWorld()
         var rows = RedemptionReportTests.world(w) + WinBackReportsTests.world(w)
         rows += w.monthly(from: "2025-02-10T09:00:00Z", count: 4, customer: "refunded")
-        rows.append(w.tx("2025-06-10T09:00:00Z", "2025-07-10T09:00:00Z", customer: "refunded", revoked: "2025-06-20T00:00:00Z"))
+        rows.append(
+            w.tx("2025-06-10T09:00:00Z", "2025-07-10T09:00:00Z", customer: "refunded", revoked: "2025-06-20T00:00:00Z"))
         rows.append(w.tx("2025-03-01T12:00:00Z", "2025-04-01T12:00:00Z", customer: "upgraded", upgraded: true))
         rows.append(w.tx("2025-03-15T12:00:00Z", "2025-04-15T12:00:00Z", product: "premium", customer: "upgraded"))
-        rows.append(w.tx("2025-04-15T12:00:00Z", "2025-05-15T12:00:00Z", product: "premium", customer: "upgraded", revoked: "2025-09-01T00:00:00Z"))
+        rows.append(
+            w.tx(
+                "2025-04-15T12:00:00Z", "2025-05-15T12:00:00Z", product: "premium", customer: "upgraded",
+                revoked: "2025-09-01T00:00:00Z"))
         let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: 1)
         var instants = (0..<25).map { MonthMath.monthStart(ms("2025-01-01"), offset: Int64($0)) }
-        instants += ["2025-06-20T00:00:00Z", "2025-06-20T00:00:00.001Z", "2026-05-05T12:00:00Z", "2026-09-10T12:00:00Z"].map(ms)
+        instants += [
+            "2025-06-20T00:00:00Z", "2025-06-20T00:00:00.001Z", "2026-05-05T12:00:00Z", "2026-09-10T12:00:00Z",
+        ].map(ms)
         instants.sort()
         var successive = SuccessiveTimelines()
         var periods: [Period] = []
@@ -28,10 +34,14 @@ struct ReportSuccessiveTimelinesTests {
                 let reused = successive.timeline(rows: customers.rows(of: k), at: t, gapDays: 60)
                 let fresh = CustomerTimeline.build(
                     rows: customers.rows(of: k), asOf: t, gapDays: 60, renewal: nil, periods: &periods)
-                #expect(reused == fresh, "customer \(w.strings.string(customers.originalTransactionIds[k])) at \(Timestamp.iso(t))")
+                #expect(
+                    reused == fresh,
+                    "customer \(w.strings.string(customers.originalTransactionIds[k])) at \(Timestamp.iso(t))")
                 if SuccessiveTimelines.lastPeriodContains(rows: customers.rows(of: k), t) {
                     shortcuts += 1
-                    #expect(fresh?.state == .active, "customer \(w.strings.string(customers.originalTransactionIds[k])) at \(Timestamp.iso(t))")
+                    #expect(
+                        fresh?.state == .active,
+                        "customer \(w.strings.string(customers.originalTransactionIds[k])) at \(Timestamp.iso(t))")
                 }
             }
         }
@@ -62,7 +72,8 @@ struct ReportSuccessiveTimelinesTests {
         }
         let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: 1)
         var periods: [Period] = []
-        var shortcuts = 0, checked = 0
+        var shortcuts = 0
+        var checked = 0
         for k in 0..<customers.count {
             for m in 0..<36 {
                 let t = MonthMath.monthStart(start, offset: Int64(m)) + Int64(rng.below(3)) * 43_200_000
@@ -126,7 +137,10 @@ struct ReportSuccessiveTimelinesTests {
                 t += [length, length + Int64(rng.below(200)) * MonthMath.day, MonthMath.day][rng.below(3)]
             }
         }
-        func offer(_ id: String, _ product: String, group: String = "g1", paid: Int, min: Int, max: Int, wait: Int?, territories: [String] = []) -> Offer {
+        func offer(
+            _ id: String, _ product: String, group: String = "g1", paid: Int, min: Int, max: Int, wait: Int?,
+            territories: [String] = []
+        ) -> Offer {
             Offer(
                 offerId: id, subscriptionGroupId: group, productId: product, paidMonths: paid, minMonthsSince: min,
                 maxMonthsSince: max, waitMonths: wait, startDay: nil, endDay: nil, priority: .normal,
@@ -157,13 +171,16 @@ struct ReportSuccessiveTimelinesTests {
                     let tl = CustomerTimeline.build(rows: rows, asOf: tm, gapDays: 60, renewal: nil, periods: &periods),
                     tl.state == .churned
                 else { continue }
-                for o in book.rankedByGroup[customers.groups[k]] ?? [] where book.offers[o].failures(tl, asOf: tm).isEmpty {
+                for o in book.rankedByGroup[customers.groups[k]] ?? []
+                where book.offers[o].failures(tl, asOf: tm).isEmpty {
                     expected[m * offers.count + o] += 1
                 }
             }
         }
         #expect(tally.map(\.eligible) == expected)
         #expect(expected.reduce(0, +) > 200)
-        #expect(Set(offers.indices.map { o in window.months.indices.reduce(0) { $0 + expected[$1 * offers.count + o] } }).count > 1)
+        #expect(
+            Set(offers.indices.map { o in window.months.indices.reduce(0) { $0 + expected[$1 * offers.count + o] } })
+                .count > 1)
     }
 }

@@ -14,7 +14,8 @@ struct WinBackReportsTests {
         TestWorld.basicOffer(
             paid: 1, min: 1, max: 24, wait: 6, start: "2024-01-01", territories: ["USA", "CAN"], priority: .high,
             id: "wb.a"),
-        TestWorld.basicOffer(paid: 1, min: 1, max: 60, wait: nil, start: "2025-01-01", end: "2025-12-31", priority: .normal, id: "wb.c"),
+        TestWorld.basicOffer(
+            paid: 1, min: 1, max: 60, wait: nil, start: "2025-01-01", end: "2025-12-31", priority: .normal, id: "wb.c"),
     ]
 
     /// Everyone in group g1 on product basic at 12:00 UTC unless said otherwise.
@@ -22,11 +23,17 @@ struct WinBackReportsTests {
         var rows: [Transaction] = []
         // P: paid 2026-01-01 … 05-01 (4 months), redeems wb.a on 09-10, then one paid month.
         rows += w.monthly(from: "2026-01-01T12:00:00Z", count: 4, customer: "P")
-        rows.append(w.tx("2026-09-10T12:00:00Z", "2026-10-10T12:00:00Z", customer: "P", free: true, offerType: 4, offerId: "wb.a"))
+        rows.append(
+            w.tx(
+                "2026-09-10T12:00:00Z", "2026-10-10T12:00:00Z", customer: "P", free: true, offerType: 4, offerId: "wb.a"
+            ))
         rows.append(w.tx("2026-10-10T12:00:00Z", "2026-11-10T12:00:00Z", customer: "P"))
         // Q: one paid month in July, redeems wb.a on 09-15 while not eligible (lapsed too recently).
         rows += w.monthly(from: "2026-07-01T12:00:00Z", count: 1, customer: "Q")
-        rows.append(w.tx("2026-09-15T12:00:00Z", "2026-10-15T12:00:00Z", customer: "Q", free: true, offerType: 4, offerId: "wb.a"))
+        rows.append(
+            w.tx(
+                "2026-09-15T12:00:00Z", "2026-10-15T12:00:00Z", customer: "Q", free: true, offerType: 4, offerId: "wb.a"
+            ))
         // R: twelve paid months to 2026-01-01; never redeems.
         rows += w.monthly(from: "2025-01-01T12:00:00Z", count: 12, customer: "R")
         // S and S2: one paid month from 2026-08-15 (same history: one summary row of 2).
@@ -49,13 +56,15 @@ struct WinBackReportsTests {
         // L: three paid months in 2023: too long ago.
         rows += w.monthly(from: "2023-01-01T12:00:00Z", count: 3, customer: "L")
         // Z: another group, storefront Kosovo (not in ISO 3166): empty territory.
-        rows += w.monthly(from: "2026-01-15T12:00:00Z", count: 2, product: "other", customer: "Z", group: "g2", storefront: "XKX")
+        rows += w.monthly(
+            from: "2026-01-15T12:00:00Z", count: 2, product: "other", customer: "Z", group: "g2", storefront: "XKX")
         return rows
     }
 
     static func renewals(_ w: TestWorld) -> RenewalIndex {
         var r = RenewalIndex()
-        r.add(originalTransactionId: w.key("Y"), RenewalInfo(signedDate: ms("2026-10-02"), isInBillingRetryPeriod: true))
+        r.add(
+            originalTransactionId: w.key("Y"), RenewalInfo(signedDate: ms("2026-10-02"), isInBillingRetryPeriod: true))
         r.finish()
         return r
     }
@@ -146,7 +155,9 @@ struct WinBackReportsTests {
         let book = OfferBook(catalog: OfferCatalog(offers: Self.offers), ids: { w.strings.lookup($0) })
         let audience = Audience.evaluate(
             customers, book: book, renewals: Self.renewals(w), asOf: ms(Self.asOf), gapDays: 60, threads: 1)
-        let segmentSizes = book.offers.indices.map { o in audience.results.filter { $0.eligible.contains(Int16(o)) }.count }
+        let segmentSizes = book.offers.indices.map { o in
+            audience.results.filter { $0.eligible.contains(Int16(o)) }.count
+        }
         #expect(segmentSizes == [2, 3, 0])
         #expect(audience.eligibleCounts == segmentSizes)
     }
@@ -173,7 +184,8 @@ struct WinBackReportsTests {
                 monthsSinceLastSubscribed: Int64(rng.below(5)), hasRedeemedWinBack: winBack != nil,
                 monthsSinceLastWinBack: winBack, territory: pick(), churned: 1)
             // Rows are unique in all their fields, as the report's are.
-            let id = "\(row.subscriptionGroupId)|\(row.productId)|\(row.paidTenure)|\(row.monthsSinceLastSubscribed)|\(String(describing: winBack))|\(row.territory)"
+            let id =
+                "\(row.subscriptionGroupId)|\(row.productId)|\(row.paidTenure)|\(row.monthsSinceLastSubscribed)|\(String(describing: winBack))|\(row.territory)"
             if seen.insert(id).inserted { rows.append(row) }
         }
         #expect(rows.count > 1_000)
@@ -185,18 +197,27 @@ struct WinBackReportsTests {
     @Test("summary keys that differ only in storefronts of no known territory are counted as one row")
     func summaryMergesUnknownTerritories() {
         let strings = StringTable()
-        let g = strings.intern("g1"), p = strings.intern("basic"), q = strings.intern("premium")
-        let usa = strings.intern("USA"), kosovo = strings.intern("XKX"), junk = strings.intern("ZZZ")
+        let g = strings.intern("g1")
+        let p = strings.intern("basic")
+        let q = strings.intern("premium")
+        let usa = strings.intern("USA")
+        let kosovo = strings.intern("XKX")
+        let junk = strings.intern("ZZZ")
         func key(_ product: Int32, _ storefront: Int32, winBack: Int64? = nil) -> EligibilitySummaryReport.Key {
-            .init(group: g, product: product, paidMonths: 3, monthsSince: 2, monthsSinceWinBack: winBack, storefront: storefront)
+            .init(
+                group: g, product: product, paidMonths: 3, monthsSince: 2, monthsSinceWinBack: winBack,
+                storefront: storefront)
         }
         let tally: [EligibilitySummaryReport.Key: Int] = [
             key(p, usa): 5, key(p, kosovo): 2, key(p, junk): 3, key(p, -1): 7,
             key(q, kosovo): 1, key(p, junk, winBack: 1): 4,
         ]
         let rows = EligibilitySummaryReport.rows(tally, strings: strings)
-        #expect(rows.map { "\($0.productId) \($0.territory) \($0.monthsSinceLastWinBack.map(String.init) ?? "-") \($0.churned)" } == [
-            "basic  - 12", "basic US - 5", "basic  1 4", "premium  - 1",
-        ])
+        #expect(
+            rows.map {
+                "\($0.productId) \($0.territory) \($0.monthsSinceLastWinBack.map(String.init) ?? "-") \($0.churned)"
+            } == [
+                "basic  - 12", "basic US - 5", "basic  1 4", "premium  - 1",
+            ])
     }
 }

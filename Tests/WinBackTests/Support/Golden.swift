@@ -68,6 +68,9 @@ func expectSameFile(_ actual: String, golden: String, sourceLocation: SourceLoca
 /// Every file below `dir`, relative, sorted.
 func filesBelow(_ dir: String) -> [String] {
     (FileManager.default.enumerator(atPath: dir)?.allObjects as? [String] ?? [])
-        .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: dir + "/" + $0, isDirectory: &d) && !d.boolValue }
+        .filter {
+            var d: ObjCBool = false
+            return FileManager.default.fileExists(atPath: dir + "/" + $0, isDirectory: &d) && !d.boolValue
+        }
         .sorted()
 }

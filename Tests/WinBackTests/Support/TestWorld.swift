@@ -32,7 +32,8 @@ final class TestWorld {
         let tid = txId ?? "t\(nextId)"
         nextId += 1
         var t = Transaction(
-            transactionId: TransactionKey(tid, table: strings), originalTransactionId: key(customer), subscriptionGroupId: id(group),
+            transactionId: TransactionKey(tid, table: strings), originalTransactionId: key(customer),
+            subscriptionGroupId: id(group),
             productId: id(product), purchaseDate: ms(purchase), expiresDate: ms(expires))
         t.isFreeTrial = free
         if free { t.offerDiscountType = id("FREE_TRIAL") }
@@ -66,7 +67,8 @@ final class TestWorld {
     /// Sorts like the pipeline does: (purchaseDate, transactionId bytes).
     func ordered(_ rows: [Transaction]) -> [Transaction] {
         rows.sorted {
-            $0.purchaseDate != $1.purchaseDate ? $0.purchaseDate < $1.purchaseDate : strings.less($0.transactionId, $1.transactionId)
+            $0.purchaseDate != $1.purchaseDate
+                ? $0.purchaseDate < $1.purchaseDate : strings.less($0.transactionId, $1.transactionId)
         }
     }
 
@@ -74,7 +76,8 @@ final class TestWorld {
         _ rows: [Transaction], at t: String, gapDays: Int64 = 60, renewal: RenewalInfo? = nil
     ) -> CustomerTimeline? {
         var periods: [Period] = []
-        return CustomerTimeline.build(rows: ordered(rows), asOf: ms(t), gapDays: gapDays, renewal: renewal, periods: &periods)
+        return CustomerTimeline.build(
+            rows: ordered(rows), asOf: ms(t), gapDays: gapDays, renewal: renewal, periods: &periods)
     }
 
     func periods(_ rows: [Transaction], at t: String, gapDays: Int64 = 60) -> [Period] {
@@ -86,7 +89,8 @@ final class TestWorld {
     /// Apple's example offer: Basic, one month free, ≥ 3 paid months, 2–24 months since, wait 6.
     static func basicOffer(
         paid: Int = 3, min: Int = 2, max: Int = 24, wait: Int? = 6, start: String? = "2024-07-01",
-        end: String? = nil, territories: [String] = [], priority: Offer.Priority = .high, id: String = "wb.basic.1m.free"
+        end: String? = nil, territories: [String] = [], priority: Offer.Priority = .high,
+        id: String = "wb.basic.1m.free"
     ) -> Offer {
         Offer(
             offerId: id, subscriptionGroupId: "g1", productId: "basic", paidMonths: paid, minMonthsSince: min,

@@ -25,7 +25,9 @@ struct CustomerTimelineTests {
     func upgradeOverlap() throws {
         let w = TestWorld()
         let rows = [
-            w.tx("2025-01-01T12:00:00Z", "2025-02-01T12:00:00Z", product: "basic", revoked: "2025-01-15T12:00:00Z", upgraded: true),
+            w.tx(
+                "2025-01-01T12:00:00Z", "2025-02-01T12:00:00Z", product: "basic", revoked: "2025-01-15T12:00:00Z",
+                upgraded: true),
             w.tx("2025-01-15T12:00:00Z", "2025-02-15T12:00:00Z", product: "premium"),
         ]
         let periods = w.periods(rows, at: "2025-06-01")
@@ -161,7 +163,9 @@ struct CustomerTimelineTests {
     func latestProductTerritoryToken() throws {
         let w = TestWorld()
         let rows = [
-            w.tx("2025-01-01T12:00:00Z", "2025-02-01T12:00:00Z", product: "premium", storefront: "CAN", token: "aaaaaaaa-0000-0000-0000-000000000001"),
+            w.tx(
+                "2025-01-01T12:00:00Z", "2025-02-01T12:00:00Z", product: "premium", storefront: "CAN",
+                token: "aaaaaaaa-0000-0000-0000-000000000001"),
             w.tx("2025-02-01T12:00:00Z", "2025-03-01T12:00:00Z", product: "basic", storefront: nil),
             // Empty period (expires at purchase): gives no period, but its token still counts.
             w.tx("2025-03-01T12:00:00Z", "2025-03-01T12:00:00Z", token: "aaaaaaaa-0000-0000-0000-000000000002"),

@@ -63,12 +63,18 @@ struct MonthMathTests {
         let day = MonthMath.day
         #expect(Timestamp.iso(0) == "1970-01-01T00:00:00.000Z")
         #expect(Timestamp.iso(-1) == "1969-12-31T23:59:59.999Z")
-        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: 2024, month: 2, day: 29) * day + 3_723_004) == "2024-02-29T01:02:03.004Z")
+        #expect(
+            Timestamp.iso(MonthMath.daysFromCivil(year: 2024, month: 2, day: 29) * day + 3_723_004)
+                == "2024-02-29T01:02:03.004Z")
         #expect(Timestamp.iso(MonthMath.daysFromCivil(year: 1, month: 1, day: 1) * day) == "0001-01-01T00:00:00.000Z")
-        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: 10000, month: 1, day: 1) * day - 1) == "9999-12-31T23:59:59.999Z")
+        #expect(
+            Timestamp.iso(MonthMath.daysFromCivil(year: 10000, month: 1, day: 1) * day - 1)
+                == "9999-12-31T23:59:59.999Z")
         // Past four digits of year, the general path.
-        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: 10000, month: 1, day: 1) * day) == "10000-01-01T00:00:00.000Z")
-        #expect(Timestamp.iso(MonthMath.daysFromCivil(year: -1, month: 12, day: 31) * day) == "-0001-12-31T00:00:00.000Z")
+        #expect(
+            Timestamp.iso(MonthMath.daysFromCivil(year: 10000, month: 1, day: 1) * day) == "10000-01-01T00:00:00.000Z")
+        #expect(
+            Timestamp.iso(MonthMath.daysFromCivil(year: -1, month: 12, day: 31) * day) == "-0001-12-31T00:00:00.000Z")
         // Every written timestamp reads back as itself.
         var rng = SplitMix64(seed: 11)
         for _ in 0..<2000 {
@@ -103,7 +109,8 @@ struct MonthMathTests {
         // fast range and beyond it.
         var days = Array(Int64(-730_500)...Int64(730_500))
         for edge: Int64 in [-11_000_000, 11_000_000] { days += Array((edge - 5000)...(edge + 5000)) }
-        var civilMismatches = 0, dayMismatches = 0
+        var civilMismatches = 0
+        var dayMismatches = 0
         for z in days {
             let c = MonthMath.civilFromDays(z)
             let g = MonthMath.civilFromDaysGeneral(z)
@@ -184,7 +191,8 @@ struct WholeMonthsDefinitionTests {
             var expected = 0.0
             if b > a {
                 let k = byDefinition(a, b)
-                let lo = MonthMath.addMonths(a, k), hi = MonthMath.addMonths(a, k + 1)
+                let lo = MonthMath.addMonths(a, k)
+                let hi = MonthMath.addMonths(a, k + 1)
                 expected = Double(k) + Double(b - lo) / Double(hi - lo)
             }
             #expect(MonthMath.calendarMonths(a, b) == expected, "\(Timestamp.iso(a)) → \(Timestamp.iso(b))")

@@ -14,7 +14,8 @@ struct CSVOutputTests {
     @Test(
         "fields are quoted only when they hold a comma, a quote, CR or LF",
         arguments: [
-            ("plain", "plain"), ("a,b", "\"a,b\""), ("say \"hi\"", "\"say \"\"hi\"\"\""), ("two\nlines", "\"two\nlines\""),
+            ("plain", "plain"), ("a,b", "\"a,b\""), ("say \"hi\"", "\"say \"\"hi\"\"\""),
+            ("two\nlines", "\"two\nlines\""),
             ("cr\rhere", "\"cr\rhere\""), ("", ""), ("é ü 🙂", "é ü 🙂"),
         ])
     func quoting(field: String, expected: String) {
@@ -25,7 +26,8 @@ struct CSVOutputTests {
         "a cell that could start a spreadsheet formula is prefixed with an apostrophe",
         arguments: [
             ("=SUM(A1)", "'=SUM(A1)"), ("+1", "'+1"), ("-1", "'-1"), ("@cmd", "'@cmd"), ("\tx", "'\tx"),
-            ("\rx", "\"'\rx\""), ("=1,2", "\"'=1,2\""), ("a=b", "a=b"), ("2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z"),
+            ("\rx", "\"'\rx\""), ("=1,2", "\"'=1,2\""), ("a=b", "a=b"),
+            ("2026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.000Z"),
         ])
     func formulaGuard(field: String, expected: String) {
         #expect(record([field]) == expected + "\n")

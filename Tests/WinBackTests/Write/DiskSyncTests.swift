@@ -40,12 +40,14 @@ struct DiskSyncTests {
         let dir = try temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let synced = SyncCounter()
-        let sync = DiskSync(limit: 3, syncFile: { fd in
-            usleep(5_000)  // a slow disk
-            let rc = fsync(fd) == 0 ? Int32(0) : errno
-            synced.add(0)
-            return rc
-        })
+        let sync = DiskSync(
+            limit: 3,
+            syncFile: { fd in
+                usleep(5_000)  // a slow disk
+                let rc = fsync(fd) == 0 ? Int32(0) : errno
+                synced.add(0)
+                return rc
+            })
         var most = 0
         for k in 0..<12 {
             let f = try OutputFile(path: "\(dir)/f\(k)", sync: sync)
@@ -93,6 +95,14 @@ final class SyncCounter: @unchecked Sendable {
         sum += v
         lock.unlock()
     }
-    var calls: Int { lock.lock(); defer { lock.unlock() }; return n }
-    var total: Int { lock.lock(); defer { lock.unlock() }; return sum }
+    var calls: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return n
+    }
+    var total: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return sum
+    }
 }
