@@ -19,7 +19,7 @@ sources=(
     Sources/WinBack/Model/StringTable.swift Sources/WinBack/Model/Identifier.swift
     Sources/WinBack/Model/Transaction.swift Sources/WinBack/Model/TransactionKey.swift
     Sources/WinBack/Model/JSONValue.swift
-    Sources/WinBack/Model/WinBackError.swift
+    Sources/WinBack/Model/WinBackError.swift Sources/WinBack/Support/System.swift
 )
 
 swiftc -parse-as-library -module-name Crypto -emit-module -emit-module-path "$out/Crypto.swiftmodule" \

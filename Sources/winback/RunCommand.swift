@@ -36,7 +36,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         Allocator.configureForBatch()
-        let summary = try reportingErrors {
+        try reportingErrors {
             var options = RunOptions(
                 pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads)
             options.inflater = inflater?.resolved()
@@ -45,9 +45,8 @@ struct RunCommand: ParsableCommand {
                 print(summary.published)
                 Foundation.exit(0)
             }
-            return try PipelineRun.run(options, progress: .automatic(quiet: quiet))
+            _ = try PipelineRun.run(options, progress: .automatic(quiet: quiet))
         }
-        print(summary.published)
     }
 }
 

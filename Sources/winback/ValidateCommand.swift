@@ -17,7 +17,7 @@ struct ValidateCommand: ParsableCommand {
             print("\(pipeline): valid — \(report.summary)")
         } else {
             FileHandleStderr.write("winback: \(pipeline): \(report.problems.count) problem(s)\n")
-            throw ExitCode(78)
+            throw ExitCode(WinBackError.Code.configuration.exitCode)
         }
     }
 }

@@ -3,6 +3,7 @@ import CWinBackShims
 /// The rows of a run grouped by customer (subscription group, originalTransactionId), with
 /// customers in output order (bytewise by group, then originalTransactionId) and each
 /// customer's rows ordered by (purchaseDate, transactionId).
+// Built once, then only read: its rows and string table are never written after `build`.
 public struct CustomerRows: @unchecked Sendable {
     public let strings: StringTable
     /// Every row, customer after customer.

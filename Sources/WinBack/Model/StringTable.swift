@@ -1,10 +1,12 @@
 import CWinBackShims
+import Foundation
 
 /// Interns byte strings to dense `Int32` ids, without allocating per lookup.
 ///
 /// The hot representation of a transaction holds ids, not Strings. Each reader has its own
 /// table (no locks); tables are merged into one after reading, and the merged ids compare by
 /// their bytes where the rules ask for a bytewise order.
+// Written by one thread at a time (its reader, or the merger under its lock); shared only to be read.
 public final class StringTable: @unchecked Sendable {
     @exclusivity(unchecked) private(set) var arena: [UInt8] = []
     @exclusivity(unchecked) private(set) var starts: [Int32] = [0]
@@ -27,7 +29,6 @@ public final class StringTable: @unchecked Sendable {
     public var count: Int { starts.count - 1 }
 
     /// The stored ``hash(_:)`` of `id`'s bytes.
-    @inline(__always) func storedHash(_ id: Int32) -> UInt32 { hashes[Int(id)] }
 
     @inline(__always)
     static func hash(_ p: UnsafeRawBufferPointer) -> UInt32 {
@@ -256,9 +257,3 @@ public final class StringTable: @unchecked Sendable {
         return map
     }
 }
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Foundation
 
 /// A `transactionId` or `originalTransactionId` as a 64-bit key, without a string table entry
 /// in the common case.

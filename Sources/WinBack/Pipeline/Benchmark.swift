@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The project's benchmark: a generated world, the gzip floor, and the pipeline measured
 /// against it (wall time, throughput, peak memory, scaling with threads).
 ///
@@ -79,21 +75,12 @@ public enum Benchmark {
 
     /// Runs `executable args…` and returns its wall time and peak resident memory.
     public static func child(_ executable: String, _ args: [String]) throws -> ChildRun {
-        var pid: pid_t = 0
-        let argv = ([executable] + args).map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         let start = Date()
-        let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard rc == 0 else {
-            throw WinBackError(.software, "cannot start \(executable): \(String(cString: strerror(rc)))")
+        let status: Int32
+        let peak: Int
+        do { (status, peak) = try System.spawnAndWait(executable, args) } catch let e as SystemError {
+            throw e.winBack(.software, "cannot run \(executable)")
         }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
         let seconds = Date().timeIntervalSince(start)
         let exited = (status & 0x7f) == 0
         let code = (status >> 8) & 0xff
@@ -102,7 +89,7 @@ public enum Benchmark {
                 .software,
                 "the benchmarked run failed (status \(status)): \(([executable] + args).joined(separator: " "))")
         }
-        return ChildRun(seconds: seconds, peakRSSBytes: Int(usage.ru_maxrss) * 1024)
+        return ChildRun(seconds: seconds, peakRSSBytes: peak)
     }
 
     /// The whole benchmark; returns the report's lines.

@@ -41,7 +41,7 @@ public enum PipelineValidation {
         for pattern in config.transactionPaths + config.renewalInfoPaths {
             do {
                 for path in try InputFiles.resolve([pattern], base: config.folder) {
-                    if access(path, R_OK) != 0 {
+                    if !System.isReadable(path) {
                         report.problems.append("\(path): input is not readable")
                     }
                     files += 1
@@ -54,7 +54,3 @@ public enum PipelineValidation {
         return report
     }
 }
-
-#if canImport(Glibc)
-    import Glibc
-#endif

@@ -1,13 +1,10 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Tells the operator what a run is doing, on stderr only (stdout is for results).
 ///
 /// On a terminal: a progress line redrawn in place (bytes read of total, rate, ETA). Without
 /// one (cron): one concise line per finished stage. Quiet: nothing.
+// Counters are touched under `lock` (advance) or by the pipeline's own thread between stages.
 public final class Progress: @unchecked Sendable {
     public enum Mode: Sendable { case quiet, terminal, log }
 
@@ -24,7 +21,7 @@ public final class Progress: @unchecked Sendable {
 
     /// Terminal mode when stderr is a TTY, log mode otherwise; quiet when asked.
     public static func automatic(quiet: Bool) -> Progress {
-        Progress(mode: quiet ? .quiet : (isatty(2) != 0 ? .terminal : .log))
+        Progress(mode: quiet ? .quiet : (System.isTerminal(2) ? .terminal : .log))
     }
 
     public func begin(_ stage: String, totalBytes: Int = 0) {

@@ -1,12 +1,6 @@
 import Crypto
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A stream of a file's (decompressed) bytes, read in chunks.
 protocol ByteSource: AnyObject {
     /// Fills `buffer` from the front; returns how many bytes were written, 0 at the end.
@@ -27,29 +21,25 @@ final class FileHandleFD {
 
     init(path: String) throws {
         self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw WinBackError(.noInput, "cannot open: \(String(cString: strerror(errno)))", path: path)
+        let fd: Int32
+        do { fd = try System.openForReading(path) } catch let e as SystemError {
+            throw e.winBack(.noInput, "cannot open", path: path)
         }
-        var st = stat()
-        if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
-            close(fd)
+        if System.isDirectory(fd) {
+            System.closeQuietly(fd)
             throw WinBackError(.noInput, "is a directory, not a file", path: path)
         }
         self.fd = fd
     }
 
-    /// Reads up to `buffer.count` bytes; retries on EINTR.
+    /// Reads up to `buffer.count` bytes.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        while true {
-            let n = Glibc_read(fd, buffer.baseAddress, buffer.count)
-            if n >= 0 {
-                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                return n
-            }
-            if errno == EINTR { continue }
-            throw WinBackError(.noInput, "cannot read: \(String(cString: strerror(errno)))", path: path)
+        let n: Int
+        do { n = try System.read(fd, into: buffer) } catch let e as SystemError {
+            throw e.winBack(.noInput, "cannot read", path: path)
         }
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        return n
     }
 
     /// Hex SHA-256 of every byte read so far.
@@ -57,16 +47,7 @@ final class FileHandleFD {
         hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
-    deinit { close(fd) }
-}
-
-@inline(__always)
-private func Glibc_read(_ fd: Int32, _ p: UnsafeMutableRawPointer?, _ n: Int) -> Int {
-    #if canImport(Glibc)
-        return Glibc.read(fd, p, n)
-    #else
-        return Darwin.read(fd, p, n)
-    #endif
+    deinit { System.closeQuietly(fd) }
 }
 
 /// A plain (uncompressed) file.

@@ -39,7 +39,7 @@ struct CSVFormat: RowFormat {
                     values[k.rawValue] = CSVFormat.typed(f, as: k)
                 }
                 switch decoder.build(values) {
-                case .row(let t): out.add(t)
+                case .row(let t): try out.add(t)
                 case .nonSubscription: out.nonSubscription += 1
                 case .rejected(let reason):
                     out.rejects.append(Reject(file: path, line: line, reason: reason, bytes: raw))
@@ -234,7 +234,7 @@ struct RevenueCatFormat: RowFormat {
                 switch decoder.build(values) {
                 case .row(var t):
                     t.offerType = offerType  // keeps a named unknown type (the decoder saw only the number)
-                    out.add(t)
+                    try out.add(t)
                 case .nonSubscription: out.nonSubscription += 1
                 case .rejected(let reason): reject(reason)
                 }

@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Resolves the input globs of a pipeline to files: relative to the pipeline's folder, each
 /// file once, in sorted path order (absolute, normalised paths compared bytewise).
 public enum InputFiles {
@@ -51,30 +47,20 @@ public enum InputFiles {
     static func glob(_ pattern: String) throws -> [String] {
         let hasMagic = pattern.contains { "*?[".contains($0) }
         if !hasMagic { return try literal(pattern) }
-        var g = glob_t()
-        defer { globfree(&g) }
-        let rc = Glibc.glob(pattern, 0, nil, &g)
-        if rc == GLOB_NOMATCH { return [] }
-        guard rc == 0 else { throw WinBackError(.noInput, "cannot expand glob (error \(rc))", path: pattern) }
-        var out: [String] = []
-        for i in 0..<Int(g.gl_pathc) {
-            guard let p = g.gl_pathv[i] else { continue }
-            let path = String(cString: p)
-            // Folders are skipped; anything else (even a dangling link) is an input, so that
-            // an unreadable one fails the run by name instead of vanishing.
-            var st = stat()
-            if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR { continue }
-            out.append(path)
+        let matches: [String]
+        do { matches = try System.glob(pattern) } catch let e as SystemError {
+            throw WinBackError(.noInput, "cannot expand glob (error \(e.errno))", path: pattern)
         }
-        return out
+        // Folders are skipped; anything else (even a dangling link) is an input, so that an
+        // unreadable one fails the run by name instead of vanishing.
+        return matches.filter { System.kind($0) != .directory }
     }
 
     /// `[path]` when it names a file, `[]` when nothing is there.
     static func literal(_ path: String) throws -> [String] {
         // A dangling link is still named, so that reading it fails with its name.
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return [] }
-        if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+        guard System.kind(path, followLinks: false) != .missing else { return [] }
+        if System.kind(path) == .directory {
             throw WinBackError(.noInput, "is a directory, not a file", path: path)
         }
         return [path]
@@ -82,8 +68,7 @@ public enum InputFiles {
 
     /// Size in bytes of a file, 0 when it cannot be read (the read reports that).
     static func size(_ path: String) -> Int {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : 0
+        System.fileSize(path) ?? 0
     }
 
     /// The indices of `paths`, largest file first (ties in path order): the order to hand

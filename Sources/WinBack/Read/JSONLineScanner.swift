@@ -68,7 +68,6 @@ final class JSONLineScanner {
     /// The values of the last scan, indexed like the keys.
     private let slotsOfValues: UnsafeMutablePointer<ScannedValue>
     private let valueCount: Int
-    var values: [ScannedValue] { Array(lastValues) }
     /// The values of the last scan, in the scanner's own storage: valid until the next scan.
     var lastValues: UnsafeBufferPointer<ScannedValue> { UnsafeBufferPointer(start: slotsOfValues, count: valueCount) }
     /// Keys seen plain (`"name":`, no escape, nothing between the quote and the colon), up to

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Splits a byte source into lines without copying them, except the few that straddle chunks.
 ///
 /// Each line is handed to the caller as a buffer valid only during the call, with a trailing
@@ -88,9 +90,3 @@ final class LineReader {
         return true
     }
 }
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif

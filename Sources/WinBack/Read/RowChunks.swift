@@ -1,11 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A file's rows while the run is read: chunks of the run's ``TransactionRows``, taken as
 /// the file grows, so a file never holds spare capacity beyond its last chunk.
 final class RowChunks {
@@ -15,15 +9,13 @@ final class RowChunks {
     @exclusivity(unchecked) private var chunks: [UnsafeMutablePointer<Transaction>] = []
     @exclusivity(unchecked) private(set) var count = 0
 
-    static var chunkRows: Int { TransactionRows.chunkRows }
-
     init(store: TransactionRows) { self.store = store }
 
     @inline(__always)
-    func append(_ t: Transaction) {
+    func append(_ t: Transaction) throws {
         let k = count & (TransactionRows.chunkRows - 1)
         if k == 0 {
-            let c = store.takeChunk()
+            let c = try store.takeChunk()
             numbers.append(c.number)
             chunks.append(c.rows)
         }

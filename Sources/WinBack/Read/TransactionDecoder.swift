@@ -1,3 +1,5 @@
+import Foundation
+
 /// Turns one NDJSON line into a ``Transaction``, applying docs/rules.md §2.1's order of handling:
 /// invalid JSON → rejected; a type other than auto-renewable → skipped; a missing or mistyped
 /// field, a bad identifier, expiresDate before purchaseDate → rejected.
@@ -254,9 +256,3 @@ final class TransactionDecoder {
         }
     }
 }
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif

@@ -63,20 +63,20 @@ final class FileRows: @unchecked Sendable {
 
     /// Keeps a decoded row, unless a customer filter leaves it out.
     @inline(__always)
-    func add(_ t: Transaction) {
+    func add(_ t: Transaction) throws {
         if let only, !only.originals.contains(t.originalTransactionId),
             t.appAccountToken.isNone || !only.tokens.contains(t.appAccountToken)
         {
             return
         }
-        rows.append(t)
+        try rows.append(t)
     }
 
-    @inline(__always) func isSuperseded(_ i: Int) -> Bool { superseded[i >> 6] & (1 << UInt64(i & 63)) != 0 }
     @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
 }
 
 /// The transactions of a run, after reading every file, merging ids and deduplicating.
+// Made once the read is over; its table and rows are only read afterwards.
 public struct TransactionSet: @unchecked Sendable {
     /// All ids (transaction ids, customers, groups, products, offers, storefronts, tokens).
     public let strings: StringTable
@@ -104,7 +104,7 @@ struct NDJSONFormat: RowFormat {
                 if LineReader.isBlank(line) { return }
                 out.stats.rows += 1
                 switch decoder.decode(line) {
-                case .row(let t): out.add(t)
+                case .row(let t): try out.add(t)
                 case .nonSubscription: out.nonSubscription += 1
                 case .rejected(let reason):
                     out.rejects.append(Reject(file: path, line: number, reason: reason, bytes: line))
@@ -135,7 +135,7 @@ public enum TransactionReader {
         inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws -> TransactionSet {
         let fmt = format(name, products: products)
-        let merger = Merger(count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
+        let merger = try Merger(count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
         let bySize = InputFiles.largestFirst(paths)
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], store: merger.store, only: only)
@@ -153,12 +153,13 @@ public enum TransactionReader {
 /// The outcome does not depend on the order: deduplication compares (signedDate, file, line)
 /// explicitly, and string ids are renumbered at the end in order of first appearance by
 /// (file, local id), which is the numbering a merge in path order gives.
+// Files are merged under `lock`; `finish` runs after every file was added.
 final class Merger: @unchecked Sendable {
     @exclusivity(unchecked) private var files: [FileRows?]
     private let lock = NSLock()
     private let strings = StringTable(capacity: 1 << 16)
     /// Where every file's rows are written as they are read.
-    let store = TransactionRows(reservingForRead: ())
+    let store: TransactionRows
     /// transactionId (with the run's string ids) → row number of its current winner, rows
     /// being numbered across files in the order they were merged.
     @exclusivity(unchecked) private var winners = Int64Map(capacity: 1 << 16)
@@ -183,7 +184,8 @@ final class Merger: @unchecked Sendable {
     private let totalBytes: Int
     @exclusivity(unchecked) private var bytesMerged = 0
 
-    init(count: Int, totalBytes: Int) {
+    init(count: Int, totalBytes: Int) throws {
+        store = try TransactionRows(reservingForRead: ())
         files = Array(repeating: nil, count: count)
         self.totalBytes = totalBytes
     }

@@ -1,17 +1,12 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The rows of a run in one mapping from the system: files being read append to it chunk by
 /// chunk, and the rows that survive deduplication are then compacted in place, so the run
 /// never holds a second copy of its rows nor asks the system for fresh pages to make one.
 ///
 /// Rows are in no particular order (the order their chunks were taken in, which depends on
 /// the threads); ``CustomerRows`` puts them in the run's order.
+// Chunks are handed out under `lock`, each then written by one thread; packed once; then only read.
 public final class TransactionRows: RandomAccessCollection, @unchecked Sendable {
     public typealias Index = Int
     public typealias Element = Transaction
@@ -45,11 +40,10 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     /// The rows, valid while `self` is alive.
     var buffer: UnsafeMutableBufferPointer<Transaction> { UnsafeMutableBufferPointer(start: base, count: count) }
 
-    /// A copy of `rows`.
+    /// A copy of `rows`, in memory from the allocator (callers that keep their rows: tests).
     public init(_ rows: [Transaction]) {
-        let bytes = rows.count * MemoryLayout<Transaction>.stride
-        base = bytes == 0 ? nil : TransactionRows.map(bytes)
-        mappedBytes = bytes
+        base = rows.isEmpty ? nil : .allocate(capacity: rows.count)
+        mappedBytes = 0
         chunkCapacity = 0
         count = rows.count
         if let base {
@@ -62,40 +56,41 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     /// Room for the rows of a read, which can be as many as fit in memory: the address space
     /// is reserved (none of it is memory until written to), starting at the size of physical
     /// memory and halving while the system refuses.
-    init(reservingForRead: Void) {
+    /// Throws (exit 70) when the system grants no address space at all.
+    init(reservingForRead: Void) throws {
         let stride = MemoryLayout<Transaction>.stride
         let chunkBytes = TransactionRows.chunkRows * stride
-        let physical = Int(sysconf(Int32(_SC_PHYS_PAGES))) * Int(sysconf(Int32(_SC_PAGESIZE)))
-        var bytes = Swift.max(physical, 64 << 20) / chunkBytes * chunkBytes
+        var bytes = Swift.max(System.physicalMemory, 64 << 20) / chunkBytes * chunkBytes
         var p: UnsafeMutableRawPointer?
         while p == nil && bytes >= chunkBytes {
-            let q = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-            if let q, q != MAP_FAILED { p = q } else { bytes = bytes / 2 / chunkBytes * chunkBytes }
+            p = System.mapAnonymous(bytes, reserveOnly: true)
+            if p == nil { bytes = bytes / 2 / chunkBytes * chunkBytes }
         }
-        guard let p else { fatalError("out of memory: cannot reserve address space for rows") }
+        guard let p else {
+            throw WinBackError(.software, "out of memory: the system grants no address space for the rows")
+        }
         base = p.bindMemory(to: Transaction.self, capacity: bytes / stride)
         mappedBytes = bytes
         chunkCapacity = bytes / chunkBytes
     }
 
     deinit {
-        if let base, mappedBytes > 0 { munmap(UnsafeMutableRawPointer(base), mappedBytes) }
-    }
-
-    private static func map(_ bytes: Int) -> UnsafeMutablePointer<Transaction> {
-        guard
-            let p = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-            p != MAP_FAILED
-        else { fatalError("out of memory: cannot map \(bytes) bytes for rows") }
-        return p.bindMemory(to: Transaction.self, capacity: bytes / MemoryLayout<Transaction>.stride)
+        guard let base else { return }
+        if mappedBytes > 0 {
+            System.unmap(UnsafeMutableRawPointer(base), mappedBytes)
+        } else {
+            base.deallocate()
+        }
     }
 
     /// Hands out the next free chunk (from any thread): its number and its first row.
-    func takeChunk() -> (number: Int, rows: UnsafeMutablePointer<Transaction>) {
+    /// Throws (exit 70) when the reserved address space is full.
+    func takeChunk() throws -> (number: Int, rows: UnsafeMutablePointer<Transaction>) {
         lock.lock()
         defer { lock.unlock() }
         guard chunksTaken < chunkCapacity else {
-            fatalError("out of memory: more rows than the \(mappedBytes >> 20) MiB reserved for them")
+            throw WinBackError(
+                .software, "out of memory: more rows than the \(mappedBytes >> 20) MiB reserved for them")
         }
         chunksTaken += 1
         return (chunksTaken - 1, base! + (chunksTaken - 1) << TransactionRows.chunkShift)
@@ -146,11 +141,11 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
             total += k
         }
         count = total
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let page = System.pageSize
         let usedBytes = (total * MemoryLayout<Transaction>.stride + page - 1) / page * page
         let touchedBytes = n << TransactionRows.chunkShift * MemoryLayout<Transaction>.stride
         if touchedBytes > usedBytes {
-            _ = madvise(UnsafeMutableRawPointer(base) + usedBytes, touchedBytes - usedBytes, MADV_DONTNEED)
+            System.release(UnsafeMutableRawPointer(base) + usedBytes, touchedBytes - usedBytes)
         }
         return kept.all.map(\.1)
     }

@@ -32,6 +32,7 @@ public struct Reports: Sendable {
 
     /// Tallies between pieces of work. Tallies are sums, so a worker carries one across the
     /// pieces it takes, and only about one per thread is merged at the end.
+    // Its list is only touched under `lock`.
     final class TallyPool: @unchecked Sendable {
         private let lock = NSLock()
         private var free: [Tally] = []

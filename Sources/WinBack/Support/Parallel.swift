@@ -46,6 +46,7 @@ public func chunks(_ count: Int, pieces: Int) -> [Range<Int>] {
 }
 
 /// A place for each worker to store its result by index, written without locks.
+// Each slot is written by one worker only, and read after every worker has finished.
 public final class ResultSlots<T>: @unchecked Sendable {
     @exclusivity(unchecked) private var items: [T?]
     public init(count: Int) { items = Array(repeating: nil, count: count) }

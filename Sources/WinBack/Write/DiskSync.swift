@@ -1,13 +1,10 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Makes finished output files durable on a thread of its own, so that the threads writing
 /// outputs never wait for the disk: each file is synced and closed there while the next one
 /// is being written, and ``wait()``, called before a run is published, returns once every file
 /// handed over is on disk, or throws if one could not be synced.
+// Syncing runs on one serial queue; the failures are only touched under `lock`.
 final class DiskSync: @unchecked Sendable {
     private let queue = DispatchQueue(label: "winback.disk-sync")
     private let pending = DispatchGroup()
@@ -20,7 +17,7 @@ final class DiskSync: @unchecked Sendable {
     /// must not run the process out of descriptors when the disk is slower than the writers.
     private let room: DispatchSemaphore
 
-    init(limit: Int = 64, syncFile: @escaping @Sendable (Int32) -> Int32 = { fsync($0) == 0 ? 0 : errno }) {
+    init(limit: Int = 64, syncFile: @escaping @Sendable (Int32) -> Int32 = { System.fsync($0) }) {
         self.syncFile = syncFile
         room = DispatchSemaphore(value: max(1, limit))
     }
@@ -32,11 +29,11 @@ final class DiskSync: @unchecked Sendable {
         queue.async(group: pending) { [self] in
             var rc: Int32
             repeat { rc = syncFile(fd) } while rc == EINTR
-            close(fd)
+            System.closeQuietly(fd)
             room.signal()
             if rc != 0 {
                 lock.lock()
-                failures.append((path, String(cString: strerror(rc))))
+                failures.append((path, SystemError("fsync", errno: rc).message))
                 lock.unlock()
             }
         }

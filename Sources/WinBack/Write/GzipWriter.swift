@@ -1,11 +1,5 @@
 import CZlib
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Deflates bytes into a gzip file in chunks with zlib.
 ///
 /// Owns one `z_stream`, allocated once so it never moves (zlib keeps pointers into it). The
@@ -31,9 +25,8 @@ final class GzipWriter: @unchecked Sendable {
     /// Creates (or truncates) `path` and starts a gzip member.
     init(path: String, level: Int32 = 6) throws {
         self.path = path
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw WinBackError(.cannotCreateOutput, "cannot create: \(String(cString: strerror(errno)))", path: path)
+        do { fd = try System.createForWriting(path) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
@@ -45,7 +38,7 @@ final class GzipWriter: @unchecked Sendable {
         output = .allocate(byteCount: GzipWriter.outputSize, alignment: 16)
         // 16 + MAX_WBITS: write a gzip header and trailer rather than a zlib wrapper.
         guard winback_deflateInit2(stream, level, 16 + MAX_WBITS) == Z_OK else {
-            Glibc_close(fd)
+            System.closeQuietly(fd)
             stream.deallocate()
             header.deallocate()
             output.deallocate()
@@ -57,7 +50,7 @@ final class GzipWriter: @unchecked Sendable {
 
     deinit {
         deflateEnd(stream)
-        if fd >= 0 { Glibc_close(fd) }
+        if fd >= 0 { System.closeQuietly(fd) }
         stream.deallocate()
         header.deallocate()
         output.deallocate()
@@ -95,10 +88,10 @@ final class GzipWriter: @unchecked Sendable {
         stream.pointee.next_in = nil
         stream.pointee.avail_in = 0
         try pump(flush: Z_FINISH)
-        let rc = Glibc_close(fd)
-        fd = -1
-        if rc != 0 {
-            throw WinBackError(.cannotCreateOutput, "cannot close: \(String(cString: strerror(errno)))", path: path)
+        let fd = self.fd
+        self.fd = -1
+        do { try System.close(fd) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot close", path: path)
         }
     }
 
@@ -123,35 +116,11 @@ final class GzipWriter: @unchecked Sendable {
         }
     }
 
-    /// write(2) until every byte is out; retries on EINTR and short writes.
+    /// Writes every byte to the file.
     private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = Glibc_write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw WinBackError(.cannotCreateOutput, "cannot write: \(String(cString: strerror(errno)))", path: path)
-            }
-            offset += n
+        do { try System.writeAll(fd, bytes) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot write", path: path)
         }
         compressedBytes += bytes.count
     }
-}
-
-@inline(__always)
-private func Glibc_write(_ fd: Int32, _ p: UnsafeRawPointer, _ n: Int) -> Int {
-    #if canImport(Glibc)
-        return Glibc.write(fd, p, n)
-    #else
-        return Darwin.write(fd, p, n)
-    #endif
-}
-
-@discardableResult @inline(__always)
-private func Glibc_close(_ fd: Int32) -> Int32 {
-    #if canImport(Glibc)
-        return Glibc.close(fd)
-    #else
-        return Darwin.close(fd)
-    #endif
 }

@@ -1,10 +1,6 @@
 import Crypto
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// What was written to one output file, for the manifest.
 public struct OutputStats: Sendable, Equatable {
     /// Path relative to the run folder.
@@ -30,14 +26,13 @@ final class OutputFile {
     init(path: String, sync: DiskSync? = nil) throws {
         self.path = path
         self.sync = sync
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw WinBackError(.cannotCreateOutput, "cannot create: \(String(cString: strerror(errno)))", path: path)
+        do { fd = try System.createForWriting(path) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
         buffer.reserveCapacity(OutputFile.flushAt + 4096)
     }
 
-    deinit { if fd >= 0 { close(fd) } }
+    deinit { if fd >= 0 { System.closeQuietly(fd) } }
 
     @inline(__always)
     func write(_ bytes: [UInt8]) throws {
@@ -60,15 +55,8 @@ final class OutputFile {
     func flush() throws {
         try buffer.withUnsafeBytes { p in
             hasher.update(bufferPointer: p)
-            var off = 0
-            while off < p.count {
-                let n = Glibc.write(fd, p.baseAddress! + off, p.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw WinBackError(
-                        .cannotCreateOutput, "cannot write: \(String(cString: strerror(errno)))", path: path)
-                }
-                off += n
+            do { try System.writeAll(fd, p) } catch let e as SystemError {
+                throw e.winBack(.cannotCreateOutput, "cannot write", path: path)
             }
         }
         bytes += buffer.count
@@ -82,8 +70,8 @@ final class OutputFile {
         if let sync {
             sync.sync(fd, path: path)
             fd = -1
-        } else if fsync(fd) != 0 {
-            throw WinBackError(.cannotCreateOutput, "cannot sync: \(String(cString: strerror(errno)))", path: path)
+        } else if case let rc = System.fsync(fd), rc != 0 {
+            throw SystemError("fsync", errno: rc).winBack(.cannotCreateOutput, "cannot sync", path: path)
         }
         return (bytes, OutputFile.hex(hasher.finalize()))
     }

@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Publishes a run atomically under `<output>/<name>/` (docs/rules.md §4, §6).
 ///
 /// A run is built in a hidden staging folder; on success it is renamed to a versioned hidden
@@ -29,8 +25,6 @@ public final class Publisher: @unchecked Sendable {
 
     deinit { unlock() }
 
-    private static func errnoText() -> String { String(cString: strerror(errno)) }
-
     /// Creates the output folder, takes the lock and prepares an empty staging folder.
     /// Throws exit 75 when another run holds the lock, 73 when the folder cannot be made.
     public func begin() throws {
@@ -41,31 +35,35 @@ public final class Publisher: @unchecked Sendable {
                 .cannotCreateOutput, "cannot create the output folder: \(error.localizedDescription)", path: root)
         }
         let lockPath = root + "/.lock"
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw WinBackError(
-                .cannotCreateOutput, "cannot open the lock file: \(Publisher.errnoText())", path: lockPath)
+        let fd: Int32
+        do { fd = try System.openOrCreate(lockPath) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot open the lock file", path: lockPath)
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        let locked: Bool
+        do { locked = try System.tryLock(fd) } catch let e as SystemError {
+            System.closeQuietly(fd)
+            throw e.winBack(.cannotCreateOutput, "cannot lock", path: lockPath)
+        }
+        if !locked {
             let holder =
                 (try? String(contentsOfFile: lockPath, encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            close(fd)
+            System.closeQuietly(fd)
             throw WinBackError(
                 .locked,
                 "another run of this pipeline holds the lock\(holder.isEmpty ? "" : " (\(holder))"); not starting",
                 path: lockPath)
         }
         lockFD = fd
-        ftruncate(fd, 0)
-        let info = "pid \(getpid()) since \(Timestamp.iso(Int64(Date().timeIntervalSince1970 * 1000)))\n"
-        _ = info.withCString { write(fd, $0, strlen($0)) }
+        // Who holds the lock, for the message of a run that finds it taken; best effort.
+        try? System.overwrite(
+            fd, with: "pid \(System.processID) since \(Timestamp.iso(Int64(Date().timeIntervalSince1970 * 1000)))\n")
 
         // Under the lock, anything staged, and any link not yet renamed into place, is left
         // over from a killed run.
         removeHidden(prefix: ".staging-")
         removeHidden(prefix: ".link-")
-        staging = root + "/.staging-\(date)-\(getpid())"
+        staging = root + "/.staging-\(date)-\(System.processID)"
         do {
             try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
         } catch {
@@ -76,7 +74,7 @@ public final class Publisher: @unchecked Sendable {
 
     func unlock() {
         if lockFD >= 0 {
-            close(lockFD)
+            System.closeQuietly(lockFD)
             lockFD = -1
         }
     }
@@ -91,9 +89,9 @@ public final class Publisher: @unchecked Sendable {
     /// Moves the staged run into place and points `<date>` and `latest` at it.
     public func publish() throws {
         let stamp = Int64(Date().timeIntervalSince1970 * 1000)
-        let versioned = ".run-\(date)-\(stamp)-\(getpid())"
+        let versioned = ".run-\(date)-\(stamp)-\(System.processID)"
         try rename(staging, root + "/" + versioned)
-        syncDirectory(root)
+        System.syncDirectory(root)
         try swapLink(named: date, to: versioned)
         // `latest` follows the highest published date, which need not be this one.
         let dates = publishedDates()
@@ -104,7 +102,7 @@ public final class Publisher: @unchecked Sendable {
         for e in entries where e.hasPrefix(".run-") && !live.contains(e) {
             try? FileManager.default.removeItem(atPath: root + "/" + e)
         }
-        syncDirectory(root)
+        System.syncDirectory(root)
         unlock()
     }
 
@@ -115,21 +113,19 @@ public final class Publisher: @unchecked Sendable {
     }
 
     private func rename(_ from: String, _ to: String) throws {
-        if Glibc.rename(from, to) != 0 {
-            throw WinBackError(
-                .cannotCreateOutput, "cannot rename \(from) to \(to): \(Publisher.errnoText())", path: root)
+        do { try System.rename(from, to) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot rename \(from) to \(to)", path: root)
         }
     }
 
     private func swapLink(named name: String, to target: String) throws {
-        let tmp = root + "/.link-\(name)-\(getpid())"
-        unlink(tmp)
-        guard symlink(target, tmp) == 0 else {
-            throw WinBackError(.cannotCreateOutput, "cannot create a symlink: \(Publisher.errnoText())", path: tmp)
+        let tmp = root + "/.link-\(name)-\(System.processID)"
+        System.unlinkIfPresent(tmp)
+        do { try System.symlink(target, at: tmp) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create a symlink", path: tmp)
         }
         let final = root + "/" + name
-        var st = stat()
-        if lstat(final, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+        if System.kind(final, followLinks: false) == .directory {
             // A real folder (not made by this tool) cannot be replaced by rename(2).
             throw WinBackError(
                 .cannotCreateOutput, "is a folder, not a link this tool manages; move it away", path: final)
@@ -137,19 +133,11 @@ public final class Publisher: @unchecked Sendable {
         try rename(tmp, final)
     }
 
-    private func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        }
-    }
-
     /// After a failure: removes the staging folder and keeps `files` (name → bytes) in
     /// `.failed-<date>/`, replacing an older failure. The published runs are untouched.
     public func fail(keeping files: [(String, [UInt8])]) {
         let failed = root + "/.failed-\(date)"
-        let tmp = root + "/.failed-tmp-\(getpid())"
+        let tmp = root + "/.failed-tmp-\(System.processID)"
         try? FileManager.default.removeItem(atPath: tmp)
         try? FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
         for (name, bytes) in files {
@@ -157,7 +145,7 @@ public final class Publisher: @unchecked Sendable {
         }
         if !staging.isEmpty { try? FileManager.default.removeItem(atPath: staging) }
         try? FileManager.default.removeItem(atPath: failed)
-        Glibc.rename(tmp, failed)
+        try? System.rename(tmp, failed)
         unlock()
     }
 }

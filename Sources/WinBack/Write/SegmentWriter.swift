@@ -51,7 +51,12 @@ public struct SegmentWriter: Sendable {
     /// `sync`, files are made durable in the background (the caller waits on it).
     func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
         let dir = directory + "/segments"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the segments folder: \(error.localizedDescription)", path: dir)
+        }
         let n = book.offers.count
         var perOffer = [[Entry]](repeating: [], count: n)
         var best: [Entry] = []

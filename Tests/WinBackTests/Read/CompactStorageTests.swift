@@ -189,18 +189,20 @@ extension ReadStageTests {
             #expect(map.find(-31) == nil)
         }
 
-        @Test func rowsSurviveChunkBoundaries() {
-            let rows = RowChunks(store: TransactionRows(reservingForRead: ()))
-            let n = RowChunks.chunkRows * 2 + 3
+        @Test func rowsSurviveChunkBoundaries() throws {
+            let rows = RowChunks(store: try TransactionRows(reservingForRead: ()))
+            let n = TransactionRows.chunkRows * 2 + 3
             for i in 0..<n {
-                rows.append(
+                try rows.append(
                     Transaction(
                         transactionId: TransactionKey(raw: Int64(i)),
                         originalTransactionId: TransactionKey(raw: Int64(i % 100)),
                         subscriptionGroupId: 0, productId: 0, purchaseDate: Int64(i), expiresDate: Int64(i) + 1))
             }
             #expect(rows.count == n)
-            for i in [0, RowChunks.chunkRows - 1, RowChunks.chunkRows, 2 * RowChunks.chunkRows, n - 1] {
+            for i in [
+                0, TransactionRows.chunkRows - 1, TransactionRows.chunkRows, 2 * TransactionRows.chunkRows, n - 1,
+            ] {
                 #expect(rows[i].transactionId.raw == Int64(i))
                 #expect(rows[i].expiresDate == Int64(i) + 1)
             }
@@ -210,10 +212,10 @@ extension ReadStageTests {
         /// rewritten: what is kept is packed from the first row, in chunk order, whatever the
         /// threads (each packs its own run of chunks, then the runs are slid together).
         @Test(arguments: [1, 2, 3, 8])
-        func compactingKeepsExactlyTheKeptRowsInChunkOrder(threads: Int) {
-            let store = TransactionRows(reservingForRead: ())
+        func compactingKeepsExactlyTheKeptRowsInChunkOrder(threads: Int) throws {
+            let store = try TransactionRows(reservingForRead: ())
             let files = (0..<3).map { _ in RowChunks(store: store) }
-            let sizes = [RowChunks.chunkRows * 2 + 5, RowChunks.chunkRows, 17]
+            let sizes = [TransactionRows.chunkRows * 2 + 5, TransactionRows.chunkRows, 17]
             func row(_ file: Int, _ i: Int) -> Transaction {
                 Transaction(
                     transactionId: TransactionKey(raw: Int64(file * 1_000_000 + i)),
@@ -224,8 +226,8 @@ extension ReadStageTests {
             var next = [0, 0, 0]
             while next != sizes {
                 for f in 0..<3 {
-                    let end = min(sizes[f], next[f] + RowChunks.chunkRows / 2 + 1)
-                    for i in next[f]..<end { files[f].append(row(f, i)) }
+                    let end = min(sizes[f], next[f] + TransactionRows.chunkRows / 2 + 1)
+                    for i in next[f]..<end { try files[f].append(row(f, i)) }
                     next[f] = end
                 }
             }
@@ -239,11 +241,14 @@ extension ReadStageTests {
             // Keep rows whose index is not a multiple of 3; mark the kept ones.
             let tallies = store.compact(
                 threads: threads, tally: (seen: 0, dropped: 0),
-                used: { c in min(RowChunks.chunkRows, fileSizes[owners[c]!.file] - owners[c]!.seq * RowChunks.chunkRows)
+                used: { c in
+                    min(
+                        TransactionRows.chunkRows,
+                        fileSizes[owners[c]!.file] - owners[c]!.seq * TransactionRows.chunkRows)
                 },
                 keep: { t, c, k, r in
                     t.seen += 1
-                    let i = owners[c]!.seq * RowChunks.chunkRows + k
+                    let i = owners[c]!.seq * TransactionRows.chunkRows + k
                     guard i % 3 != 0 else {
                         t.dropped += 1
                         return false
@@ -256,8 +261,8 @@ extension ReadStageTests {
             var expected: [Int64] = []
             for c in 0..<store.chunkCount {
                 let (f, seq) = owners[c]!
-                let lo = seq * RowChunks.chunkRows
-                let hi = min(fileSizes[f], lo + RowChunks.chunkRows)
+                let lo = seq * TransactionRows.chunkRows
+                let hi = min(fileSizes[f], lo + TransactionRows.chunkRows)
                 for i in lo..<hi where i % 3 != 0 { expected.append(Int64(f * 1_000_000 + i)) }
             }
             #expect(store.count == expected.count)

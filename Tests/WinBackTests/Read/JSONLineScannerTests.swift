@@ -16,7 +16,7 @@ extension ReadStageTests {
             let scanner = JSONLineScanner(keys: ["s"])
             return line.withUnsafeBytes { p in
                 guard scanner.scan(p) else { return .failure(scanner.error) }
-                switch scanner.values[0] {
+                switch scanner.lastValues[0] {
                 case .string(let s): return .success(Array(s))
                 case let v: return .failure("not a string: \(v.typeName)")
                 }
@@ -67,7 +67,7 @@ extension ReadStageTests {
             let line = Array(("{" + fields.joined(separator: ",") + "}").utf8)
             let ok = line.withUnsafeBytes { scanner.scan($0) }
             try #require(ok, "\(scanner.error)")
-            for (i, v) in scanner.values.enumerated() {
+            for (i, v) in scanner.lastValues.enumerated() {
                 guard case .int(let x) = v else {
                     Issue.record("key \(keys[i]): \(v.typeName)")
                     continue
@@ -111,8 +111,8 @@ extension ReadStageTests {
             let scanner = JSONLineScanner(keys: ["s"])
             let ok = Array(#"{"o":{"s":"inner"}}"#.utf8).withUnsafeBytes { scanner.scan($0) }
             #expect(ok)
-            guard case .absent = scanner.values[0] else {
-                Issue.record("a nested key was taken for a top-level one: \(scanner.values[0].typeName)")
+            guard case .absent = scanner.lastValues[0] else {
+                Issue.record("a nested key was taken for a top-level one: \(scanner.lastValues[0].typeName)")
                 return
             }
         }
@@ -123,8 +123,8 @@ extension ReadStageTests {
             let scanner = JSONLineScanner(keys: ["s"])
             let ok = Array(#"{"s":"value","s":null}"#.utf8).withUnsafeBytes { scanner.scan($0) }
             #expect(ok)
-            guard case .null = scanner.values[0] else {
-                Issue.record("expected null, got \(scanner.values[0].typeName)")
+            guard case .null = scanner.lastValues[0] else {
+                Issue.record("expected null, got \(scanner.lastValues[0].typeName)")
                 return
             }
         }
@@ -135,7 +135,7 @@ extension ReadStageTests {
                 #"{"i":-42,"n":0,"t":true,"f":false,"z":null,"d":1.5,"e":1e3,"o":{"k":[1]},"a":[],"big":9223372036854775808}"#
             let ok = Array(line.utf8).withUnsafeBytes { scanner.scan($0) }
             #expect(ok, "\(scanner.error)")
-            let v = scanner.values
+            let v = scanner.lastValues
             guard case .int(-42) = v[0], case .int(0) = v[1], case .bool(true) = v[2], case .bool(false) = v[3],
                 case .null = v[4]
             else {
@@ -155,8 +155,8 @@ extension ReadStageTests {
                 scanner.scan($0)
             }
             #expect(ok)
-            guard case .int(Int64.max) = scanner.values[0], case .int(Int64.min) = scanner.values[1] else {
-                Issue.record("got \(scanner.values.map(\.typeName))")
+            guard case .int(Int64.max) = scanner.lastValues[0], case .int(Int64.min) = scanner.lastValues[1] else {
+                Issue.record("got \(scanner.lastValues.map(\.typeName))")
                 return
             }
         }
@@ -183,7 +183,7 @@ extension ReadStageTests {
                     }
                     #expect(ok, "\(text)\(after)")
                     let integral = !after.hasPrefix(".") && !after.hasPrefix("e")
-                    switch scanner.values[0] {
+                    switch scanner.lastValues[0] {
                     case .int(let v): #expect(integral && Int64(text) == v, "\(text)")
                     case .other: #expect(!integral || Int64(text) == nil, "\(text)")
                     case let v: Issue.record("\(text): \(v.typeName)")
@@ -238,7 +238,7 @@ extension ReadStageTests {
                 }
                 for (i, key) in looked.enumerated() {
                     let got: String
-                    switch scanner.values[i] {
+                    switch scanner.lastValues[i] {
                     case .absent: got = "absent"
                     case .int(let v): got = "\(v)"
                     case .string(let b): got = "\"" + String(decoding: b, as: UTF8.self) + "\""
@@ -272,8 +272,8 @@ extension ReadStageTests {
             let second = Array(#"{"x":1}"#.utf8)
             #expect(first.withUnsafeBytes { scanner.scan($0) })
             #expect(second.withUnsafeBytes { scanner.scan($0) })
-            guard case .absent = scanner.values[0], case .absent = scanner.values[1] else {
-                Issue.record("values of the previous line survived: \(scanner.values.map(\.typeName))")
+            guard case .absent = scanner.lastValues[0], case .absent = scanner.lastValues[1] else {
+                Issue.record("values of the previous line survived: \(scanner.lastValues.map(\.typeName))")
                 return
             }
         }

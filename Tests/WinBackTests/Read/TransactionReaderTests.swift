@@ -240,7 +240,8 @@ extension ReadStageTests {
             try ReadSupport.withTempDir { dir in
                 let paths = try randomWorld(in: dir, seed: 7)
                 func read(order: [Int]) throws -> TransactionSet {
-                    let merger = Merger(count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
+                    let merger = try Merger(
+                        count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
                     for i in order {
                         let f = FileRows(path: paths[i], store: merger.store)
                         try NDJSONFormat().read(path: paths[i], inflater: .zlib, into: f, progress: { _ in })

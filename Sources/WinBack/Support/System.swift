@@ -1,0 +1,218 @@
+import Foundation
+
+/// A failed system call: which call, and the errno it left, captured once.
+struct SystemError: Error, CustomStringConvertible {
+    var call: String
+    var errno: Int32
+
+    init(_ call: String, errno: Int32 = Glibc.errno) {
+        self.call = call
+        self.errno = errno
+    }
+
+    /// The C library's words for the errno (`No such file or directory`).
+    var message: String { String(cString: strerror(errno)) }
+    var description: String { "\(call): \(message)" }
+
+    /// The error as winback reports it: `"<what>: <message>"` with an exit code and a path.
+    func winBack(_ code: WinBackError.Code, _ what: String, path: String? = nil) -> WinBackError {
+        WinBackError(code, "\(what): \(message)", path: path)
+    }
+}
+
+/// Every system call winback makes on descriptors, files, memory and processes goes through
+/// here: calls that can be interrupted are retried on EINTR, and a failure becomes a
+/// ``SystemError`` holding the errno of that call. The rest of the library imports no C
+/// library for them.
+enum System {
+    // MARK: Descriptors
+
+    /// A file opened to be read.
+    static func openForReading(_ path: String) throws -> Int32 { try open(path, O_RDONLY) }
+
+    /// A file created, or emptied, to be written (mode 0644 before the umask).
+    static func createForWriting(_ path: String) throws -> Int32 {
+        try open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+    }
+
+    /// A file opened to be read and written, created when missing (lock files).
+    static func openOrCreate(_ path: String) throws -> Int32 { try open(path, O_RDWR | O_CREAT, mode: 0o644) }
+
+    /// open(2) with O_CLOEXEC added.
+    private static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws -> Int32 {
+        while true {
+            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+            if fd >= 0 { return fd }
+            if Glibc.errno != EINTR { throw SystemError("open") }
+        }
+    }
+
+    /// read(2) of up to `buffer.count` bytes; 0 at the end of the file.
+    @inline(__always)
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if n >= 0 { return n }
+            if Glibc.errno != EINTR { throw SystemError("read") }
+        }
+    }
+
+    /// write(2) until every byte is written.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if Glibc.errno == EINTR { continue }
+                throw SystemError("write")
+            }
+            offset += n
+        }
+    }
+
+    /// fsync(2); returns 0 or the errno (for callers that collect failures).
+    static func fsync(_ fd: Int32) -> Int32 {
+        while true {
+            if Glibc.fsync(fd) == 0 { return 0 }
+            if Glibc.errno != EINTR { return Glibc.errno }
+        }
+    }
+
+    /// close(2). Never retried: on Linux the descriptor is gone even when it reports EINTR.
+    static func close(_ fd: Int32) throws {
+        if Glibc.close(fd) != 0 && Glibc.errno != EINTR { throw SystemError("close") }
+    }
+
+    /// close(2), ignoring failure (descriptors of a run that already failed, read-only files).
+    static func closeQuietly(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    /// Whether the descriptor is a folder.
+    static func isDirectory(_ fd: Int32) -> Bool {
+        var st = stat()
+        return fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Takes an exclusive flock(2) without waiting; false when another process holds it.
+    static func tryLock(_ fd: Int32) throws -> Bool {
+        while true {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            switch Glibc.errno {
+            case EINTR: continue
+            case EWOULDBLOCK: return false
+            default: throw SystemError("flock")
+            }
+        }
+    }
+
+    /// Replaces the file's contents with `text`.
+    static func overwrite(_ fd: Int32, with text: String) throws {
+        guard ftruncate(fd, 0) == 0 else { throw SystemError("ftruncate") }
+        var text = text
+        try text.withUTF8 { try writeAll(fd, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Whether the descriptor is a terminal.
+    static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) != 0 }
+
+    // MARK: Paths
+
+    enum Kind { case missing, file, directory, other }
+
+    /// What `path` names, following links (`lstat` with `followLinks: false`).
+    static func kind(_ path: String, followLinks: Bool = true) -> Kind {
+        var st = stat()
+        let rc = followLinks ? stat(path, &st) : lstat(path, &st)
+        guard rc == 0 else { return .missing }
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return .file
+        default: return .other
+        }
+    }
+
+    /// Size in bytes of the file at `path` (following links); nil when it cannot be read.
+    static func fileSize(_ path: String) -> Int? {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : nil
+    }
+
+    /// Whether this process may read `path`.
+    static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
+
+    /// rename(2).
+    static func rename(_ from: String, _ to: String) throws {
+        if Glibc.rename(from, to) != 0 { throw SystemError("rename") }
+    }
+
+    /// unlink(2), ignoring a missing file.
+    static func unlinkIfPresent(_ path: String) { _ = unlink(path) }
+
+    /// symlink(2): `path` pointing at `target`.
+    static func symlink(_ target: String, at path: String) throws {
+        if Glibc.symlink(target, path) != 0 { throw SystemError("symlink") }
+    }
+
+    /// Syncs a folder, so that renames in it are on disk; best effort.
+    static func syncDirectory(_ path: String) {
+        guard let fd = try? open(path, O_RDONLY | O_DIRECTORY) else { return }
+        _ = fsync(fd)
+        closeQuietly(fd)
+    }
+
+    /// glob(3) of `pattern`, sorted by glob; [] when nothing matches.
+    static func glob(_ pattern: String) throws -> [String] {
+        var g = glob_t()
+        defer { globfree(&g) }
+        let rc = Glibc.glob(pattern, 0, nil, &g)
+        if rc == GLOB_NOMATCH { return [] }
+        guard rc == 0 else { throw SystemError("glob", errno: rc) }
+        return (0..<Int(g.gl_pathc)).compactMap { i in g.gl_pathv[i].map { String(cString: $0) } }
+    }
+
+    // MARK: Memory
+
+    /// Bytes of a memory page.
+    static var pageSize: Int { Int(sysconf(Int32(_SC_PAGESIZE))) }
+
+    /// Bytes of physical memory.
+    static var physicalMemory: Int { Int(sysconf(Int32(_SC_PHYS_PAGES))) * pageSize }
+
+    /// A private anonymous mapping of `bytes`; with `reserveOnly`, address space whose pages
+    /// exist only once written (MAP_NORESERVE). Nil when the system refuses.
+    static func mapAnonymous(_ bytes: Int, reserveOnly: Bool = false) -> UnsafeMutableRawPointer? {
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS | (reserveOnly ? MAP_NORESERVE : 0)
+        let p = mmap(nil, bytes, PROT_READ | PROT_WRITE, flags, -1, 0)
+        return p == MAP_FAILED ? nil : p
+    }
+
+    /// munmap(2).
+    static func unmap(_ p: UnsafeMutableRawPointer, _ bytes: Int) { _ = munmap(p, bytes) }
+
+    /// Hands the pages of `bytes` at `p` back to the system (they read as zero if touched again).
+    static func release(_ p: UnsafeMutableRawPointer, _ bytes: Int) { _ = madvise(p, bytes, MADV_DONTNEED) }
+
+    // MARK: Processes
+
+    /// This process's id.
+    static var processID: Int32 { getpid() }
+
+    /// Runs `executable` with `args`, its stdout sent to /dev/null, and waits for it; returns
+    /// its wait status and peak resident memory in bytes.
+    static func spawnAndWait(_ executable: String, _ args: [String]) throws -> (status: Int32, peakRSSBytes: Int) {
+        var pid: pid_t = 0
+        let argv = ([executable] + args).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard rc == 0 else { throw SystemError("posix_spawn", errno: rc) }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            if Glibc.errno != EINTR { throw SystemError("wait4") }
+        }
+        return (status, Int(usage.ru_maxrss) * 1024)
+    }
+}
