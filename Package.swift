@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "winback",
-    platforms: [.macOS(.v13)],
+    // Linux only: the library calls Glibc (mmap, posix_spawn, mallopt) behind Support/System.swift.
     products: [
         .executable(name: "winback", targets: ["winback"]),
         .library(name: "WinBack", targets: ["WinBack"]),

@@ -4,7 +4,7 @@ import Testing
 @testable import WinBack
 
 /// Faults a nightly cron run must survive (docs/rules.md §6).
-@Suite("Reliability: faults, exit codes, atomic publish, lock", .serialized)
+@Suite("Reliability: faults, exit codes, atomic publish, lock", .serialized, .tags(.slow))
 struct ReliabilityTests {
     /// A copy of the golden world whose output goes to `<world>/out`.
     func world() throws -> String { try Paths.copyFixture("golden") }
@@ -154,7 +154,7 @@ struct ReliabilityTests {
 }
 
 /// The command line: exit codes, stdout only for results, stderr lines under cron.
-@Suite("Command line", .serialized)
+@Suite("Command line", .serialized, .tags(.slow))
 struct CommandLineTests {
     @Test("run prints the published folder on stdout and one line per stage on stderr without a terminal")
     func runUnderCron() throws {

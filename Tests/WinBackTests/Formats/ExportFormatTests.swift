@@ -165,7 +165,7 @@ struct ExportFormatTests {
     }
 }
 
-@Suite("The same generated world in three formats", .serialized)
+@Suite("The same generated world in three formats", .serialized, .tags(.slow))
 struct GeneratedFormatsTests {
     func world(_ format: String) throws -> String {
         let dir = Paths.temporary() + "/\(format)"

@@ -3,7 +3,7 @@ import Testing
 
 @testable import WinBack
 
-@Suite("winback generate", .serialized)
+@Suite("winback generate", .serialized, .tags(.slow))
 struct WorldGeneratorTests {
     static let asOf = ms("2026-11-22")
 

@@ -8,7 +8,7 @@ extension ReadStageTests {
     /// budget: no crash, no hang, and every outcome one of the expected kinds.
     /// `WINBACK_FUZZ_SCALE=N` multiplies the budget and `WINBACK_FUZZ_SEED` changes the seeds,
     /// for a longer hunt by hand; by default the run is fixed and repeatable.
-    @Suite struct ReadFuzzTests {
+    @Suite(.tags(.slow)) struct ReadFuzzTests {
         static let scale = ProcessInfo.processInfo.environment["WINBACK_FUZZ_SCALE"].flatMap { Int($0) } ?? 1
         static let seed = ProcessInfo.processInfo.environment["WINBACK_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x5EED_0000
 

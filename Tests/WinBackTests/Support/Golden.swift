@@ -49,11 +49,22 @@ enum Paths {
     }
 }
 
-/// Compares a file with its golden copy; on mismatch records `diff -U5` output.
+/// Whether golden files are rewritten from the outputs (`WINBACK_UPDATE_GOLDEN=1 swift test`)
+/// instead of compared: every changed golden line must then be checked by hand (`git diff`)
+/// before it is committed.
+let updatingGolden = ProcessInfo.processInfo.environment["WINBACK_UPDATE_GOLDEN"] == "1"
+
+/// Compares a file with its golden copy; on mismatch records `diff -U5` output. With
+/// ``updatingGolden``, copies the file over its golden copy instead.
 func expectSameFile(_ actual: String, golden: String, sourceLocation: SourceLocation = #_sourceLocation) {
     let a = FileManager.default.contents(atPath: actual)
     let g = FileManager.default.contents(atPath: golden)
     if a != nil, a == g { return }
+    if updatingGolden, let a {
+        try? FileManager.default.createDirectory(
+            atPath: (golden as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        if FileManager.default.createFile(atPath: golden, contents: a) { return }
+    }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/diff")
     p.arguments = ["-U5", golden, actual]
@@ -73,4 +84,11 @@ func filesBelow(_ dir: String) -> [String] {
             return FileManager.default.fileExists(atPath: dir + "/" + $0, isDirectory: &d) && !d.boolValue
         }
         .sorted()
+}
+
+extension Tag {
+    /// Suites that start processes, generate worlds or fuzz. A quick local run leaves them out
+    /// by their names: `swift test --skip 'GeneratedFormatsTests|WorldGeneratorTests|ReliabilityTests|CommandLineTests|ReadFuzzTests'`
+    /// (CI runs everything).
+    @Tag static var slow: Self
 }
