@@ -9,7 +9,9 @@ struct RunCommand: ParsableCommand {
         discussion: """
             Publishes <output>/<name>/<YYYY-MM-DD of as-of>/ atomically and points <output>/<name>/latest \
             at the newest date. A failed run publishes nothing and keeps rejects.csv and manifest.json in \
-            <output>/<name>/.failed-<date>/. Prints the published folder on stdout; progress goes to stderr.
+            <output>/<name>/.failed-<date>/. Prints the published folder on stdout; progress goes to stderr. \
+            With --work, --shard and --shards, evaluates one shard of an array job instead (see `winback \
+            partition`); with --memory, runs partitioned within that much memory.
             """)
 
     @OptionGroup var pipeline: PipelineOptions
@@ -30,8 +32,31 @@ struct RunCommand: ParsableCommand {
     @Flag(help: "No progress or stage lines on stderr (errors are still printed).")
     var quiet = false
 
+    @Option(
+        help: """
+            Run under this much memory (e.g. 2GB, 512MB): the inputs are partitioned by customer into a \
+            folder beside the output and the shards evaluated one after another; the published files are \
+            the same. Overrides the file's limits.memory.
+            """)
+    var memory: String?
+
+    @Option(help: "With --shards: the work folder of an array job (see `winback partition`).")
+    var work: String?
+
+    @Option(help: "With --work: the shard to evaluate, 0..<shards (default: the scheduler's array index).")
+    var shard: Int?
+
+    @Option(help: "With --work: how many shards the run has.")
+    var shards: Int?
+
     func validate() throws {
         if let t = threads, t < 1 { throw ValidationError("--threads must be at least 1") }
+        if let m = memory, MemorySize.parse(m) == nil {
+            throw ValidationError("--memory '\(m)' is not a size such as 2GB, 512MB or 96MiB (at least 32MB)")
+        }
+        if (work == nil) != (shards == nil) { throw ValidationError("--work and --shards go together") }
+        if shard != nil && work == nil { throw ValidationError("--shard needs --work and --shards") }
+        if work != nil && memory != nil { throw ValidationError("--memory and --work are separate ways to run") }
     }
 
     func run() throws {
@@ -40,6 +65,12 @@ struct RunCommand: ParsableCommand {
             var options = RunOptions(
                 pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads)
             options.inflater = inflater?.resolved()
+            options.memory = memory.flatMap(MemorySize.parse)
+            if let work, let shards {
+                _ = try ShardedRun.shard(
+                    options, work: work, shard: shard, shards: shards, progress: .automatic(quiet: quiet))
+                return
+            }
             // Published: print the folder and end, leaving the run's memory to the system.
             options.published = { summary in
                 print(summary.published)

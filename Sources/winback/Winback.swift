@@ -15,6 +15,7 @@ struct Winback: ParsableCommand {
         version: Manifest.toolVersion,
         subcommands: [
             RunCommand.self, ValidateCommand.self, ExplainCommand.self, GenerateCommand.self, BenchCommand.self,
+            PartitionCommand.self, MergeCommand.self,
         ])
 }
 

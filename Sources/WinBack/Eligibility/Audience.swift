@@ -8,7 +8,7 @@ public struct CustomerResult: Sendable {
 }
 
 /// Where one offer's group customers drop out (docs/rules.md §4.3 eligibility funnel).
-public struct FunnelRow: Sendable, Equatable {
+public struct FunnelRow: Sendable, Equatable, Codable {
     public var live = false
     public var customersInGroup = 0
     public var active = 0
@@ -38,7 +38,7 @@ public struct FunnelRow: Sendable, Equatable {
 }
 
 /// Customer counts by state at the as-of instant.
-public struct StateCounts: Sendable, Equatable {
+public struct StateCounts: Sendable, Equatable, Codable {
     public var customers = 0
     public var active = 0
     public var billingRetry = 0

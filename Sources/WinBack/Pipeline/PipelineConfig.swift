@@ -47,6 +47,9 @@ public struct PipelineConfig: Sendable {
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
     public var threads: Int?
+    /// `limits.memory` in bytes: run partitioned under this much memory (docs/rules.md §8); nil
+    /// = in memory.
+    public var memoryLimit: Int?
     /// The library that inflates `.gz` inputs (an extension of docs/rules.md §2.5; default zlib).
     public var inflater: InflaterChoice = .zlib
 
@@ -178,7 +181,14 @@ public struct PipelineConfig: Sendable {
         }
         if let l = p.field(root, "limits") {
             if let m = l.mapping {
-                p.allow(m, ["maxRejectedFraction"], at: "limits.")
+                p.allow(m, ["maxRejectedFraction", "memory"], at: "limits.")
+                if let v = p.field(m, "memory") {
+                    if let bytes = v.scalar.flatMap({ MemorySize.parse($0.string) }) {
+                        c.memoryLimit = bytes
+                    } else {
+                        p.fail("limits.memory", "expected a size such as 2GB, 512MB or 96MiB (at least 32MB)")
+                    }
+                }
                 if let v = p.field(m, "maxRejectedFraction") {
                     if let d = v.scalar.flatMap({ Double($0.string) }), d >= 0, d <= 1 {
                         c.maxRejectedFraction = d

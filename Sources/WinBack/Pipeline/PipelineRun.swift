@@ -8,6 +8,9 @@ public struct RunOptions: Sendable {
     public var threads: Int?
     /// The library that inflates `.gz` inputs; nil = the pipeline file's `inflater`.
     public var inflater: Inflater?
+    /// A memory limit in bytes (`--memory`): run partitioned under it; nil = the pipeline
+    /// file's `limits.memory`.
+    public var memory: Int?
     /// The wall clock, in ms since the epoch (injectable for tests).
     public var now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)
     /// Called once the run is published, while its memory is still held: a process that
@@ -93,6 +96,11 @@ public enum PipelineRun {
     public static func run(_ options: RunOptions, progress: Progress) throws -> RunSummary {
         let started = Date()
         let p = try ResolvedPipeline.resolve(options)
+        if let memory = options.memory ?? p.config.memoryLimit {
+            let summary = try ShardedRun.bounded(options, memory: memory, progress: progress)
+            options.published?(summary)
+            return summary
+        }
         XMLWriter.initialize()  // before any worker thread touches libxml2
         var manifest = Manifest(p, started: started)
         let publisher = Publisher(root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))

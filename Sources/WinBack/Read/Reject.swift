@@ -1,5 +1,5 @@
 /// A rejected input row: data, reported in `rejects.csv` and counted, never thrown.
-public struct Reject: Sendable, Equatable {
+public struct Reject: Sendable, Equatable, Codable {
     public var file: String
     public var line: Int
     public var reason: String

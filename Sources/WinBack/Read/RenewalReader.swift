@@ -34,8 +34,12 @@ public enum RenewalReader {
         return (r.index(in: strings), r.rejects, r.stats)
     }
 
-    /// Reads `paths` on their own; ``RenewalRead/index(in:)`` then joins them to a run.
-    public static func read(paths: [String], inflater: Inflater = .zlib) throws -> RenewalRead {
+    /// Reads `paths` on their own; ``RenewalRead/index(in:)`` then joins them to a run. With
+    /// `keep`, only the renewal info whose originalTransactionId's bytes it accepts is kept (a
+    /// shard keeps its own customers'); every line is still validated and counted.
+    public static func read(
+        paths: [String], inflater: Inflater = .zlib, keep: ((UnsafeRawBufferPointer) -> Bool)? = nil
+    ) throws -> RenewalRead {
         let table = StringTable()
         var index = RenewalIndex()
         var rejects: [Reject] = []
@@ -50,6 +54,7 @@ public enum RenewalReader {
                 st.rows += 1
                 switch decode(line, scanner: scanner, lists: lists) {
                 case .success(let (orig, info)):
+                    if let keep, !keep(orig) { return }
                     index.add(originalTransactionId: TransactionKey(orig, table: table), info)
                 case .failure(let why):
                     st.rejected += 1

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What reading one input file gave.
-public struct InputStats: Sendable, Equatable {
+public struct InputStats: Sendable, Equatable, Codable {
     public var path: String
     /// Bytes of the file as stored (compressed for `.gz`).
     public var bytes: Int
@@ -14,7 +14,7 @@ public struct InputStats: Sendable, Equatable {
 }
 
 /// Counters of the read stage, reported in the manifest.
-public struct ReadCounters: Sendable, Equatable {
+public struct ReadCounters: Sendable, Equatable, Codable {
     public var rowsRead = 0
     public var duplicates = 0
     public var sandbox = 0

@@ -1,7 +1,7 @@
 /// One line of `winback-eligibility-summary.csv`: churned customers counted in the shape of
 /// Apple's *Win-back eligibility report*, so a team can reconcile with App Store Connect.
 /// See https://developer.apple.com/help/app-store-connect/reference/win-back-eligibility-report
-public struct EligibilitySummaryRow: Sendable, Equatable {
+public struct EligibilitySummaryRow: Sendable, Equatable, Codable {
     public var subscriptionGroupId: String
     /// The customer's product (docs/rules.md §3 rule 6).
     public var productId: String

@@ -1,6 +1,6 @@
 /// One line of `winback-redemption-rates.csv` (docs/rules.md §4.3): of the customers eligible for a
 /// win-back offer at the first instant of a month, how many redeemed it during that month.
-public struct RedemptionRateRow: Sendable, Equatable {
+public struct RedemptionRateRow: Sendable, Equatable, Codable {
     /// `YYYY-MM`.
     public var month: String
     public var offerId: String

@@ -1,6 +1,6 @@
 /// `redemptions-by-offer-type.csv` (docs/rules.md §4.3): redemptions, customers, conversions and
 /// pending episodes per (offer type, offer id, discount type) inside the report window.
-public struct RedemptionRow: Sendable, Equatable {
+public struct RedemptionRow: Sendable, Equatable, Codable {
     /// `introductory`, `promotional`, `offer_code`, `win_back` or `unknown:N`.
     public var offerType: String
     /// Empty for introductory offers.
@@ -90,15 +90,21 @@ public enum RedemptionReport {
     /// win_back, then unknown:… bytewise), offer id, discount type (bytewise).
     static func rows(_ tally: [Key: Counts], strings: StringTable) -> [RedemptionRow] {
         func text(_ id: Int32) -> String { id >= 0 ? strings.string(id) : "" }
-        let rows = tally.map { key, c in
-            (
-                rank: OfferType(rawValue: key.offerType).map { Int($0.rawValue) } ?? 5,
-                row: RedemptionRow(
+        return sorted(
+            tally.map { key, c in
+                RedemptionRow(
                     offerType: OfferType.label(key.offerType, strings: strings), offerId: text(key.offerId),
                     discountType: text(key.discountType), redemptions: c.redemptions, customers: c.customers,
                     converted: c.converted, pending: c.pending)
-            )
-        }
+            })
+    }
+
+    /// Rows in report order: offer types introductory, promotional, offer_code, win_back, then
+    /// unknown ones; then bytewise by type label, offer id and discount type.
+    static func sorted(_ rows: [RedemptionRow]) -> [RedemptionRow] {
+        let known = Dictionary(
+            uniqueKeysWithValues: OfferType.allCases.map { (OfferType.label($0.rawValue), Int($0.rawValue)) })
+        let rows = rows.map { (rank: known[$0.offerType] ?? 5, row: $0) }
         return rows.sorted { a, b in
             if a.rank != b.rank { return a.rank < b.rank }
             for (x, y) in [

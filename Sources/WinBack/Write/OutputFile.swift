@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// What was written to one output file, for the manifest.
-public struct OutputStats: Sendable, Equatable {
+public struct OutputStats: Sendable, Equatable, Codable {
     /// Path relative to the run folder.
     public var path: String
     public var bytes: Int

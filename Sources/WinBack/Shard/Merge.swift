@@ -1,0 +1,315 @@
+import Foundation
+
+/// `winback merge` (docs/rules.md §8): the shards' outputs merged into the run's segments,
+/// reports, rejects and manifest, published atomically exactly as a run in one process would
+/// publish them (byte-identical files, the manifest aside).
+///
+/// Streaming: segment files are merged line by line (k-way, bytewise, which is the customer
+/// order of docs/rules.md §4.1 since identifiers hold no byte below `-`), and reports are sums
+/// of the shards' rows; memory does not grow with the audience.
+public enum Merge {
+    /// Merges `shards` shards of `work` and publishes; returns the published folder. With a
+    /// `publisher` already begun (a memory-bounded run holds the lock throughout), publishes
+    /// through it.
+    public static func run(
+        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher? = nil
+    ) throws -> RunSummary {
+        let started = Date()
+        let fingerprint = RunFingerprint(p, shards: shards)
+        let partitions = try Partition.markers(work, expecting: fingerprint)
+        let digests = partitions.map(\.digest)
+        var markers: [ShardMarker] = []
+        for k in 0..<shards {
+            let path = work.shard(k) + "/" + WorkFolder.marker
+            guard let (m, _) = try WorkFolder.readJSON(ShardMarker.self, from: path) else {
+                throw WinBackError(
+                    .noInput, "shard \(k) of \(shards) has not finished (no \(WorkFolder.marker)); nothing published",
+                    path: work.shard(k))
+            }
+            try fingerprint.check(m.fingerprint, where: path)
+            guard m.partitions == digests else {
+                throw WinBackError(
+                    .noInput, "shard \(k) read the outputs of an earlier partition run: run shard \(k) again",
+                    path: work.shard(k))
+            }
+            markers.append(m)
+        }
+
+        XMLWriter.initialize()
+        var manifest = Manifest(p, started: started)
+        let publisher =
+            given ?? Publisher(root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
+        if given == nil { try publisher.begin() }
+        var rejects: [Reject] = []
+        do {
+            progress.begin("merge")
+            for (m, _) in partitions {
+                rejects += try WorkFolder.readJSON([Reject].self, from: work.task(m.task) + "/rejects.json")?.0 ?? []
+            }
+            rejects += markers[0].renewalRejects
+            var counters = ReadCounters()
+            for (m, _) in partitions {
+                for input in m.inputs {
+                    counters.rowsRead += input.stats.rows
+                    counters.nonSubscription += input.nonSubscription
+                    counters.rejected += input.stats.rejected
+                }
+            }
+            var states = StateCounts()
+            for m in markers {
+                counters.duplicates += m.counters.duplicates
+                counters.sandbox += m.counters.sandbox
+                counters.familyShared += m.counters.familyShared
+                states.add(m.states)
+            }
+            manifest.inputs = partitions.flatMap { $0.0.inputs }.sorted { $0.file < $1.file }.map(\.stats)
+            manifest.counters = counters
+            manifest.renewalInputs = markers[0].renewalInputs
+            manifest.renewalRejected = markers[0].renewalRejects.count
+            manifest.states = states
+            try Stage.checkRejectBudget(counters, limit: p.config.maxRejectedFraction)
+
+            let sync = DiskSync()
+            defer { try? sync.wait() }
+            let reports = try sum(p, work: work, shards: shards)
+            manifest.eligible = zip(p.catalog.offers, reports.funnel).map { ($0.offerId, $1.funnel.eligible) }
+            var outputs = try segments(p, work: work, shards: shards, into: publisher.staging, sync: sync)
+            outputs += try ReportWriter(reports: reports, title: p.config.name).write(
+                to: publisher.staging, sync: sync)
+            outputs.append(
+                try Stage.writeFile(
+                    publisher.staging, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
+                    rows: rejects.count, sync: sync))
+            manifest.outputs = outputs
+            manifest.stages = [
+                ("partition", partitions.reduce(0) { $0 + $1.0.seconds }),
+                ("shards", markers.reduce(0) { $0 + $1.seconds }),
+                ("merge", progress.end("\(shards) shards, \(outputs.count) files")),
+            ]
+            manifest.finished = Date()
+            let published = try Stage.publish(manifest, with: publisher, sync: sync)
+            progress.note("winback: published \(published)")
+            return RunSummary(
+                published: published, asOf: p.asOf, states: states, counters: counters, eligible: manifest.eligible,
+                seconds: Date().timeIntervalSince(started))
+        } catch {
+            manifest.status = "failed"
+            manifest.error = "\(error)"
+            manifest.finished = Date()
+            publisher.fail(keeping: [
+                ("rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder)),
+                ("manifest.json", manifest.json()),
+            ])
+            throw error
+        }
+    }
+
+    /// The run's reports: the shards' rows summed by key, in the orders of docs/rules.md §4.3.
+    static func sum(_ p: ResolvedPipeline, work: WorkFolder, shards: Int) throws -> Reports {
+        var redemptions: [String: RedemptionRow] = [:]
+        var rates: [RedemptionRateRow] = []
+        var funnel: [ShardReports.Funnel] = []
+        var summary: [[String]: EligibilitySummaryRow] = [:]
+        for k in 0..<shards {
+            let path = work.shard(k) + "/reports.json"
+            guard let (r, _) = try WorkFolder.readJSON(ShardReports.self, from: path) else {
+                throw WinBackError(.noInput, "shard \(k) has no reports", path: path)
+            }
+            for row in r.redemptions {
+                let key = [row.offerType, row.offerId, row.discountType].joined(separator: "\u{1F}")
+                if var have = redemptions[key] {
+                    have.redemptions += row.redemptions
+                    have.customers += row.customers
+                    have.converted += row.converted
+                    have.pending += row.pending
+                    redemptions[key] = have
+                } else {
+                    redemptions[key] = row
+                }
+            }
+            if k == 0 {
+                rates = r.rates
+                funnel = r.funnel
+            } else {
+                guard r.rates.count == rates.count, r.funnel.count == funnel.count else {
+                    throw WinBackError(.badData, "shard \(k)'s reports do not match shard 0's", path: path)
+                }
+                for i in rates.indices {
+                    rates[i].eligibleAtMonthStart += r.rates[i].eligibleAtMonthStart
+                    rates[i].redeemedByEligible += r.rates[i].redeemedByEligible
+                    rates[i].redeemedTotal += r.rates[i].redeemedTotal
+                }
+                for i in funnel.indices { funnel[i].funnel.add(r.funnel[i].funnel) }
+            }
+            for row in r.summary {
+                let key = [
+                    row.subscriptionGroupId, row.productId, "\(row.paidTenure)", "\(row.monthsSinceLastSubscribed)",
+                    "\(row.hasRedeemedWinBack)", "\(row.monthsSinceLastWinBack ?? -1)", row.territory,
+                ]
+                if var have = summary[key] {
+                    have.churned += row.churned
+                    summary[key] = have
+                } else {
+                    summary[key] = row
+                }
+            }
+        }
+        return Reports(
+            window: ReportWindow(asOf: p.asOf, months: p.config.windowMonths),
+            redemptions: RedemptionReport.sorted(Array(redemptions.values)), rates: rates,
+            funnel: funnel.map { ($0.offerId, $0.funnel) },
+            summary: EligibilitySummaryReport.sorted(Array(summary.values)))
+    }
+
+    /// Every segment file, merged from the shards'.
+    static func segments(
+        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, into directory: String, sync: DiskSync
+    ) throws -> [OutputStats] {
+        let dir = directory + "/segments"
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the segments folder: \(error.localizedDescription)", path: dir)
+        }
+        let names = p.catalog.offers.map(\.offerId) + ["best-offer"]
+        let jobs = names.flatMap { name in p.config.formats.map { "segments/\(name).\($0)" } }
+        let slots = ResultSlots<OutputStats>(count: jobs.count)
+        try parallelFor(count: jobs.count, threads: p.threads) { j in
+            let rel = jobs[j]
+            let sources = (0..<shards).map { work.shard($0) + "/" + rel }
+            let out = try OutputFile(path: directory + "/" + rel, sync: sync)
+            let rows =
+                rel.hasSuffix(".xml")
+                ? try mergeXML(sources, into: out) : try mergeCSV(sources, into: out)
+            let (bytes, sha) = try out.finish()
+            slots[j] = OutputStats(path: rel, bytes: bytes, rows: rows, sha256: sha)
+        }
+        return slots.all
+    }
+
+    /// A header line, then every shard's rows in bytewise order; returns the rows.
+    static func mergeCSV(_ paths: [String], into out: OutputFile) throws -> Int {
+        let readers = try paths.map { try LineCursor(path: $0) }
+        guard let header = try readers[0].next() else {
+            throw WinBackError(.badData, "empty shard segment file", path: paths[0])
+        }
+        for r in readers.dropFirst() { _ = try r.next() }
+        try out.write(header)
+        return try mergeLines(readers, into: out, until: nil)
+    }
+
+    /// The XML declaration, the root element with the total of the shards' customers, their
+    /// customer elements in bytewise order, and the closing tag; returns the customers.
+    static func mergeXML(_ paths: [String], into out: OutputFile) throws -> Int {
+        let readers = try paths.map { try LineCursor(path: $0) }
+        var declaration: [UInt8] = []
+        var root: [UInt8] = []
+        var total = 0
+        var open: [LineCursor] = []
+        for (i, r) in readers.enumerated() {
+            guard let decl = try r.next(), let top = try r.next() else {
+                throw WinBackError(.badData, "shard segment file ends early", path: paths[i])
+            }
+            guard let n = rootCount(top) else {
+                throw WinBackError(.badData, "shard segment file has no customers count", path: paths[i])
+            }
+            if i == 0 {
+                declaration = decl
+                root = top
+            }
+            total += n
+            if !top.ends(with: "/>\n") { open.append(r) }
+        }
+        // The root as it would be written with `total` customers: open, or empty and closed.
+        var head = String(decoding: root, as: UTF8.self)
+        head = head.replacingOccurrences(
+            of: #" customers="[0-9]+""#, with: " customers=\"\(total)\"", options: .regularExpression)
+        let closed = head.hasSuffix("/>\n")
+        let bare = closed ? String(head.dropLast(3)) : String(head.dropLast(2))
+        try out.write(declaration)
+        guard total > 0 else {
+            try out.write(Array((bare + "/>\n").utf8))
+            return 0
+        }
+        try out.write(Array((bare + ">\n").utf8))
+        let rows = try mergeLines(open, into: out, until: UInt8(ascii: "<"))
+        let name = bare.dropFirst().prefix { $0 != " " && $0 != ">" }
+        try out.write(Array("</\(name)>\n".utf8))
+        return rows
+    }
+
+    /// `customers="N"` of a root element line.
+    static func rootCount(_ line: [UInt8]) -> Int? {
+        let s = String(decoding: line, as: UTF8.self)
+        guard let r = s.range(of: #"customers="[0-9]+""#, options: .regularExpression) else { return nil }
+        return Int(s[r].dropFirst(11).dropLast())
+    }
+
+    /// Writes the lines of `readers` in bytewise order until each ends or reaches a line
+    /// starting with `stop` (a closing tag: XML rows start with spaces); returns the lines written.
+    static func mergeLines(_ readers: [LineCursor], into out: OutputFile, until stop: UInt8?) throws -> Int {
+        var heads: [[UInt8]?] = try readers.map { try $0.next() }
+        func live(_ line: [UInt8]?) -> [UInt8]? {
+            guard let line, stop == nil || line.first != stop else { return nil }
+            return line
+        }
+        heads = heads.map(live)
+        var rows = 0
+        while true {
+            var best = -1
+            for i in heads.indices {
+                guard let h = heads[i] else { continue }
+                if best < 0 || h.lexicographicallyPrecedes(heads[best]!) { best = i }
+            }
+            if best < 0 { return rows }
+            try out.write(heads[best]!)
+            rows += 1
+            heads[best] = live(try readers[best].next())
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    func ends(with s: String) -> Bool {
+        let b = Array(s.utf8)
+        return count >= b.count && Array(self[(count - b.count)...]) == b
+    }
+}
+
+/// Reads a file's lines one at a time (each with its `\n`), through a buffer.
+final class LineCursor {
+    private let source: PlainFileSource
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var start = 0
+    private var end = 0
+    private var eof = false
+
+    init(path: String) throws {
+        source = try PlainFileSource(path: path)
+        buffer = .allocate(byteCount: 1 << 20, alignment: 8)
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// The next line with its newline (a last line without one gets none); nil at the end.
+    func next() throws -> [UInt8]? {
+        var line: [UInt8] = []
+        while true {
+            if start < end {
+                let chunk = UnsafeRawBufferPointer(rebasing: buffer[start..<end])
+                if let nl = chunk.firstIndex(of: UInt8(ascii: "\n")) {
+                    line.append(contentsOf: chunk[0...nl])
+                    start += nl + 1
+                    return line
+                }
+                line.append(contentsOf: chunk)
+                start = end
+            }
+            if eof { return line.isEmpty ? nil : line }
+            start = 0
+            end = try source.read(into: buffer)
+            if end == 0 { eof = true }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+
+/// `winback partition` (docs/rules.md §8): task i of M reads its share of the transaction
+/// files — file k (in sorted path order) goes to task k mod M — with the run's own readers, and
+/// writes, for every shard, the rows of that shard's customers to one part file.
+public enum Partition {
+    /// What a partition task did, for its log line.
+    public struct Summary: Sendable {
+        public var files: Int
+        public var rows: Int
+        public var rejected: Int
+        public var partBytes: Int
+    }
+
+    /// Runs task `task` of `tasks` for `shards` shards into `work`; idempotent (a retried task
+    /// replaces its own outputs).
+    public static func run(
+        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, task: Int, tasks: Int,
+        progress: @escaping @Sendable (Int) -> Void = { _ in }
+    ) throws -> Summary {
+        let started = Date()
+        let final = work.task(task)
+        try? FileManager.default.createDirectory(atPath: work.root + "/parts", withIntermediateDirectories: true)
+        let staged = try WorkFolder.staging(for: final)
+        let writers = try (0..<shards).map { try PartWriter(path: staged + "/shard-\($0).part") }
+        let files = p.transactionFiles
+        let mine = files.indices.filter { $0 % tasks == task }
+        let format = TransactionReader.format(p.config.format, products: p.config.products)
+        let done = ResultSlots<(PartitionMarker.Input, [Reject])>(count: mine.count)
+        let bySize = InputFiles.largestFirst(mine.map { files[$0] })
+        try parallelFor(count: mine.count, threads: p.threads, order: bySize) { j in
+            let fi = mine[j]
+            // A store of its own per file: its pages go back to the system as soon as the file
+            // is written out, so a task holds the rows of the files being read only.
+            let out = FileRows(path: files[fi], store: try TransactionRows(reservingForRead: ()))
+            try format.read(path: files[fi], inflater: p.inflater, into: out, progress: progress)
+            var byShard = [[Transaction]](repeating: [], count: shards)
+            for i in 0..<out.rows.count {
+                let r = out.rows[i]
+                byShard[ShardKey.shard(of: r, table: out.table, shards: shards)].append(r)
+            }
+            for (k, rows) in byShard.enumerated() where !rows.isEmpty {
+                try rows.withUnsafeBufferPointer { try writers[k].append(file: fi, table: out.table, rows: $0) }
+            }
+            done[j] = (.init(file: fi, stats: out.stats, nonSubscription: out.nonSubscription), out.rejects)
+        }
+        for w in writers { try w.close() }
+        let inputs = done.all.map(\.0).sorted { $0.file < $1.file }
+        let rejects = done.all.sorted { $0.0.file < $1.0.file }.flatMap(\.1)
+        try WorkFolder.writeJSON(rejects, to: staged + "/rejects.json")
+        let marker = PartitionMarker(
+            fingerprint: RunFingerprint(p, shards: shards), task: task, tasks: tasks, inputs: inputs,
+            parts: writers.enumerated().map {
+                .init(shard: $0.offset, bytes: $0.element.compressedBytes, rows: $0.element.rows)
+            },
+            rejected: rejects.count, seconds: Date().timeIntervalSince(started))
+        try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
+        try WorkFolder.replace(final, with: staged)
+        return Summary(
+            files: mine.count, rows: inputs.reduce(0) { $0 + $1.stats.rows }, rejected: rejects.count,
+            partBytes: marker.parts.reduce(0) { $0 + $1.bytes })
+    }
+
+    /// The partition markers of every task, checked against this run (exit 66 when a task has
+    /// not finished, 78 when one was run with another pipeline, catalog, shard count or as-of).
+    static func markers(_ work: WorkFolder, expecting fingerprint: RunFingerprint) throws -> [(
+        PartitionMarker, digest: String
+    )] {
+        guard let (first, _) = try firstMarker(work) else {
+            throw WinBackError(
+                .noInput, "no partition task has finished: run `winback partition` first", path: work.root + "/parts")
+        }
+        var out: [(PartitionMarker, digest: String)] = []
+        for i in 0..<first.tasks {
+            let path = work.task(i) + "/" + WorkFolder.marker
+            guard let (m, digest) = try WorkFolder.readJSON(PartitionMarker.self, from: path) else {
+                throw WinBackError(
+                    .noInput, "partition task \(i) of \(first.tasks) has not finished (no \(WorkFolder.marker))",
+                    path: work.task(i))
+            }
+            try fingerprint.check(m.fingerprint, where: path)
+            guard m.tasks == first.tasks, m.task == i else {
+                throw WinBackError(
+                    .configuration, "partition tasks disagree on their number (\(m.tasks) and \(first.tasks))",
+                    path: path)
+            }
+            out.append((m, digest))
+        }
+        return out
+    }
+
+    /// Any finished task's marker (to learn the number of tasks and the run's as-of).
+    static func firstMarker(_ work: WorkFolder) throws -> (PartitionMarker, digest: String)? {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: work.root + "/parts")) ?? []
+        for e in entries.sorted() where e.hasPrefix("task-") {
+            if let m = try WorkFolder.readJSON(
+                PartitionMarker.self, from: work.root + "/parts/" + e + "/" + WorkFolder.marker)
+            {
+                return m
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,37 @@
+/// The shard of a customer (docs/rules.md §8.1): FNV-1a (64 bits) over the bytes of its
+/// subscriptionGroupIdentifier, a 0x1F separator and its originalTransactionId, modulo the
+/// shard count. The same on every machine and process (Swift's `Hasher` is seeded per process).
+public enum ShardKey {
+    /// The shard of (group, originalTransactionId), both given as bytes.
+    @inline(__always)
+    public static func shard(group: UnsafeRawBufferPointer, original: UnsafeRawBufferPointer, shards: Int) -> Int {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        @inline(__always) func mix(_ b: UInt8) {
+            h ^= UInt64(b)
+            h = h &* 0x0000_0100_0000_01b3
+        }
+        for b in group { mix(b) }
+        mix(0x1F)
+        for b in original { mix(b) }
+        return Int(h % UInt64(max(1, shards)))
+    }
+
+    /// The shard of `(group, original)` given as strings (tests, messages).
+    public static func shard(group: String, original: String, shards: Int) -> Int {
+        var g = group
+        var o = original
+        return g.withUTF8 { gb in
+            o.withUTF8 { ob in
+                shard(group: UnsafeRawBufferPointer(gb), original: UnsafeRawBufferPointer(ob), shards: shards)
+            }
+        }
+    }
+
+    /// The shard of a row, whose ids are in `table`.
+    @inline(__always)
+    static func shard(of r: Transaction, table: StringTable, shards: Int) -> Int {
+        table.withBytes(r.subscriptionGroupId) { g in
+            r.originalTransactionId.withBytes(in: table) { o in shard(group: g, original: o, shards: shards) }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// `winback run --shard k` (docs/rules.md §8): reads shard k's part files from every partition
+/// task, deduplicates them as a whole run would, and evaluates its customers with the run's
+/// own stages, writing the shard's segment files and report rows under `shards/<k>/`.
+public enum ShardRun {
+    public struct Summary: Sendable {
+        public var customers: Int
+        public var rows: Int
+    }
+
+    /// Runs shard `shard` of `shards`. `p.asOf` must already be the run's (``agree(_:work:shards:asOfGiven:)``).
+    public static func run(
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int
+    ) throws -> Summary {
+        let started = Date()
+        let fingerprint = RunFingerprint(p, shards: shards)
+        let partitions = try Partition.markers(work, expecting: fingerprint)
+        let inputs = try read(p, work: work, shard: shard, shards: shards, partitions: partitions.map(\.0))
+        let customers = Stage.group(inputs, threads: p.threads)
+        let book = Stage.offers(p, strings: inputs.strings)
+        let audience = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
+
+        let final = work.shard(shard)
+        try? FileManager.default.createDirectory(atPath: work.root + "/shards", withIntermediateDirectories: true)
+        let staged = try WorkFolder.staging(for: final)
+        _ = try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
+            .write(to: staged, threads: p.threads)
+        let reports = Stage.report(customers, audience: audience, book: book, p)
+        try WorkFolder.writeJSON(ShardReports(reports), to: staged + "/reports.json")
+        let marker = ShardMarker(
+            fingerprint: fingerprint, shard: shard, partitions: partitions.map(\.digest),
+            counters: inputs.transactions.counters, states: audience.counts, renewalInputs: inputs.renewalStats,
+            renewalRejects: inputs.renewalRejects, seconds: Date().timeIntervalSince(started))
+        try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
+        try WorkFolder.replace(final, with: staged)
+        return Summary(customers: customers.count, rows: inputs.transactions.rows.count)
+    }
+
+    /// The read stage of a shard: every task's part file of the shard, merged file by file in
+    /// sorted path order as ``TransactionReader`` merges input files, and the renewal info of
+    /// the shard's customers.
+    static func read(
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, partitions: [PartitionMarker]
+    ) throws -> Inputs {
+        let files = p.transactionFiles
+        // The merger sizes its deduplication index from the share of "bytes" merged so far:
+        // here, rows.
+        let rows = partitions.reduce(0) { $0 + ($1.parts.first { $0.shard == shard }?.rows ?? 0) }
+        let merger = try Merger(count: files.count, totalBytes: max(1, rows))
+        let seen = ResultSlots<[Int]>(count: partitions.count)
+        try parallelFor(count: partitions.count, threads: p.threads) { i in
+            let path = work.part(task: i, shard: shard)
+            let reader = try PartReader(path: path, inflater: p.inflater)
+            var read: [Int] = []
+            while let (fi, f) = try reader.next(into: { fi in
+                FileRows(path: fi < files.count ? files[fi] : "", store: merger.store)
+            }) {
+                guard fi < files.count, fi % partitions.count == i else {
+                    throw WinBackError(.badData, "part file names an input this task did not read", path: path)
+                }
+                f.stats.bytes = f.rows.count
+                merger.add(f, index: fi)
+                read.append(fi)
+            }
+            seen[i] = read
+        }
+        // Files with no row of this shard still take their place in the order.
+        var present = Set<Int>()
+        for i in 0..<partitions.count { present.formUnion(seen[i]!) }
+        for fi in files.indices where !present.contains(fi) {
+            merger.add(FileRows(path: files[fi], store: merger.store), index: fi)
+        }
+        let set = merger.finish(threads: p.threads)
+        let renewals = try RenewalReader.read(
+            paths: p.renewalFiles, inflater: p.inflater, keep: customerFilter(set))
+        return Inputs(
+            transactions: set, renewals: renewals.index(in: set.strings), renewalStats: renewals.stats,
+            renewalRejects: renewals.rejects)
+    }
+
+    /// Accepts the originalTransactionIds of the rows of `set` (bytes as read).
+    static func customerFilter(_ set: TransactionSet) -> (UnsafeRawBufferPointer) -> Bool {
+        var decimals = Set<Int64>()
+        var interned = Set<Int64>()
+        for r in set.rows {
+            let k = r.originalTransactionId.raw
+            if k >= 0 { decimals.insert(k) } else { interned.insert(k) }
+        }
+        let strings = set.strings
+        return { bytes in
+            if let v = TransactionKey.decimal(bytes) { return decimals.contains(v) }
+            guard let id = strings.find(bytes) else { return false }
+            return interned.contains(-(Int64(id) + 1))
+        }
+    }
+}

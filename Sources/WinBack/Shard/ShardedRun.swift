@@ -1,0 +1,108 @@
+import Foundation
+
+/// The entry points of a run past one machine (docs/rules.md §8): the three stages of an array
+/// job, and the same three inside one process under a memory limit.
+public enum ShardedRun {
+    /// `winback partition`: task `task` (nil: the scheduler's index) of `tasks`.
+    public static func partition(
+        _ options: RunOptions, work: String, shards: Int, task: Int?, tasks: Int, progress: Progress
+    ) throws -> Partition.Summary {
+        try checkCounts(shards: shards, tasks: tasks)
+        let p = try ResolvedPipeline.resolve(options)
+        let i = try WorkFolder.index(task, option: "--task", count: tasks)
+        let total = p.transactionFiles.indices.filter { $0 % tasks == i }.reduce(0) {
+            $0 + InputFiles.size(p.transactionFiles[$1])
+        }
+        progress.begin("partition \(i) of \(tasks)", totalBytes: total)
+        let s = try Partition.run(
+            p, work: WorkFolder(work), shards: shards, task: i, tasks: tasks, progress: { progress.advance($0) })
+        _ = progress.end(
+            "\(s.files) files, \(s.rows) rows, \(s.rejected) rejected, \(Progress.mb(s.partBytes)) of parts")
+        return s
+    }
+
+    /// `winback run --work --shard`: shard `shard` (nil: the scheduler's index) of `shards`.
+    public static func shard(
+        _ options: RunOptions, work: String, shard: Int?, shards: Int, progress: Progress
+    ) throws -> ShardRun.Summary {
+        try checkCounts(shards: shards, tasks: 1)
+        let folder = WorkFolder(work)
+        let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
+        let k = try WorkFolder.index(shard, option: "--shard", count: shards)
+        progress.begin("shard \(k) of \(shards)")
+        let s = try ShardRun.run(p, work: folder, shard: k, shards: shards)
+        _ = progress.end("\(s.rows) rows, \(s.customers) customers")
+        return s
+    }
+
+    /// `winback merge`.
+    public static func merge(_ options: RunOptions, work: String, shards: Int, progress: Progress) throws -> RunSummary
+    {
+        try checkCounts(shards: shards, tasks: 1)
+        let folder = WorkFolder(work)
+        let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
+        return try Merge.run(p, work: folder, shards: shards, progress: progress)
+    }
+
+    /// `winback run --memory`: partition, every shard one after the other, and merge, in this
+    /// process, with the parts in a folder beside the output that is removed afterwards (and,
+    /// after a killed run, by the next run under the lock).
+    public static func bounded(_ options: RunOptions, memory: Int, progress: Progress) throws -> RunSummary {
+        let p = try ResolvedPipeline.resolve(options)
+        let shards = shardCount(p, memory: memory)
+        let publisher = Publisher(root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
+        try publisher.begin()
+        let fm = FileManager.default
+        for e in (try? fm.contentsOfDirectory(atPath: publisher.root)) ?? [] where e.hasPrefix(".work-") {
+            try? fm.removeItem(atPath: publisher.root + "/" + e)
+        }
+        let work = WorkFolder(publisher.root + "/.work-\(System.processID)")
+        defer { try? fm.removeItem(atPath: work.root) }
+        do {
+            progress.begin(
+                "partition into \(shards) shards", totalBytes: p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
+            )
+            let s = try Partition.run(
+                p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) })
+            _ = progress.end("\(s.rows) rows, \(Progress.mb(s.partBytes)) of parts")
+            for k in 0..<shards {
+                progress.begin("shard \(k + 1) of \(shards)")
+                let r = try ShardRun.run(p, work: work, shard: k, shards: shards)
+                _ = progress.end("\(r.customers) customers")
+            }
+        } catch {
+            var manifest = Manifest(p, started: Date())
+            manifest.status = "failed"
+            manifest.error = "\(error)"
+            publisher.fail(keeping: [("manifest.json", manifest.json())])
+            throw error
+        }
+        return try Merge.run(p, work: work, shards: shards, progress: progress, publisher: publisher)
+    }
+
+    /// Shards enough that one shard's customers fit in `memory`: a run holds about twice the
+    /// gzipped input (a fifth of uncompressed NDJSON or CSV) at its peak, plus a fixed part.
+    static func shardCount(_ p: ResolvedPipeline, memory: Int) -> Int {
+        let estimate = p.transactionFiles.reduce(0.0) { sum, path in
+            let size = Double(InputFiles.size(path))
+            return sum + (isGzipName(path) ? 2.0 * size : 0.25 * size)
+        }
+        let room = Double(max(memory - ShardedRun.baseMemory, memory / 4))
+        return max(1, min(4096, Int((estimate / room).rounded(.up))))
+    }
+
+    /// Memory a run takes whatever its input (code, libraries, buffers, the catalog).
+    static let baseMemory = 48 << 20
+
+    static func checkCounts(shards: Int, tasks: Int) throws {
+        guard shards >= 1, shards <= 4096 else { throw WinBackError(.usage, "--shards must be between 1 and 4096") }
+        guard tasks >= 1, tasks <= 4096 else { throw WinBackError(.usage, "--tasks must be between 1 and 4096") }
+    }
+
+    /// `p` with the as-of instant the partition tasks resolved, unless one was given here.
+    static func agreed(_ p: ResolvedPipeline, work: WorkFolder, asOfGiven: Bool) throws -> ResolvedPipeline {
+        var p = p
+        if !asOfGiven, let (m, _) = try Partition.firstMarker(work) { p.asOf = m.fingerprint.asOf }
+        return p
+    }
+}

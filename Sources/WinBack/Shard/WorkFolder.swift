@@ -1,0 +1,208 @@
+import Crypto
+import Foundation
+
+/// The folder that the tasks of a run past one machine share (docs/rules.md §8):
+///
+///     parts/task-<i>/shard-<k>.part   what partition task i read for shard k (``PartFile``)
+///     parts/task-<i>/rejects.json     the lines it rejected
+///     parts/task-<i>/_SUCCESS         ``PartitionMarker``: written last, once the rest is on disk
+///     shards/<k>/segments/…           shard k's segment files (rows of its customers, sorted)
+///     shards/<k>/reports.json         shard k's report rows, in a form that sums (``ShardReports``)
+///     shards/<k>/_SUCCESS             ``ShardMarker``
+///
+/// Every task builds its folder under a temporary name and renames it into place, so a retried
+/// task replaces its own outputs and a reader never sees half of them.
+public struct WorkFolder: Sendable {
+    public let root: String
+
+    public init(_ root: String) {
+        self.root = InputFiles.absolute(root, base: FileManager.default.currentDirectoryPath)
+    }
+
+    func task(_ i: Int) -> String { root + "/parts/task-\(i)" }
+    func part(task i: Int, shard k: Int) -> String { task(i) + "/shard-\(k).part" }
+    func shard(_ k: Int) -> String { root + "/shards/\(k)" }
+    static let marker = "_SUCCESS"
+
+    /// The index of this task of an array job: the flag, else the scheduler's variable
+    /// (`SLURM_ARRAY_TASK_ID`, `JOB_COMPLETION_INDEX`, `AWS_BATCH_JOB_ARRAY_INDEX`, in that order).
+    public static func index(
+        _ flag: Int?, option: String, count: Int, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> Int {
+        var value = flag
+        var source = option
+        if value == nil {
+            for name in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"] {
+                if let s = environment[name] {
+                    guard let v = Int(s) else {
+                        throw WinBackError(.usage, "\(name)='\(s)' is not a task index")
+                    }
+                    value = v
+                    source = name
+                    break
+                }
+            }
+        }
+        guard let value else {
+            throw WinBackError(
+                .usage,
+                "no \(option) given and no SLURM_ARRAY_TASK_ID, JOB_COMPLETION_INDEX or AWS_BATCH_JOB_ARRAY_INDEX set")
+        }
+        guard value >= 0 && value < count else {
+            throw WinBackError(.usage, "\(source) \(value) is outside 0..<\(count)")
+        }
+        return value
+    }
+
+    /// Replaces folder `final` by `staged` (a sibling): the old one's marker goes first, so that
+    /// a task killed in between leaves an incomplete folder, never a complete-looking mix.
+    static func replace(_ final: String, with staged: String) throws {
+        let fm = FileManager.default
+        do {
+            if fm.fileExists(atPath: final) {
+                try? fm.removeItem(atPath: final + "/" + marker)
+                try fm.removeItem(atPath: final)
+            }
+            try System.rename(staged, final)
+        } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot move \(staged) into place", path: final)
+        } catch {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot replace the previous outputs: \(error.localizedDescription)", path: final)
+        }
+        System.syncDirectory((final as NSString).deletingLastPathComponent)
+    }
+
+    /// A fresh staging folder beside `final`.
+    static func staging(for final: String) throws -> String {
+        let parent = (final as NSString).deletingLastPathComponent
+        let staged = parent + "/.tmp-" + (final as NSString).lastPathComponent + "-\(System.processID)"
+        do {
+            try? FileManager.default.removeItem(atPath: staged)
+            try FileManager.default.createDirectory(atPath: staged, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create a folder: \(error.localizedDescription)", path: staged)
+        }
+        return staged
+    }
+
+    /// Writes `value` as JSON, synced.
+    static func writeJSON<T: Encodable>(_ value: T, to path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(value)
+        let f = try OutputFile(path: path)
+        try f.write(Array(data) + [UInt8(ascii: "\n")])
+        _ = try f.finish()
+    }
+
+    /// Reads JSON written by ``writeJSON(_:to:)``; nil when the file is missing.
+    static func readJSON<T: Decodable>(_ type: T.Type, from path: String) throws -> (T, digest: String)? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        do {
+            return (try JSONDecoder().decode(type, from: data), OutputFile.hex(SHA256.hash(data: data)))
+        } catch {
+            throw WinBackError(.badData, "unreadable marker or report (\(error))", path: path)
+        }
+    }
+}
+
+/// What every task of one run must agree on; a task finding another value fails (exit 78).
+struct RunFingerprint: Codable, Equatable {
+    /// SHA-256 of the pipeline file's bytes and of the offer catalog's.
+    var pipelineSHA256: String
+    var catalogSHA256: String
+    var shards: Int
+    /// The as-of instant, resolved once by the partition tasks.
+    var asOf: Int64
+    var toolVersion: String
+
+    init(_ p: ResolvedPipeline, shards: Int) {
+        func digest(_ path: String) -> String {
+            OutputFile.hex(SHA256.hash(data: FileManager.default.contents(atPath: path) ?? Data()))
+        }
+        pipelineSHA256 = digest(p.config.path)
+        catalogSHA256 = digest(p.config.resolve(p.config.offersPath))
+        self.shards = shards
+        asOf = p.asOf
+        toolVersion = Manifest.toolVersion
+    }
+
+    /// Fails (exit 78) when `other` (from `where`) differs, naming what differs.
+    func check(_ other: RunFingerprint, where path: String) throws {
+        var differs: [String] = []
+        if pipelineSHA256 != other.pipelineSHA256 { differs.append("the pipeline file") }
+        if catalogSHA256 != other.catalogSHA256 { differs.append("the offer catalog") }
+        if shards != other.shards { differs.append("the shard count (\(other.shards) there, \(shards) here)") }
+        if asOf != other.asOf {
+            differs.append("the as-of instant (\(Timestamp.iso(other.asOf)) there, \(Timestamp.iso(asOf)) here)")
+        }
+        if toolVersion != other.toolVersion { differs.append("the winback version") }
+        if !differs.isEmpty {
+            throw WinBackError(
+                .configuration,
+                "this task and the one that wrote this folder differ in \(differs.joined(separator: ", ")); "
+                    + "every task of a run must use the same pipeline, catalog, --shards and --as-of",
+                path: path)
+        }
+    }
+}
+
+/// A partition task's `_SUCCESS`.
+struct PartitionMarker: Codable {
+    struct Input: Codable {
+        /// Index of the file in sorted path order.
+        var file: Int
+        var stats: InputStats
+        var nonSubscription: Int
+    }
+    struct Part: Codable {
+        var shard: Int
+        var bytes: Int
+        var rows: Int
+    }
+
+    var fingerprint: RunFingerprint
+    var task: Int
+    var tasks: Int
+    var inputs: [Input]
+    var parts: [Part]
+    var rejected: Int
+    var seconds: Double
+}
+
+/// A shard run's `_SUCCESS`.
+struct ShardMarker: Codable {
+    var fingerprint: RunFingerprint
+    var shard: Int
+    /// SHA-256 of each partition task's marker that the shard read, by task.
+    var partitions: [String]
+    /// Duplicates, other-environment and family-shared rows among the shard's rows.
+    var counters: ReadCounters
+    var states: StateCounts
+    var renewalInputs: [InputStats]
+    var renewalRejects: [Reject]
+    var seconds: Double
+}
+
+/// A shard's report rows: sums over disjoint sets of customers, so the run's reports are the
+/// sums of the shards' by key (docs/rules.md §8.1).
+struct ShardReports: Codable {
+    struct Funnel: Codable {
+        var offerId: String
+        var funnel: FunnelRow
+    }
+
+    var redemptions: [RedemptionRow]
+    var rates: [RedemptionRateRow]
+    var funnel: [Funnel]
+    var summary: [EligibilitySummaryRow]
+
+    init(_ r: Reports) {
+        redemptions = r.redemptions
+        rates = r.rates
+        funnel = r.funnel.map { Funnel(offerId: $0.offerId, funnel: $0.funnel) }
+        summary = r.summary
+    }
+}
