@@ -47,9 +47,11 @@ public enum ShardedRun {
     /// `winback run --memory`: partition, every shard one after the other, and merge, in this
     /// process, with the parts in a folder beside the output that is removed afterwards (and,
     /// after a killed run, by the next run under the lock).
-    public static func bounded(_ options: RunOptions, memory: Int, progress: Progress) throws -> RunSummary {
+    public static func bounded(
+        _ options: RunOptions, memory: Int, progress: Progress, shards chosen: Int? = nil
+    ) throws -> RunSummary {
         let p = try ResolvedPipeline.resolve(options)
-        let shards = shardCount(p, memory: memory)
+        let shards = chosen ?? shardCount(p, memory: memory)
         let publisher = Publisher(root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
         try publisher.begin()
         let fm = FileManager.default
@@ -87,6 +89,11 @@ public enum ShardedRun {
             let size = Double(InputFiles.size(path))
             return sum + (isGzipName(path) ? 2.0 * size : 0.25 * size)
         }
+        return shardCount(estimate: estimate, memory: memory)
+    }
+
+    /// Shards for a run estimated to hold `estimate` bytes at its peak in memory.
+    static func shardCount(estimate: Double, memory: Int) -> Int {
         let room = Double(max(memory - ShardedRun.baseMemory, memory / 4))
         return max(1, min(4096, Int((estimate / room).rounded(.up))))
     }

@@ -16,8 +16,8 @@ struct CLI {
     }
 
     /// Runs to completion with no terminal attached (as under cron).
-    static func run(_ args: [String], cwd: String? = nil) throws -> Result {
-        let p = try start(args, cwd: cwd)
+    static func run(_ args: [String], cwd: String? = nil, environment: [String: String] = [:]) throws -> Result {
+        let p = try start(args, cwd: cwd, environment: environment)
         let out = p.out.fileHandleForReading.readDataToEndOfFile()
         let err = p.err.fileHandleForReading.readDataToEndOfFile()
         p.process.waitUntilExit()
@@ -26,10 +26,20 @@ struct CLI {
             stderr: String(decoding: err, as: UTF8.self))
     }
 
-    static func start(_ args: [String], cwd: String? = nil) throws -> (process: Process, out: Pipe, err: Pipe) {
+    static func start(
+        _ args: [String], cwd: String? = nil, environment: [String: String] = [:]
+    ) throws -> (process: Process, out: Pipe, err: Pipe) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = args
+        if !environment.isEmpty {
+            var env = ProcessInfo.processInfo.environment
+            for name in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"] {
+                env[name] = nil
+            }
+            env.merge(environment) { $1 }
+            p.environment = env
+        }
         if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
         let out = Pipe()
         let err = Pipe()
