@@ -49,11 +49,23 @@ enum Paths {
     }
 }
 
-/// Compares a file with its golden copy; on mismatch records `diff -U5` output.
+/// Whether golden files are rewritten from the outputs (`WINBACK_UPDATE_GOLDEN=1 swift test`).
+let updatingGolden = ProcessInfo.processInfo.environment["WINBACK_UPDATE_GOLDEN"] == "1"
+
+/// Compares a file with its golden copy; on mismatch records `diff -U5` output. With
+/// `WINBACK_UPDATE_GOLDEN=1`, a golden copy that differs is replaced by the file instead, and
+/// the difference is still recorded, so that the run says what changed.
 func expectSameFile(_ actual: String, golden: String, sourceLocation: SourceLocation = #_sourceLocation) {
     let a = FileManager.default.contents(atPath: actual)
     let g = FileManager.default.contents(atPath: golden)
     if a != nil, a == g { return }
+    defer {
+        if updatingGolden, let a {
+            try? FileManager.default.createDirectory(
+                atPath: (golden as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: golden, contents: a)
+        }
+    }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/diff")
     p.arguments = ["-U5", golden, actual]
