@@ -70,7 +70,7 @@ public enum ReportPage {
         h.line(
             "<p class=\"note\">Customers whose renewal info carries Apple's eligibleWinBackOfferIds, evaluated again at"
                 + " the instant Apple signed it (apple-agreement.csv; each disagreement is in apple-disagreements.csv)."
-                + " \(escape(overall))</p>")
+                + " \(overall)</p>")
         agreementLegend(into: &h)
         for (id, c) in a.offers {
             h.line("<h3>\(escape(id)) <span class=\"tag\">\(c.compared) compared</span></h3>")
@@ -204,7 +204,7 @@ public enum ReportPage {
         let left = 150
         let full = 560
         let bar = 16
-        let width = left + full + 8
+        let width = left + full + 110
         let height = bar + 8
         h.line(
             "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
@@ -228,6 +228,9 @@ public enum ReportPage {
                 }
                 x = end
             }
+            // The four counts, in the legend's order.
+            let counts = agreementParts(c).map { String($0.value) }.joined(separator: " · ")
+            h.line("<text x=\"\(left + full + 8)\" y=\"\(4 + 12)\">\(counts)</text>")
         }
         h.line("</svg>")
     }
