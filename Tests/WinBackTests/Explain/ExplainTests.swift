@@ -66,6 +66,15 @@ struct ExplainTests {
         let failures = try #require(free["failures"] as? [[String: Any]])
         #expect(failures.map { $0["reason"] as? String } == ["wait_between_offers"])
         #expect(failures.first?["from"] as? String == "2026-12-01T09:00:00.000Z")
+        // Apple's list at S = 2026-04-15, before the win-back redemption of 2026-05-01.
+        let apple = try #require(c["apple"] as? [String: Any])
+        #expect(apple["signedDate"] as? String == "2026-04-15T00:00:00.000Z")
+        #expect(apple["state"] as? String == "churned")
+        #expect(apple["appleIds"] as? [String] == ["wb.basic.1m.free"])
+        #expect(apple["winbackIds"] as? [String] == ["wb.basic.1m.free", "wb.basic.half"])
+        let disagreements = try #require(apple["disagreements"] as? [[String: Any]])
+        #expect(disagreements.map { $0["offerId"] as? String } == ["wb.basic.half"])
+        #expect(disagreements.first?["winback"] as? String == "eligible")
     }
 
     @Test("explain and run agree on every customer of a world", arguments: ["golden", "sample"])
