@@ -6,7 +6,9 @@ import Testing
 @Suite("explain: why a customer is or is not in an audience", .serialized)
 struct ExplainTests {
     static let instructive = [
-        "2000000000001001",  // eligible for two offers, ranked
+        "2000000000001001",  // eligible for two offers, ranked; Apple lists one that was too recent at S
+        "2000000000001004",  // Apple lists an id the catalog lacks
+        "2000000000001005",  // eligible at S, but Apple's list is empty
         "2000000000001006",  // billing retry
         "2000000000001007",  // new run after a gap; waiting after a win-back redemption
         "2000000000001009",  // family sharing only: not a subscriber
