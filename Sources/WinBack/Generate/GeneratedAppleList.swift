@@ -29,9 +29,9 @@ enum GeneratedAppleList {
                 add(o.subscriptionGroupId)
                 add(o.productId)
                 add(o.offerId)
-                o.territories.forEach(add)
+                for t in o.territories { add(t) }
             }
-            CustomerSimulator.storefronts.forEach { add($0.0) }
+            for (storefront, _) in CustomerSimulator.storefronts { add(storefront) }
             self.ids = ids
             self.catalog = catalog
             book = OfferBook(catalog: catalog, ids: { ids[$0] })
