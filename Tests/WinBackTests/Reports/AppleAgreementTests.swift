@@ -233,6 +233,23 @@ struct AppleAgreementTests {
         #expect(AppleAgreementReport.disagreementsCSV(one) == AppleAgreementReport.disagreementsCSV(many))
     }
 
+    @Test("an offer is live or not on the date of S, not of T")
+    func livenessAtS() throws {
+        let w = TestWorld()
+        let rows = w.ordered(w.monthly(from: "2025-01-10T12:00:00Z", count: 6, customer: "c"))
+        let ended = TestWorld.basicOffer(end: "2026-10-15", id: "wb.ended")
+        let book = OfferBook(catalog: OfferCatalog(offers: [ended]), ids: { w.strings.lookup($0) })
+        var info = RenewalInfo(signedDate: ms("2026-10-01"))
+        info.eligibleWinBackOfferIds = ["wb.ended"]
+        var periods: [Period] = []
+        let c = try #require(
+            AppleComparison.compare(
+                rows: rows, group: w.id("g1"), renewal: info, book: book, gapDays: 60, periods: &periods))
+        #expect(c.agrees && c.winback == [0])
+        // At T the offer has ended.
+        #expect(w.failures(ended, rows, at: Self.asOf) == [.offerNotLive])
+    }
+
     @Test("ranks past the 64th eligible offer keep their own mark")
     func manyOffers() {
         let w = TestWorld()
