@@ -5,6 +5,9 @@ import Foundation
 ///     ResolvedPipeline ─read→ Inputs ─group→ CustomerRows ─evaluate→ Audience ─report→ Reports
 ///                                                                       └─write→ [OutputStats] ─publish→ folder
 ///
+/// The renewal info read with the inputs goes to `evaluate` (state at T, Apple's marks on the
+/// segments) and to `report` (the agreement with Apple, docs/rules.md §4.5).
+///
 /// `winback run` (``PipelineRun``), `winback explain` (``Explainer``) and the benchmark's child
 /// runs compose these functions; none of them wires readers, groupers or evaluators by hand.
 /// Where threads are spent is said in docs/architecture.md.
