@@ -63,7 +63,9 @@ func expectSameFile(_ actual: String, golden: String, sourceLocation: SourceLoca
         if updatingGolden, let a {
             try? FileManager.default.createDirectory(
                 atPath: (golden as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: golden, contents: a)
+            if !FileManager.default.createFile(atPath: golden, contents: a) {
+                Issue.record("cannot update golden \(golden)", sourceLocation: sourceLocation)
+            }
         }
     }
     let p = Process()
