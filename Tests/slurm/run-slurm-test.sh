@@ -297,7 +297,8 @@ else
     # the world (the copy keeps the published run, which must stay as it is).
     cp -a "$world" "$tmp/bad-world"
     victim=$(find "$tmp/bad-world" -maxdepth 1 -name 'transactions-*.jsonl.gz' | LC_ALL=C sort | sed -n 5p)
-    head -c 4000 "$world/$(basename "$victim")" >"$victim"
+    name=$(basename "$victim")
+    head -c 4000 "$world/$name" >"$victim"
     printf 'not gzip at all' >>"$victim"
     bad_pipeline="$tmp/bad-world/pipeline.yaml"
     before=$(snapshot "$tmp/bad-world/out")

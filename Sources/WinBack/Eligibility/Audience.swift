@@ -2,9 +2,51 @@
 public struct CustomerResult: Sendable {
     /// Index into ``CustomerRows``.
     public var customer: Int32
+    /// Whether the renewal info known at T carries Apple's `eligibleWinBackOfferIds`
+    /// (docs/rules.md §4.5). Beside `customer`, it takes no room of its own.
+    public var appleAnswered = false
     public var timeline: CustomerTimeline
     /// Catalog indices, rank 1 first.
     public var eligible: [Int16]
+    /// Bit j: Apple's list at T names `eligible[j]`; bits from the 65th eligible offer on are in
+    /// ``appleListedPast64`` (empty, so no allocation, for anyone eligible for fewer).
+    var appleListed: UInt64 = 0
+    var appleListedPast64: [UInt64] = []
+
+    init(customer: Int32, timeline: CustomerTimeline, eligible: [Int16]) {
+        self.customer = customer
+        self.timeline = timeline
+        self.eligible = eligible
+    }
+
+    /// Records which eligible offers Apple's list names (docs/rules.md §4.5).
+    mutating func markApple(_ listed: [String], book: OfferBook) {
+        appleAnswered = true
+        for (j, i) in eligible.enumerated() where listed.contains(book.offers[Int(i)].offer.offerId) {
+            if j < 64 {
+                appleListed |= 1 << UInt64(j)
+            } else {
+                let w = (j - 64) / 64
+                while appleListedPast64.count <= w { appleListedPast64.append(0) }
+                appleListedPast64[w] |= 1 << UInt64((j - 64) % 64)
+            }
+        }
+    }
+
+    /// Apple's word on the customer's offer of rank `rank` (from 1): the `apple_eligible` column.
+    @inline(__always)
+    public func apple(rank: Int) -> AppleEligible {
+        guard appleAnswered else { return .silent }
+        let j = rank - 1
+        let bit: Bool
+        if j < 64 {
+            bit = appleListed & (1 << UInt64(j)) != 0
+        } else {
+            let w = (j - 64) / 64
+            bit = w < appleListedPast64.count && appleListedPast64[w] & (1 << UInt64((j - 64) % 64)) != 0
+        }
+        return bit ? .yes : .no
+    }
 }
 
 /// Where one offer's group customers drop out (docs/rules.md §4.3 eligibility funnel).
@@ -104,7 +146,9 @@ public struct Audience: Sendable {
                         funnel[i].count(tl.state, failed)
                         if failed.isEmpty { eligible.append(Int16(i)) }
                     }
-                    (out! + next).initialize(to: CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible))
+                    var result = CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible)
+                    if let listed = renewal?.eligibleWinBackOfferIds { result.markApple(listed, book: book) }
+                    (out! + next).initialize(to: result)
                     next += 1
                 }
                 slots[p] = (next - pieces[p].lowerBound, counts, funnel)
@@ -127,6 +171,21 @@ public struct Audience: Sendable {
             for i in funnel.indices { funnel[i].add(f[i]) }
         }
         return Audience(asOf: t, results: all, counts: counts, funnel: funnel)
+    }
+
+    /// The segment rows `requirement` leaves out (docs/rules.md §4.5): per catalog offer, then
+    /// of the best-offer list (judged on the rank-1 offer).
+    public func droppedByApple(_ requirement: AppleRequirement, offers: Int) -> (perOffer: [Int], best: Int) {
+        var perOffer = [Int](repeating: 0, count: offers)
+        var best = 0
+        guard requirement != .off else { return (perOffer, best) }
+        for r in results {
+            for (j, i) in r.eligible.enumerated() where !requirement.keeps(r.apple(rank: j + 1)) {
+                perOffer[Int(i)] += 1
+                if j == 0 { best += 1 }
+            }
+        }
+        return (perOffer, best)
     }
 
     /// Customers eligible per catalog offer.

@@ -55,10 +55,14 @@ public struct OfferBook: Sendable {
     public var offers: [CompiledOffer]
     /// Offer indices per subscription group id, ranked: HIGH priority first, then catalog order.
     public var rankedByGroup: [Int32: [Int]]
+    /// Catalog index by offerId (the first, should a hand-made catalog repeat one), for the ids
+    /// Apple lists (docs/rules.md §4.5).
+    var indexByOfferId: [String: Int] = [:]
 
     public init(catalog: OfferCatalog, ids: (String) -> Int32?) {
         let offers = catalog.offers.enumerated().map { CompiledOffer(index: $0.offset, offer: $0.element, ids: ids) }
         self.offers = offers
+        for o in offers where indexByOfferId[o.offer.offerId] == nil { indexByOfferId[o.offer.offerId] = o.index }
         var byGroup: [Int32: [Int]] = [:]
         for o in offers where o.subscriptionGroupId != CompiledOffer.missing {
             byGroup[o.subscriptionGroupId, default: []].append(o.index)

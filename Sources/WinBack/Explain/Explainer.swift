@@ -92,7 +92,46 @@ public enum Explainer {
         }
         // Listed in catalog order; the rank says the order of preference.
         e.offers = verdicts.keys.sorted().map { verdicts[$0]! }
+        if let renewal {
+            e.apple = appleView(rows: rows, group: group, renewal: renewal, book: book, gapDays: gapDays, strings: s)
+        }
         return e
+    }
+
+    /// The customer evaluated again at S beside Apple's list, each disagreement with winback's
+    /// failing criteria at S and their numbers (docs/rules.md §4.5).
+    static func appleView(
+        rows: [Transaction], group: Int32, renewal: RenewalInfo, book: OfferBook, gapDays: Int64,
+        strings s: StringTable
+    ) -> Explanation.AppleView? {
+        var periods: [Period] = []
+        guard
+            let c = AppleComparison.compare(
+                rows: rows, group: group, renewal: renewal, book: book, gapDays: gapDays, periods: &periods)
+        else { return nil }
+        let at = c.signedDate
+        let disagreements = c.disagreements.map { d -> Explanation.AppleDisagreement in
+            var failures: [Explanation.Failure] = []
+            if let i = d.offer, d.apple {
+                if let tl = c.timeline {
+                    failures = details(
+                        d.reasons, book.offers[i], tl, periods: periods, renewal: renewal, asOf: at, strings: s)
+                } else {
+                    failures = [
+                        Explanation.Failure(
+                            reason: "not_subscriber", detail: "no access period before \(Timestamp.iso(at))", from: nil)
+                    ]
+                }
+            }
+            return Explanation.AppleDisagreement(
+                offerId: d.offerId, inCatalog: d.offer != nil, apple: d.apple, failures: failures)
+        }
+        return Explanation.AppleView(
+            signedDate: at, state: c.timeline?.state, paidMonths: c.timeline?.paidMonths,
+            lastSubscribedEnd: c.timeline?.lastSubscribedEnd,
+            monthsSinceLastSubscribed: c.timeline?.monthsSinceLastSubscribed, appleIds: c.appleIds,
+            winbackIds: c.winback.map { book.offers[$0].offer.offerId },
+            disagreements: disagreements)
     }
 
     static func details(

@@ -41,6 +41,34 @@ public struct Explanation: Sendable {
         public var from: Int64?
     }
 
+    /// One offer on which Apple and winback disagree at S (docs/rules.md §4.5).
+    public struct AppleDisagreement: Sendable {
+        public var offerId: String
+        /// Whether the catalog has the offer.
+        public var inCatalog: Bool
+        /// Apple lists it; otherwise winback finds it eligible at S.
+        public var apple: Bool
+        /// Why winback finds it not eligible at S, with the numbers; empty when winback says
+        /// eligible or the catalog lacks the offer.
+        public var failures: [Failure]
+    }
+
+    /// Apple's `eligibleWinBackOfferIds` beside winback's own evaluation at S, the signedDate of
+    /// the renewal info that carries the list (docs/rules.md §4.5).
+    public struct AppleView: Sendable {
+        /// S.
+        public var signedDate: Int64
+        /// The customer at S; nil when they had no access period then.
+        public var state: SubscriptionState?
+        public var paidMonths: Int64?
+        public var lastSubscribedEnd: Int64?
+        public var monthsSinceLastSubscribed: Int64?
+        public var appleIds: [String]
+        /// The offers winback finds eligible at S, rank 1 first.
+        public var winbackIds: [String]
+        public var disagreements: [AppleDisagreement]
+    }
+
     /// The verdict on one offer of the customer's group.
     public struct Verdict: Sendable {
         public var offerId: String
@@ -69,6 +97,9 @@ public struct Explanation: Sendable {
     /// The renewal info applied, as Apple sent it.
     public var renewalSignedDate: Int64?
     public var appleEligibleWinBackOfferIds: [String]?
+    /// The comparison with Apple at S, when the renewal info known at T carries Apple's list
+    /// and a signedDate.
+    public var apple: AppleView?
 
     /// The eligible offer ids in rank order, as the segments list them.
     public var eligibleOfferIds: [String] {

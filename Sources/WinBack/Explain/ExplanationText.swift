@@ -71,14 +71,42 @@ extension Explanation {
                 for f in v.failures { out.append("    - \(f.reason): \(f.detail)") }
             }
         }
-        if let apple = appleEligibleWinBackOfferIds {
+        func list(_ ids: [String]) -> String { ids.isEmpty ? "(none)" : ids.joined(separator: ", ") }
+        if let a = apple {
+            out.append("")
+            out.append("Agreement with Apple, both at the renewal info's signedDate \(iso(a.signedDate)):")
+            if let state = a.state, let paid = a.paidMonths, let e = a.lastSubscribedEnd,
+                let since = a.monthsSinceLastSubscribed
+            {
+                let paidText = "\(paid) paid month\(paid == 1 ? "" : "s") in the most recent run"
+                out.append(
+                    "  the customer then:               "
+                        + (state == .active
+                            ? "active (subscribed until \(iso(e))), \(paidText)"
+                            : "\(state.label) (last subscribed until \(iso(e)), \(since) whole month"
+                                + "\(since == 1 ? "" : "s") before), \(paidText)"))
+            } else {
+                out.append("  the customer then:               not a subscriber (no access period yet)")
+            }
+            out.append("  Apple's eligibleWinBackOfferIds: \(list(a.appleIds))")
+            out.append("  winback at that instant:         \(list(a.winbackIds))")
+            if a.disagreements.isEmpty { out.append("  they agree") }
+            let width = a.disagreements.map(\.offerId.count).max() ?? 0
+            for d in a.disagreements {
+                let name = d.offerId.padding(toLength: width, withPad: " ", startingAt: 0)
+                if !d.apple {
+                    out.append("  \(name)  winback: eligible; Apple does not list it")
+                } else if !d.inCatalog {
+                    out.append("  \(name)  Apple lists it; the catalog has no such offer")
+                } else {
+                    out.append("  \(name)  Apple lists it; winback: not eligible")
+                    for f in d.failures { out.append("    - \(f.reason): \(f.detail)") }
+                }
+            }
+        } else if let ids = appleEligibleWinBackOfferIds {
             out.append("")
             out.append(
-                "Apple's eligibleWinBackOfferIds (renewal info signed \(renewalSignedDate.map(iso) ?? "?")): "
-                    + (apple.isEmpty ? "(none)" : apple.joined(separator: ", ")))
-            out.append(
-                "Computed here:                     "
-                    + (eligibleOfferIds.isEmpty ? "(none)" : eligibleOfferIds.joined(separator: ", ")))
+                "Apple's eligibleWinBackOfferIds (renewal info without a signedDate, so not compared): \(list(ids))")
         }
         return out.joined(separator: "\n") + "\n"
     }
@@ -98,6 +126,24 @@ extension Explanation {
         if let v = storefront { d["storefront"] = v }
         if let v = appAccountToken { d["appAccountToken"] = v }
         if let v = appleEligibleWinBackOfferIds { d["appleEligibleWinBackOfferIds"] = v }
+        if let a = apple {
+            d["apple"] =
+                [
+                    "signedDate": iso(a.signedDate), "state": a.state?.label ?? "not_subscriber",
+                    "appleIds": a.appleIds, "winbackIds": a.winbackIds,
+                    "disagreements": a.disagreements.map { x -> [String: Any] in
+                        [
+                            "offerId": x.offerId, "inCatalog": x.inCatalog, "apple": x.apple ? "eligible" : "not",
+                            "winback": x.apple ? "not" : "eligible",
+                            "failures": x.failures.map { f -> [String: Any] in
+                                var y: [String: Any] = ["reason": f.reason, "detail": f.detail]
+                                if let from = f.from { y["from"] = iso(from) }
+                                return y
+                            },
+                        ]
+                    },
+                ] as [String: Any]
+        }
         d["periods"] = periods.map { p -> [String: Any] in
             var x: [String: Any] = [
                 "start": iso(p.start), "end": iso(p.end), "paid": p.paid, "refunded": p.refunded, "run": p.run,

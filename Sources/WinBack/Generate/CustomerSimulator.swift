@@ -155,11 +155,18 @@ struct CustomerSimulator {
                     gracePeriodExpiresDate: rng.chance(0.3) ? end + 16 * Self.day : nil, eligibleWinBackOfferIds: nil,
                     signedDate: signed)
             } else if rng.chance(0.25) {
-                let offers = P.winBackOffers(for: last.productId).map(\.id)
+                // Signed days to weeks before the as-of, carrying the offers winback's rules find
+                // at that instant, now and then with a disagreement (docs/rules.md §4.5). Drawn
+                // from a generator of their own, so the transactions stay as they were.
+                var apple = SplitMix64(seed: seed ^ 0xA991_E11D, index: UInt64(c))
+                let signed = Self.seconds(asOf - Int64(apple.int(86_400...(42 * 86_400))) * 1000)
+                var info = RenewalInfo(signedDate: signed)
+                info.autoRenewStatus = lapsed ? 0 : 1
                 out.renewal = GeneratedRenewal(
                     originalTransactionId: original, autoRenewStatus: lapsed ? 0 : 1, isInBillingRetryPeriod: false,
-                    gracePeriodExpiresDate: nil, eligibleWinBackOfferIds: lapsed ? Array(offers.prefix(1)) : [],
-                    signedDate: min(asOf - 3_600_000, max(last.purchaseDate, end - 5 * Self.day)))
+                    gracePeriodExpiresDate: nil,
+                    eligibleWinBackOfferIds: GeneratedAppleList.apple(out.rows, renewal: info, rng: &apple),
+                    signedDate: signed)
             }
         }
         if sandbox {

@@ -52,6 +52,8 @@ public struct PipelineConfig: Sendable {
     public var memoryLimit: Int?
     /// The library that inflates `.gz` inputs (an extension of docs/rules.md §2.5; default zlib).
     public var inflater: InflaterChoice = .zlib
+    /// `audience.requireApple`: which segment rows Apple's word keeps (docs/rules.md §4.5).
+    public var requireApple: AppleRequirement = .off
 
     public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat"]
 
@@ -87,7 +89,7 @@ public struct PipelineConfig: Sendable {
             root,
             [
                 "name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
-                "reports", "limits", "threads", "inflater",
+                "reports", "limits", "threads", "inflater", "audience",
             ], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
@@ -177,6 +179,20 @@ public struct PipelineConfig: Sendable {
                 }
             } else {
                 p.fail("reports", "expected a mapping with windowMonths")
+            }
+        }
+        if let a = p.field(root, "audience") {
+            if let m = a.mapping {
+                p.allow(m, ["requireApple"], at: "audience.")
+                if let v = p.string(m, "requireApple", at: "audience.") {
+                    if let r = AppleRequirement(rawValue: v) {
+                        c.requireApple = r
+                    } else {
+                        p.fail("audience.requireApple", "expected false, true or strict, found '\(v)'")
+                    }
+                }
+            } else {
+                p.fail("audience", "expected a mapping with requireApple")
             }
         }
         if let l = p.field(root, "limits") {

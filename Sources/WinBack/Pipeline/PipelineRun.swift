@@ -126,7 +126,7 @@ public enum PipelineRun {
             let customers = Stage.group(inputs, threads: p.threads)
             let book = Stage.offers(p, strings: inputs.strings)
             let audience = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
-            manifest.record(audience, catalog: p.catalog)
+            manifest.record(audience, catalog: p.catalog, requireApple: p.config.requireApple)
             manifest.stages.append(("evaluate", progress.end(audience.summaryLine)))
 
             progress.begin("write")
@@ -134,7 +134,8 @@ public enum PipelineRun {
             let sync = DiskSync()
             defer { try? sync.wait() }  // no descriptor outlives a failed run
             manifest.outputs = try Stage.write(
-                customers, audience: audience, book: book, rejects: rejects, p, to: publisher.staging, sync: sync)
+                customers, audience: audience, book: book, renewals: inputs.renewals, rejects: rejects, p,
+                to: publisher.staging, sync: sync)
             manifest.stages.append(("write", progress.end("\(manifest.outputs.count) files")))
             manifest.finished = Date()
             let published = try Stage.publish(manifest, with: publisher, sync: sync)

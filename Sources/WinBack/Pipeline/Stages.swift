@@ -5,6 +5,9 @@ import Foundation
 ///     ResolvedPipeline ─read→ Inputs ─group→ CustomerRows ─evaluate→ Audience ─report→ Reports
 ///                                                                       └─write→ [OutputStats] ─publish→ folder
 ///
+/// The renewal info read with the inputs goes to `evaluate` (state at T, Apple's marks on the
+/// segments) and to `report` (the agreement with Apple, docs/rules.md §4.5).
+///
 /// `winback run` (``PipelineRun``), `winback explain` (``Explainer``) and the benchmark's child
 /// runs compose these functions; none of them wires readers, groupers or evaluators by hand.
 /// Where threads are spent is said in docs/architecture.md.
@@ -90,13 +93,14 @@ extension Stage {
             threads: p.threads)
     }
 
-    /// Computes the reports (docs/rules.md §4.3) from the customers and their evaluation.
+    /// Computes the reports (docs/rules.md §4.3, §4.5) from the customers, their evaluation and
+    /// the renewal info (for the agreement with Apple).
     public static func report(
-        _ customers: CustomerRows, audience: Audience, book: OfferBook, _ p: ResolvedPipeline
+        _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?, _ p: ResolvedPipeline
     ) -> Reports {
         Reports.compute(
             customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
-            gapDays: p.config.consecutiveGapDays, threads: p.threads)
+            gapDays: p.config.consecutiveGapDays, renewals: renewals, threads: p.threads)
     }
 
     /// Writes segments, reports and rejects into `directory` (docs/rules.md §4), every file
@@ -106,21 +110,23 @@ extension Stage {
     /// are written: each job has a long last piece (the best-offer list, the busiest customers)
     /// that the other fills in. With one thread, one after the other.
     static func write(
-        _ customers: CustomerRows, audience: Audience, book: OfferBook, rejects: [Reject], _ p: ResolvedPipeline,
-        to directory: String, sync: DiskSync
+        _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?, rejects: [Reject],
+        _ p: ResolvedPipeline, to directory: String, sync: DiskSync
     ) throws -> [OutputStats] {
         let reportFiles = ResultSlots<Result<[OutputStats], Error>>(count: 1)
         let writeReports: @Sendable () -> Void = {
             reportFiles[0] = Result {
-                let reports = report(customers, audience: audience, book: book, p)
+                let reports = report(customers, audience: audience, book: book, renewals: renewals, p)
                 return try ReportWriter(reports: reports, title: p.config.name).write(to: directory, sync: sync)
             }
         }
         let reporting = DispatchGroup()
         if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: writeReports) }
         let segments = Result {
-            try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
-                .write(to: directory, threads: p.threads, sync: sync)
+            try SegmentWriter(
+                customers: customers, audience: audience, book: book, formats: p.config.formats,
+                requireApple: p.config.requireApple
+            ).write(to: directory, threads: p.threads, sync: sync)
         }
         if p.threads > 1 { reporting.wait() } else { writeReports() }
         var outputs = try segments.get()

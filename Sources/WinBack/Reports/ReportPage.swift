@@ -1,6 +1,6 @@
 /// `reports/report.html`: one self-contained page (inline CSS and SVG, no script, nothing
-/// fetched) with each win-back offer's redemption rate by month and the eligibility funnel as
-/// bars, for people who would rather look than read the CSVs.
+/// fetched) with each win-back offer's redemption rate by month, the eligibility funnel and the
+/// agreement with Apple as bars, for people who would rather look than read the CSVs.
 ///
 /// Pure and deterministic: the same reports give the same bytes (every coordinate is an
 /// integer computed from the counts).
@@ -25,6 +25,7 @@ public enum ReportPage {
             .grid{stroke:#e5e5ea}.axis{stroke:#8e8e93}.rate{fill:#0a84ff}.empty{fill:#aeaeb2}
             .total{fill:#1d1d1f}.state{fill:#8e8e93}.drop{fill:#ff9f0a}.eligible{fill:#30d158}
             .tag{font-size:12px;color:#6e6e73;font-weight:normal}
+            .both{fill:#30d158}.apple{fill:#0a84ff}.winback{fill:#ff9f0a}.neither{fill:#c7c7cc}
             </style>
             </head>
             <body>
@@ -57,6 +58,27 @@ public enum ReportPage {
         for (id, f) in reports.funnel {
             h.line("<h3>\(escape(id)) <span class=\"tag\">\(f.live ? "live" : "not live")</span></h3>")
             funnelChart(f, offerId: id, into: &h)
+        }
+
+        let a = reports.apple
+        h.line("<h2>Agreement with Apple</h2>")
+        let overall =
+            a.overall.compared == 0
+            ? "No renewal info carries Apple's list, so nobody was compared."
+            : "Overall, \(a.overall.both) of \(a.overall.compared) customers compared have exactly Apple's offers:"
+                + " an agreement rate of \(a.agreementRate)."
+        h.line(
+            "<p class=\"note\">Customers whose renewal info carries Apple's eligibleWinBackOfferIds, evaluated again at"
+                + " the instant Apple signed it (apple-agreement.csv; each disagreement is in apple-disagreements.csv)."
+                + " \(overall)</p>")
+        agreementLegend(into: &h)
+        for (id, c) in a.offers {
+            h.line("<h3>\(escape(id)) <span class=\"tag\">\(c.compared) compared</span></h3>")
+            agreementChart(c, offerId: id, into: &h)
+        }
+        if !a.unknownIds.isEmpty {
+            let listed = a.unknownIds.map { "\(escape($0.id)) (\($0.customers))" }.joined(separator: ", ")
+            h.line("<p class=\"note\">Apple also listed ids the catalog lacks: \(listed).</p>")
         }
         h.raw("</body>\n</html>\n")
         return h.bytes
@@ -151,6 +173,64 @@ public enum ReportPage {
                 "<rect class=\"\(cls)\" x=\"\(left)\" y=\"\(y)\" width=\"\(max(len, value > 0 ? 1 : 0))\" height=\"\(bar)\"><title>\(label): \(value)</title></rect>"
             )
             h.line("<text x=\"\(left + len + 6)\" y=\"\(y + 11)\">\(value)</text>")
+        }
+        h.line("</svg>")
+    }
+
+    /// The four parts of an offer's agreement bar, in drawing order.
+    static func agreementParts(_ c: AppleAgreement.Counts) -> [(label: String, value: Int, cls: String)] {
+        [
+            ("both eligible", c.both, "both"), ("only Apple", c.appleOnly, "apple"),
+            ("only winback", c.winbackOnly, "winback"), ("neither", c.neither, "neither"),
+        ]
+    }
+
+    static func agreementLegend(into h: inout HTML) {
+        let parts = agreementParts(AppleAgreement.Counts())
+        let pitch = 150
+        let width = parts.count * pitch
+        h.line(
+            "<svg width=\"\(width)\" height=\"20\" viewBox=\"0 0 \(width) 20\" role=\"img\" aria-label=\"Legend\">")
+        for (i, p) in parts.enumerated() {
+            h.line("<rect class=\"\(p.cls)\" x=\"\(i * pitch)\" y=\"4\" width=\"12\" height=\"12\"/>")
+            h.line("<text x=\"\(i * pitch + 18)\" y=\"14\">\(p.label)</text>")
+        }
+        h.line("</svg>")
+    }
+
+    /// One stacked bar: the offer's compared customers split into the four parts; the parts'
+    /// edges are rounded from running totals, so the bar always has its full length.
+    static func agreementChart(_ c: AppleAgreement.Counts, offerId: String, into h: inout HTML) {
+        let left = 150
+        let full = 560
+        let bar = 16
+        let width = left + full + 110
+        let height = bar + 8
+        h.line(
+            "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
+                + " role=\"img\" aria-label=\"Agreement with Apple on \(escape(offerId))\">")
+        let rate = Rate.format(c.compared - c.appleOnly - c.winbackOnly, c.compared)
+        h.line(
+            "<text x=\"\(left - 8)\" y=\"\(4 + 12)\" text-anchor=\"end\">"
+                + (c.compared == 0 ? "nobody compared" : "agreement \(rate)") + "</text>")
+        if c.compared == 0 {
+            h.line("<rect class=\"empty\" x=\"\(left)\" y=\"\(4 + bar / 2 - 1)\" width=\"\(full)\" height=\"2\"/>")
+        } else {
+            var sum = 0
+            var x = left
+            for p in agreementParts(c) {
+                sum += p.value
+                let end = left + (2 * full * sum + c.compared) / (2 * c.compared)
+                if end > x {
+                    h.line(
+                        "<rect class=\"\(p.cls)\" x=\"\(x)\" y=\"4\" width=\"\(end - x)\" height=\"\(bar)\">"
+                            + "<title>\(p.label): \(p.value) of \(c.compared)</title></rect>")
+                }
+                x = end
+            }
+            // The four counts, in the legend's order.
+            let counts = agreementParts(c).map { String($0.value) }.joined(separator: " · ")
+            h.line("<text x=\"\(left + full + 8)\" y=\"\(4 + 12)\">\(counts)</text>")
         }
         h.line("</svg>")
     }

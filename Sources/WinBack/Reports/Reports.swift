@@ -1,6 +1,6 @@
 import Foundation
 
-/// The four reports of docs/rules.md §4.3, computed in one parallel pass over the customers already in
+/// The four reports of docs/rules.md §4.3 and the agreement with Apple (§4.5), computed in one parallel pass over the customers already in
 /// memory: the rows the segments were built from, and the audience evaluated at T.
 ///
 /// Pure: no files, no clock. Workers tally contiguous shards of customers, each into a tally of
@@ -13,6 +13,8 @@ public struct Reports: Sendable {
     /// (offer id, funnel) in catalog order.
     public var funnel: [(offerId: String, funnel: FunnelRow)]
     public var summary: [EligibilitySummaryRow]
+    /// Apple's `eligibleWinBackOfferIds` beside winback's evaluation at their signedDate (§4.5).
+    public var apple: AppleAgreement
 
     /// What one worker counts over its shard.
     struct Tally {
@@ -63,9 +65,10 @@ public struct Reports: Sendable {
     ///   - audience: the evaluation at T, with renewal info as in the run.
     ///   - windowMonths: complete months before the month containing T.
     ///   - gapDays: `consecutiveGapDays`, for episodes and for the monthly reconstructions.
+    ///   - renewals: the run's renewal info, for the agreement with Apple; nil compares nobody.
     public static func compute(
         customers: CustomerRows, audience: Audience, book: OfferBook, windowMonths: Int, gapDays: Int64,
-        threads: Int
+        renewals: RenewalIndex? = nil, threads: Int
     ) -> Reports {
         let t = audience.asOf
         let window = ReportWindow(asOf: t, months: windowMonths)
@@ -108,6 +111,9 @@ public struct Reports: Sendable {
             redemptions: RedemptionReport.rows(total.redemptions, strings: customers.strings),
             rates: RedemptionRatesReport.rows(total.rates, book: book, window: window),
             funnel: FunnelReport.rows(audience, book: book),
-            summary: EligibilitySummaryReport.rows(total.summary, strings: customers.strings))
+            summary: EligibilitySummaryReport.rows(total.summary, strings: customers.strings),
+            apple: AppleAgreement.compute(
+                customers: customers, audience: audience, book: book, renewals: renewals, gapDays: gapDays,
+                threads: threads))
     }
 }

@@ -8,6 +8,9 @@ import Foundation
 /// order of docs/rules.md §4.1 since identifiers hold no byte below `-`), and reports are sums
 /// of the shards' rows; memory does not grow with the audience.
 public enum Merge {
+    /// A shard's apple-disagreements.csv, beside its segments.
+    static let disagreements = "reports/apple-disagreements.csv"
+
     /// Merges `shards` shards of `work` and publishes; returns the published folder. With a
     /// `publisher` already begun (a memory-bounded run holds the lock throughout), publishes
     /// through it.
@@ -71,11 +74,12 @@ public enum Merge {
 
             let sync = DiskSync()
             defer { try? sync.wait() }
-            let reports = try sum(p, work: work, shards: shards)
+            let (reports, dropped) = try sum(p, work: work, shards: shards)
             manifest.eligible = zip(p.catalog.offers, reports.funnel).map { ($0.offerId, $1.funnel.eligible) }
+            manifest.requireApple = p.config.requireApple
+            manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))
             var outputs = try segments(p, work: work, shards: shards, into: publisher.staging, sync: sync)
-            outputs += try ReportWriter(reports: reports, title: p.config.name).write(
-                to: publisher.staging, sync: sync)
+            outputs += try writeReports(reports, p, work: work, shards: shards, into: publisher.staging, sync: sync)
             outputs.append(
                 try Stage.writeFile(
                     publisher.staging, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
@@ -104,8 +108,38 @@ public enum Merge {
         }
     }
 
-    /// The run's reports: the shards' rows summed by key, in the orders of docs/rules.md §4.3.
-    static func sum(_ p: ResolvedPipeline, work: WorkFolder, shards: Int) throws -> Reports {
+    /// The report files: those of ``ReportWriter`` from the summed reports, but for the
+    /// disagreements, merged from the shards' sorted files.
+    static func writeReports(
+        _ reports: Reports, _ p: ResolvedPipeline, work: WorkFolder, shards: Int, into directory: String,
+        sync: DiskSync
+    ) throws -> [OutputStats] {
+        let dir = directory + "/reports"
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(.cannotCreateOutput, "cannot create the reports folder: \(error)", path: dir)
+        }
+        return try ReportWriter(reports: reports, title: p.config.name).contents().map { name, bytes, rows in
+            let f = try OutputFile(path: dir + "/" + name, sync: sync)
+            var rows = rows
+            if "reports/" + name == disagreements {
+                rows = try mergeCSV((0..<shards).map { work.shard($0) + "/" + disagreements }, into: f)
+            } else {
+                try f.write(bytes)
+            }
+            let (n, sha) = try f.finish()
+            return OutputStats(path: "reports/" + name, bytes: n, rows: rows, sha256: sha)
+        }
+    }
+
+    /// The run's reports: the shards' rows summed by key, in the orders of docs/rules.md §4.3 and
+    /// §4.5 (but for the disagreements, merged from files); and the segment rows
+    /// `audience.requireApple` left out, per catalog offer, then best-offer.
+    static func sum(_ p: ResolvedPipeline, work: WorkFolder, shards: Int) throws -> (Reports, [Int]) {
+        var apple = AppleAgreement(offers: [], unknownIds: [], overall: .init(), topAgreement: 0, disagreements: [])
+        var unknown: [String: Int] = [:]
+        var dropped: [Int] = []
         var redemptions: [String: RedemptionRow] = [:]
         var rates: [RedemptionRateRow] = []
         var funnel: [ShardReports.Funnel] = []
@@ -127,13 +161,22 @@ public enum Merge {
                     redemptions[key] = row
                 }
             }
+            for u in r.apple.unknownIds { unknown[u.id, default: 0] += u.customers }
+            apple.overall.add(r.apple.overall)
+            apple.topAgreement += r.apple.topAgreement
             if k == 0 {
                 rates = r.rates
                 funnel = r.funnel
+                apple.offers = r.apple.offers.map { ($0.offerId, $0.counts) }
+                dropped = r.droppedByApple
             } else {
-                guard r.rates.count == rates.count, r.funnel.count == funnel.count else {
+                guard r.rates.count == rates.count, r.funnel.count == funnel.count,
+                    r.apple.offers.count == apple.offers.count, r.droppedByApple.count == dropped.count
+                else {
                     throw WinBackError(.badData, "shard \(k)'s reports do not match shard 0's", path: path)
                 }
+                for i in apple.offers.indices { apple.offers[i].counts.add(r.apple.offers[i].counts) }
+                for i in dropped.indices { dropped[i] += r.droppedByApple[i] }
                 for i in rates.indices {
                     rates[i].eligibleAtMonthStart += r.rates[i].eligibleAtMonthStart
                     rates[i].redeemedByEligible += r.rates[i].redeemedByEligible
@@ -154,11 +197,15 @@ public enum Merge {
                 }
             }
         }
-        return Reports(
+        apple.unknownIds = unknown.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map {
+            (id: $0.key, customers: $0.value)
+        }
+        let reports = Reports(
             window: ReportWindow(asOf: p.asOf, months: p.config.windowMonths),
             redemptions: RedemptionReport.sorted(Array(redemptions.values)), rates: rates,
             funnel: funnel.map { ($0.offerId, $0.funnel) },
-            summary: EligibilitySummaryReport.sorted(Array(summary.values)))
+            summary: EligibilitySummaryReport.sorted(Array(summary.values)), apple: apple)
+        return (reports, dropped)
     }
 
     /// Every segment file, merged from the shards'.

@@ -24,10 +24,19 @@ public enum ShardRun {
         let final = work.shard(shard)
         try? FileManager.default.createDirectory(atPath: work.root + "/shards", withIntermediateDirectories: true)
         let staged = try WorkFolder.staging(for: final)
-        _ = try SegmentWriter(customers: customers, audience: audience, book: book, formats: p.config.formats)
-            .write(to: staged, threads: p.threads)
-        let reports = Stage.report(customers, audience: audience, book: book, p)
-        try WorkFolder.writeJSON(ShardReports(reports), to: staged + "/reports.json")
+        _ = try SegmentWriter(
+            customers: customers, audience: audience, book: book, formats: p.config.formats,
+            requireApple: p.config.requireApple
+        ).write(to: staged, threads: p.threads)
+        let reports = Stage.report(customers, audience: audience, book: book, renewals: inputs.renewals, p)
+        let dropped = audience.droppedByApple(p.config.requireApple, offers: p.catalog.offers.count)
+        try WorkFolder.writeJSON(
+            ShardReports(reports, droppedByApple: dropped.perOffer + [dropped.best]), to: staged + "/reports.json")
+        // The disagreements, sorted by customer like the segments: the merge merges them alike.
+        try FileManager.default.createDirectory(atPath: staged + "/reports", withIntermediateDirectories: true)
+        let disagreements = try OutputFile(path: staged + "/" + Merge.disagreements)
+        try disagreements.write(AppleAgreementReport.disagreementsCSV(reports.apple))
+        _ = try disagreements.finish()
         let marker = ShardMarker(
             fingerprint: fingerprint, shard: shard, partitions: partitions.map(\.digest),
             counters: inputs.transactions.counters, states: audience.counts, renewalInputs: inputs.renewalStats,

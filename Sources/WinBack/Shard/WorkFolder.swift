@@ -194,15 +194,39 @@ struct ShardReports: Codable {
         var funnel: FunnelRow
     }
 
+    /// The counts of apple-agreement.csv (the disagreements are a sorted file of their own).
+    struct Apple: Codable {
+        struct Offer: Codable {
+            var offerId: String
+            var counts: AppleAgreement.Counts
+        }
+        struct Unknown: Codable {
+            var id: String
+            var customers: Int
+        }
+        var offers: [Offer]
+        var unknownIds: [Unknown]
+        var overall: AppleAgreement.Counts
+        var topAgreement: Int
+    }
+
     var redemptions: [RedemptionRow]
     var rates: [RedemptionRateRow]
     var funnel: [Funnel]
     var summary: [EligibilitySummaryRow]
+    var apple: Apple
+    /// Segment rows `audience.requireApple` left out, per catalog offer, then best-offer.
+    var droppedByApple: [Int]
 
-    init(_ r: Reports) {
+    init(_ r: Reports, droppedByApple: [Int]) {
         redemptions = r.redemptions
         rates = r.rates
         funnel = r.funnel.map { Funnel(offerId: $0.offerId, funnel: $0.funnel) }
         summary = r.summary
+        apple = Apple(
+            offers: r.apple.offers.map { .init(offerId: $0.offerId, counts: $0.counts) },
+            unknownIds: r.apple.unknownIds.map { .init(id: $0.id, customers: $0.customers) },
+            overall: r.apple.overall, topAgreement: r.apple.topAgreement)
+        self.droppedByApple = droppedByApple
     }
 }

@@ -19,6 +19,10 @@ public struct Manifest {
     public var renewalRejected = 0
     public var states = StateCounts()
     public var eligible: [(String, Int)] = []
+    /// `audience.requireApple`, and the segment rows it left out: per catalog offer, then the
+    /// best-offer list (docs/rules.md §4.5).
+    public var requireApple = AppleRequirement.off
+    public var droppedByApple: [(String, Int)] = []
     public var outputs: [OutputStats] = []
     public var stages: [(String, Double)] = []
 
@@ -41,10 +45,13 @@ public struct Manifest {
         renewalRejected = inputs.renewalRejects.count
     }
 
-    /// What the evaluate stage found.
-    mutating func record(_ audience: Audience, catalog: OfferCatalog) {
+    /// What the evaluate stage found, and what Apple's word leaves out of the segments.
+    mutating func record(_ audience: Audience, catalog: OfferCatalog, requireApple: AppleRequirement = .off) {
         states = audience.counts
         eligible = zip(catalog.offers, audience.eligibleCounts).map { ($0.offerId, $1) }
+        self.requireApple = requireApple
+        let dropped = audience.droppedByApple(requireApple, offers: catalog.offers.count)
+        droppedByApple = zip(catalog.offers, dropped.perOffer).map { ($0.offerId, $1) } + [("best-offer", dropped.best)]
     }
 
     static func iso(_ d: Date) -> String { Timestamp.iso(Int64((d.timeIntervalSince1970 * 1000).rounded())) }
@@ -70,6 +77,8 @@ public struct Manifest {
                 "notSubscriber": states.notSubscriber,
             ] as [String: Any],
             "eligible": eligible.map { ["offerId": $0.0, "customers": $0.1] as [String: Any] },
+            "requireApple": requireApple.rawValue,
+            "droppedByRequireApple": droppedByApple.map { ["segment": $0.0, "rows": $0.1] as [String: Any] },
             "outputs": outputs.map {
                 ["path": $0.path, "bytes": $0.bytes, "rows": $0.rows, "sha256": $0.sha256] as [String: Any]
             },

@@ -1,10 +1,11 @@
 import Foundation
 
-/// Writes the reports of docs/rules.md §4.3 into `<run>/reports/`: the four CSV files and report.html.
+/// Writes the reports of docs/rules.md §4.3 and §4.5 into `<run>/reports/`: the six CSV files and
+/// report.html.
 public struct ReportWriter {
     public static let files = [
         "redemptions-by-offer-type.csv", "winback-redemption-rates.csv", "eligibility-funnel.csv",
-        "winback-eligibility-summary.csv", "report.html",
+        "winback-eligibility-summary.csv", "apple-agreement.csv", "apple-disagreements.csv", "report.html",
     ]
 
     let reports: Reports
@@ -21,9 +22,13 @@ public struct ReportWriter {
         let r = reports
         let bytes = [
             RedemptionReport.csv(r.redemptions), RedemptionRatesReport.csv(r.rates), FunnelReport.csv(r.funnel),
-            EligibilitySummaryReport.csv(r.summary), ReportPage.html(r, title: title),
+            EligibilitySummaryReport.csv(r.summary), AppleAgreementReport.csv(r.apple),
+            AppleAgreementReport.disagreementsCSV(r.apple), ReportPage.html(r, title: title),
         ]
-        let rows = [r.redemptions.count, r.rates.count, r.funnel.count, r.summary.count, 0]
+        let rows = [
+            r.redemptions.count, r.rates.count, r.funnel.count, r.summary.count, AppleAgreementReport.rowCount(r.apple),
+            r.apple.disagreements.count, 0,
+        ]
         return (0..<ReportWriter.files.count).map { (ReportWriter.files[$0], bytes[$0], rows[$0]) }
     }
 

@@ -6,13 +6,15 @@ public struct SegmentWriter: Sendable {
     public static let columns = [
         "subscription_group_id", "original_transaction_id", "app_account_token", "storefront", "product_id",
         "paid_months", "paid_run_start", "last_subscribed_end", "months_since_last_subscribed", "offer_id",
-        "offer_rank", "eligible_offer_ids", "offer_url",
+        "offer_rank", "eligible_offer_ids", "offer_url", "apple_eligible",
     ]
 
     let customers: CustomerRows
     let audience: Audience
     let book: OfferBook
     let formats: [String]
+    /// Which rows Apple's word keeps (docs/rules.md §4.5, `audience.requireApple`).
+    let requireApple: AppleRequirement
     /// Per offer, the UTF-8 bytes of its id and URL, made once rather than on every line.
     let offerIds: [[UInt8]]
     let offerURLs: [[UInt8]]
@@ -20,16 +22,23 @@ public struct SegmentWriter: Sendable {
     let csvOfferIds: [[UInt8]]
     let csvOfferURLs: [[UInt8]]
 
-    public init(customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String]) {
+    public init(
+        customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String],
+        requireApple: AppleRequirement = .off
+    ) {
         self.customers = customers
         self.audience = audience
         self.book = book
         self.formats = formats
+        self.requireApple = requireApple
         offerIds = book.offers.map { Array($0.offer.offerId.utf8) }
         offerURLs = book.offers.map { Array($0.offer.offerURL.utf8) }
         csvOfferIds = book.offers.map { CSVRecord.escaped($0.offer.offerId) }
         csvOfferURLs = book.offers.map { CSVRecord.escaped($0.offer.offerURL) }
     }
+
+    /// The bytes of each ``AppleEligible`` value, by raw value (plain letters: no escaping).
+    static let appleLabels: [[UInt8]] = [AppleEligible.silent, .yes, .no].map { Array($0.label.utf8) }
 
     /// Appends the ids of the offers `r` is eligible for, best first, joined by `separator`.
     @inline(__always)
@@ -61,10 +70,11 @@ public struct SegmentWriter: Sendable {
         var perOffer = [[Entry]](repeating: [], count: n)
         var best: [Entry] = []
         for (ri, r) in audience.results.enumerated() {
-            for (rank, o) in r.eligible.enumerated() {
+            for (rank, o) in r.eligible.enumerated() where requireApple.keeps(r.apple(rank: rank + 1)) {
                 perOffer[Int(o)].append(Entry(result: ri, offer: Int(o), rank: rank + 1))
+                // The best-offer list follows the rank-1 offer's row.
+                if rank == 0 { best.append(Entry(result: ri, offer: Int(o), rank: 1)) }
             }
-            if let first = r.eligible.first { best.append(Entry(result: ri, offer: Int(first), rank: 1)) }
         }
         let jobs: [(name: String, entries: [Entry], offer: Int?)] =
             book.offers.indices.map { (book.offers[$0].offer.offerId, perOffer[$0], $0) } + [("best-offer", best, nil)]
@@ -126,6 +136,7 @@ public struct SegmentWriter: Sendable {
                 appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
                 rec.field(bytes: eligible)
                 rec.field(escaped: csvOfferURLs[e.offer])
+                rec.field(escaped: SegmentWriter.appleLabels[Int(r.pointee.apple(rank: e.rank).rawValue)])
                 rec.end()
                 try file.write(rec.bytes)
             }
@@ -178,6 +189,9 @@ public struct SegmentWriter: Sendable {
                 try x.attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
                 try x.attribute("eligibleOfferIds") { appendEligibleIds(r, separator: UInt8(ascii: " "), to: &$0) }
                 try x.attribute("offerUrl") { $0.append(contentsOf: offerURLs[e.offer]) }
+                try x.attribute("appleEligible") {
+                    $0.append(contentsOf: SegmentWriter.appleLabels[Int(r.pointee.apple(rank: e.rank).rawValue)])
+                }
                 try x.end()
             }
         }

@@ -37,6 +37,7 @@ struct GoldenWorldTests {
             #expect(summary.counters.familyShared == 6)
             #expect(summary.counters.nonSubscription == 1)
             #expect(summary.eligible.map(\.1) == [3, 7, 2, 0])
+            #expect(filesBelow(produced + "/reports").contains("apple-agreement.csv"))
         }
     }
 
@@ -81,6 +82,20 @@ struct GoldenWorldTests {
         </segment>
         """.write(toFile: bad, atomically: true, encoding: .utf8)
         #expect(!XMLSchemaValidator.validate(xmlPath: bad, xsdPath: Paths.segmentXSD).isEmpty)
+    }
+
+    @Test("appleEligible is yes or no, and may be left out", arguments: [("yes", true), ("no", true), ("", false)])
+    func schemaAppleEligible(value: String, valid: Bool) throws {
+        let dir = Paths.temporary()
+        let path = dir + "/s.xml"
+        try """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <segment xmlns="urn:winback:segment:1" offerId="x" subscriptionGroupId="1" productId="p" asOf="2026-11-22T00:00:00.000Z" customers="2">
+          <customer originalTransactionId="1" productId="p" paidMonths="3" lastSubscribedEnd="2026-01-01T00:00:00.000Z" monthsSinceLastSubscribed="1" offerRank="1" eligibleOfferIds="x" appleEligible="\(value)"/>
+          <customer originalTransactionId="2" productId="p" paidMonths="3" lastSubscribedEnd="2026-01-01T00:00:00.000Z" monthsSinceLastSubscribed="1" offerRank="1" eligibleOfferIds="x"/>
+        </segment>
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(XMLSchemaValidator.validate(xmlPath: path, xsdPath: Paths.segmentXSD).isEmpty == valid)
     }
 
     @Test("the manifest records inputs, counters, outputs with SHA-256 and stage times")

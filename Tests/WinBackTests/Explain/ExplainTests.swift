@@ -6,7 +6,9 @@ import Testing
 @Suite("explain: why a customer is or is not in an audience", .serialized)
 struct ExplainTests {
     static let instructive = [
-        "2000000000001001",  // eligible for two offers, ranked
+        "2000000000001001",  // eligible for two offers, ranked; Apple lists one that was too recent at S
+        "2000000000001004",  // Apple lists an id the catalog lacks
+        "2000000000001005",  // eligible at S, but Apple's list is empty
         "2000000000001006",  // billing retry
         "2000000000001007",  // new run after a gap; waiting after a win-back redemption
         "2000000000001009",  // family sharing only: not a subscriber
@@ -66,6 +68,15 @@ struct ExplainTests {
         let failures = try #require(free["failures"] as? [[String: Any]])
         #expect(failures.map { $0["reason"] as? String } == ["wait_between_offers"])
         #expect(failures.first?["from"] as? String == "2026-12-01T09:00:00.000Z")
+        // Apple's list at S = 2026-04-15, before the win-back redemption of 2026-05-01.
+        let apple = try #require(c["apple"] as? [String: Any])
+        #expect(apple["signedDate"] as? String == "2026-04-15T00:00:00.000Z")
+        #expect(apple["state"] as? String == "churned")
+        #expect(apple["appleIds"] as? [String] == ["wb.basic.1m.free"])
+        #expect(apple["winbackIds"] as? [String] == ["wb.basic.1m.free", "wb.basic.half"])
+        let disagreements = try #require(apple["disagreements"] as? [[String: Any]])
+        #expect(disagreements.map { $0["offerId"] as? String } == ["wb.basic.half"])
+        #expect(disagreements.first?["winback"] as? String == "eligible")
     }
 
     @Test("explain and run agree on every customer of a world", arguments: ["golden", "sample"])

@@ -66,6 +66,39 @@ struct WorldGeneratorTests {
         #expect(s.eligible.first { $0.0 == "wb.basic.summer24" }!.1 == 0)  // ended in 2024
     }
 
+    @Test(
+        "renewal info carries Apple's list as winback's rules find it at its signedDate, days to weeks before the as-of, with a few disagreements of each kind"
+    )
+    func appleLists() throws {
+        let dir = try generate(1500)
+        var o = RunOptions(pipelinePath: dir + "/pipeline.yaml", threads: 2)
+        o.now = Self.asOf
+        let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
+        let text = try String(contentsOfFile: s.published + "/reports/apple-agreement.csv", encoding: .utf8)
+        let rows = text.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        let overall = try #require(rows.last)
+        let compared = Int(overall[1])!
+        let agreeing = Int(overall[2])!
+        #expect(compared > 200)
+        // Most agree; some do not, each way, and Apple lists an id the catalog lacks.
+        #expect(agreeing * 100 > compared * 85 && agreeing < compared)
+        #expect(Int(overall[3])! > 0 && Int(overall[4])! > 0)
+        #expect(rows.contains { $0[0] == Substring(GeneratedAppleList.retiredOfferId) })
+        let disagreements = try String(
+            contentsOfFile: s.published + "/reports/apple-disagreements.csv", encoding: .utf8)
+        #expect(disagreements.contains(",eligible,not,") && disagreements.contains(",not,eligible,"))
+
+        let (renewals, _, _) = try RenewalReader.read(paths: [dir + "/renewal-info.jsonl.gz"], strings: StringTable())
+        var listed = 0
+        for list in renewals.byOriginal.values {
+            for info in list where info.eligibleWinBackOfferIds != nil {
+                listed += 1
+                #expect(info.signedDate < Self.asOf && info.signedDate >= Self.asOf - 42 * MonthMath.day)
+            }
+        }
+        #expect(listed == compared)
+    }
+
     @Test("a folder that already holds exports is refused, so no stale month is read later")
     func refusesStaleExports() throws {
         let dir = try generate(20)

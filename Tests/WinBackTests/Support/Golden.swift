@@ -49,21 +49,25 @@ enum Paths {
     }
 }
 
-/// Whether golden files are rewritten from the outputs (`WINBACK_UPDATE_GOLDEN=1 swift test`)
-/// instead of compared: every changed golden line must then be checked by hand (`git diff`)
-/// before it is committed.
+/// Whether golden files are rewritten from the outputs (`WINBACK_UPDATE_GOLDEN=1 swift test`):
+/// every changed golden line must then be checked by hand (`git diff`) before it is committed.
 let updatingGolden = ProcessInfo.processInfo.environment["WINBACK_UPDATE_GOLDEN"] == "1"
 
 /// Compares a file with its golden copy; on mismatch records `diff -U5` output. With
-/// ``updatingGolden``, copies the file over its golden copy instead.
+/// `WINBACK_UPDATE_GOLDEN=1`, a golden copy that differs is replaced by the file instead, and
+/// the difference is still recorded, so that the run says what changed.
 func expectSameFile(_ actual: String, golden: String, sourceLocation: SourceLocation = #_sourceLocation) {
     let a = FileManager.default.contents(atPath: actual)
     let g = FileManager.default.contents(atPath: golden)
     if a != nil, a == g { return }
-    if updatingGolden, let a {
-        try? FileManager.default.createDirectory(
-            atPath: (golden as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        if FileManager.default.createFile(atPath: golden, contents: a) { return }
+    defer {
+        if updatingGolden, let a {
+            try? FileManager.default.createDirectory(
+                atPath: (golden as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            if !FileManager.default.createFile(atPath: golden, contents: a) {
+                Issue.record("cannot update golden \(golden)", sourceLocation: sourceLocation)
+            }
+        }
     }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/diff")
@@ -85,7 +89,6 @@ func filesBelow(_ dir: String) -> [String] {
         }
         .sorted()
 }
-
 extension Tag {
     /// Suites that start processes, generate worlds or fuzz. A quick local run leaves them out
     /// by their names: `swift test --skip 'GeneratedFormatsTests|WorldGeneratorTests|ReliabilityTests|CommandLineTests|ReadFuzzTests'`
