@@ -69,6 +69,25 @@ struct ShardedRunTests {
         }
     }
 
+    @Test("with audience.requireApple strict, shards keep and drop the rows a run in memory does")
+    func requireAppleSharded() throws {
+        let pipeline = try Self.world(customers: 500, seed: 11)
+        let text = try String(contentsOfFile: pipeline, encoding: .utf8)
+        try (text + "\naudience:\n  requireApple: strict\n").write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let reference = try Self.inMemory(pipeline)
+        let work = Paths.temporary() + "/work"
+        let o = Self.options(pipeline, output: Paths.temporary())
+        let quiet = Progress(mode: .quiet)
+        for i in 0..<2 { _ = try ShardedRun.partition(o, work: work, shards: 3, task: i, tasks: 2, progress: quiet) }
+        for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
+        let s = try ShardedRun.merge(o, work: work, shards: 3, progress: quiet)
+        Self.expectSame(Self.published(s.published), reference)
+        let manifest = try String(contentsOfFile: s.published + "/manifest.json", encoding: .utf8)
+        #expect(manifest.contains("\"requireApple\" : \"strict\""))
+        let disagreements = reference["reports/apple-disagreements.csv"].map { String(decoding: $0, as: UTF8.self) }
+        #expect((disagreements?.split(separator: "\n").count ?? 0) > 1)
+    }
+
     @Test("the command line: task and shard indexes by flag, SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX")
     func commandLineIndexes() throws {
         let pipeline = try Self.world(customers: 300, seed: 6)
