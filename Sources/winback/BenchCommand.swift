@@ -35,6 +35,30 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "The library that inflates .gz inputs, for the floor and the pipeline: zlib or isal.")
     var inflater: Inflater = .zlib
 
+    @Option(
+        help: """
+            Instead of the floor: the run in memory against `run --memory SIZE` (e.g. 256MB), in turn; \
+            wall, CPU, peak memory, identical outputs.
+            """)
+    var memory: String?
+
+    @Option(
+        help: """
+            Instead of the floor: the run in memory against the array job's stages run one after \
+            another (partition with --tasks tasks, N shards, merge); also the part files' size.
+            """)
+    var shards: Int?
+
+    @Option(help: "With --shards: partition tasks.")
+    var tasks = 2
+
+    func validate() throws {
+        if let m = memory, MemorySize.parse(m) == nil { throw ValidationError("--memory '\(m)' is not a size") }
+        if let s = shards, s < 1 { throw ValidationError("--shards must be at least 1") }
+        if memory != nil && shards != nil { throw ValidationError("--memory and --shards are separate benchmarks") }
+        if tasks < 1 { throw ValidationError("--tasks must be at least 1") }
+    }
+
     func run() throws {
         var o = Benchmark.Options(executable: URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path)
         o.customers = customers
@@ -43,7 +67,12 @@ struct BenchCommand: ParsableCommand {
         o.runs = max(1, runs)
         if let threads { o.threads = threads }
         o.inflater = inflater
-        let lines = try reportingErrors { try Benchmark.run(o, log: { FileHandleStderr.write($0 + "\n") }) }
+        let log = { (s: String) in FileHandleStderr.write(s + "\n") }
+        let lines = try reportingErrors {
+            if let m = memory.flatMap(MemorySize.parse) { return try Benchmark.partitioned(o, .memory(m), log: log) }
+            if let shards { return try Benchmark.partitioned(o, .shards(shards, tasks: tasks), log: log) }
+            return try Benchmark.run(o, log: log)
+        }
         for l in lines { print(l) }
     }
 }

@@ -23,6 +23,8 @@ public enum Benchmark {
     public struct ChildRun: Sendable {
         public var seconds: Double
         public var peakRSSBytes: Int
+        /// User and system CPU time.
+        public var cpuSeconds: Double = 0
     }
 
     /// Generates the world once into the cache; returns its folder.
@@ -78,7 +80,8 @@ public enum Benchmark {
         let start = Date()
         let status: Int32
         let peak: Int
-        do { (status, peak) = try System.spawnAndWait(executable, args) } catch let e as SystemError {
+        let cpu: Double
+        do { (status, peak, cpu) = try System.spawnAndWait(executable, args) } catch let e as SystemError {
             throw e.winBack(.software, "cannot run \(executable)")
         }
         let seconds = Date().timeIntervalSince(start)
@@ -89,7 +92,7 @@ public enum Benchmark {
                 .software,
                 "the benchmarked run failed (status \(status)): \(([executable] + args).joined(separator: " "))")
         }
-        return ChildRun(seconds: seconds, peakRSSBytes: peak)
+        return ChildRun(seconds: seconds, peakRSSBytes: peak, cpuSeconds: cpu)
     }
 
     /// The whole benchmark; returns the report's lines.

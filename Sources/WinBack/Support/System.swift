@@ -197,8 +197,10 @@ enum System {
     static var processID: Int32 { getpid() }
 
     /// Runs `executable` with `args`, its stdout sent to /dev/null, and waits for it; returns
-    /// its wait status and peak resident memory in bytes.
-    static func spawnAndWait(_ executable: String, _ args: [String]) throws -> (status: Int32, peakRSSBytes: Int) {
+    /// its wait status, peak resident memory in bytes and CPU seconds (user and system).
+    static func spawnAndWait(
+        _ executable: String, _ args: [String]
+    ) throws -> (status: Int32, peakRSSBytes: Int, cpuSeconds: Double) {
         var pid: pid_t = 0
         let argv = ([executable] + args).map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
@@ -213,6 +215,7 @@ enum System {
         while wait4(pid, &status, 0, &usage) < 0 {
             if Glibc.errno != EINTR { throw SystemError("wait4") }
         }
-        return (status, Int(usage.ru_maxrss) * 1024)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return (status, Int(usage.ru_maxrss) * 1024, seconds(usage.ru_utime) + seconds(usage.ru_stime))
     }
 }
