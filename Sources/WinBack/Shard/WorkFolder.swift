@@ -113,6 +113,9 @@ struct RunFingerprint: Codable, Equatable {
     /// SHA-256 of the pipeline file's bytes and of the offer catalog's.
     var pipelineSHA256: String
     var catalogSHA256: String
+    /// SHA-256 of the input file names the globs matched, in order: every task must see the
+    /// same files in the same order.
+    var inputsSHA256: String
     var shards: Int
     /// The as-of instant, resolved once by the partition tasks.
     var asOf: Int64
@@ -124,6 +127,8 @@ struct RunFingerprint: Codable, Equatable {
         }
         pipelineSHA256 = digest(p.config.path)
         catalogSHA256 = digest(p.config.resolve(p.config.offersPath))
+        let names = (p.transactionFiles + [""] + p.renewalFiles).joined(separator: "\n")
+        inputsSHA256 = OutputFile.hex(SHA256.hash(data: Data(names.utf8)))
         self.shards = shards
         asOf = p.asOf
         toolVersion = Manifest.toolVersion
@@ -134,6 +139,7 @@ struct RunFingerprint: Codable, Equatable {
         var differs: [String] = []
         if pipelineSHA256 != other.pipelineSHA256 { differs.append("the pipeline file") }
         if catalogSHA256 != other.catalogSHA256 { differs.append("the offer catalog") }
+        if inputsSHA256 != other.inputsSHA256 { differs.append("the input files the globs match") }
         if shards != other.shards { differs.append("the shard count (\(other.shards) there, \(shards) here)") }
         if asOf != other.asOf {
             differs.append("the as-of instant (\(Timestamp.iso(other.asOf)) there, \(Timestamp.iso(asOf)) here)")

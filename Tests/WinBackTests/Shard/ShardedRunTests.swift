@@ -363,3 +363,24 @@ struct ShardPiecesTests {
         return out
     }
 }
+
+extension ShardedRunTests {
+    @Test("an input file that appears between partition and shard fails the shard with 78")
+    func inputsChanged() throws {
+        let pipeline = try Self.world(customers: 200, seed: 12)
+        let folder = (pipeline as NSString).deletingLastPathComponent
+        let work = Paths.temporary() + "/work"
+        let quiet = Progress(mode: .quiet)
+        let o = Self.options(pipeline, output: Paths.temporary())
+        _ = try ShardedRun.partition(o, work: work, shards: 2, task: 0, tasks: 1, progress: quiet)
+        try FileManager.default.copyItem(
+            atPath: folder + "/transactions-2026-10.jsonl.gz", toPath: folder + "/transactions-2026-10b.jsonl.gz")
+        do {
+            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+            Issue.record("a shard ran on another set of input files")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 78)
+            #expect("\(e)".contains("input files"))
+        }
+    }
+}
