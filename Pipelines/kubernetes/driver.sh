@@ -24,6 +24,9 @@
 #   WINBACK_SHARED             where it is mounted, here and in the task pods (default /shared)
 #   WINBACK_PIPELINE           the pipeline file (default /config/pipeline.yaml)
 #   WINBACK_RUN_ID             names the Jobs and the work folder (default: UTC date and time)
+#   WINBACK_AS_OF              passed to every task as --as-of (default none: the pipeline's
+#                              asOf); "run-day" = the UTC date the driver started, so that with
+#                              `asOf: today` tasks running past midnight agree (cronjob.yaml)
 #   WINBACK_KEEP_WORK          "true" keeps the work folder of a successful run
 #   POD_NAMESPACE              the namespace (default: the service account's)
 set -euo pipefail
@@ -141,9 +144,12 @@ spec:
 EOF
 }
 
-partition_job() { job partition "$tasks" partition "$pipeline" --work "$work" --shards "$shards" --tasks "$tasks"; }
-shard_job() { job shard "$shards" run "$pipeline" --work "$work" --shards "$shards"; }
-merge_job() { job merge 1 merge "$pipeline" --work "$work" --shards "$shards"; }
+as_of=()
+[[ ${WINBACK_AS_OF:-} != run-day ]] || WINBACK_AS_OF=$(date -u +%F)
+[[ -z ${WINBACK_AS_OF:-} ]] || as_of=(--as-of "$WINBACK_AS_OF")
+partition_job() { job partition "$tasks" partition "$pipeline" --work "$work" --shards "$shards" --tasks "$tasks" "${as_of[@]}"; }
+shard_job() { job shard "$shards" run "$pipeline" --work "$work" --shards "$shards" "${as_of[@]}"; }
+merge_job() { job merge 1 merge "$pipeline" --work "$work" --shards "$shards" "${as_of[@]}"; }
 
 if ((print_only)); then
     partition_job
