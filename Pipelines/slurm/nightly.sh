@@ -38,6 +38,9 @@ Arguments and options:
   --partition P     Slurm partition for all three jobs (default: the cluster's default)
   --time T          time limit of each task, in any sbatch --time form, e.g. 02:00:00
                     (default: the partition's)
+  --as-of WHEN      passed to every task (winback's --as-of: YYYY-MM-DD, ...); with
+                    `asOf: today` in the pipeline, --as-of "$(date -u +%F)" pins the day for
+                    tasks that start after midnight
   --sbatch-arg ARG  one more argument for every sbatch call, e.g. --sbatch-arg=--mem=8G
                     or --sbatch-arg=--account=analytics; may be repeated
   --poll SECONDS    how often to ask Slurm whether the merge has finished (default 15)
@@ -67,16 +70,16 @@ die() {
 log() { printf 'nightly.sh: %s\n' "$*" >&2; }
 
 pipeline="" work="" shards="" tasks="" partition="" time_limit="" poll=15
-extra=()
+extra=() as_of=()
 while [[ $# -gt 0 ]]; do
     case $1 in
         -h | --help) usage; exit 0 ;;
-        --work | --shards | --tasks | --partition | --time | --sbatch-arg | --poll)
+        --work | --shards | --tasks | --partition | --time | --sbatch-arg | --poll | --as-of)
             [[ $# -ge 2 ]] || die 64 "$1 needs a value (see --help)"
             opt=$1 val=$2
             shift 2
             ;;
-        --work=* | --shards=* | --tasks=* | --partition=* | --time=* | --sbatch-arg=* | --poll=*)
+        --work=* | --shards=* | --tasks=* | --partition=* | --time=* | --sbatch-arg=* | --poll=* | --as-of=*)
             opt=${1%%=*} val=${1#*=}
             shift
             ;;
@@ -96,6 +99,7 @@ while [[ $# -gt 0 ]]; do
         --time) time_limit=$val ;;
         --sbatch-arg) extra+=("$val") ;;
         --poll) poll=$val ;;
+        --as-of) as_of=(--as-of "$val") ;;
     esac
 done
 
@@ -180,13 +184,13 @@ name=$(basename "$pipeline" .yaml)
 part_job="" shard_job="" merge_job=""
 submit part_job --job-name="winback-$name-partition" --array="0-$((tasks - 1))" \
     --output="$logs/partition-%A_%a.log" \
-    "$task_script" "$logs" "$winback" partition "$pipeline" --work "$work" --shards "$shards" --tasks "$tasks"
+    "$task_script" "$logs" "$winback" partition "$pipeline" --work "$work" --shards "$shards" --tasks "$tasks" "${as_of[@]}"
 submit shard_job --job-name="winback-$name-shard" --array="0-$((shards - 1))" \
     --dependency="afterok:$part_job" --output="$logs/shard-%A_%a.log" \
-    "$task_script" "$logs" "$winback" run "$pipeline" --work "$work" --shards "$shards"
+    "$task_script" "$logs" "$winback" run "$pipeline" --work "$work" --shards "$shards" "${as_of[@]}"
 submit merge_job --job-name="winback-$name-merge" \
     --dependency="afterok:$shard_job" --output="$logs/merge-%j.log" \
-    "$task_script" "$logs" "$winback" merge "$pipeline" --work "$work" --shards "$shards"
+    "$task_script" "$logs" "$winback" merge "$pipeline" --work "$work" --shards "$shards" "${as_of[@]}"
 log "submitted partition $part_job (array 0-$((tasks - 1))), shard $shard_job (array 0-$((shards - 1))), merge $merge_job; logs in $logs"
 
 terminal='^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|PREEMPTED|BOOT_FAIL|DEADLINE|REVOKED|SPECIAL_EXIT)'
