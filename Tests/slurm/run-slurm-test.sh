@@ -138,10 +138,13 @@ free_port() {
     for _ in $(seq 1 200); do
         port=$((20000 + RANDOM % 40000))
         [[ $port == "${1:-}" ]] && continue
-        if [[ -z $(ss -Htan "( sport = :$port )" 2>/dev/null) ]]; then
-            echo "$port"
-            return 0
+        if command -v ss >/dev/null 2>&1; then
+            [[ -z $(ss -Htan "( sport = :$port )" 2>/dev/null) ]] || continue
+        elif (: </dev/tcp/127.0.0.1/"$port") 2>/dev/null; then
+            continue # something answers there
         fi
+        echo "$port"
+        return 0
     done
     return 1
 }
@@ -245,7 +248,7 @@ run_nightly() {
     local work=$1 pipeline=$2
     shift 2
     nightly_status=0
-    "$nightly" "$pipeline" --work "$work" --shards 4 --tasks 3 --poll 1 --time 10:00 "$@" \
+    "$nightly" "$pipeline" --work "$work" --shards 4 --tasks 3 --poll 1 --time 10:00 --partition debug "$@" \
         >"$tmp/nightly.out" 2>&1 || nightly_status=$?
     sed 's/^/  | /' "$tmp/nightly.out"
 }
