@@ -238,7 +238,7 @@ public enum Merge {
     /// A header line, then every shard's rows in bytewise order; returns the rows.
     static func mergeCSV(_ paths: [String], into out: OutputFile) throws -> Int {
         let readers = try paths.map { try LineCursor(path: $0) }
-        guard let header = try readers[0].next() else {
+        guard let header = try readers[0].next().map(Array.init) else {
             throw WinBackError(.badData, "empty shard segment file", path: paths[0])
         }
         for r in readers.dropFirst() { _ = try r.next() }
@@ -255,7 +255,7 @@ public enum Merge {
         var total = 0
         var open: [LineCursor] = []
         for (i, r) in readers.enumerated() {
-            guard let decl = try r.next(), let top = try r.next() else {
+            guard let decl = try r.next().map(Array.init), let top = try r.next().map(Array.init) else {
                 throw WinBackError(.badData, "shard segment file ends early", path: paths[i])
             }
             guard let n = rootCount(top) else {
@@ -296,18 +296,19 @@ public enum Merge {
     /// Writes the lines of `readers` in bytewise order until each ends or reaches a line
     /// starting with `stop` (a closing tag: XML rows start with spaces); returns the lines written.
     static func mergeLines(_ readers: [LineCursor], into out: OutputFile, until stop: UInt8?) throws -> Int {
-        var heads: [[UInt8]?] = try readers.map { try $0.next() }
-        func live(_ line: [UInt8]?) -> [UInt8]? {
+        // Each reader's current line, valid until that reader moves on.
+        var heads: [UnsafeRawBufferPointer?] = []
+        func live(_ line: UnsafeRawBufferPointer?) -> UnsafeRawBufferPointer? {
             guard let line, stop == nil || line.first != stop else { return nil }
             return line
         }
-        heads = heads.map(live)
+        for r in readers { heads.append(live(try r.next())) }
         var rows = 0
         while true {
             var best = -1
             for i in heads.indices {
                 guard let h = heads[i] else { continue }
-                if best < 0 || h.lexicographicallyPrecedes(heads[best]!) { best = i }
+                if best < 0 || LineCursor.less(h, heads[best]!) { best = i }
             }
             if best < 0 { return rows }
             try out.write(heads[best]!)
@@ -324,39 +325,64 @@ extension Array where Element == UInt8 {
     }
 }
 
-/// Reads a file's lines one at a time (each with its `\n`), through a buffer.
+/// Reads a file's lines one at a time (each with its `\n`), through a buffer that grows to the
+/// longest line.
 final class LineCursor {
     private let source: PlainFileSource
-    private let buffer: UnsafeMutableRawBufferPointer
+    private var buffer: UnsafeMutableRawBufferPointer
     private var start = 0
     private var end = 0
     private var eof = false
 
     init(path: String) throws {
         source = try PlainFileSource(path: path)
-        buffer = .allocate(byteCount: 1 << 20, alignment: 8)
+        buffer = .allocate(byteCount: 1 << 18, alignment: 8)
     }
 
     deinit { buffer.deallocate() }
 
-    /// The next line with its newline (a last line without one gets none); nil at the end.
-    func next() throws -> [UInt8]? {
-        var line: [UInt8] = []
+    /// The next line with its newline (a last line without one gets none), valid until the
+    /// next call; nil at the end.
+    func next() throws -> UnsafeRawBufferPointer? {
+        var scanned = start
         while true {
-            if start < end {
-                let chunk = UnsafeRawBufferPointer(rebasing: buffer[start..<end])
-                if let nl = chunk.firstIndex(of: UInt8(ascii: "\n")) {
-                    line.append(contentsOf: chunk[0...nl])
-                    start += nl + 1
-                    return line
-                }
-                line.append(contentsOf: chunk)
-                start = end
+            if scanned < end, let p = memchr(buffer.baseAddress! + scanned, 0x0A, end - scanned) {
+                let nl = buffer.baseAddress!.distance(to: p)
+                let line = UnsafeRawBufferPointer(rebasing: buffer[start...nl])
+                start = nl + 1
+                return line
             }
-            if eof { return line.isEmpty ? nil : line }
-            start = 0
-            end = try source.read(into: buffer)
-            if end == 0 { eof = true }
+            scanned = end
+            if eof {
+                guard start < end else { return nil }
+                let line = UnsafeRawBufferPointer(rebasing: buffer[start..<end])
+                start = end
+                return line
+            }
+            // Room for more: the partial line to the front, or a larger buffer for a long one.
+            let partial = end - start
+            if start > 0 {
+                if partial > 0 { memmove(buffer.baseAddress!, buffer.baseAddress! + start, partial) }
+                start = 0
+                end = partial
+                scanned = partial
+            } else if end == buffer.count {
+                let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 8)
+                larger.copyMemory(from: UnsafeRawBufferPointer(buffer))
+                buffer.deallocate()
+                buffer = larger
+            }
+            let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]))
+            if n == 0 { eof = true }
+            end += n
         }
+    }
+
+    /// Bytewise order of two lines.
+    @inline(__always)
+    static func less(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        let n = min(a.count, b.count)
+        let r = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
+        return r != 0 ? r < 0 : a.count < b.count
     }
 }

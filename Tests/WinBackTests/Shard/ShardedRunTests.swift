@@ -384,3 +384,23 @@ extension ShardedRunTests {
         }
     }
 }
+
+extension ShardPiecesTests {
+    @Test("the merge's line reader: lines longer than its buffer, CRLF kept, a last line without a newline")
+    func lineCursor() throws {
+        let path = Paths.temporary() + "/lines"
+        let long = String(repeating: "x", count: 700_000)
+        let text = "a\n\(long)\nb\r\n\nlast"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let c = try LineCursor(path: path)
+        var lines: [String] = []
+        while let l = try c.next() { lines.append(String(decoding: l, as: UTF8.self)) }
+        #expect(lines == ["a\n", long + "\n", "b\r\n", "\n", "last"])
+        #expect(
+            LineCursor.less(UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0))
+                == false)
+        let x: [UInt8] = Array("g,12,".utf8)
+        let y: [UInt8] = Array("g,123,".utf8)
+        x.withUnsafeBytes { a in y.withUnsafeBytes { b in #expect(LineCursor.less(a, b) && !LineCursor.less(b, a)) } }
+    }
+}
