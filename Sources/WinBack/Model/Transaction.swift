@@ -41,6 +41,12 @@ public struct Transaction: Sendable, Equatable {
     @inline(__always) private func flag(_ f: UInt8) -> Bool { flags & f != 0 }
     @inline(__always) private mutating func set(_ f: UInt8, _ on: Bool) { flags = on ? flags | f : flags & ~f }
 
+    /// The production, upgraded and free-trial flags as one byte (part files store it).
+    var rawFlags: UInt8 {
+        get { flags }
+        set { flags = newValue }
+    }
+
     /// `environment == Production` (or absent).
     public var production: Bool {
         get { flag(Transaction.productionFlag) }

@@ -60,7 +60,7 @@ public enum ShardRun {
         let seen = ResultSlots<[Int]>(count: partitions.count)
         try parallelFor(count: partitions.count, threads: p.threads) { i in
             let path = work.part(task: i, shard: shard)
-            let reader = try PartReader(path: path, inflater: p.inflater)
+            let reader = try PartReader(path: path)
             var read: [Int] = []
             while let (fi, f) = try reader.next(into: { fi in
                 FileRows(path: fi < files.count ? files[fi] : "", store: merger.store)

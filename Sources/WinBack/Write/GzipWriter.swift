@@ -81,17 +81,13 @@ final class GzipWriter: @unchecked Sendable {
         try bytes.withUnsafeBytes { try write($0) }
     }
 
-    /// Finishes the gzip member and closes the file, synced to disk first with `sync`. Calling
-    /// it again does nothing.
-    func close(sync: Bool = false) throws {
+    /// Finishes the gzip member and closes the file. Calling it again does nothing.
+    func close() throws {
         guard !finished else { return }
         finished = true
         stream.pointee.next_in = nil
         stream.pointee.avail_in = 0
         try pump(flush: Z_FINISH)
-        if sync, case let rc = System.fsync(fd), rc != 0 {
-            throw SystemError("fsync", errno: rc).winBack(.cannotCreateOutput, "cannot sync", path: path)
-        }
         let fd = self.fd
         self.fd = -1
         do { try System.close(fd) } catch let e as SystemError {

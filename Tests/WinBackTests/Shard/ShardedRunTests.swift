@@ -312,55 +312,101 @@ struct ShardPiecesTests {
         #expect(MemorySize.parse(text) == nil)
     }
 
-    @Test("a part file that is not one, or is cut short, is bad data (65)")
+    /// Rows with every field set in every way the codec distinguishes.
+    static func randomRows(_ n: Int, strings: Int, seed: UInt64) -> [Transaction] {
+        var g = SplitMix64(seed: seed, index: 0)
+        func pick<T>(_ xs: [T]) -> T { xs[Int(g.next() % UInt64(xs.count))] }
+        let big: [Int64] = [0, 1, -1, .max, .min, 1_700_000_000_000, -86_400_000, 9_999_999_999_999_999]
+        return (0..<n).map { _ in
+            var r = Transaction(
+                transactionId: TransactionKey(raw: pick([Int64(g.next() >> 1), -1, -Int64(strings), 0])),
+                originalTransactionId: TransactionKey(raw: pick([Int64(g.next() >> 2), -2, 7])),
+                subscriptionGroupId: Int32(g.next() % UInt64(strings)), productId: Int32(g.next() % UInt64(strings)),
+                purchaseDate: pick(big + [Int64(bitPattern: g.next())]),
+                expiresDate: pick(big + [Int64(bitPattern: g.next())]))
+            r.revocationDate = pick([Transaction.never, Int64(bitPattern: g.next()), 0])
+            r.signedDate = pick([Transaction.unsigned, Int64(bitPattern: g.next()), r.purchaseDate])
+            r.offerType = pick([0, 1, 4, 99, -1, -Int64(strings)])
+            r.appAccountToken = pick([
+                AppAccountToken.none, AppAccountToken(high: g.next(), low: g.next(), kind: .lowercase),
+                AppAccountToken(high: .max, low: 0, kind: .uppercase),
+                AppAccountToken(high: 0, low: UInt64(strings - 1), kind: .interned),
+            ])
+            r.ownership = pick([.purchased, .familyShared, .unknown])
+            r.production = g.next() & 1 == 0
+            r.isUpgraded = g.next() & 1 == 0
+            r.isFreeTrial = g.next() & 1 == 0
+            r.offerIdentifier = pick([Transaction.none, 0, Int32(strings - 1)])
+            r.offerDiscountType = pick([Transaction.none, 1])
+            r.storefront = pick([Transaction.none, 2])
+            return r
+        }
+    }
+
+    @Test("part rows come back exactly, every field, from their compact encoding")
+    func rowCodecRoundTrip() throws {
+        let rows = Self.randomRows(5000, strings: 10, seed: 42)
+        var bytes: [UInt8] = []
+        rows.withUnsafeBufferPointer { RowCodec.encode($0, into: &bytes) }
+        #expect(bytes.count < rows.count * MemoryLayout<Transaction>.stride)
+        var back: [Transaction] = []
+        try bytes.withUnsafeBytes { try RowCodec.decode($0, count: rows.count, strings: 10) { back.append($0) } }
+        #expect(back == rows)
+        // An id past the table, a row too many or a byte short: refused, never misread.
+        try bytes.withUnsafeBytes { b in
+            #expect(throws: RowCodec.Malformed.self) { try RowCodec.decode(b, count: rows.count, strings: 2) { _ in } }
+            #expect(throws: RowCodec.Malformed.self) {
+                try RowCodec.decode(b, count: rows.count + 1, strings: 10) { _ in }
+            }
+            #expect(throws: RowCodec.Malformed.self) {
+                try RowCodec.decode(UnsafeRawBufferPointer(rebasing: b.dropLast()), count: rows.count, strings: 10) {
+                    _ in
+                }
+            }
+        }
+    }
+
+    @Test("a part file that is not one, is cut short or is damaged is bad data (65)")
     func badPartFiles() throws {
         let dir = Paths.temporary()
         let w = try PartWriter(path: dir + "/a.part")
         let table = StringTable()
-        let g = table.intern("g")
-        let rows = (0..<100).map { i in
-            Transaction(
-                transactionId: TransactionKey(raw: Int64(i)), originalTransactionId: TransactionKey(raw: Int64(i)),
-                subscriptionGroupId: g, productId: g, purchaseDate: 0, expiresDate: 1)
-        }
+        for i in 0..<10 { _ = table.intern("s\(i)") }
+        let rows = Self.randomRows(300, strings: 10, seed: 1)
         try rows.withUnsafeBufferPointer { try w.append(file: 3, table: table, rows: $0) }
+        try rows.withUnsafeBufferPointer {
+            try w.append(file: 5, table: table, rows: UnsafeBufferPointer(rebasing: $0[0..<7]))
+        }
         try w.close()
         let store = try TransactionRows(reservingForRead: ())
-        let reader = try PartReader(path: dir + "/a.part", inflater: .zlib)
-        let (file, got) = try #require(try reader.next(into: { _ in FileRows(path: "x", store: store) }))
-        #expect(file == 3 && got.rows.count == 100 && got.rows[99].transactionId.raw == 99)
-        #expect(got.table.string(0) == "g")
-        #expect(try reader.next(into: { _ in FileRows(path: "x", store: store) }) == nil)
+        let make = { (_: Int) in FileRows(path: "x", store: store) }
+        let reader = try PartReader(path: dir + "/a.part")
+        let (file, got) = try #require(try reader.next(into: make))
+        #expect(file == 3 && got.rows.count == 300)
+        #expect((0..<300).allSatisfy { got.rows[$0] == rows[$0] })
+        #expect(got.table.string(9) == "s9")
+        #expect(try reader.next(into: make)?.file == 5)
+        #expect(try reader.next(into: make) == nil)
 
-        // Not a part file.
-        let gz = try GzipWriter(path: dir + "/b.part")
-        try gz.write("hello, world\n")
-        try gz.close()
-        #expect(throws: WinBackError.self) { _ = try PartReader(path: dir + "/b.part", inflater: .zlib) }
-        // Cut short: a gzip stream of the first half of the content.
-        let whole = try Data(contentsOf: URL(fileURLWithPath: dir + "/a.part"))
-        let inflated = try gunzip(whole)
-        let cut = try GzipWriter(path: dir + "/c.part")
-        try cut.write(Array(inflated.prefix(inflated.count / 2)))
-        try cut.close()
-        let r = try PartReader(path: dir + "/c.part", inflater: .zlib)
-        do {
-            _ = try r.next(into: { _ in FileRows(path: "x", store: store) })
-            Issue.record("read a truncated part file")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 65)
+        func expectBad(_ bytes: [UInt8], _ what: String) {
+            let path = dir + "/bad-\(what)"
+            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            do {
+                let r = try PartReader(path: path)
+                while try r.next(into: make) != nil {}
+                Issue.record("read a part file that is \(what)")
+            } catch let e as WinBackError {
+                #expect(e.code.exitCode == 65, "\(what)")
+            } catch {
+                Issue.record("\(what): \(error)")
+            }
         }
-    }
-
-    func gunzip(_ data: Data) throws -> [UInt8] {
-        let path = Paths.temporary() + "/x.gz"
-        try data.write(to: URL(fileURLWithPath: path))
-        let source = try GzipFileSource(path: path)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
-        defer { buffer.deallocate() }
-        var out: [UInt8] = []
-        while case let n = try source.read(into: buffer), n > 0 { out += buffer[0..<n] }
-        return out
+        let whole = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/a.part")))
+        expectBad(Array("hello, world\n".utf8), "not one")
+        expectBad(Array(whole.prefix(whole.count / 2)), "cut short")
+        var damaged = whole
+        damaged[whole.count - 40] ^= 0x10
+        expectBad(damaged, "damaged")
     }
 }
 
