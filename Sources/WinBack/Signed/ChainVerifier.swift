@@ -1,0 +1,142 @@
+import Crypto
+import Foundation
+import X509
+
+/// Finds the leaf key of a JWS header: its `x5c` leaf and intermediate must chain to one of the
+/// configured roots under RFC 5280 at the validation time (the payload's signedDate) and carry
+/// Apple's OIDs, as Apple's `ChainVerifier` checks offline (docs/rules.md §2.6, step 2).
+///
+/// A verified chain is cached by the header's bytes (identical on every row its leaf signed)
+/// with the window in which every certificate of the chain is valid: a later row signed inside
+/// the window reuses the key, one outside it is rejected without another validation. Shared by
+/// the reading threads.
+final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `lock`
+    /// Kept behind `lock`; handed out as an immutable key.
+    struct VerifiedChain {
+        let key: P256.Signing.PublicKey
+        /// The intersection of the validity of leaf, intermediate and root, in ms.
+        let notBefore: Int64
+        let notAfter: Int64
+    }
+
+    private let roots: CertificateStore
+    private let lock = NSLock()
+    /// By hash of the header bytes: the headers with that hash and their chains.
+    private var cache: [Int: [(header: [UInt8], chain: VerifiedChain)]] = [:]
+    private var validations = 0
+
+    init(roots: [Certificate]) {
+        self.roots = CertificateStore(roots)
+    }
+
+    /// How many chains were validated in full (cache misses), for tests.
+    var fullValidations: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return validations
+    }
+
+    /// The leaf's key for the base64url `header` of a JWS, valid at `time` (ms since epoch).
+    func key(header: UnsafeRawBufferPointer, at time: Int64) -> Result<P256.Signing.PublicKey, SignedDataFailure> {
+        var hasher = Hasher()
+        hasher.combine(bytes: header)
+        let hash = hasher.finalize()
+        lock.lock()
+        let known = cache[hash]?.first { $0.header.elementsEqual(header) }?.chain
+        lock.unlock()
+        if let known {
+            guard known.notBefore <= time && time <= known.notAfter else {
+                return .failure(
+                    SignedDataFailure(.certificateChain, "the chain is not valid at signedDate \(Timestamp.iso(time))"))
+            }
+            return .success(known.key)
+        }
+        switch validate(header: header, at: time) {
+        case .failure(let f): return .failure(f)
+        case .success(let chain):
+            lock.lock()
+            validations += 1
+            cache[hash, default: []].append((Array(header), chain))
+            lock.unlock()
+            return .success(chain.key)
+        }
+    }
+
+    /// Decodes the header and validates its chain in full.
+    private func validate(header: UnsafeRawBufferPointer, at time: Int64) -> Result<VerifiedChain, SignedDataFailure> {
+        let json = DecodeBuffer(capacity: header.count)
+        guard json.decode(header) else { return .failure(SignedDataFailure(.jwsFormat, "the header is not base64url")) }
+        guard let h = JWSHeader.parse(json.bytes) else {
+            return .failure(SignedDataFailure(.jwsFormat, "the header is not a JSON object"))
+        }
+        guard h.alg == "ES256" else {
+            return .failure(SignedDataFailure(.jwsFormat, "alg is \(h.alg.map { "'\($0)'" } ?? "absent"), not ES256"))
+        }
+        guard h.hasX5c else { return .failure(SignedDataFailure(.jwsFormat, "the header has no x5c")) }
+        guard let x5c = h.x5c else {
+            return .failure(SignedDataFailure(.jwsFormat, "x5c is not an array of strings"))
+        }
+        guard x5c.count == 3 else {
+            return .failure(SignedDataFailure(.jwsFormat, "x5c has \(x5c.count) certificates, not 3"))
+        }
+        var certificates: [Certificate] = []
+        for (i, text) in x5c.prefix(2).enumerated() {
+            guard let der = Data(base64Encoded: text) else {
+                return .failure(SignedDataFailure(.certificateChain, "x5c[\(i)] is not base64"))
+            }
+            guard let c = try? Certificate(derEncoded: Array(der)) else {
+                return .failure(SignedDataFailure(.certificateChain, "x5c[\(i)] is not a DER certificate"))
+            }
+            certificates.append(c)
+        }
+        let (leaf, intermediate) = (certificates[0], certificates[1])
+        guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
+            return .failure(SignedDataFailure(.signature, "the leaf's key is not a P-256 key"))
+        }
+        let roots = self.roots
+        let validationTime = Date(timeIntervalSince1970: Double(time) / 1000)
+        let result = BlockingBridge.wait { () async -> CertificateValidationResult in
+            var verifier = Verifier(rootCertificates: roots) {
+                RFC5280Policy(validationTime: validationTime)
+                AppleOIDPolicy()
+            }
+            return await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
+        }
+        switch result {
+        case .validCertificate(let chain):
+            let ms = { (d: Date) in Int64((d.timeIntervalSince1970 * 1000).rounded(.down)) }
+            return .success(
+                VerifiedChain(
+                    key: key, notBefore: chain.map { ms($0.notValidBefore) }.max()!,
+                    notAfter: chain.map { ms($0.notValidAfter) }.min()!))
+        case .couldNotValidate(let failures):
+            // The Apple policy runs after RFC 5280's: its failure means the chain itself held.
+            if let oid = failures.lazy.map(\.policyFailureReason.description).first(where: {
+                $0.hasPrefix(AppleOIDPolicy.marker)
+            }) {
+                return .failure(SignedDataFailure(.certificateOID, String(oid.dropFirst(AppleOIDPolicy.marker.count))))
+            }
+            let why = failures.first.map { ": \($0.policyFailureReason)" } ?? ""
+            return .failure(
+                SignedDataFailure(
+                    .certificateChain, "no valid path to a configured root at signedDate \(Timestamp.iso(time))\(why)"))
+        }
+    }
+
+    /// Reads root certificates, each file DER or PEM.
+    static func loadRoots(_ paths: [String]) throws -> [Certificate] {
+        try paths.map { path in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw WinBackError(.configuration, "cannot read root certificate '\(path)'")
+            }
+            do {
+                if data.starts(with: Array("-----BEGIN".utf8)) {
+                    return try Certificate(pemEncoded: String(decoding: data, as: UTF8.self))
+                }
+                return try Certificate(derEncoded: Array(data))
+            } catch {
+                throw WinBackError(.configuration, "'\(path)' is not a DER or PEM certificate: \(error)")
+            }
+        }
+    }
+}

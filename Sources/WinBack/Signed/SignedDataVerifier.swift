@@ -1,0 +1,34 @@
+import Crypto
+
+/// Verifies one JWS as Apple's `SignedDataVerifier` does offline (docs/rules.md §2.6, steps
+/// 1–3): the chain of its header at the payload's signedDate, then the ES256 signature over
+/// `header.payload` with the leaf's key. One per reading thread (it holds a buffer); the chain
+/// cache it uses is shared.
+final class SignedDataVerifier {
+    let chains: ChainVerifier
+    private let signature = DecodeBuffer(capacity: 128)
+
+    init(chains: ChainVerifier) { self.chains = chains }
+
+    /// Nil when `jws` is verified at `time` (ms since epoch).
+    func verify(_ jws: CompactJWS, at time: Int64) -> SignedDataFailure? {
+        let key: P256.Signing.PublicKey
+        switch chains.key(header: jws.header, at: time) {
+        case .failure(let f): return f
+        case .success(let k): key = k
+        }
+        guard signature.decode(jws.signature) else {
+            return SignedDataFailure(.signature, "the signature is not base64url")
+        }
+        guard signature.count == 64 else {
+            return SignedDataFailure(.signature, "the signature is \(signature.count) bytes, not a raw r‖s of 64")
+        }
+        guard let sig = try? P256.Signing.ECDSASignature(rawRepresentation: signature.bytes) else {
+            return SignedDataFailure(.signature, "the signature is not an ECDSA signature")
+        }
+        guard key.isValidSignature(sig, for: SHA256.hash(data: jws.signingInput)) else {
+            return SignedDataFailure(.signature, "the ES256 signature does not verify with the leaf's key")
+        }
+        return nil
+    }
+}
