@@ -49,8 +49,12 @@ public struct PipelineConfig: Sendable {
     public var threads: Int?
     /// The library that inflates `.gz` inputs (an extension of SPEC §2.5; default zlib).
     public var inflater: InflaterChoice = .zlib
+    /// Which rows count: Production or Sandbox (docs/rules.md §2.7).
+    public var environment = "Production"
+    /// How signed inputs are verified.
+    public var apple = AppleSettings()
 
-    public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat"]
+    public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat", SignedFormat.name]
 
     /// Loads and validates a pipeline file; throws a configuration error (exit 78) listing
     /// every problem.
@@ -82,7 +86,7 @@ public struct PipelineConfig: Sendable {
         p.allow(
             root,
             ["name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
-             "reports", "limits", "threads", "inflater"], at: "")
+             "reports", "limits", "threads", "inflater", "environment", "apple"], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
                 p.fail("name", "'\(name)' must match [a-z0-9-]+ (it names the output folder)")
@@ -191,6 +195,14 @@ public struct PipelineConfig: Sendable {
                 p.fail("inflater", "expected zlib, isal or auto, found '\(i)'")
             }
         }
+        if let e = p.string(root, "environment") {
+            if AppleSettings.environments.contains(e) {
+                c.environment = e
+            } else {
+                p.fail("environment", "expected Production or Sandbox, found '\(e)'")
+            }
+        }
+        if let a = p.field(root, "apple") { c.apple = p.apple(a) }
         // The configuration is returned even with problems, so `validate` can go on to check
         // the catalog and the inputs; `load` refuses it.
         return (c, p.problems.map { "\(path): \($0)" })

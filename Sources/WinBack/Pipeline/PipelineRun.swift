@@ -45,6 +45,8 @@ public struct ResolvedPipeline: Sendable {
     public var outputDirectory: String
     public var transactionFiles: [String]
     public var renewalFiles: [String]
+    /// How signed inputs are verified; nil unless the format is `appstore-signed`.
+    public var signed: SignedReading?
 
     /// Loads the pipeline file and catalog and resolves the input globs (exit 78 / 66).
     public static func resolve(_ o: RunOptions) throws -> ResolvedPipeline {
@@ -61,11 +63,14 @@ public struct ResolvedPipeline: Sendable {
         let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
         let inflater = try self.inflater(asked: o.inflater, file: config.inflater, path: o.pipelinePath)
+        let signed =
+            config.format == SignedFormat.name
+            ? try SignedReading.resolve(config.apple, folder: config.folder, now: o.now) : nil
         return ResolvedPipeline(
             config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),
             inflater: inflater, outputDirectory: out,
             transactionFiles: try InputFiles.resolve(config.transactionPaths, base: config.folder),
-            renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder))
+            renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder), signed: signed)
     }
 
     /// The inflater of a run: the command line's, else the pipeline file's choice. One this
@@ -100,6 +105,8 @@ public enum PipelineRun {
         manifest.started = started
         manifest.threads = p.threads
         manifest.inflater = p.inflater.rawValue
+        manifest.format = p.config.format
+        manifest.signed = p.signed
 
         let publisher = Publisher(
             root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
@@ -112,7 +119,9 @@ public enum PipelineRun {
             // With several threads the renewal info is read alongside the transactions.
             nonisolated(unsafe) var renewalRead: Result<RenewalRead, Error>?
             let readRenewals: @Sendable () -> Void = {
-                renewalRead = Result { try RenewalReader.read(paths: p.renewalFiles, inflater: p.inflater) }
+                renewalRead = Result {
+                    try RenewalReader.read(paths: p.renewalFiles, inflater: p.inflater, signed: p.signed)
+                }
             }
             let renewing = DispatchGroup()
             if p.threads > 1 { DispatchQueue.global().async(group: renewing, execute: readRenewals) }
@@ -121,13 +130,15 @@ public enum PipelineRun {
                 defer { renewing.wait() }
                 set = try TransactionReader.read(
                     paths: p.transactionFiles, format: p.config.format, products: p.config.products,
-                    threads: p.threads, inflater: p.inflater, progress: { progress.advance($0) })
+                    threads: p.threads, inflater: p.inflater, progress: { progress.advance($0) },
+                    environment: p.config.environment, signed: p.signed)
             }
             if p.threads == 1 { readRenewals() }
             manifest.inputs = set.inputs
             manifest.counters = set.counters
             let renewalsRead = try renewalRead!.get()
-            let renewals = renewalsRead.index(in: set.strings)
+            var renewals = set.renewals
+            renewals.merge(renewalsRead.index(in: set.strings))
             let (renewalRejects, renewalStats) = (renewalsRead.rejects, renewalsRead.stats)
             manifest.renewalInputs = renewalStats
             manifest.renewalRejected = renewalRejects.count

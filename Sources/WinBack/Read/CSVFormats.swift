@@ -7,6 +7,7 @@ struct CSVFormat: RowFormat {
     func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
+        decoder.environment = out.environment
         var columns: [Key?] = []
         var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
@@ -110,6 +111,7 @@ struct RevenueCatFormat: RowFormat {
     func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
+        decoder.environment = out.environment
         // Lookups by bytes, without a String per row.
         let productIds = StringTable(capacity: products.count + 1)
         var groups: [[UInt8]] = []
