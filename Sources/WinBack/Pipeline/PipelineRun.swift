@@ -223,14 +223,14 @@ public enum PipelineRun {
 
     /// Fails the run (exit 65) when more rows were rejected than the pipeline allows.
     static func checkRejectBudget(_ c: ReadCounters, limit: Double) throws {
-        guard c.rowsRead > 0 else { return }
-        let fraction = Double(c.rejected) / Double(c.rowsRead)
+        guard c.lines > 0 else { return }
+        let fraction = Double(c.rejected) / Double(c.lines)
         if fraction > limit {
             throw WinBackError(
                 .badData,
                 String(
                     format: "%d of %d rows rejected (%.4f%%), more than maxRejectedFraction %g allows; see rejects.csv in the .failed folder",
-                    c.rejected, c.rowsRead, fraction * 100, limit))
+                    c.rejected, c.lines, fraction * 100, limit))
         }
     }
 

@@ -16,6 +16,9 @@ public struct InputStats: Sendable, Equatable {
 /// Counters of the read stage, reported in the manifest.
 public struct ReadCounters: Sendable, Equatable {
     public var rowsRead = 0
+    /// Non-blank lines (CSV data rows), what the reject fraction counts in: one a row, except
+    /// in signed files, where a line may hold many transactions.
+    public var lines = 0
     public var duplicates = 0
     public var sandbox = 0
     /// Rows of another environment than the pipeline's (`sandbox` is its former name).
@@ -45,6 +48,8 @@ final class FileRows {
     var stats: InputStats
     /// The pipeline's environment: rows of another are read but not kept.
     var environment = "Production"
+    /// Rows beyond one a line: the other transactions of signed lines that hold several.
+    var extraRows = 0
     /// Renewal info found among the transactions (signed files), keyed with this file's ids.
     var renewals: [(key: TransactionKey, info: RenewalInfo)] = []
     /// When set, only rows whose originalTransactionId or appAccountToken is one of these ids
@@ -318,7 +323,8 @@ final class Merger: @unchecked Sendable {
             })
         var counters = ReadCounters()
         for f in files {
-            counters.rowsRead += f.stats.rows
+            counters.rowsRead += f.stats.rows + f.extraRows
+            counters.lines += f.stats.rows
             counters.nonSubscription += f.nonSubscription
             counters.rejected += f.rejects.count
             counters.duplicates += f.rows.count

@@ -53,6 +53,8 @@ final class SignedLine {
     private let renewalFields: UnsafeMutableBufferPointer<ScannedValue>
     /// The first failure of the line being read.
     private var failure: String?
+    /// Transactions found in the line being read.
+    private var transactions = 0
 
     init(settings: SignedReading, into out: FileRows) {
         self.settings = settings
@@ -78,6 +80,8 @@ final class SignedLine {
     /// The good ones of a rejected line are kept all the same: each was verified on its own.
     func read(_ line: UnsafeRawBufferPointer) -> String? {
         failure = nil
+        transactions = 0
+        defer { out.extraRows += max(0, transactions - 1) }
         let text = SignedLine.trimmed(line)
         guard let first = text.first else { return nil }
         if first == UInt8(ascii: "\"") {
@@ -210,6 +214,7 @@ final class SignedLine {
                 f[i] = .int(floored)
             }
         }
+        if !f[TransactionDecoder.Key.transactionId.rawValue].isAbsent { transactions += 1 }
         if let verifier {
             var at = settings.now
             if case .int(let t) = f[TransactionDecoder.Key.signedDate.rawValue] { at = t }

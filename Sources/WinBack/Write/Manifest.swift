@@ -44,7 +44,7 @@ public struct Manifest {
             "inputs": inputs.map(input), "renewalInputs": renewalInputs.map(input),
             "counters": [
                 "rowsRead": counters.rowsRead, "duplicates": counters.duplicates, "sandbox": counters.sandbox,
-                "otherEnvironment": counters.otherEnvironment,
+                "otherEnvironment": counters.otherEnvironment, "lines": counters.lines,
                 "nonSubscription": counters.nonSubscription, "familyShared": counters.familyShared,
                 "rejected": counters.rejected, "renewalRejected": renewalRejected, "customers": states.customers,
                 "active": states.active, "billingRetry": states.billingRetry, "churned": states.churned,

@@ -26,8 +26,9 @@ import Testing
         let set = try f.read(lines, gzip: gzip)
         #expect(set.rejects == [])
         #expect(set.rows.count == 10)
-        #expect(set.inputs[0].rows == 7)  // non-blank lines: the reject fraction's rows
-        #expect(set.counters.rowsRead == 7)
+        #expect(set.inputs[0].rows == 7)  // non-blank lines: what the reject fraction counts in
+        #expect(set.counters.lines == 7)
+        #expect(set.counters.rowsRead == 10)  // a page of three is three rows
         let key = TransactionKey("2000000000000001", table: set.strings)
         let info = set.renewals.known(at: Int64.max, originalTransactionId: key)
         #expect(info?.signedDate == 1_735_689_600_002)
