@@ -158,22 +158,27 @@ public enum Explainer {
     public static func explain(_ options: RunOptions, customer id: String) throws -> [Explanation] {
         let p = try ResolvedPipeline.resolve(options)
         var set = try TransactionReader.read(
-            paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads, only: [id])
+            paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads, only: [id],
+            environment: p.config.environment, signed: p.signed)
         // Matched by token: read again for all rows of those customers, tokens or not.
         let originals = Set(set.rows.map { set.strings.string($0.originalTransactionId) })
         if originals != [id] && !originals.isEmpty {
             set = try TransactionReader.read(
                 paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
-                only: ([id] + originals.sorted()))
+                only: ([id] + originals.sorted()), environment: p.config.environment, signed: p.signed)
         }
         guard !set.rows.isEmpty else {
             throw WinBackError(.noInput, "no customer has originalTransactionId or appAccountToken '\(id)' in the inputs")
         }
-        let (renewals, _, _) = try RenewalReader.read(paths: p.renewalFiles, strings: set.strings)
+        var renewals = set.renewals
+        renewals.merge(try RenewalReader.read(paths: p.renewalFiles, signed: p.signed).index(in: set.strings))
         let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: 1)
         let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })
         return (0..<customers.count).map {
-            explain($0, customers: customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays)
+            var e = explain(
+                $0, customers: customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays)
+            if let signed = p.signed { e.markSignatures(signed) }
+            return e
         }
     }
 }

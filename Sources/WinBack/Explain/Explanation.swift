@@ -13,6 +13,8 @@ public struct Explanation: Sendable {
         public var isUpgraded: Bool
         /// Why the row gives no period, when it does not.
         public var ignored: String?
+        /// For signed inputs, whether the row's signature was verified; nil for decoded ones.
+        public var signatureVerified: Bool? = nil
     }
 
     /// One access period (SPEC §3 rule 3).
@@ -69,6 +71,8 @@ public struct Explanation: Sendable {
     /// The renewal info applied, as Apple sent it.
     public var renewalSignedDate: Int64?
     public var appleEligibleWinBackOfferIds: [String]?
+    /// For signed inputs, how the rows' signatures were checked; nil for decoded ones.
+    public var signatures: String? = nil
 
     /// The eligible offer ids in rank order, as the segments list them.
     public var eligibleOfferIds: [String] {

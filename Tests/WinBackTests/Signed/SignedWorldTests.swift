@@ -191,3 +191,30 @@ struct SignedWorldTests {
         #expect(Array(committed) == AppleRootCA.der)
     }
 }
+
+extension SignedWorldTests {
+    @Test("explain reads signed inputs, says each row's signature was verified, and agrees with the decoded world")
+    func explainOnSignedInputs() throws {
+        let decoded = try generate("appstore-ndjson", customers: 30)
+        let signed = try generate(SignedFormat.name, customers: 30)
+        var o = RunOptions(pipelinePath: decoded + "/pipeline.yaml")
+        o.now = ms("2026-11-22T06:00:00Z")
+        var checked = 0
+        for customer in ["1000000000000003", "1000000000000010", "1000000000000021"] {
+            o.pipelinePath = decoded + "/pipeline.yaml"
+            guard let plain = try? Explainer.explain(o, customer: customer) else { continue }
+            o.pipelinePath = signed + "/pipeline.yaml"
+            let verified = try Explainer.explain(o, customer: customer)
+            #expect(verified.map(\.eligibleOfferIds) == plain.map(\.eligibleOfferIds))
+            #expect(verified.map(\.periods.count) == plain.map(\.periods.count))
+            for e in verified {
+                #expect(e.signatures?.hasPrefix("each row verified") == true)
+                #expect(e.rows.allSatisfy { $0.signatureVerified == true })
+                #expect(e.text.contains("signature verified"))
+            }
+            #expect(plain.allSatisfy { $0.signatures == nil && !$0.text.contains("signature") })
+            checked += 1
+        }
+        #expect(checked > 0)
+    }
+}
