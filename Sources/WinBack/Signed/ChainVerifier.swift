@@ -36,20 +36,20 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
         return validations
     }
 
-    /// The leaf's key for the base64url `header` of a JWS, valid at `time` (ms since epoch).
-    func key(header: UnsafeRawBufferPointer, at time: Int64) -> Result<P256.Signing.PublicKey, SignedDataFailure> {
+    /// The verified chain of the base64url `header` of a JWS, valid at `time` (ms since epoch).
+    func chain(header: UnsafeRawBufferPointer, at time: Int64) -> Result<VerifiedChain, SignedDataFailure> {
         var hasher = Hasher()
         hasher.combine(bytes: header)
         let hash = hasher.finalize()
         lock.lock()
-        let known = cache[hash]?.first { $0.header.elementsEqual(header) }?.chain
+        let known = cache[hash]?.first { ChainVerifier.same($0.header, header) }?.chain
         lock.unlock()
         if let known {
             guard known.notBefore <= time && time <= known.notAfter else {
                 return .failure(
                     SignedDataFailure(.certificateChain, "the chain is not valid at signedDate \(Timestamp.iso(time))"))
             }
-            return .success(known.key)
+            return .success(known)
         }
         switch validate(header: header, at: time) {
         case .failure(let f): return .failure(f)
@@ -58,8 +58,14 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
             validations += 1
             cache[hash, default: []].append((Array(header), chain))
             lock.unlock()
-            return .success(chain.key)
+            return .success(chain)
         }
+    }
+
+    /// Whether `a` holds the bytes of `b`.
+    @inline(__always)
+    static func same(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
+        a.count == b.count && a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
     }
 
     /// Decodes the header and validates its chain in full.

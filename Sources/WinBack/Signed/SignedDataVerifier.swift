@@ -7,15 +7,26 @@ import Crypto
 final class SignedDataVerifier {
     let chains: ChainVerifier
     private let signature = DecodeBuffer(capacity: 128)
+    /// The header of the last JWS verified and its chain: consecutive rows are mostly signed by
+    /// the same leaf, and this thread then needs neither the shared cache's hash nor its lock.
+    private var lastHeader: [UInt8] = []
+    private var last: ChainVerifier.VerifiedChain?
 
     init(chains: ChainVerifier) { self.chains = chains }
 
     /// Nil when `jws` is verified at `time` (ms since epoch).
     func verify(_ jws: CompactJWS, at time: Int64) -> SignedDataFailure? {
         let key: P256.Signing.PublicKey
-        switch chains.key(header: jws.header, at: time) {
-        case .failure(let f): return f
-        case .success(let k): key = k
+        if let last, last.notBefore <= time, time <= last.notAfter, ChainVerifier.same(lastHeader, jws.header) {
+            key = last.key
+        } else {
+            switch chains.chain(header: jws.header, at: time) {
+            case .failure(let f): return f
+            case .success(let c):
+                key = c.key
+                last = c
+                lastHeader = Array(jws.header)
+            }
         }
         guard signature.decode(jws.signature) else {
             return SignedDataFailure(.signature, "the signature is not base64url")
