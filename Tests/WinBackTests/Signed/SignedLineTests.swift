@@ -152,3 +152,47 @@ import Testing
         #expect(index.byOriginal.count == 1)
     }
 }
+
+extension SignedLineTests {
+    @Test func aRealAppleJWSReadsWithTheDefaultSettingsWithoutAReject() throws {
+        let jws = try String(contentsOfFile: Paths.fixtures + "/signed/apple-sandbox-transaction.jws", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        // A consumable: read, verified against Apple Root CA - G3 at its signedDate, then counted
+        // as not a subscription.
+        let set = try f.read(
+            [jws, "\"\(jws)\"", #"{"signedTransactions":["\#(jws)"]}"#], settings: SignedReading(),
+            environment: "Sandbox")
+        #expect(set.rejects == [])
+        #expect(set.counters.nonSubscription == 3)
+        let wrongApp = try f.read(
+            [jws], settings: SignedReading.resolve(bundleOnly("com.example.pass"), folder: "/", now: 0))
+        #expect(wrongApp.rejects.first?.reason.hasPrefix("bundle_id: ") == true)
+        let rightApp = try f.read(
+            [jws], settings: SignedReading.resolve(bundleOnly("com.goodheartapp"), folder: "/", now: 0))
+        #expect(rightApp.rejects == [])
+    }
+
+    func bundleOnly(_ id: String) -> AppleSettings {
+        var a = AppleSettings()
+        a.bundleId = id
+        return a
+    }
+
+    @Test func aSandboxPipelineKeepsSandboxRowsOfDecodedFilesToo() throws {
+        let dir = Paths.temporary()
+        let lines = [
+            SignedFixture.transaction("2000000000000001", environment: "Sandbox"),
+            SignedFixture.transaction("2000000000000002", environment: "Production"),
+            SignedFixture.transaction("2000000000000003").replacingOccurrences(
+                of: #""environment":"Production","#, with: ""),
+        ]
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: dir + "/t.jsonl"))
+        let production = try TransactionReader.read(paths: [dir + "/t.jsonl"], threads: 1)
+        #expect(production.rows.count == 2)
+        #expect(production.counters.otherEnvironment == 1)
+        let sandbox = try TransactionReader.read(paths: [dir + "/t.jsonl"], threads: 1, environment: "Sandbox")
+        #expect(sandbox.rows.count == 1)
+        #expect(sandbox.counters.otherEnvironment == 2)
+        #expect(sandbox.rows.first?.transactionId.raw == 2_000_000_000_000_001)
+    }
+}
