@@ -87,9 +87,7 @@ public struct TestChain {
 
     /// The DER bytes of a certificate.
     public static func der(_ c: Certificate) throws -> [UInt8] {
-        var s = DER.Serializer()
-        try s.serialize(c)
-        return s.serializedBytes
+        try c.derBytes()
     }
 
     /// The certificate as PEM text.

@@ -1,6 +1,9 @@
 import Crypto
 import Foundation
-import X509
+import SwiftASN1
+// A fixed validation time (the payload's signedDate) is behind this SPI since 1.21; the public
+// `init(validationTime:)` Apple's verifier uses is deprecated in its favour.
+@_spi(FixedExpiryValidationTime) import X509
 
 /// Finds the leaf key of a JWS header: its `x5c` leaf and intermediate must chain to one of the
 /// configured roots under RFC 5280 at the validation time (the payload's signedDate) and carry
@@ -103,7 +106,7 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
         let validationTime = Date(timeIntervalSince1970: Double(time) / 1000)
         let result = BlockingBridge.wait { () async -> CertificateValidationResult in
             var verifier = Verifier(rootCertificates: roots) {
-                RFC5280Policy(validationTime: validationTime)
+                RFC5280Policy(fixedExpiryValidationTime: validationTime)
                 AppleOIDPolicy()
             }
             return await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
@@ -144,5 +147,14 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
                 throw WinBackError(.configuration, "'\(path)' is not a DER or PEM certificate: \(error)")
             }
         }
+    }
+}
+
+extension Certificate {
+    /// The certificate's DER encoding (what its SHA-256 fingerprint is taken over).
+    func derBytes() throws -> [UInt8] {
+        var s = DER.Serializer()
+        try s.serialize(self)
+        return s.serializedBytes
     }
 }

@@ -182,12 +182,16 @@ final class SignedLine {
 
     /// A signedTransactionInfo and a signedRenewalInfo, either absent.
     private func pair(_ transaction: ScannedValue, _ renewal: ScannedValue, level: Int = 0) {
-        for (name, value) in [("signedTransactionInfo", transaction), ("signedRenewalInfo", renewal)] {
-            switch value {
-            case .absent, .null: break
-            case .string(let s): jws(s, level: level)
-            case let other: note(.jwsFormat, "\(name) is \(other.typeName), not a string")
-            }
+        signed("signedTransactionInfo", transaction, level: level)
+        signed("signedRenewalInfo", renewal, level: level)
+    }
+
+    /// The JWS held by a field, if any.
+    private func signed(_ name: StaticString, _ value: ScannedValue, level: Int) {
+        switch value {
+        case .absent, .null: break
+        case .string(let s): jws(s, level: level)
+        case let other: note(.jwsFormat, "\(name) is \(other.typeName), not a string")
         }
     }
 

@@ -51,7 +51,7 @@ public struct SignedReading: Sendable {
         } else {
             for name in apple.roots {
                 let path = InputFiles.absolute(name, base: folder)
-                roots.append((name, try TestChain.der(try ChainVerifier.loadRoots([path])[0])))
+                roots.append((name, try ChainVerifier.loadRoots([path])[0].derBytes()))
             }
         }
         return SignedReading(
