@@ -14,7 +14,7 @@ import SwiftASN1
 /// the window reuses the key, one outside it is rejected without another validation. Shared by
 /// the reading threads.
 final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `lock`
-    /// Kept behind `lock`; handed out as an immutable key.
+    /// A chain that passed, as the cache keeps it (immutable once made).
     struct VerifiedChain {
         let key: P256.Signing.PublicKey
         /// The intersection of the validity of leaf, intermediate and root, in ms.
@@ -32,7 +32,7 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
         self.roots = CertificateStore(roots)
     }
 
-    /// How many chains were validated in full (cache misses), for tests.
+    /// How many chains were validated in full and cached, for tests.
     var fullValidations: Int {
         lock.lock()
         defer { lock.unlock() }
@@ -58,8 +58,11 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
         case .failure(let f): return .failure(f)
         case .success(let chain):
             lock.lock()
-            validations += 1
-            cache[hash, default: []].append((Array(header), chain))
+            // Another thread may have validated the same header meanwhile.
+            if cache[hash]?.contains(where: { ChainVerifier.same($0.header, header) }) != true {
+                validations += 1
+                cache[hash, default: []].append((Array(header), chain))
+            }
             lock.unlock()
             return .success(chain)
         }
@@ -68,7 +71,9 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
     /// Whether `a` holds the bytes of `b`.
     @inline(__always)
     static func same(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
-        a.count == b.count && a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
+        guard a.count == b.count else { return false }
+        guard b.count > 0 else { return true }
+        return a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
     }
 
     /// Decodes the header and validates its chain in full.
