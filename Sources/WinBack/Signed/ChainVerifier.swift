@@ -23,13 +23,23 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
     }
 
     private let roots: CertificateStore
+    private let rootCertificates: [Certificate]
     private let lock = NSLock()
     /// By hash of the header bytes: the headers with that hash and their chains.
     private var cache: [Int: [(header: [UInt8], chain: VerifiedChain)]] = [:]
     private var validations = 0
+    /// By hash of the header bytes: headers refused for a reason no validation time changes (not
+    /// a valid header, a certificate that does not parse, a missing OID, no path to a root while
+    /// every certificate was in its validity), so that a file of rows forged alike costs one
+    /// validation. At most ``maxRefused`` of them: all-different headers cannot grow it further.
+    private var refused: [Int: [(header: [UInt8], failure: SignedDataFailure)]] = [:]
+    private var refusedCount = 0
+    static let maxRefused = 1024
+    private var attempts = 0
 
     init(roots: [Certificate]) {
         self.roots = CertificateStore(roots)
+        rootCertificates = roots
     }
 
     /// How many chains were validated in full and cached, for tests.
@@ -39,6 +49,13 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
         return validations
     }
 
+    /// How many headers were decoded and checked (cache misses), for tests.
+    var validationAttempts: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return attempts
+    }
+
     /// The verified chain of the base64url `header` of a JWS, valid at `time` (ms since epoch).
     func chain(header: UnsafeRawBufferPointer, at time: Int64) -> Result<VerifiedChain, SignedDataFailure> {
         var hasher = Hasher()
@@ -46,7 +63,10 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
         let hash = hasher.finalize()
         lock.lock()
         let known = cache[hash]?.first { ChainVerifier.same($0.header, header) }?.chain
+        let refusal = known == nil ? refused[hash]?.first { ChainVerifier.same($0.header, header) }?.failure : nil
+        if known == nil && refusal == nil { attempts += 1 }
         lock.unlock()
+        if let refusal { return .failure(refusal) }
         if let known {
             guard known.notBefore <= time && time <= known.notAfter else {
                 return .failure(
@@ -55,7 +75,16 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
             return .success(known)
         }
         switch validate(header: header, at: time) {
-        case .failure(let f): return .failure(f)
+        case .failure(let f):
+            if f.permanent {
+                lock.lock()
+                if refusedCount < ChainVerifier.maxRefused {
+                    refusedCount += 1
+                    refused[hash, default: []].append((Array(header), f.failure))
+                }
+                lock.unlock()
+            }
+            return .failure(f.failure)
         case .success(let chain):
             lock.lock()
             // Another thread may have validated the same header meanwhile.
@@ -76,36 +105,48 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
         return a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
     }
 
+    /// A failure of ``validate(header:at:)``, and whether any other validation time would fail
+    /// alike.
+    private struct Refusal: Error {
+        let failure: SignedDataFailure
+        let permanent: Bool
+
+        init(_ step: SignedDataFailure.Step, _ detail: String, permanent: Bool = true) {
+            failure = SignedDataFailure(step, detail)
+            self.permanent = permanent
+        }
+    }
+
     /// Decodes the header and validates its chain in full.
-    private func validate(header: UnsafeRawBufferPointer, at time: Int64) -> Result<VerifiedChain, SignedDataFailure> {
+    private func validate(header: UnsafeRawBufferPointer, at time: Int64) -> Result<VerifiedChain, Refusal> {
         let json = DecodeBuffer(capacity: header.count)
-        guard json.decode(header) else { return .failure(SignedDataFailure(.jwsFormat, "the header is not base64url")) }
+        guard json.decode(header) else { return .failure(Refusal(.jwsFormat, "the header is not base64url")) }
         guard let h = JWSHeader.parse(json.bytes) else {
-            return .failure(SignedDataFailure(.jwsFormat, "the header is not a JSON object"))
+            return .failure(Refusal(.jwsFormat, "the header is not a JSON object"))
         }
         guard h.alg == "ES256" else {
-            return .failure(SignedDataFailure(.jwsFormat, "alg is \(h.alg.map { "'\($0)'" } ?? "absent"), not ES256"))
+            return .failure(Refusal(.jwsFormat, "alg is \(h.alg.map { "'\($0)'" } ?? "absent"), not ES256"))
         }
-        guard h.hasX5c else { return .failure(SignedDataFailure(.jwsFormat, "the header has no x5c")) }
+        guard h.hasX5c else { return .failure(Refusal(.jwsFormat, "the header has no x5c")) }
         guard let x5c = h.x5c else {
-            return .failure(SignedDataFailure(.jwsFormat, "x5c is not an array of strings"))
+            return .failure(Refusal(.jwsFormat, "x5c is not an array of strings"))
         }
         guard x5c.count == 3 else {
-            return .failure(SignedDataFailure(.jwsFormat, "x5c has \(x5c.count) certificates, not 3"))
+            return .failure(Refusal(.jwsFormat, "x5c has \(x5c.count) certificates, not 3"))
         }
         var certificates: [Certificate] = []
         for (i, text) in x5c.prefix(2).enumerated() {
             guard let der = Data(base64Encoded: text) else {
-                return .failure(SignedDataFailure(.certificateChain, "x5c[\(i)] is not base64"))
+                return .failure(Refusal(.certificateChain, "x5c[\(i)] is not base64"))
             }
             guard let c = try? Certificate(derEncoded: Array(der)) else {
-                return .failure(SignedDataFailure(.certificateChain, "x5c[\(i)] is not a DER certificate"))
+                return .failure(Refusal(.certificateChain, "x5c[\(i)] is not a DER certificate"))
             }
             certificates.append(c)
         }
         let (leaf, intermediate) = (certificates[0], certificates[1])
         guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
-            return .failure(SignedDataFailure(.signature, "the leaf's key is not a P-256 key"))
+            return .failure(Refusal(.signature, "the leaf's key is not a P-256 key"))
         }
         let roots = self.roots
         let validationTime = Date(timeIntervalSince1970: Double(time) / 1000)
@@ -128,12 +169,20 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
             if let oid = failures.lazy.map(\.policyFailureReason.description).first(where: {
                 $0.hasPrefix(AppleOIDPolicy.marker)
             }) {
-                return .failure(SignedDataFailure(.certificateOID, String(oid.dropFirst(AppleOIDPolicy.marker.count))))
+                return .failure(Refusal(.certificateOID, String(oid.dropFirst(AppleOIDPolicy.marker.count))))
             }
             let why = failures.first.map { ": \($0.policyFailureReason)" } ?? ""
+            // With every certificate valid at that time, time was not the reason: no other
+            // time would do better.
+            let timeless = ([leaf, intermediate] + rootCertificates).allSatisfy {
+                $0.notValidBefore <= validationTime && validationTime <= $0.notValidAfter
+            }
             return .failure(
-                SignedDataFailure(
-                    .certificateChain, "no valid path to a configured root at signedDate \(Timestamp.iso(time))\(why)"))
+                Refusal(
+                    .certificateChain,
+                    "no valid path to a configured root"
+                        + (timeless ? "" : " at signedDate \(Timestamp.iso(time))") + why,
+                    permanent: timeless))
         }
     }
 

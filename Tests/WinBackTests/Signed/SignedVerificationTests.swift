@@ -190,4 +190,23 @@ import X509
         // And against another root it does not verify.
         #expect(step(jws, roots: [chain.root], at: signedDate) == .certificateChain)
     }
+
+    @Test func aRefusedHeaderIsRefusedAgainWithoutAnotherValidationUnlessTimeWasTheReason() throws {
+        let chains = ChainVerifier(roots: [chain.root])
+        let verifier = SignedDataVerifier(chains: chains)
+        func check(_ s: JWSSigner, at t: Int64) throws -> SignedDataFailure.Step? {
+            try Array(s.sign(payload(t)).utf8).withUnsafeBytes { verifier.verify(CompactJWS($0)!, at: t)?.step }
+        }
+        let other = try TestChain(from: Self.year2020, until: Self.year2040, name: "Other Root")
+        let foreign = try other.signer(other.leaf(from: Self.year2020, until: Self.year2040))
+        for _ in 0..<20 { #expect(try check(foreign, at: signed) == .certificateChain) }
+        let noOID = try chain.signer(chain.leaf(from: Self.year2020, until: Self.year2040, oid: false))
+        for _ in 0..<20 { #expect(try check(noOID, at: signed) == .certificateOID) }
+        #expect(chains.validationAttempts == 2)
+        // Not yet valid at one time, valid at a later one: that refusal is not kept.
+        let young = try chain.signer(chain.leaf(from: Date(timeIntervalSince1970: 1_700_000_000), until: Self.year2040))
+        #expect(try check(young, at: ms("2021-06-01T00:00:00Z")) == .certificateChain)
+        #expect(try check(young, at: signed) == nil)
+        #expect(chains.validationAttempts == 4)
+    }
 }
