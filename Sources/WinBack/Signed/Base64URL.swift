@@ -1,3 +1,5 @@
+import Foundation
+
 /// base64url without padding (RFC 4648 §5), the alphabet of every JWS segment, decoded from
 /// bytes without making a String or a Data.
 enum Base64URL {
@@ -67,29 +69,11 @@ enum Base64URL {
         }
     }
 
-    /// Encodes `bytes` (for writing test data and signed worlds; not on a read path).
+    /// Encodes `bytes` (for signed worlds and tests; never on a read path).
     static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        let b = Array(bytes)
-        var out: [UInt8] = []
-        out.reserveCapacity((b.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= b.count {
-            let w = UInt32(b[i]) << 16 | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2])
-            out += [
-                alphabet[Int(w >> 18 & 63)], alphabet[Int(w >> 12 & 63)], alphabet[Int(w >> 6 & 63)],
-                alphabet[Int(w & 63)],
-            ]
-            i += 3
-        }
-        if b.count - i == 1 {
-            let w = UInt32(b[i]) << 16
-            out += [alphabet[Int(w >> 18 & 63)], alphabet[Int(w >> 12 & 63)]]
-        } else if b.count - i == 2 {
-            let w = UInt32(b[i]) << 16 | UInt32(b[i + 1]) << 8
-            out += [alphabet[Int(w >> 18 & 63)], alphabet[Int(w >> 12 & 63)], alphabet[Int(w >> 6 & 63)]]
-        }
-        return String(decoding: out, as: UTF8.self)
+        var text = Data(bytes).base64EncodedString()
+        while text.last == "=" { text.removeLast() }
+        return text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
     }
 }
 

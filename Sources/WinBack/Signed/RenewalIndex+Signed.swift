@@ -18,6 +18,11 @@ extension RenewalIndex {
     /// Adds `other`'s renewal info after this one's: for equal signedDates, `other`'s wins.
     mutating func merge(_ other: RenewalIndex) {
         guard !other.byOriginal.isEmpty else { return }
+        // Decoded inputs hold no renewal info among their transactions: nothing to merge.
+        guard !byOriginal.isEmpty else {
+            self = other
+            return
+        }
         for (k, list) in other.byOriginal { byOriginal[k, default: []] += list }
         finish()
     }

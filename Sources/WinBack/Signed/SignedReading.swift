@@ -36,7 +36,7 @@ public struct SignedReading: Sendable {
     ) {
         let parsed = roots.compactMap { try? Certificate(derEncoded: $0.der) }
         chains = verify ? ChainVerifier(roots: parsed) : nil
-        self.roots = roots.map { Root(path: $0.name, sha256: SHA256.hash(data: $0.der).hex) }
+        self.roots = roots.map { Root(path: $0.name, sha256: OutputFile.hex(SHA256.hash(data: $0.der))) }
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.now = now
@@ -57,9 +57,4 @@ public struct SignedReading: Sendable {
         return SignedReading(
             roots: roots, verify: apple.verify, bundleId: apple.bundleId, appAppleId: apple.appAppleId, now: now)
     }
-}
-
-extension Digest {
-    /// Lowercase hex.
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
 }
