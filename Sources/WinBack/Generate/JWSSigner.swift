@@ -9,7 +9,7 @@ public struct JWSSigner {
     /// The base64url header, the same for every payload.
     public let header: String
 
-    init(key: P256.Signing.PrivateKey, x5c: [[UInt8]]) throws {
+    init(key: P256.Signing.PrivateKey, x5c: [[UInt8]]) {
         self.key = key
         header = JWSSigner.header(alg: "ES256", x5c: x5c.map { Data($0).base64EncodedString() })
     }
