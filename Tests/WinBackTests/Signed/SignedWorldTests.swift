@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import X509
 
 @testable import WinBack
 
@@ -242,5 +243,30 @@ extension SignedWorldTests {
             }
         }
         #expect(ra.counters == rb.counters)
+    }
+}
+
+extension SignedWorldTests {
+    @Test("the early rows of a signed world are signed by a leaf that has since expired")
+    func earlyRowsAreSignedByAnExpiredLeaf() throws {
+        let format = try SignedWorldFormat(asOf: Self.asOf)
+        let leaf = { (s: JWSSigner) -> Date in
+            let buffer = DecodeBuffer()
+            _ = Array(s.header.utf8).withUnsafeBytes { buffer.decode($0) }
+            let header = JWSHeader.parse(buffer.bytes)
+            let der = Data(base64Encoded: header?.x5c?.first ?? "") ?? Data()
+            return (try? Certificate(derEncoded: Array(der)))?.notValidAfter ?? .distantFuture
+        }
+        #expect(leaf(format.early).timeIntervalSince1970 * 1000 < Double(Self.asOf))
+        #expect(leaf(format.late).timeIntervalSince1970 * 1000 > Double(Self.asOf))
+        // Both leaves sign rows of a generated world.
+        let world = try generate(SignedFormat.name, customers: 60)
+        var headers = Set<Substring>()
+        for f in filesBelow(world) where f.hasPrefix("transactions-") {
+            for line in try lines(world + "/" + f) where line.hasPrefix("eyJ") {
+                headers.insert(line.split(separator: ".")[0])
+            }
+        }
+        #expect(headers.count == 2)
     }
 }
