@@ -18,6 +18,7 @@ sources=(
     Sources/WinBack/Read/GzipFileSource.swift
     Sources/WinBack/Model/StringTable.swift Sources/WinBack/Model/Identifier.swift
     Sources/WinBack/Model/Transaction.swift Sources/WinBack/Model/TransactionKey.swift
+    Sources/WinBack/Model/AppAccountToken.swift Sources/WinBack/Model/Digits.swift
     Sources/WinBack/Model/JSONValue.swift
     Sources/WinBack/Model/WinBackError.swift
 )
