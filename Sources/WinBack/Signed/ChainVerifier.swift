@@ -193,8 +193,9 @@ final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `l
                 throw WinBackError(.configuration, "cannot read root certificate '\(path)'")
             }
             do {
-                if data.starts(with: Array("-----BEGIN".utf8)) {
-                    return try Certificate(pemEncoded: String(decoding: data, as: UTF8.self))
+                let text = String(decoding: data, as: UTF8.self)
+                if text.contains("-----BEGIN CERTIFICATE-----") {
+                    return try Certificate(pemEncoded: text.trimmingCharacters(in: .whitespacesAndNewlines))
                 }
                 return try Certificate(derEncoded: Array(data))
             } catch {

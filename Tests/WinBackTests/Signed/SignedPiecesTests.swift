@@ -61,3 +61,34 @@ import Testing
         #expect(try CLI.run(["run", dir + "/pipeline.yaml", "--quiet"]).status == 78)
     }
 }
+
+extension SignedPiecesTests {
+    @Test func rootsLoadAsDEROrPEMAndAnythingElseIsAConfigurationError() throws {
+        let dir = Paths.temporary()
+        let der = try #require(FileManager.default.contents(atPath: Paths.repo + "/Data/certs/AppleRootCA-G3.cer"))
+        let pem =
+            "\n-----BEGIN CERTIFICATE-----\r\n"
+            + der.base64EncodedString(options: [
+                .lineLength64Characters, .endLineWithCarriageReturn, .endLineWithLineFeed,
+            ])
+            + "\r\n-----END CERTIFICATE-----\r\n"
+        try der.write(to: URL(fileURLWithPath: dir + "/root.cer"))
+        try Data(pem.utf8).write(to: URL(fileURLWithPath: dir + "/root.pem"))
+        try Data("not a certificate".utf8).write(to: URL(fileURLWithPath: dir + "/bad.cer"))
+        var apple = AppleSettings()
+        apple.roots = ["root.cer", dir + "/root.pem"]
+        let read = try SignedReading.resolve(apple, folder: dir, now: 0)
+        #expect(
+            read.roots.map(\.sha256)
+                == Array(repeating: "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179", count: 2))
+        for bad in ["bad.cer", "missing.cer"] {
+            apple.roots = [bad]
+            do {
+                _ = try SignedReading.resolve(apple, folder: dir, now: 0)
+                Issue.record("\(bad) should not load")
+            } catch let e as WinBackError {
+                #expect(e.code == .configuration)
+            }
+        }
+    }
+}
