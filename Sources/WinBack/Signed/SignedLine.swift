@@ -33,6 +33,7 @@ final class SignedLine {
             "autoRenewStatus", "isInBillingRetryPeriod", "gracePeriodExpiresDate", "eligibleWinBackOfferIds",
             "autoRenewProductId", "notificationType", "data", "bundleId",
         ]
+    /// Indices of the keys after the transaction decoder's (which has 18; checked in `init`).
     private enum Extra: Int {
         case autoRenewStatus = 18
         case isInBillingRetryPeriod, gracePeriodExpiresDate, eligibleWinBackOfferIds
@@ -57,6 +58,7 @@ final class SignedLine {
     private var transactions = 0
 
     init(settings: SignedReading, into out: FileRows) {
+        precondition(Extra.autoRenewStatus.rawValue == TransactionDecoder.Key.allCases.count)
         self.settings = settings
         self.out = out
         verifier = settings.chains.map(SignedDataVerifier.init)
