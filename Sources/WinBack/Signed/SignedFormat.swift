@@ -17,7 +17,10 @@ struct SignedFormat: RowFormat {
                 if LineReader.isBlank(bytes) { return }
                 out.stats.rows += 1
                 if let reason = line.read(bytes) {
-                    out.rejects.append(Reject(file: path, line: number, reason: reason, bytes: bytes))
+                    out.rejects.append(
+                        line.failureExcerpt.map { e in
+                            e.withUnsafeBytes { Reject(file: path, line: number, reason: reason, bytes: $0) }
+                        } ?? Reject(file: path, line: number, reason: reason, bytes: bytes))
                 }
             }, afterChunk: progressTap(source, progress))
         out.finish(source)

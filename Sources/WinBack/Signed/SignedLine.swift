@@ -54,6 +54,11 @@ final class SignedLine {
     private let renewalFields: UnsafeMutableBufferPointer<ScannedValue>
     /// The first failure of the line being read.
     private var failure: String?
+    /// For a rejected line, the decoded payload being read when it failed (`payload: {…}`), if
+    /// any: every JWS line starts alike, so the payload is what tells a reader which row it was.
+    private(set) var failureExcerpt: [UInt8]?
+    /// The level whose payload is being read, nil before one is decoded.
+    private var current: Int?
     /// Transactions found in the line being read.
     private var transactions = 0
 
@@ -82,6 +87,8 @@ final class SignedLine {
     /// The good ones of a rejected line are kept all the same: each was verified on its own.
     func read(_ line: UnsafeRawBufferPointer) -> String? {
         failure = nil
+        failureExcerpt = nil
+        current = nil
         transactions = 0
         defer { out.extraRows += max(0, transactions - 1) }
         let text = SignedLine.trimmed(line)
@@ -105,7 +112,9 @@ final class SignedLine {
     }
 
     private func note(_ reason: String) {
-        if failure == nil { failure = reason }
+        guard failure == nil else { return }
+        failure = reason
+        if let current { failureExcerpt = Array("payload: ".utf8) + payloads[current].bytes.prefix(800) }
     }
 
     private static func trimmed(_ s: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
@@ -208,6 +217,9 @@ final class SignedLine {
             note(.jwsFormat, "the payload is not base64url")
             return
         }
+        let outer = current
+        current = level
+        defer { current = outer }
         let scanner = payloadScanners[level]
         guard scanner.scan(payload.bytes) else {
             note(.jwsFormat, "the payload is not a JSON object: \(scanner.error)")

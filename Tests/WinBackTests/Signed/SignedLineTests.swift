@@ -102,6 +102,8 @@ import Testing
         let set = try f.read([#"{"signedTransactions":["\#(good)","\#(forged)","\#(try f.sign(tx(3)))"]}"#])
         #expect(set.rejects.count == 1)
         #expect(set.rejects.first?.reason.hasPrefix("signature: ") == true)
+        // The excerpt shows the payload that failed, not the header every line starts with.
+        #expect(set.rejects.first?.excerpt.hasPrefix(#"payload: {"transactionId":"2000000000000012""#) == true)
         #expect(set.rows.count == 2)
         #expect(!set.rows.contains { $0.transactionId.raw == 2_000_000_000_000_012 })
     }
