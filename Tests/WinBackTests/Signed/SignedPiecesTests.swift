@@ -25,6 +25,7 @@ import Testing
             elements(#"[{"x":[1,{"y":"]}"}]},[[]],null,-1.5e3,true]"#)
                 == [#"{"x":[1,{"y":"]}"}]}"#, "[[]]", "null", "-1.5e3", "true"])
         #expect(elements(#"["\\",1]"#) == [#""\\""#, "1"])
+        #expect(elements(#"["x\\\\", {"k":"\\\"]"} ,"\\\\\"]"]"#) == [#""x\\\\""#, #"{"k":"\\\"]"}"#, #""\\\\\"]""#])
     }
 
     @Test func theChainCacheIsSharedSafelyByManyThreads() throws {
