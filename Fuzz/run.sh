@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of the read stage (not part of `swift test`) and runs each
-# for a fixed time. Usage: Fuzz/run.sh [seconds per target, default 30] [line|gzip ...]
+# for a fixed time. Usage: Fuzz/run.sh [seconds per target, default 30] [line|gzip|jws ...]
 # Needs a Swift toolchain with -sanitize=fuzzer (Linux toolchains have it) and zlib1g-dev; with
 # libisal-dev too, the gzip target checks that zlib and ISA-L read every input alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 [ $# -gt 0 ] && shift
-[ $# -eq 0 ] && set -- line gzip
+[ $# -eq 0 ] && set -- line gzip jws
 out=.build/fuzz
 mkdir -p "$out"
 
@@ -18,8 +18,16 @@ sources=(
     Sources/WinBack/Read/GzipFileSource.swift
     Sources/WinBack/Model/StringTable.swift Sources/WinBack/Model/Identifier.swift
     Sources/WinBack/Model/Transaction.swift Sources/WinBack/Model/TransactionKey.swift
+    Sources/WinBack/Model/AppAccountToken.swift Sources/WinBack/Model/Digits.swift
     Sources/WinBack/Model/JSONValue.swift
     Sources/WinBack/Model/WinBackError.swift Sources/WinBack/Support/System.swift
+)
+# What the JWS target needs: the signed-line pieces that neither verify nor decode rows.
+jws_sources=(
+    Sources/WinBack/Read/JSONLineScanner.swift Sources/WinBack/Model/StringTable.swift
+    Sources/WinBack/Model/Digits.swift
+    Sources/WinBack/Signed/Base64URL.swift Sources/WinBack/Signed/CompactJWS.swift
+    Sources/WinBack/Signed/JSONArrayElements.swift
 )
 
 swiftc -parse-as-library -module-name Crypto -emit-module -emit-module-path "$out/Crypto.swiftmodule" \
@@ -34,6 +42,13 @@ make_seeds() {
         '{"type":"Consumable","transactionId":"n1"}'
     )
     local i=0
+    if [ "$kind" = jws ]; then
+        # A real App Store JWS, a bare header and payload, and a page of strings.
+        cp Tests/WinBackTests/Fixtures/signed/apple-sandbox-transaction.jws "$dir/seed-apple"
+        printf '%s' 'eyJhbGciOiJFUzI1NiIsIng1YyI6WyJBQUFBIiwiQkJCQiIsIkNDQ0MiXX0.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.AAAA' > "$dir/seed-small"
+        printf '%s' '["eyJ.eyJ.sig", {"b": ["]", "\""]}, 1.5e3, null, [[]]]' > "$dir/seed-array"
+        return
+    fi
     for l in "${lines[@]}"; do
         i=$((i + 1))
         if [ "$kind" = line ]; then
@@ -47,14 +62,15 @@ make_seeds() {
 
 for t in "$@"; do
     case "$t" in
-        line) entry=Fuzz/FuzzLine.swift ;;
-        gzip) entry=Fuzz/FuzzGzip.swift ;;
-        *) echo "unknown target $t (line, gzip)" >&2; exit 64 ;;
+        line) entry=Fuzz/FuzzLine.swift files=("${sources[@]}") ;;
+        gzip) entry=Fuzz/FuzzGzip.swift files=("${sources[@]}") ;;
+        jws) entry=Fuzz/FuzzJWS.swift files=("${jws_sources[@]}") ;;
+        *) echo "unknown target $t (line, gzip, jws)" >&2; exit 64 ;;
     esac
     echo "== building fuzz-$t"
     swiftc -parse-as-library -O -g -sanitize=fuzzer,address -module-name WinBackFuzz \
         -I "$out" -I Sources/CZlib -I Sources/CIsal -I Sources/CWinBackShims "$out/Crypto.o" -lz \
-        "${sources[@]}" "$entry" -o "$out/fuzz-$t" 2> "$out/build-$t.log" \
+        "${files[@]}" "$entry" -o "$out/fuzz-$t" 2> "$out/build-$t.log" \
         || { cat "$out/build-$t.log" >&2; exit 1; }
     corpus="$out/corpus-$t"
     make_seeds "$corpus" "$t"

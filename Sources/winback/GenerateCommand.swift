@@ -5,7 +5,11 @@ struct GenerateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "generate",
         abstract: "Write a synthetic, realistic world: transaction exports, renewal info and an offer catalog.",
-        discussion: "Deterministic: the same options give byte-identical files.")
+        discussion: """
+            Deterministic: the same options give byte-identical files, except appstore-signed ones, \
+            which are the same in content but not byte for byte (ECDSA signatures are randomised, \
+            and each run makes its own test chain).
+            """)
 
     @Option(help: "How many customers.")
     var customers: Int
@@ -19,7 +23,7 @@ struct GenerateCommand: ParsableCommand {
     @Option(name: .customLong("as-of"), help: "The world's present: YYYY-MM-DD (default 2026-11-22).")
     var asOf: String = "2026-11-22"
 
-    @Option(help: "Export format: appstore-ndjson, csv or revenuecat.")
+    @Option(help: "Export format: appstore-ndjson, csv, revenuecat or appstore-signed (signed by a test chain).")
     var format: String = "appstore-ndjson"
 
     func validate() throws {

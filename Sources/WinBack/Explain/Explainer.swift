@@ -234,9 +234,11 @@ public enum Explainer {
         let customers = Stage.group(inputs, threads: 1)
         let book = Stage.offers(p, strings: inputs.strings)
         return (0..<customers.count).map {
-            explain(
+            var e = explain(
                 $0, customers: customers, book: book, renewals: inputs.renewals, asOf: p.asOf,
                 gapDays: p.config.consecutiveGapDays)
+            if let signed = p.signed { e.markSignatures(signed) }
+            return e
         }
     }
 }

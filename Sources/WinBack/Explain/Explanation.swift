@@ -13,6 +13,8 @@ public struct Explanation: Sendable {
         public var isUpgraded: Bool
         /// Why the row gives no period, when it does not.
         public var ignored: String?
+        /// For signed inputs, whether the row's signature was verified; nil for decoded ones.
+        public var signatureVerified: Bool? = nil
     }
 
     /// One access period (docs/rules.md §3 rule 3).
@@ -100,6 +102,8 @@ public struct Explanation: Sendable {
     /// The comparison with Apple at S, when the renewal info known at T carries Apple's list
     /// and a signedDate.
     public var apple: AppleView?
+    /// For signed inputs, how the rows' signatures were checked; nil for decoded ones.
+    public var signatures: String? = nil
 
     /// The eligible offer ids in rank order, as the segments list them.
     public var eligibleOfferIds: [String] {

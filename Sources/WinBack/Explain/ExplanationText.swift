@@ -27,6 +27,13 @@ extension Explanation {
             out.append("  state:        not a subscriber (no access period before the as-of instant)")
         }
 
+        if let signatures { out.append("  signatures:   \(signatures)") }
+        // Signed inputs: each row says whether its signature was verified.
+        let signature = { (r: Row?) in
+            r?.signatureVerified.map { $0 ? "  signature verified" : "  signature not verified" } ?? ""
+        }
+        let byId = Dictionary(rows.map { ($0.transactionId, $0) }, uniquingKeysWith: { a, _ in a })
+
         out.append("")
         out.append("Periods (a gap of more than \(consecutiveGapDays) days starts a new run):")
         if periods.isEmpty { out.append("  (none)") }
@@ -41,6 +48,7 @@ extension Explanation {
             if !p.offer.isEmpty { notes.append(p.offer) }
             out.append(
                 "  run \(p.run)  \(iso(p.start)) → \(iso(p.end))  \(p.productId)  \(notes.joined(separator: ", "))  [\(p.transactionId)]"
+                    + signature(byId[p.transactionId])
             )
         }
         let ignored = rows.filter { $0.ignored != nil }
@@ -50,6 +58,7 @@ extension Explanation {
             for r in ignored {
                 out.append(
                     "  \(r.transactionId)  \(iso(r.purchaseDate)) → \(iso(r.expiresDate))  \(r.productId): \(r.ignored!)"
+                        + signature(r)
                 )
             }
         }
@@ -153,6 +162,13 @@ extension Explanation {
             if !p.offer.isEmpty { x["offer"] = p.offer }
             if let g = p.gapDays { x["gapDays"] = (g * 1000).rounded() / 1000 }
             return x
+        }
+        if let signatures {
+            d["signatures"] =
+                [
+                    "note": signatures, "rows": rows.count,
+                    "verifiedRows": rows.filter { $0.signatureVerified == true }.count,
+                ] as [String: Any]
         }
         d["ignoredRows"] = rows.compactMap { r -> [String: Any]? in
             guard let why = r.ignored else { return nil }

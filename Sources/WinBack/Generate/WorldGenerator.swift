@@ -6,7 +6,7 @@ public struct GenerateOptions: Sendable {
     public var seed: UInt64 = 1
     /// The world's present, ms since the epoch (UTC).
     public var asOf: Int64
-    /// `appstore-ndjson`, `csv` or `revenuecat`.
+    /// `appstore-ndjson`, `csv`, `revenuecat` or `appstore-signed`.
     public var format: String = "appstore-ndjson"
     public var threads = ProcessInfo.processInfo.activeProcessorCount
 
@@ -39,8 +39,12 @@ public enum WorldGenerator {
         case "appstore-ndjson": format = NDJSONWorldFormat()
         case "csv": format = CSVWorldFormat()
         case "revenuecat": format = RevenueCatWorldFormat()
-        default: throw WinBackError(.usage, "unknown format '\(o.format)'; use appstore-ndjson, csv or revenuecat")
+        case SignedFormat.name: format = try SignedWorldFormat(asOf: o.asOf)
+        default:
+            throw WinBackError(
+                .usage, "unknown format '\(o.format)'; use appstore-ndjson, csv, revenuecat or appstore-signed")
         }
+        let signed = format as? SignedWorldFormat
         // Exports left by an earlier world (another as-of, another size) would be read by the
         // pipeline's glob along with the new ones.
         let existing = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
@@ -69,9 +73,17 @@ public enum WorldGenerator {
                 let result = sim.simulate(c)
                 var dup = SplitMix64(seed: o.seed ^ 0xD0_0D, index: UInt64(c))
                 var lines: [(String, [UInt8])] = []
+                // Signed worlds carry some customers' renewal info beside their last transaction.
+                let carried = signed != nil && c % 4 == 0 ? result.renewal : nil
                 for (k, row) in result.rows.enumerated() {
                     var line: [UInt8] = []
-                    format.append(row, variant: Int(row.transactionId % 6), to: &line)
+                    if let signed, let r = carried, k == result.rows.count - 1 {
+                        let json = Array(renewalLine(r).dropLast())
+                        signed.append(
+                            row, renewal: (json, r.signedDate), variant: Int(row.transactionId % 6), to: &line)
+                    } else {
+                        format.append(row, variant: Int(row.transactionId % 6), to: &line)
+                    }
                     let month = Timestamp.month(row.purchaseDate)
                     lines.append((month, line))
                     // Exports overlap: some rows come again in the next month's file, some
@@ -86,7 +98,14 @@ public enum WorldGenerator {
                     }
                 }
                 var renewal: [UInt8] = []
-                if let r = result.renewal { renewal = renewalLine(r) }
+                if let r = result.renewal, carried == nil {
+                    renewal = renewalLine(r)
+                    if let signed {
+                        renewal = signed.renewalLine(
+                            Array(renewal.dropLast()), signedDate: r.signedDate,
+                            variant: Int(r.originalTransactionId % 3))
+                    }
+                }
                 slots[i] = (lines, renewal)
             }
             // Bucket by month, shuffle each bucket, append to its file.
@@ -103,14 +122,15 @@ public enum WorldGenerator {
                 if let h = format.header { try w.write(h) }
                 writers[m] = w
             }
-            let shuffled = months.map { buckets[$0]!.shuffled(using: &shuffler) }
+            let mixed = months.map { buckets[$0]!.shuffled(using: &shuffler) }
+            transactions += mixed.reduce(0) { $0 + $1.count }
+            let shuffled = signed.map { mixed.map($0.pages) } ?? mixed
             let targets = months.map { writers[$0]! }
             try parallelFor(count: months.count, threads: o.threads) { i in
                 var chunk: [UInt8] = []
                 for line in shuffled[i] { chunk.append(contentsOf: line) }
                 try targets[i].write(chunk)
             }
-            transactions += shuffled.reduce(0) { $0 + $1.count }
             if let renewalWriter {
                 var chunk: [UInt8] = []
                 for line in renewals.shuffled(using: &shuffler) { chunk.append(contentsOf: line) }
@@ -131,6 +151,10 @@ public enum WorldGenerator {
         }
         try write(GeneratedCatalog.offersJSON, to: directory + "/offers.json")
         files.append("offers.json")
+        if let signed {
+            try write(try TestChain.pem(signed.chain.root), to: directory + "/test-root.pem")
+            files.append("test-root.pem")
+        }
         try write(pipeline(o, format: format), to: directory + "/pipeline.yaml")
         files.append("pipeline.yaml")
         return GenerateSummary(files: files, transactions: transactions, customers: o.customers, bytes: bytes)
@@ -163,6 +187,15 @@ public enum WorldGenerator {
             for p in GeneratedCatalog.products { s += "  \(p.id): \"\(p.group)\"\n" }
         } else {
             s += "renewalInfo: [\"renewal-info.jsonl.gz\"]\n"
+        }
+        if o.format == SignedFormat.name {
+            s += """
+                apple:
+                  roots: [test-root.pem]   # the test chain that signed this world, not Apple's
+                  bundleId: \(SignedWorldFormat.bundleId)
+                  appAppleId: \(SignedWorldFormat.appAppleId)
+
+                """
         }
         s += """
             offers: offers.json

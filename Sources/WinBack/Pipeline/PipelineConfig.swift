@@ -54,8 +54,12 @@ public struct PipelineConfig: Sendable {
     public var inflater: InflaterChoice = .zlib
     /// `audience.requireApple`: which segment rows Apple's word keeps (docs/rules.md §4.5).
     public var requireApple: AppleRequirement = .off
+    /// Which rows count: Production or Sandbox (docs/rules.md §2.7).
+    public var environment = "Production"
+    /// How signed inputs are verified.
+    public var apple = AppleSettings()
 
-    public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat"]
+    public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat", SignedFormat.name]
 
     /// Loads and validates a pipeline file; throws a configuration error (exit 78) listing
     /// every problem.
@@ -89,7 +93,7 @@ public struct PipelineConfig: Sendable {
             root,
             [
                 "name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
-                "reports", "limits", "threads", "inflater", "audience",
+                "reports", "limits", "threads", "inflater", "audience", "environment", "apple",
             ], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
@@ -232,6 +236,14 @@ public struct PipelineConfig: Sendable {
                 p.fail("inflater", "expected zlib, isal or auto, found '\(i)'")
             }
         }
+        if let e = p.string(root, "environment") {
+            if AppleSettings.environments.contains(e) {
+                c.environment = e
+            } else {
+                p.fail("environment", "expected Production or Sandbox, found '\(e)'")
+            }
+        }
+        if let a = p.field(root, "apple") { c.apple = p.apple(a) }
         // The configuration is returned even with problems, so `validate` can go on to check
         // the catalog and the inputs; `load` refuses it.
         return (c, p.problems.map { "\(path): \($0)" })

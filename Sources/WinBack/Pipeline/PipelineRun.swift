@@ -48,6 +48,8 @@ public struct ResolvedPipeline: Sendable {
     public var outputDirectory: String
     public var transactionFiles: [String]
     public var renewalFiles: [String]
+    /// How signed inputs are verified; nil unless the format is `appstore-signed`.
+    public var signed: SignedReading?
 
     /// Loads the pipeline file and catalog and resolves the input globs (exit 78 / 66).
     public static func resolve(_ o: RunOptions) throws -> ResolvedPipeline {
@@ -64,11 +66,14 @@ public struct ResolvedPipeline: Sendable {
         let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
         let inflater = try self.inflater(asked: o.inflater, file: config.inflater, path: o.pipelinePath)
+        let signed =
+            config.format == SignedFormat.name
+            ? try SignedReading.resolve(config.apple, folder: config.folder, now: o.now) : nil
         return ResolvedPipeline(
             config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),
             inflater: inflater, outputDirectory: out,
             transactionFiles: try InputFiles.resolve(config.transactionPaths, base: config.folder),
-            renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder))
+            renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder), signed: signed)
     }
 
     /// The inflater of a run: the command line's, else the pipeline file's choice. One this

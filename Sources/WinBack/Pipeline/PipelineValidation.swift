@@ -25,6 +25,14 @@ public enum PipelineValidation {
             report.problems.append("\(error)")
         }
 
+        if config.format == SignedFormat.name || !config.apple.roots.isEmpty {
+            do {
+                _ = try SignedReading.resolve(config.apple, folder: config.folder, now: 0)
+            } catch {
+                report.problems.append("\(abs): \(error)")
+            }
+        }
+
         let catalogPath = config.resolve(config.offersPath)
         var offers = 0
         if config.offersPath.isEmpty {

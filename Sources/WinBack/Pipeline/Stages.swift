@@ -40,7 +40,9 @@ extension Stage {
     ) throws -> Inputs {
         let renewalRead = ResultSlots<Result<RenewalRead, Error>>(count: 1)
         let readRenewals: @Sendable () -> Void = {
-            renewalRead[0] = Result { try RenewalReader.read(paths: p.renewalFiles, inflater: p.inflater) }
+            renewalRead[0] = Result {
+                try RenewalReader.read(paths: p.renewalFiles, inflater: p.inflater, signed: p.signed)
+            }
         }
         let renewing = DispatchGroup()
         if p.threads > 1 { DispatchQueue.global().async(group: renewing, execute: readRenewals) }
@@ -49,27 +51,31 @@ extension Stage {
             defer { renewing.wait() }
             set = try TransactionReader.read(
                 paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
-                inflater: p.inflater, only: only, progress: progress)
+                inflater: p.inflater, only: only, progress: progress, environment: p.config.environment,
+                signed: p.signed)
         }
         if p.threads == 1 { readRenewals() }
         let renewals = try renewalRead[0]!.get()
+        // Renewal info found among signed transactions, then that of the renewal-info files.
+        var index = set.renewals
+        index.merge(renewals.index(in: set.strings))
         return Inputs(
-            transactions: set, renewals: renewals.index(in: set.strings), renewalStats: renewals.stats,
-            renewalRejects: renewals.rejects)
+            transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
     }
 
-    /// Fails the run (exit 65) when more rows were rejected than the pipeline allows
-    /// (docs/rules.md §6).
+    /// Fails the run (exit 65) when more lines were rejected than the pipeline allows
+    /// (docs/rules.md §6): the fraction is of lines, a signed line of several transactions
+    /// counting once (§2.6).
     public static func checkRejectBudget(_ c: ReadCounters, limit: Double) throws {
-        guard c.rowsRead > 0 else { return }
-        let fraction = Double(c.rejected) / Double(c.rowsRead)
+        guard c.lines > 0 else { return }
+        let fraction = Double(c.rejected) / Double(c.lines)
         if fraction > limit {
             throw WinBackError(
                 .badData,
                 String(
                     format: "%d of %d rows rejected (%.4f%%), more than maxRejectedFraction %g allows; "
                         + "see rejects.csv in the .failed folder",
-                    c.rejected, c.rowsRead, fraction * 100, limit))
+                    c.rejected, c.lines, fraction * 100, limit))
         }
     }
 

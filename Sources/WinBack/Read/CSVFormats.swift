@@ -8,6 +8,7 @@ struct CSVFormat: RowFormat {
     {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
+        decoder.environment = out.environment
         var columns: [Key?] = []
         var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
@@ -125,6 +126,7 @@ struct RevenueCatFormat: RowFormat {
     {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
+        decoder.environment = out.environment
         // Lookups by bytes, without a String per row.
         let productIds = StringTable(capacity: products.count + 1)
         var groups: [[UInt8]] = []

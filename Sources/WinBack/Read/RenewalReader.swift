@@ -35,15 +35,37 @@ public enum RenewalReader {
     }
 
     /// Reads `paths` on their own; ``RenewalRead/index(in:)`` then joins them to a run. With
-    /// `keep`, only the renewal info whose originalTransactionId's bytes it accepts is kept (a
-    /// shard keeps its own customers'); every line is still validated and counted.
+    /// `signed`, the files are `appstore-signed` ones. With `keep`, only the renewal info whose
+    /// originalTransactionId's bytes it accepts is kept (a shard keeps its own customers');
+    /// every line is still validated and counted.
     public static func read(
-        paths: [String], inflater: Inflater = .zlib, keep: ((UnsafeRawBufferPointer) -> Bool)? = nil
+        paths: [String], inflater: Inflater = .zlib, signed: SignedReading? = nil,
+        keep: ((UnsafeRawBufferPointer) -> Bool)? = nil
     ) throws -> RenewalRead {
         let table = StringTable()
         var index = RenewalIndex()
         var rejects: [Reject] = []
         var stats: [InputStats] = []
+        if let signed {
+            for path in paths {
+                let out = FileRows(path: path, store: TransactionRows([]))
+                try SignedFormat(settings: signed, keepTransactions: false).read(
+                    path: path, inflater: inflater, into: out, progress: { _ in })
+                let map = table.merge(out.table)
+                map.withUnsafeBufferPointer { m in
+                    for (k, info) in out.renewals {
+                        if let keep, !k.withBytes(in: out.table, keep) { continue }
+                        var key = k
+                        key.remap(m)
+                        index.add(originalTransactionId: key, info)
+                    }
+                }
+                rejects += out.rejects
+                stats.append(out.stats)
+            }
+            index.finish()
+            return RenewalRead(index: index, table: table, rejects: rejects, stats: stats)
+        }
         let scanner = JSONLineScanner(keys: keys)
         let lists = OfferLists()
         for path in paths {
@@ -92,7 +114,13 @@ public enum RenewalReader {
         _ line: UnsafeRawBufferPointer, scanner: JSONLineScanner, lists: OfferLists
     ) -> Result<(UnsafeRawBufferPointer, RenewalInfo), Bad> {
         guard scanner.scan(line) else { return .failure(Bad(reason: "invalid JSON: \(scanner.error)")) }
-        let v = scanner.lastValues
+        return decode(values: scanner.lastValues, scanner: scanner, lists: lists)
+    }
+
+    /// The same from values already scanned, indexed like ``keys``.
+    static func decode(
+        values v: UnsafeBufferPointer<ScannedValue>, scanner: JSONLineScanner, lists: OfferLists
+    ) -> Result<(UnsafeRawBufferPointer, RenewalInfo), Bad> {
         guard case .string(let o) = v[0] else {
             if case .absent = v[0] { return .failure(Bad(reason: "missing required field originalTransactionId")) }
             if case .null = v[0] { return .failure(Bad(reason: "missing required field originalTransactionId")) }

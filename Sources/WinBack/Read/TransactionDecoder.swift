@@ -48,6 +48,11 @@ final class TransactionDecoder {
 
     init(table: StringTable) { self.table = table }
 
+    /// The environment whose rows count, the pipeline's (docs/rules.md §2.7); a row of another
+    /// one (or without one, outside Production) is marked as not in it.
+    var environment = "Production" { didSet { countsProduction = environment == "Production" } }
+    private var countsProduction = true
+
     private struct Rejection: Error { let reason: String }
 
     @inline(__always) private func value(_ k: Key) -> ScannedValue { values[k.rawValue] }
@@ -215,7 +220,11 @@ final class TransactionDecoder {
                 transactionId: tx, originalTransactionId: orig, subscriptionGroupId: group, productId: product,
                 purchaseDate: purchase, expiresDate: expires)
             if let env = try string(.environment) {
-                t.production = TransactionDecoder.equals(env, "Production")
+                t.production =
+                    countsProduction
+                    ? TransactionDecoder.equals(env, "Production") : env.elementsEqual(environment.utf8)
+            } else if !countsProduction {
+                t.production = false
             }
             if let own = try string(.inAppOwnershipType) {
                 t.ownership =

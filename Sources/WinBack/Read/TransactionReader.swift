@@ -16,8 +16,16 @@ public struct InputStats: Sendable, Equatable, Codable {
 /// Counters of the read stage, reported in the manifest.
 public struct ReadCounters: Sendable, Equatable, Codable {
     public var rowsRead = 0
+    /// Non-blank lines (CSV data rows), what the reject fraction counts in: one a row, except
+    /// in signed files, where a line may hold many transactions.
+    public var lines = 0
     public var duplicates = 0
     public var sandbox = 0
+    /// Rows of another environment than the pipeline's (`sandbox` is its former name).
+    public var otherEnvironment: Int {
+        get { sandbox }
+        set { sandbox = newValue }
+    }
     public var nonSubscription = 0
     public var familyShared = 0
     public var rejected = 0
@@ -40,6 +48,12 @@ final class FileRows: @unchecked Sendable {
     @exclusivity(unchecked) var rejects: [Reject] = []
     @exclusivity(unchecked) var nonSubscription = 0
     @exclusivity(unchecked) var stats: InputStats
+    /// The pipeline's environment: rows of another are read but not kept.
+    var environment = "Production"
+    /// Rows beyond one a line: the other transactions of signed lines that hold several.
+    @exclusivity(unchecked) var extraRows = 0
+    /// Renewal info found among the transactions (signed files), keyed with this file's ids.
+    @exclusivity(unchecked) var renewals: [(key: TransactionKey, info: RenewalInfo)] = []
     /// When set, only rows whose originalTransactionId or appAccountToken is one of these ids
     /// are kept (`explain` reads one customer with the same reader).
     private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
@@ -86,6 +100,8 @@ public struct TransactionSet: @unchecked Sendable {
     /// Sorted by file, then line.
     public var rejects: [Reject]
     public var counters: ReadCounters
+    /// Renewal info read from the transaction files (signed ones hold both), with run ids.
+    public var renewals = RenewalIndex()
 }
 
 /// A reader of one export format: turns a file into rows. Adding a format means adding one.
@@ -99,6 +115,7 @@ struct NDJSONFormat: RowFormat {
     {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
+        decoder.environment = out.environment
         try LineReader(source: source).forEachLine(
             { line, number in
                 if LineReader.isBlank(line) { return }
@@ -116,10 +133,11 @@ struct NDJSONFormat: RowFormat {
 
 /// Reads every transaction file in parallel, then merges and deduplicates (docs/rules.md §3 rule 1).
 public enum TransactionReader {
-    static func format(_ name: String, products: [String: String]) -> RowFormat {
+    static func format(_ name: String, products: [String: String], signed: SignedReading? = nil) -> RowFormat {
         switch name {
         case "csv": return CSVFormat()
         case "revenuecat": return RevenueCatFormat(products: products)
+        case SignedFormat.name: return SignedFormat(settings: signed ?? SignedReading())
         default: return NDJSONFormat()
         }
     }
@@ -130,15 +148,19 @@ public enum TransactionReader {
     ///   - only: keep only the rows of customers with one of these originalTransactionIds or
     ///     appAccountTokens (nil = all).
     ///   - progress: called with compressed bytes consumed since the last call, from any thread.
+    ///   - environment: the pipeline's environment; rows of another are counted, not kept.
+    ///   - signed: how `appstore-signed` files are verified (default: against Apple's root).
     public static func read(
         paths: [String], format name: String = "appstore-ndjson", products: [String: String] = [:], threads: Int,
-        inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
+        inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
+        environment: String = "Production", signed: SignedReading? = nil
     ) throws -> TransactionSet {
-        let fmt = format(name, products: products)
+        let fmt = format(name, products: products, signed: signed)
         let merger = try Merger(count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
         let bySize = InputFiles.largestFirst(paths)
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], store: merger.store, only: only)
+            out.environment = environment
             try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)
             merger.add(out, index: i)
         }
@@ -309,7 +331,8 @@ final class Merger: @unchecked Sendable {
             })
         var counters = ReadCounters()
         for f in files {
-            counters.rowsRead += f.stats.rows
+            counters.rowsRead += f.stats.rows + f.extraRows
+            counters.lines += f.stats.rows
             counters.nonSubscription += f.nonSubscription
             counters.rejected += f.rejects.count
             counters.duplicates += f.rows.count
@@ -319,13 +342,15 @@ final class Merger: @unchecked Sendable {
             counters.sandbox += t.winners - t.kept
             counters.familyShared += t.family
         }
+        let set = TransactionSet(
+            strings: run, rows: store, inputs: files.map(\.stats), rejects: files.flatMap(\.rejects),
+            counters: counters, renewals: RenewalIndex(files.map { ($0.renewals, $0.map) }))
         for f in files {
             f.rows = RowChunks(store: store)
             f.map = []
+            f.renewals = []
             f.superseded = []
         }
-        let rejects = files.flatMap(\.rejects)  // files are in path order, lines ascending
-        return TransactionSet(
-            strings: run, rows: store, inputs: files.map(\.stats), rejects: rejects, counters: counters)
+        return set  // files are in path order, their rejects' lines ascending
     }
 }

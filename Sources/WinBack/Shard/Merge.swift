@@ -53,7 +53,8 @@ public enum Merge {
             var counters = ReadCounters()
             for (m, _) in partitions {
                 for input in m.inputs {
-                    counters.rowsRead += input.stats.rows
+                    counters.rowsRead += input.stats.rows + input.extraRows
+                    counters.lines += input.stats.rows
                     counters.nonSubscription += input.nonSubscription
                     counters.rejected += input.stats.rejected
                 }

@@ -25,14 +25,15 @@ public enum Partition {
         let writers = try (0..<shards).map { try PartWriter(path: staged + "/shard-\($0).part") }
         let files = p.transactionFiles
         let mine = files.indices.filter { $0 % tasks == task }
-        let format = TransactionReader.format(p.config.format, products: p.config.products)
-        let done = ResultSlots<(PartitionMarker.Input, [Reject])>(count: mine.count)
+        let format = TransactionReader.format(p.config.format, products: p.config.products, signed: p.signed)
+        let done = ResultSlots<(PartitionMarker.Input, [Reject], [PartitionMarker.Renewal])>(count: mine.count)
         let bySize = InputFiles.largestFirst(mine.map { files[$0] })
         try parallelFor(count: mine.count, threads: p.threads, order: bySize) { j in
             let fi = mine[j]
             // A store of its own per file: its pages go back to the system as soon as the file
             // is written out, so a task holds the rows of the files being read only.
             let out = FileRows(path: files[fi], store: try TransactionRows(reservingForRead: ()))
+            out.environment = p.config.environment
             try format.read(path: files[fi], inflater: p.inflater, into: out, progress: progress)
             var byShard = [[Transaction]](repeating: [], count: shards)
             for i in 0..<out.rows.count {
@@ -42,12 +43,20 @@ public enum Partition {
             for (k, rows) in byShard.enumerated() where !rows.isEmpty {
                 try rows.withUnsafeBufferPointer { try writers[k].append(file: fi, table: out.table, rows: $0) }
             }
-            done[j] = (.init(file: fi, stats: out.stats, nonSubscription: out.nonSubscription), out.rejects)
+            let renewals = out.renewals.map {
+                PartitionMarker.Renewal(
+                    file: fi, originalTransactionId: $0.key.string(in: out.table), info: $0.info)
+            }
+            done[j] = (
+                .init(file: fi, stats: out.stats, nonSubscription: out.nonSubscription, extraRows: out.extraRows),
+                out.rejects, renewals
+            )
         }
         for w in writers { try w.close() }
         let inputs = done.all.map(\.0).sorted { $0.file < $1.file }
         let rejects = done.all.sorted { $0.0.file < $1.0.file }.flatMap(\.1)
         try WorkFolder.writeJSON(rejects, to: staged + "/rejects.json")
+        try WorkFolder.writeJSON(done.all.sorted { $0.0.file < $1.0.file }.flatMap(\.2), to: staged + "/renewals.json")
         let marker = PartitionMarker(
             fingerprint: RunFingerprint(p, shards: shards), task: task, tasks: tasks, inputs: inputs,
             parts: writers.enumerated().map {

@@ -80,12 +80,28 @@ public enum ShardRun {
         for fi in files.indices where !present.contains(fi) {
             merger.add(FileRows(path: files[fi], store: merger.store), index: fi)
         }
-        let set = merger.finish(threads: p.threads)
+        var set = merger.finish(threads: p.threads)
+        let keep = customerFilter(set)
+        // Renewal info found among the transactions (signed files), as the read stage gathers
+        // it: file after file in path order.
+        var found: [PartitionMarker.Renewal] = []
+        for i in 0..<partitions.count {
+            let path = work.task(i) + "/renewals.json"
+            found += try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: path)?.0 ?? []
+        }
+        var index = RenewalIndex()
+        for r in found.enumerated().sorted(by: { ($0.element.file, $0.offset) < ($1.element.file, $1.offset) }) {
+            var id = r.element.originalTransactionId
+            guard id.withUTF8({ keep(UnsafeRawBufferPointer($0)) }) else { continue }
+            index.add(originalTransactionId: TransactionKey(id, table: set.strings), r.element.info)
+        }
+        index.finish()
+        set.renewals = index
         let renewals = try RenewalReader.read(
-            paths: p.renewalFiles, inflater: p.inflater, keep: customerFilter(set))
+            paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: keep)
+        index.merge(renewals.index(in: set.strings))
         return Inputs(
-            transactions: set, renewals: renewals.index(in: set.strings), renewalStats: renewals.stats,
-            renewalRejects: renewals.rejects)
+            transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
     }
 
     /// Accepts the originalTransactionIds of the rows of `set` (bytes as read).

@@ -162,6 +162,16 @@ struct PartitionMarker: Codable {
         var file: Int
         var stats: InputStats
         var nonSubscription: Int
+        /// Transactions beyond one a line (signed lines that hold several).
+        var extraRows: Int
+    }
+
+    /// Renewal info found among the transactions (signed files), which every shard reads and
+    /// keeps that of its own customers: in file order, then the order read.
+    struct Renewal: Codable {
+        var file: Int
+        var originalTransactionId: String
+        var info: RenewalInfo
     }
     struct Part: Codable {
         var shard: Int

@@ -38,7 +38,7 @@ public enum SubscriptionState: UInt8, Sendable {
 
 /// The renewal information that applies at the as-of instant (docs/rules.md §2.2).
 /// See https://developer.apple.com/documentation/appstoreserverapi/jwsrenewalinfodecodedpayload
-public struct RenewalInfo: Sendable, Equatable {
+public struct RenewalInfo: Sendable, Equatable, Codable {
     public var signedDate: Int64 = Transaction.unsigned
     public var isInBillingRetryPeriod: Bool = false
     public var gracePeriodExpiresDate: Int64? = nil

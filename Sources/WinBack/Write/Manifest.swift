@@ -25,6 +25,9 @@ public struct Manifest {
     public var droppedByApple: [(String, Int)] = []
     public var outputs: [OutputStats] = []
     public var stages: [(String, Double)] = []
+    /// The transactions' format, and for signed inputs how they were verified.
+    public var format = "appstore-ndjson"
+    public var signed: SignedReading?
 
     public init() {}
 
@@ -35,6 +38,8 @@ public struct Manifest {
         self.started = started
         threads = p.threads
         inflater = p.inflater.rawValue
+        format = p.config.format
+        signed = p.signed
     }
 
     /// What the read stage read and counted.
@@ -71,6 +76,7 @@ public struct Manifest {
             "inputs": inputs.map(input), "renewalInputs": renewalInputs.map(input),
             "counters": [
                 "rowsRead": counters.rowsRead, "duplicates": counters.duplicates, "sandbox": counters.sandbox,
+                "otherEnvironment": counters.otherEnvironment, "lines": counters.lines,
                 "nonSubscription": counters.nonSubscription, "familyShared": counters.familyShared,
                 "rejected": counters.rejected, "renewalRejected": renewalRejected, "customers": states.customers,
                 "active": states.active, "billingRetry": states.billingRetry, "churned": states.churned,
@@ -85,6 +91,14 @@ public struct Manifest {
             "stageSeconds": stages.map { ["stage": $0.0, "seconds": ($0.1 * 1000).rounded() / 1000] as [String: Any] },
         ]
         if let error { d["error"] = error }
+        d["format"] = format
+        if let signed {
+            d["signatures"] =
+                [
+                    "verified": signed.verifies,
+                    "roots": signed.roots.map { ["path": $0.path, "sha256": $0.sha256] },
+                ] as [String: Any]
+        }
         let data = (try? JSONSerialization.data(withJSONObject: d, options: [.prettyPrinted, .sortedKeys])) ?? Data()
         return Array(data) + [UInt8(ascii: "\n")]
     }

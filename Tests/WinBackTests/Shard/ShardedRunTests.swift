@@ -450,3 +450,29 @@ extension ShardPiecesTests {
         x.withUnsafeBytes { a in y.withUnsafeBytes { b in #expect(LineCursor.less(a, b) && !LineCursor.less(b, a)) } }
     }
 }
+
+extension ShardedRunTests {
+    @Test("a signed world (renewal info among the transactions) sharded equals the run in memory")
+    func signedWorldSharded() throws {
+        let dir = Paths.temporary() + "/world"
+        var g = GenerateOptions(customers: 300, seed: 13, asOf: Self.asOf, format: "appstore-signed")
+        g.threads = 2
+        _ = try WorldGenerator.generate(g, to: dir)
+        let pipeline = dir + "/pipeline.yaml"
+        let reference = try Self.inMemory(pipeline)
+        #expect(reference["reports/apple-agreement.csv"] != nil)
+        let work = Paths.temporary() + "/work"
+        let o = Self.options(pipeline, output: Paths.temporary())
+        let quiet = Progress(mode: .quiet)
+        for i in 0..<2 { _ = try ShardedRun.partition(o, work: work, shards: 3, task: i, tasks: 2, progress: quiet) }
+        let found = filesBelow(work + "/parts").filter { $0.hasSuffix("renewals.json") }
+        #expect(found.count == 2)
+        let carried = try found.reduce(0) {
+            $0 + (try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: work + "/parts/" + $1)?.0.count ?? 0)
+        }
+        #expect(carried > 0)
+        for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
+        let s = try ShardedRun.merge(o, work: work, shards: 3, progress: quiet)
+        Self.expectSame(Self.published(s.published), reference)
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// The elements of a JSON array already validated by a ``JSONLineScanner`` (the raw bytes of
+/// an `.other(.array, …)` value), each as its raw bytes, whitespace trimmed.
+enum JSONArrayElements {
+    static func forEach(_ raw: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        guard let base = raw.baseAddress else { return }
+        let n = raw.count
+        var i = 1  // after `[`
+        @inline(__always) func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
+        while i < n {
+            while i < n && isSpace(raw[i]) { i += 1 }
+            guard i < n, raw[i] != UInt8(ascii: "]") else { return }
+            let start = i
+            var depth = 0
+            while i < n {
+                let c = raw[i]
+                if c == UInt8(ascii: "\"") {
+                    // A string (a JWS is thousands of bytes): jump from quote to quote; one
+                    // ends it unless an odd run of backslashes escapes it.
+                    let open = i
+                    var end = n
+                    var from = i + 1
+                    while from < n, let q = memchr(base + from, 0x22, n - from) {
+                        let at = base.distance(to: UnsafeRawPointer(q))
+                        var slashes = 0
+                        while at - 1 - slashes > open && raw[at - 1 - slashes] == UInt8(ascii: "\\") { slashes += 1 }
+                        if slashes % 2 == 0 {
+                            end = at
+                            break
+                        }
+                        from = at + 1
+                    }
+                    i = end
+                } else if c == UInt8(ascii: "[") || c == UInt8(ascii: "{") {
+                    depth += 1
+                } else if c == UInt8(ascii: "]") || c == UInt8(ascii: "}") {
+                    if depth == 0 { break }
+                    depth -= 1
+                } else if c == UInt8(ascii: ",") && depth == 0 {
+                    break
+                }
+                i += 1
+            }
+            var end = min(i, n)
+            while end > start && isSpace(raw[end - 1]) { end -= 1 }
+            body(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+            i += 1  // past `,` (or `]`, which ends the loop)
+        }
+    }
+}
