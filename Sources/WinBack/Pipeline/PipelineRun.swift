@@ -152,13 +152,7 @@ public enum PipelineRun {
             options.published?(summary)
             return summary
         } catch {
-            manifest.status = "failed"
-            manifest.error = "\(error)"
-            manifest.finished = Date()
-            publisher.fail(keeping: [
-                ("rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder)),
-                ("manifest.json", manifest.json()),
-            ])
+            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
         }
     }

@@ -98,13 +98,7 @@ public enum Merge {
                 published: published, asOf: p.asOf, states: states, counters: counters, eligible: manifest.eligible,
                 seconds: Date().timeIntervalSince(started))
         } catch {
-            manifest.status = "failed"
-            manifest.error = "\(error)"
-            manifest.finished = Date()
-            publisher.fail(keeping: [
-                ("rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder)),
-                ("manifest.json", manifest.json()),
-            ])
+            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
         }
     }
@@ -115,23 +109,10 @@ public enum Merge {
         _ reports: Reports, _ p: ResolvedPipeline, work: WorkFolder, shards: Int, into directory: String,
         sync: DiskSync
     ) throws -> [OutputStats] {
-        let dir = directory + "/reports"
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        } catch {
-            throw WinBackError(.cannotCreateOutput, "cannot create the reports folder: \(error)", path: dir)
-        }
-        return try ReportWriter(reports: reports, title: p.config.name).contents().map { name, bytes, rows in
-            let f = try OutputFile(path: dir + "/" + name, sync: sync)
-            var rows = rows
-            if "reports/" + name == disagreements {
-                rows = try mergeCSV((0..<shards).map { work.shard($0) + "/" + disagreements }, into: f)
-            } else {
-                try f.write(bytes)
-            }
-            let (n, sha) = try f.finish()
-            return OutputStats(path: "reports/" + name, bytes: n, rows: rows, sha256: sha)
-        }
+        let name = (disagreements as NSString).lastPathComponent
+        return try ReportWriter(reports: reports, title: p.config.name).write(
+            to: directory, sync: sync,
+            writing: [name: { try mergeCSV((0..<shards).map { work.shard($0) + "/" + disagreements }, into: $0) }])
     }
 
     /// The run's reports: the shards' rows summed by key, in the orders of docs/rules.md §4.3 and
@@ -213,13 +194,7 @@ public enum Merge {
     static func segments(
         _ p: ResolvedPipeline, work: WorkFolder, shards: Int, into directory: String, sync: DiskSync
     ) throws -> [OutputStats] {
-        let dir = directory + "/segments"
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        } catch {
-            throw WinBackError(
-                .cannotCreateOutput, "cannot create the segments folder: \(error.localizedDescription)", path: dir)
-        }
+        try OutputFile.makeFolder(directory + "/segments")
         let names = p.catalog.offers.map(\.offerId) + ["best-offer"]
         let jobs = names.flatMap { name in p.config.formats.map { "segments/\(name).\($0)" } }
         let slots = ResultSlots<OutputStats>(count: jobs.count)

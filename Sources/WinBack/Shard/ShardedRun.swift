@@ -74,9 +74,8 @@ public enum ShardedRun {
             }
         } catch {
             var manifest = Manifest(p, started: Date())
-            manifest.status = "failed"
-            manifest.error = "\(error)"
-            publisher.fail(keeping: [("manifest.json", manifest.json())])
+            let rejects = (try? WorkFolder.readJSON([Reject].self, from: work.task(0) + "/rejects.json"))??.0 ?? []
+            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
         }
         return try Merge.run(p, work: work, shards: shards, progress: progress, publisher: publisher)

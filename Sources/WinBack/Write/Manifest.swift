@@ -42,6 +42,17 @@ public struct Manifest {
         signed = p.signed
     }
 
+    /// After a failure: the manifest says why, and it and the rejects are kept in the failed
+    /// folder (docs/rules.md §6) while the published runs stay as they were.
+    mutating func failed(_ error: Error, rejects: [Reject], folder: String, publisher: Publisher) {
+        status = "failed"
+        self.error = "\(error)"
+        finished = Date()
+        publisher.fail(keeping: [
+            ("rejects.csv", RejectsWriter.bytes(rejects, relativeTo: folder)), ("manifest.json", json()),
+        ])
+    }
+
     /// What the read stage read and counted.
     mutating func record(_ inputs: Inputs) {
         self.inputs = inputs.transactions.inputs

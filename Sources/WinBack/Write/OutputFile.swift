@@ -76,6 +76,17 @@ final class OutputFile {
         return (bytes, OutputFile.hex(hasher.finalize()))
     }
 
+    /// Creates folder `path` (and its parents) for output files; exit 73 naming it when it
+    /// cannot be made.
+    static func makeFolder(_ path: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: path)
+        }
+    }
+
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

@@ -40,16 +40,18 @@ public struct ReportWriter {
 
     /// Writes every report file into `directory/reports/`; returns the files written. With
     /// `sync`, files are made durable in the background (the caller waits on it).
-    func write(to directory: String, sync: DiskSync?) throws -> [OutputStats] {
+    ///
+    /// A file named in `writing` is written by its closure instead, which returns its data rows
+    /// (a merge streams the disagreements from the shards').
+    func write(
+        to directory: String, sync: DiskSync?, writing: [String: (OutputFile) throws -> Int] = [:]
+    ) throws -> [OutputStats] {
         let dir = directory + "/reports"
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        } catch {
-            throw WinBackError(.cannotCreateOutput, "cannot create the reports folder: \(error)", path: dir)
-        }
+        try OutputFile.makeFolder(dir)
         return try contents().map { name, bytes, rows in
             let f = try OutputFile(path: dir + "/" + name, sync: sync)
-            try f.write(bytes)
+            var rows = rows
+            if let write = writing[name] { rows = try write(f) } else { try f.write(bytes) }
             let (n, sha) = try f.finish()
             return OutputStats(path: "reports/" + name, bytes: n, rows: rows, sha256: sha)
         }

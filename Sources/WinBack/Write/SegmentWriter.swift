@@ -59,13 +59,7 @@ public struct SegmentWriter: Sendable {
     /// Writes every segment into `directory/segments/`; returns the files written. With
     /// `sync`, files are made durable in the background (the caller waits on it).
     func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
-        let dir = directory + "/segments"
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        } catch {
-            throw WinBackError(
-                .cannotCreateOutput, "cannot create the segments folder: \(error.localizedDescription)", path: dir)
-        }
+        try OutputFile.makeFolder(directory + "/segments")
         let n = book.offers.count
         var perOffer = [[Entry]](repeating: [], count: n)
         var best: [Entry] = []
