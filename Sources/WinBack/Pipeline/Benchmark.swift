@@ -72,7 +72,9 @@ public enum Benchmark {
               maxRejectedFraction: 0.01
             """
         try pipeline.write(toFile: dir + "/pipeline.yaml", atomically: true, encoding: .utf8)
-        FileManager.default.createFile(atPath: marker, contents: Data("\(transactions)\n".utf8))
+        guard FileManager.default.createFile(atPath: marker, contents: Data("\(transactions)\n".utf8)) else {
+            throw WinBackError(.cannotCreateOutput, "cannot write the world's marker", path: marker)
+        }
         return dir
     }
 

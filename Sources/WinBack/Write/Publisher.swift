@@ -141,7 +141,8 @@ public final class Publisher: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: tmp)
         try? FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
         for (name, bytes) in files {
-            FileManager.default.createFile(atPath: tmp + "/" + name, contents: Data(bytes))
+            // Best effort: the run has failed already, and says why on stderr.
+            _ = FileManager.default.createFile(atPath: tmp + "/" + name, contents: Data(bytes))
         }
         if !staging.isEmpty { try? FileManager.default.removeItem(atPath: staging) }
         try? FileManager.default.removeItem(atPath: failed)

@@ -28,7 +28,7 @@ extension ReadStageTests {
                 let sizes = [3, 10, 0, 10, 7]
                 let paths = sizes.enumerated().map { dir.path + "/f\($0.offset)" }
                 for (p, n) in zip(paths, sizes) {
-                    FileManager.default.createFile(atPath: p, contents: Data(repeating: 0x61, count: n))
+                    #expect(FileManager.default.createFile(atPath: p, contents: Data(repeating: 0x61, count: n)))
                 }
                 #expect(InputFiles.largestFirst(paths) == [1, 3, 4, 0, 2])
                 #expect(InputFiles.largestFirst([]) == [])

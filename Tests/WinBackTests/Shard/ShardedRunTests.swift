@@ -353,7 +353,7 @@ struct ShardPiecesTests {
         try bytes.withUnsafeBytes { try RowCodec.decode($0, count: rows.count, strings: 10) { back.append($0) } }
         #expect(back == rows)
         // An id past the table, a row too many or a byte short: refused, never misread.
-        try bytes.withUnsafeBytes { b in
+        bytes.withUnsafeBytes { b in
             #expect(throws: RowCodec.Malformed.self) { try RowCodec.decode(b, count: rows.count, strings: 2) { _ in } }
             #expect(throws: RowCodec.Malformed.self) {
                 try RowCodec.decode(b, count: rows.count + 1, strings: 10) { _ in }
@@ -390,7 +390,7 @@ struct ShardPiecesTests {
 
         func expectBad(_ bytes: [UInt8], _ what: String) {
             let path = dir + "/bad-\(what)"
-            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
             do {
                 let r = try PartReader(path: path)
                 while try r.next(into: make) != nil {}
