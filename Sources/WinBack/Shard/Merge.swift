@@ -23,13 +23,9 @@ public enum Merge {
         let digests = partitions.map(\.digest)
         var markers: [ShardMarker] = []
         for k in 0..<shards {
-            let path = work.shard(k) + "/" + WorkFolder.marker
-            guard let (m, _) = try WorkFolder.readJSON(ShardMarker.self, from: path) else {
-                throw WinBackError(
-                    .noInput, "shard \(k) of \(shards) has not finished (no \(WorkFolder.marker)); nothing published",
-                    path: work.shard(k))
-            }
-            try fingerprint.check(m.fingerprint, where: path)
+            let (m, _) = try WorkFolder.finished(
+                ShardMarker.self, in: work.shard(k), what: "shard \(k) of \(shards)", expecting: fingerprint,
+                of: \.fingerprint)
             guard m.partitions == digests else {
                 throw WinBackError(
                     .noInput, "shard \(k) read the outputs of an earlier partition run: run shard \(k) again",

@@ -81,17 +81,13 @@ public enum Partition {
         }
         var out: [(PartitionMarker, digest: String)] = []
         for i in 0..<first.tasks {
-            let path = work.task(i) + "/" + WorkFolder.marker
-            guard let (m, digest) = try WorkFolder.readJSON(PartitionMarker.self, from: path) else {
-                throw WinBackError(
-                    .noInput, "partition task \(i) of \(first.tasks) has not finished (no \(WorkFolder.marker))",
-                    path: work.task(i))
-            }
-            try fingerprint.check(m.fingerprint, where: path)
+            let (m, digest) = try WorkFolder.finished(
+                PartitionMarker.self, in: work.task(i), what: "partition task \(i) of \(first.tasks)",
+                expecting: fingerprint, of: \.fingerprint)
             guard m.tasks == first.tasks, m.task == i else {
                 throw WinBackError(
                     .configuration, "partition tasks disagree on their number (\(m.tasks) and \(first.tasks))",
-                    path: path)
+                    path: work.task(i))
             }
             out.append((m, digest))
         }

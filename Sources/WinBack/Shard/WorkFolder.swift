@@ -87,6 +87,21 @@ public struct WorkFolder: Sendable {
         return staged
     }
 
+    /// The `_SUCCESS` marker of the task whose folder is `dir`, checked to belong to this run:
+    /// exit 66 naming the task (`what`) when it has not finished, 78 when it ran with another
+    /// pipeline, catalog, inputs, shard count or as-of.
+    static func finished<T: Decodable>(
+        _ type: T.Type, in dir: String, what: String, expecting fingerprint: RunFingerprint,
+        of marker: (T) -> RunFingerprint
+    ) throws -> (T, digest: String) {
+        let path = dir + "/" + WorkFolder.marker
+        guard let (m, digest) = try readJSON(type, from: path) else {
+            throw WinBackError(.noInput, "\(what) has not finished (no \(WorkFolder.marker))", path: dir)
+        }
+        try fingerprint.check(marker(m), where: path)
+        return (m, digest)
+    }
+
     /// Writes `value` as JSON, synced.
     static func writeJSON<T: Encodable>(_ value: T, to path: String) throws {
         let encoder = JSONEncoder()
