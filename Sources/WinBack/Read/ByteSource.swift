@@ -19,17 +19,18 @@ final class FileHandleFD {
     let path: String
     @exclusivity(unchecked) private var hasher = SHA256()
 
-    init(path: String) throws {
+    /// Size of the file when it was opened.
+    let size: Int
+
+    /// Opens a regular file (docs/rules.md §6.1): a FIFO, a device, a socket or a folder is an
+    /// input error (66) before anything is read; without `followLinks`, so is a link.
+    init(path: String, followLinks: Bool = true) throws {
         self.path = path
-        let fd: Int32
-        do { fd = try System.openForReading(path) } catch let e as SystemError {
+        do { (fd, size) = try System.openRegularFile(path, followLinks: followLinks) } catch let e as SystemError {
             throw e.winBack(.noInput, "cannot open", path: path)
+        } catch let e as System.NotRegularFile {
+            throw WinBackError(.noInput, "is \(e.what), not a regular file", path: path)
         }
-        if System.isDirectory(fd) {
-            System.closeQuietly(fd)
-            throw WinBackError(.noInput, "is a directory, not a file", path: path)
-        }
-        self.fd = fd
     }
 
     /// Reads up to `buffer.count` bytes.
@@ -44,7 +45,7 @@ final class FileHandleFD {
 
     /// Hex SHA-256 of every byte read so far.
     func sha256() -> String {
-        hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        OutputFile.hex(hasher.finalize())
     }
 
     deinit { System.closeQuietly(fd) }
@@ -55,9 +56,12 @@ final class PlainFileSource: ByteSource {
     private let file: FileHandleFD
     @exclusivity(unchecked) private(set) var fileBytesConsumed = 0
 
-    init(path: String) throws { file = try FileHandleFD(path: path) }
+    init(path: String, followLinks: Bool = true) throws { file = try FileHandleFD(path: path, followLinks: followLinks) }
 
     func fileSHA256() -> String { file.sha256() }
+
+    /// Size of the file when it was opened.
+    var size: Int { file.size }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let n = try file.read(into: buffer)

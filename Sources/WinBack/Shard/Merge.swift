@@ -10,6 +10,8 @@ import Foundation
 public enum Merge {
     /// A shard's apple-disagreements.csv, beside its segments.
     static let disagreements = "reports/apple-disagreements.csv"
+    /// A shard's report rows (``ShardReports``).
+    static let reports = "reports.json"
 
     /// Merges `shards` shards of `work` and publishes; returns the published folder. With a
     /// `publisher` already begun (a memory-bounded run holds the lock throughout), publishes
@@ -33,6 +35,7 @@ public enum Merge {
             }
             markers.append(m)
         }
+        try checkOutputs(p, markers, work: work, shards: shards)
 
         XMLWriter.initialize()
         var manifest = Manifest(p, started: started)
@@ -99,6 +102,24 @@ public enum Merge {
         }
     }
 
+    /// Checks every file of every shard against the size and SHA-256 its marker recorded
+    /// (docs/rules.md §8.1), before any of them is read: a damaged, missing or unlisted file is
+    /// bad data (65) naming it.
+    static func checkOutputs(_ p: ResolvedPipeline, _ markers: [ShardMarker], work: WorkFolder, shards: Int) throws {
+        let names =
+            (p.catalog.offers.map(\.offerId) + ["best-offer"]).flatMap { n in p.config.formats.map { "segments/\(n).\($0)" } }
+            + [reports, disagreements]
+        let jobs = (0..<shards).flatMap { k in names.map { (k, $0) } }
+        try parallelFor(count: jobs.count, threads: p.threads) { j in
+            let (k, name) = jobs[j]
+            let path = work.shard(k) + "/" + name
+            guard let expected = markers[k].outputs.first(where: { $0.path == name }) else {
+                throw WinBackError(.badData, "shard \(k)'s marker does not list this file", path: path)
+            }
+            try WorkFolder.check(path, against: expected)
+        }
+    }
+
     /// The report files: those of ``ReportWriter`` from the summed reports, but for the
     /// disagreements, merged from the shards' sorted files.
     static func writeReports(
@@ -123,7 +144,7 @@ public enum Merge {
         var funnel: [ShardReports.Funnel] = []
         var summary: [[String]: EligibilitySummaryRow] = [:]
         for k in 0..<shards {
-            let path = work.shard(k) + "/reports.json"
+            let path = work.shard(k) + "/" + reports
             guard let (r, _) = try WorkFolder.readJSON(ShardReports.self, from: path) else {
                 throw WinBackError(.noInput, "shard \(k) has no reports", path: path)
             }

@@ -1,7 +1,8 @@
+import Crypto
 import Foundation
 
 /// Part files (docs/rules.md §8.1): what one partition task read for one shard, private to
-/// winback and versioned. `WBPART02`, then sections, one per input file with rows for the shard:
+/// winback and versioned. `WBPART03`, then sections, one per input file with rows for the shard:
 ///
 ///     u32 file index (in sorted path order) · u32 n · n × (u32 length · bytes): the file's
 ///     string table, ids 0..<n · u64 rows · u64 bytes · u32 CRC-32 of the bytes · the rows,
@@ -9,8 +10,12 @@ import Foundation
 ///
 /// Integers are little-endian. Rows keep the order the file gave them, so that a shard
 /// deduplicates with the same (signedDate, file, line) order as a run in one process.
+///
+/// The partition task's marker records each part file's size and the SHA-256 of all its bytes;
+/// the reader checks every length against the bytes left and the digest at the end, before the
+/// shard writes anything, so a damaged part file is bad data (65), never different rows.
 enum PartFile {
-    static let magic = Array("WBPART02".utf8)
+    static let magic = Array("WBPART03".utf8)
 }
 
 /// Appends sections to one part file; any thread, one section at a time.
@@ -21,10 +26,11 @@ final class PartWriter: @unchecked Sendable {
     private let lock = NSLock()
     private var rowCount = 0
     private var byteCount = 0
+    private var hasher = SHA256()
 
     init(path: String) throws {
         self.path = path
-        do { fd = try System.createForWriting(path) } catch let e as SystemError {
+        do { fd = try System.createNew(path) } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
         try write(PartFile.magic)
@@ -40,6 +46,7 @@ final class PartWriter: @unchecked Sendable {
         do { try bytes.withUnsafeBytes { try System.writeAll(fd, $0) } } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot write", path: path)
         }
+        hasher.update(data: bytes)
         byteCount += bytes.count
     }
 
@@ -85,6 +92,13 @@ final class PartWriter: @unchecked Sendable {
         return byteCount
     }
 
+    /// Hex SHA-256 of every byte written; call once, after the last section.
+    var sha256: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return OutputFile.hex(hasher.finalize())
+    }
+
     /// Syncs and closes the file.
     func close() throws {
         lock.lock()
@@ -101,40 +115,49 @@ final class PartWriter: @unchecked Sendable {
     }
 }
 
-/// Reads the sections of one part file in order.
+/// Reads the sections of one part file in order, checking it as it goes: every length against
+/// the bytes left (so no hostile length allocates or loops beyond the file), every id by
+/// ``RowCodec``, and, at the end, the size and SHA-256 its partition task recorded.
 final class PartReader {
     let path: String
-    private let fd: Int32
+    private let source: PlainFileSource
+    private let expected: (bytes: Int, sha256: String)
     private var scratch = [UInt8](repeating: 0, count: 1 << 16)
 
-    init(path: String) throws {
+    /// Opens the part file at `path` that its task recorded as `bytes` long with digest `sha256`.
+    init(path: String, bytes: Int, sha256: String) throws {
         self.path = path
-        do { fd = try System.openForReading(path) } catch let e as SystemError {
-            throw e.winBack(.noInput, "cannot open", path: path)
+        expected = (bytes, sha256)
+        do { source = try PlainFileSource(path: path, followLinks: false) } catch let e as WinBackError {
+            throw WinBackError(.badData, "part file cannot be read (\(e.message))", path: path)
+        }
+        guard source.size == bytes else {
+            throw WinBackError(
+                .badData, "part file damaged: \(source.size) bytes where its task wrote \(bytes)", path: path)
         }
         var header = [UInt8](repeating: 0, count: PartFile.magic.count)
         guard (try? fill(&header, allowEnd: false)) == true, header == PartFile.magic else {
-            System.closeQuietly(fd)
             throw WinBackError(.badData, "not a winback part file (or of another version)", path: path)
         }
     }
 
-    deinit { System.closeQuietly(fd) }
+    private func damaged(_ what: String) -> WinBackError {
+        WinBackError(.badData, "part file damaged: \(what)", path: path)
+    }
+
+    /// Bytes of the file not read yet.
+    private var left: Int { expected.bytes - source.fileBytesConsumed }
 
     /// Reads exactly `buffer.count` bytes; false at a clean end of the file (nothing read).
     private func fill(_ buffer: UnsafeMutableRawBufferPointer, allowEnd: Bool) throws -> Bool {
+        guard buffer.count <= left else {
+            if left == 0 && allowEnd { return false }
+            throw damaged("a length points past the end of the file")
+        }
         var off = 0
         while off < buffer.count {
-            let n: Int
-            do { n = try System.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[off...])) } catch let e
-                as SystemError
-            {
-                throw e.winBack(.noInput, "cannot read", path: path)
-            }
-            if n == 0 {
-                if off == 0 && allowEnd { return false }
-                throw WinBackError(.badData, "part file ends inside a section (truncated)", path: path)
-            }
+            let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[off...]))
+            if n == 0 { throw damaged("the file ends early (truncated)") }
             off += n
         }
         return true
@@ -150,42 +173,50 @@ final class PartReader {
         return ok ? T(littleEndian: v) : nil
     }
 
+    /// A length or count: at most `limit` (the bytes left, or what they can hold).
+    private func count<T: FixedWidthInteger>(_: T.Type, atMost limit: Int, _ what: String) throws -> Int {
+        let v = try integer(T.self)!
+        guard let n = Int(exactly: v), n <= limit else { throw damaged("\(what) of an impossible size") }
+        return n
+    }
+
     /// The next section: the index of its input file, and its rows made by `make` (a file's rows
-    /// of the shard, with the section's strings in its table); nil at the end of the part file.
+    /// of the shard, with the section's strings in its table); nil at the end of the part file,
+    /// once its size and SHA-256 are checked.
     func next(into make: (_ file: Int) -> FileRows) throws -> (file: Int, rows: FileRows)? {
-        guard let file = try integer(UInt32.self, allowEnd: true) else { return nil }
+        guard let file = try integer(UInt32.self, allowEnd: true) else {
+            guard source.fileSHA256() == expected.sha256 else {
+                throw damaged("its SHA-256 differs from what its partition task wrote")
+            }
+            return nil
+        }
         let out = make(Int(file))
-        let strings = Int(try integer(UInt32.self)!)
+        // Every string takes at least its 4-byte length.
+        let strings = try count(UInt32.self, atMost: left / 4, "a string table")
         for expected in 0..<strings {
-            let n = Int(try integer(UInt32.self)!)
-            guard n <= 1 << 20 else { throw WinBackError(.badData, "part file holds an impossible string", path: path) }
+            let n = try count(UInt32.self, atMost: min(left, 1 << 20), "a string")
             if scratch.count < n { scratch = [UInt8](repeating: 0, count: n) }
             let id = try scratch.withUnsafeMutableBytes { b -> Int32 in
                 let s = UnsafeMutableRawBufferPointer(rebasing: b[0..<n])
                 _ = try fill(s, allowEnd: false)
                 return out.table.intern(UnsafeRawBufferPointer(s))
             }
-            guard id == Int32(expected) else {
-                throw WinBackError(.badData, "part file repeats a string of its table", path: path)
-            }
+            guard id == Int32(expected) else { throw damaged("a string repeats in its table") }
         }
-        let rows = Int(try integer(UInt64.self)!)
-        let bytes = Int(try integer(UInt64.self)!)
+        let rows = try count(UInt64.self, atMost: left, "a section")
+        let bytes = try count(UInt64.self, atMost: left, "a section")
         let crc = try integer(UInt32.self)!
-        guard bytes <= 1 << 40, rows <= bytes else {
-            throw WinBackError(.badData, "part file section of an impossible size", path: path)
-        }
+        // Each row takes at least its two flag bytes.
+        guard rows <= bytes / 2, bytes <= left else { throw damaged("a section of an impossible size") }
         if scratch.count < bytes { scratch = [UInt8](repeating: 0, count: bytes) }
         try scratch.withUnsafeMutableBytes { b in
             let s = UnsafeMutableRawBufferPointer(rebasing: b[0..<bytes])
             _ = try fill(s, allowEnd: false)
-            guard RowCodec.crc(UnsafeRawBufferPointer(s)) == crc else {
-                throw WinBackError(.badData, "part file section damaged (CRC-32 mismatch)", path: path)
-            }
+            guard RowCodec.crc(UnsafeRawBufferPointer(s)) == crc else { throw damaged("CRC-32 mismatch") }
             do {
                 try RowCodec.decode(UnsafeRawBufferPointer(s), count: rows, strings: strings) { try out.add($0) }
             } catch is RowCodec.Malformed {
-                throw WinBackError(.badData, "part file section does not decode", path: path)
+                throw damaged("a section does not decode")
             }
         }
         return (Int(file), out)

@@ -60,7 +60,9 @@ public enum Partition {
         let marker = PartitionMarker(
             fingerprint: RunFingerprint(p, shards: shards), task: task, tasks: tasks, inputs: inputs,
             parts: writers.enumerated().map {
-                .init(shard: $0.offset, bytes: $0.element.compressedBytes, rows: $0.element.rows)
+                .init(
+                    shard: $0.offset, bytes: $0.element.compressedBytes, rows: $0.element.rows,
+                    sha256: $0.element.sha256)
             },
             rejected: rejects.count, seconds: Date().timeIntervalSince(started))
         try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)

@@ -22,25 +22,27 @@ public enum ShardRun {
         let audience = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
 
         let final = work.shard(shard)
-        try? FileManager.default.createDirectory(atPath: work.root + "/shards", withIntermediateDirectories: true)
+        try OutputFile.makeFolder(work.root + "/shards")
         let staged = try WorkFolder.staging(for: final)
-        _ = try SegmentWriter(
+        var outputs = try SegmentWriter(
             customers: customers, audience: audience, book: book, formats: p.config.formats,
             requireApple: p.config.requireApple
         ).write(to: staged, threads: p.threads)
         let reports = Stage.report(customers, audience: audience, book: book, renewals: inputs.renewals, p)
         let dropped = audience.droppedByApple(p.config.requireApple, offers: p.catalog.offers.count)
-        try WorkFolder.writeJSON(
-            ShardReports(reports, droppedByApple: dropped.perOffer + [dropped.best]), to: staged + "/reports.json")
+        let json = try WorkFolder.writeJSON(
+            ShardReports(reports, droppedByApple: dropped.perOffer + [dropped.best]), to: staged + "/" + Merge.reports)
+        outputs.append(OutputStats(path: Merge.reports, bytes: json.bytes, rows: 0, sha256: json.sha256))
         // The disagreements, sorted by customer like the segments: the merge merges them alike.
-        try FileManager.default.createDirectory(atPath: staged + "/reports", withIntermediateDirectories: true)
+        try OutputFile.makeFolder(staged + "/reports")
         let disagreements = try OutputFile(path: staged + "/" + Merge.disagreements)
         try disagreements.write(AppleAgreementReport.disagreementsCSV(reports.apple))
-        _ = try disagreements.finish()
+        let (bytes, sha) = try disagreements.finish()
+        outputs.append(OutputStats(path: Merge.disagreements, bytes: bytes, rows: 0, sha256: sha))
         let marker = ShardMarker(
             fingerprint: fingerprint, shard: shard, partitions: partitions.map(\.digest),
             counters: inputs.transactions.counters, states: audience.counts, renewalInputs: inputs.renewalStats,
-            renewalRejects: inputs.renewalRejects, seconds: Date().timeIntervalSince(started))
+            renewalRejects: inputs.renewalRejects, seconds: Date().timeIntervalSince(started), outputs: outputs)
         try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
         return Summary(customers: customers.count, rows: inputs.transactions.rows.count)
@@ -60,7 +62,11 @@ public enum ShardRun {
         let seen = ResultSlots<[Int]>(count: partitions.count)
         try parallelFor(count: partitions.count, threads: p.threads) { i in
             let path = work.part(task: i, shard: shard)
-            let reader = try PartReader(path: path)
+            guard let part = partitions[i].parts.first(where: { $0.shard == shard }) else {
+                throw WinBackError(
+                    .badData, "partition task \(i)'s marker lists no part file for shard \(shard)", path: path)
+            }
+            let reader = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256)
             var read: [Int] = []
             while let (fi, f) = try reader.next(into: { fi in
                 FileRows(path: fi < files.count ? files[fi] : "", store: merger.store)

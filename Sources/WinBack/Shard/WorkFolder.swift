@@ -102,23 +102,85 @@ public struct WorkFolder: Sendable {
         return (m, digest)
     }
 
-    /// Writes `value` as JSON, synced.
-    static func writeJSON<T: Encodable>(_ value: T, to path: String) throws {
+    /// Writes `value` as JSON, synced, followed by a line holding the SHA-256 of the JSON
+    /// (docs/rules.md §8.1): `sha256 <64 hex digits>`. ``readJSON(_:from:)`` checks it before
+    /// it decodes anything.
+    @discardableResult
+    static func writeJSON<T: Encodable>(_ value: T, to path: String) throws -> (bytes: Int, sha256: String) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(value)
+        var body = Array(try encoder.encode(value))
+        body.append(UInt8(ascii: "\n"))
+        let trailer = Array((checksumPrefix + OutputFile.hex(SHA256.hash(data: body)) + "\n").utf8)
         let f = try OutputFile(path: path)
-        try f.write(Array(data) + [UInt8(ascii: "\n")])
-        _ = try f.finish()
+        try f.write(body + trailer)
+        return try f.finish()
     }
 
-    /// Reads JSON written by ``writeJSON(_:to:)``; nil when the file is missing.
+    static let checksumPrefix = "sha256 "
+
+    /// Reads JSON written by ``writeJSON(_:to:)``, its checksum line checked first: a file
+    /// damaged anywhere, cut short or not written by winback is bad data (65). Nil when the
+    /// file is missing. The digest is the SHA-256 of the whole file.
     static func readJSON<T: Decodable>(_ type: T.Type, from path: String) throws -> (T, digest: String)? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        guard System.kind(path, followLinks: false) != .missing else { return nil }
+        let bytes = try readIntermediate(path, limit: 1 << 30)
+        let trailerCount = checksumPrefix.utf8.count + 64 + 1
+        guard bytes.count > trailerCount, bytes.last == UInt8(ascii: "\n") else {
+            throw WinBackError(.badData, "damaged intermediate file: no checksum line (cut short?)", path: path)
+        }
+        let body = bytes[..<(bytes.count - trailerCount)]
+        let trailer = String(decoding: bytes[(bytes.count - trailerCount)...], as: UTF8.self)
+        guard trailer == checksumPrefix + OutputFile.hex(SHA256.hash(data: body)) + "\n" else {
+            throw WinBackError(.badData, "damaged intermediate file: its checksum does not match", path: path)
+        }
         do {
-            return (try JSONDecoder().decode(type, from: data), OutputFile.hex(SHA256.hash(data: data)))
+            return (try JSONDecoder().decode(type, from: Data(body)), OutputFile.hex(SHA256.hash(data: bytes)))
         } catch {
-            throw WinBackError(.badData, "unreadable marker or report (\(error))", path: path)
+            throw WinBackError(.badData, "intermediate file does not decode (\(error))", path: path)
+        }
+    }
+
+    /// The bytes of an intermediate file: a regular file not reached through a link, at most
+    /// `limit` bytes (65 otherwise, 66 when it cannot be read).
+    static func readIntermediate(_ path: String, limit: Int) throws -> [UInt8] {
+        let source: PlainFileSource
+        do { source = try PlainFileSource(path: path, followLinks: false) } catch let e as WinBackError {
+            throw e.code == .noInput && System.kind(path, followLinks: false) != .file
+                ? WinBackError(.badData, "intermediate file is not a regular file", path: path) : e
+        }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try source.read(into: $0) }
+            if n == 0 { return out }
+            guard out.count + n <= limit else {
+                throw WinBackError(.badData, "intermediate file is larger than winback writes", path: path)
+            }
+            out += chunk[0..<n]
+        }
+    }
+
+    /// Checks that the file at `path` has the size and SHA-256 recorded when it was written
+    /// (docs/rules.md §8.1): 65 naming it when it differs, 66 when it is missing.
+    static func check(_ path: String, against expected: OutputStats) throws {
+        guard System.kind(path, followLinks: false) != .missing else {
+            throw WinBackError(.noInput, "an output of this task is missing", path: path)
+        }
+        let source: PlainFileSource
+        do { source = try PlainFileSource(path: path, followLinks: false) } catch let e as WinBackError {
+            throw e.code == .noInput && System.kind(path, followLinks: false) != .file
+                ? WinBackError(.badData, "intermediate file is not a regular file", path: path) : e
+        }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+        defer { chunk.deallocate() }
+        while try source.read(into: chunk) > 0 {
+            guard source.fileBytesConsumed <= expected.bytes else { break }
+        }
+        guard source.fileBytesConsumed == expected.bytes, source.fileSHA256() == expected.sha256 else {
+            throw WinBackError(
+                .badData, "damaged intermediate file: its size or SHA-256 differs from what its task wrote",
+                path: path)
         }
     }
 }
@@ -192,6 +254,8 @@ struct PartitionMarker: Codable {
         var shard: Int
         var bytes: Int
         var rows: Int
+        /// Of all the part file's bytes, checked by the shard that reads it.
+        var sha256: String
     }
 
     var fingerprint: RunFingerprint
@@ -215,6 +279,9 @@ struct ShardMarker: Codable {
     var renewalInputs: [InputStats]
     var renewalRejects: [Reject]
     var seconds: Double
+    /// Every file of the shard's folder but this marker (segments, reports), with its size and
+    /// SHA-256, checked by the merge before it reads any of them.
+    var outputs: [OutputStats]
 }
 
 /// A shard's report rows: sums over disjoint sets of customers, so the run's reports are the

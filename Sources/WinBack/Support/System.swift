@@ -30,13 +30,83 @@ enum System {
     /// A file opened to be read.
     static func openForReading(_ path: String) throws -> Int32 { try open(path, O_RDONLY) }
 
-    /// A file created, or emptied, to be written (mode 0644 before the umask).
-    static func createForWriting(_ path: String) throws -> Int32 {
-        try open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+    /// What a path names when it is not a regular file, in words (`a FIFO`).
+    struct NotRegularFile: Error {
+        var what: String
     }
 
-    /// A file opened to be read and written, created when missing (lock files).
-    static func openOrCreate(_ path: String) throws -> Int32 { try open(path, O_RDWR | O_CREAT, mode: 0o644) }
+    /// A regular file opened to be read (docs/rules.md §6.1): opened with O_NONBLOCK, so that
+    /// a FIFO cannot block the open, then checked with fstat(2); anything but a regular file
+    /// (a FIFO, a device, a socket, a folder) throws ``NotRegularFile``. Without `followLinks`
+    /// a link is refused too (O_NOFOLLOW). Returns the descriptor and the file's size.
+    static func openRegularFile(_ path: String, followLinks: Bool = true) throws -> (fd: Int32, size: Int) {
+        let fd: Int32
+        do { fd = try open(path, O_RDONLY | O_NONBLOCK | (followLinks ? 0 : O_NOFOLLOW)) } catch let e as SystemError {
+            if e.errno == ELOOP && !followLinks { throw NotRegularFile(what: "a symbolic link") }
+            throw e
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = SystemError("fstat")
+            closeQuietly(fd)
+            throw e
+        }
+        let type = st.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            closeQuietly(fd)
+            throw NotRegularFile(what: describe(type))
+        }
+        // Reads of a regular file never block; the flag is cleared so that nothing else sees it.
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+        return (fd, Int(st.st_size))
+    }
+
+    /// A file type of `st_mode` in words.
+    static func describe(_ type: mode_t) -> String {
+        switch type {
+        case S_IFDIR: return "a folder"
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        case S_IFLNK: return "a symbolic link"
+        default: return "not a regular file"
+        }
+    }
+
+    /// What `path` names, in words, when it is not a regular file (following links); nil for
+    /// a regular file or a path that does not exist.
+    static func notRegular(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        let type = st.st_mode & S_IFMT
+        return type == S_IFREG ? nil : describe(type)
+    }
+
+    /// A file created, or emptied, to be written (mode 0640 before the umask: audiences name
+    /// customers). A link at `path` is never followed (O_NOFOLLOW: ELOOP).
+    static func createForWriting(_ path: String) throws -> Int32 {
+        try open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o640)
+    }
+
+    /// A file that must not exist yet, created to be written (O_EXCL: whatever was planted at
+    /// `path`, a link included, makes it fail with EEXIST).
+    static func createNew(_ path: String) throws -> Int32 {
+        try open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o640)
+    }
+
+    /// A file opened to be read and written, created when missing (lock files); a link at
+    /// `path` is refused (ELOOP), and so is anything but a regular file.
+    static func openOrCreate(_ path: String) throws -> Int32 {
+        let fd = try open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600)
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            closeQuietly(fd)
+            throw SystemError("open", errno: EINVAL)
+        }
+        return fd
+    }
 
     /// open(2) with O_CLOEXEC added.
     private static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws -> Int32 {
@@ -85,12 +155,6 @@ enum System {
 
     /// close(2), ignoring failure (descriptors of a run that already failed, read-only files).
     static func closeQuietly(_ fd: Int32) { _ = Glibc.close(fd) }
-
-    /// Whether the descriptor is a folder.
-    static func isDirectory(_ fd: Int32) -> Bool {
-        var st = stat()
-        return fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
-    }
 
     /// Takes an exclusive flock(2) without waiting; false when another process holds it.
     static func tryLock(_ fd: Int32) throws -> Bool {

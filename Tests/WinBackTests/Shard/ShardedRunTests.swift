@@ -377,10 +377,11 @@ struct ShardPiecesTests {
         try rows.withUnsafeBufferPointer {
             try w.append(file: 5, table: table, rows: UnsafeBufferPointer(rebasing: $0[0..<7]))
         }
+        let (size, sha) = (w.compressedBytes, w.sha256)
         try w.close()
         let store = try TransactionRows(reservingForRead: ())
         let make = { (_: Int) in FileRows(path: "x", store: store) }
-        let reader = try PartReader(path: dir + "/a.part")
+        let reader = try PartReader(path: dir + "/a.part", bytes: size, sha256: sha)
         let (file, got) = try #require(try reader.next(into: make))
         #expect(file == 3 && got.rows.count == 300)
         #expect((0..<300).allSatisfy { got.rows[$0] == rows[$0] })
@@ -392,7 +393,7 @@ struct ShardPiecesTests {
             let path = dir + "/bad-\(what)"
             #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
             do {
-                let r = try PartReader(path: path)
+                let r = try PartReader(path: path, bytes: bytes.count, sha256: sha)
                 while try r.next(into: make) != nil {}
                 Issue.record("read a part file that is \(what)")
             } catch let e as WinBackError {
