@@ -56,7 +56,9 @@ final class PlainFileSource: ByteSource {
     private let file: FileHandleFD
     @exclusivity(unchecked) private(set) var fileBytesConsumed = 0
 
-    init(path: String, followLinks: Bool = true) throws { file = try FileHandleFD(path: path, followLinks: followLinks) }
+    init(path: String, followLinks: Bool = true) throws {
+        file = try FileHandleFD(path: path, followLinks: followLinks)
+    }
 
     func fileSHA256() -> String { file.sha256() }
 

@@ -107,7 +107,9 @@ public enum Merge {
     /// bad data (65) naming it.
     static func checkOutputs(_ p: ResolvedPipeline, _ markers: [ShardMarker], work: WorkFolder, shards: Int) throws {
         let names =
-            (p.catalog.offers.map(\.offerId) + ["best-offer"]).flatMap { n in p.config.formats.map { "segments/\(n).\($0)" } }
+            (p.catalog.offers.map(\.offerId) + ["best-offer"]).flatMap { n in
+                p.config.formats.map { "segments/\(n).\($0)" }
+            }
             + [reports, disagreements]
         let jobs = (0..<shards).flatMap { k in names.map { (k, $0) } }
         try parallelFor(count: jobs.count, threads: p.threads) { j in
