@@ -43,6 +43,13 @@ public struct PipelineConfig: Sendable {
     public var consecutiveGapDays: Int64 = 60
     public var outputDirectory: String = ""
     public var formats: [String] = ["csv", "xml"]
+    /// `output.group`: the group that may read published runs (docs/rules.md §6.1); nil = only
+    /// the owner.
+    public var outputGroup: String?
+    /// `limits.maxLineBytes`: a longer line is rejected without being held (docs/rules.md §6.1).
+    public var maxLineBytes = 16 << 20
+    /// `limits.maxRejectsListed`: rejects.csv lists at most this many rows, then a count.
+    public var maxRejectsListed = 100_000
     public var windowMonths: Int = 12
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
@@ -154,8 +161,15 @@ public struct PipelineConfig: Sendable {
         }
         if let out = p.field(root, "output", required: true) {
             if let m = out.mapping {
-                p.allow(m, ["directory", "formats"], at: "output.")
+                p.allow(m, ["directory", "formats", "group"], at: "output.")
                 if let d = p.string(m, "directory", at: "output.", required: true) { c.outputDirectory = d }
+                if let g = p.string(m, "group", at: "output.") {
+                    if g.isEmpty || g.contains(where: { $0 == "/" || $0 == ":" || $0.isWhitespace }) {
+                        p.fail("output.group", "'\(g)' is not a group name")
+                    } else {
+                        c.outputGroup = g
+                    }
+                }
                 if m["formats"] != nil {
                     let f = p.strings(m, "formats", at: "output.")
                     let bad = f.filter { $0 != "csv" && $0 != "xml" }
@@ -201,7 +215,21 @@ public struct PipelineConfig: Sendable {
         }
         if let l = p.field(root, "limits") {
             if let m = l.mapping {
-                p.allow(m, ["maxRejectedFraction", "memory"], at: "limits.")
+                p.allow(m, ["maxRejectedFraction", "memory", "maxLineBytes", "maxRejectsListed"], at: "limits.")
+                if let v = p.field(m, "maxLineBytes") {
+                    if let bytes = v.scalar.flatMap({ MemorySize.bytes($0.string) }), bytes >= 1024, bytes <= 1 << 30 {
+                        c.maxLineBytes = bytes
+                    } else {
+                        p.fail("limits.maxLineBytes", "expected a size between 1KiB and 1GiB, such as 16MiB")
+                    }
+                }
+                if let v = p.field(m, "maxRejectsListed") {
+                    if let n = v.scalar.flatMap({ Int($0.string) }), n >= 0, n <= 100_000_000 {
+                        c.maxRejectsListed = n
+                    } else {
+                        p.fail("limits.maxRejectsListed", "expected a count of rows between 0 and 100000000")
+                    }
+                }
                 if let v = p.field(m, "memory") {
                     if let bytes = v.scalar.flatMap({ MemorySize.parse($0.string) }) {
                         c.memoryLimit = bytes

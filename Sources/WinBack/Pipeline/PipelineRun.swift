@@ -76,6 +76,16 @@ public struct ResolvedPipeline: Sendable {
             renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder), signed: signed)
     }
 
+    /// Bounds on what bad input may cost (`limits.maxLineBytes`, `limits.maxRejectsListed`).
+    var limits: ReadLimits {
+        ReadLimits(maxLineBytes: config.maxLineBytes, maxRejectsListed: config.maxRejectsListed)
+    }
+
+    /// The publisher of this pipeline's runs: `<output>/<name>/` and the as-of date.
+    func publisher() -> Publisher {
+        Publisher(root: outputDirectory + "/" + config.name, date: Timestamp.date(asOf), group: config.outputGroup)
+    }
+
     /// The inflater of a run: the command line's, else the pipeline file's choice. One this
     /// machine lacks is a usage error (exit 64) from the command line, a configuration error
     /// (exit 78) from the file.
@@ -108,9 +118,9 @@ public enum PipelineRun {
         }
         XMLWriter.initialize()  // before any worker thread touches libxml2
         var manifest = Manifest(p, started: started)
-        let publisher = Publisher(root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
+        let publisher = p.publisher()
         try publisher.begin()
-        var rejects: [Reject] = []
+        var rejects = RejectList(limit: p.config.maxRejectsListed)
         do {
             let totalBytes = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
             progress.begin("read", totalBytes: totalBytes)

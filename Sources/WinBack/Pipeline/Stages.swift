@@ -19,12 +19,17 @@ public struct Inputs: Sendable {
     public var transactions: TransactionSet
     public var renewals: RenewalIndex
     public var renewalStats: [InputStats]
-    public var renewalRejects: [Reject]
+    public var renewalRejects: RejectList
 
     /// The run's string table (ids of every row and renewal info).
     public var strings: StringTable { transactions.strings }
-    /// Every rejected line, transactions first, each part sorted by file, then line.
-    public var rejects: [Reject] { transactions.rejects + renewalRejects }
+    /// Every rejected line (those listed sorted by file, then line), and how many in all.
+    public var rejects: RejectList {
+        var all = transactions.rejects
+        all.merge(renewalRejects)
+        all.normalize()
+        return all
+    }
 }
 
 extension Stage {
@@ -41,7 +46,8 @@ extension Stage {
         let renewalRead = ResultSlots<Result<RenewalRead, Error>>(count: 1)
         let readRenewals: @Sendable () -> Void = {
             renewalRead[0] = Result {
-                try RenewalReader.read(paths: p.renewalFiles, inflater: p.inflater, signed: p.signed)
+                try RenewalReader.read(
+                    paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, limits: p.limits)
             }
         }
         let renewing = DispatchGroup()
@@ -52,7 +58,7 @@ extension Stage {
             set = try TransactionReader.read(
                 paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
                 inflater: p.inflater, only: only, progress: progress, environment: p.config.environment,
-                signed: p.signed)
+                signed: p.signed, limits: p.limits)
         }
         if p.threads == 1 { readRenewals() }
         let renewals = try renewalRead[0]!.get()
@@ -116,7 +122,7 @@ extension Stage {
     /// are written: each job has a long last piece (the best-offer list, the busiest customers)
     /// that the other fills in. With one thread, one after the other.
     static func write(
-        _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?, rejects: [Reject],
+        _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?, rejects: RejectList,
         _ p: ResolvedPipeline, to directory: String, sync: DiskSync
     ) throws -> [OutputStats] {
         let reportFiles = ResultSlots<Result<[OutputStats], Error>>(count: 1)
@@ -140,7 +146,7 @@ extension Stage {
         outputs.append(
             try writeFile(
                 directory, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
-                rows: rejects.count, sync: sync))
+                rows: rejects.count + (rejects.omitted > 0 ? 1 : 0), sync: sync))
         return outputs
     }
 

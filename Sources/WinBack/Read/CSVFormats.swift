@@ -12,7 +12,7 @@ struct CSVFormat: RowFormat {
         var columns: [Key?] = []
         var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
-        try CSVRecordReader(source: source).forEachRecord(
+        try CSVRecordReader(source: source, maxRecordBytes: out.limits.maxLineBytes).forEachRecord(
             { fields, line, raw, malformed in
                 if headerCount == 0 {
                     guard malformed == nil else {
@@ -24,11 +24,11 @@ struct CSVFormat: RowFormat {
                 }
                 out.stats.rows += 1
                 if let malformed {
-                    out.rejects.append(Reject(file: path, line: line, reason: malformed, bytes: raw))
+                    out.rejects.add(Reject(file: path, line: line, reason: malformed, bytes: raw))
                     return
                 }
                 guard fields.count == headerCount else {
-                    out.rejects.append(
+                    out.rejects.add(
                         Reject(
                             file: path, line: line, reason: "expected \(headerCount) fields, found \(fields.count)",
                             bytes: raw))
@@ -43,9 +43,9 @@ struct CSVFormat: RowFormat {
                 case .row(let t): try out.add(t)
                 case .nonSubscription: out.nonSubscription += 1
                 case .rejected(let reason):
-                    out.rejects.append(Reject(file: path, line: line, reason: reason, bytes: raw))
+                    out.rejects.add(Reject(file: path, line: line, reason: reason, bytes: raw))
                 }
-            }, afterChunk: progressTap(source, progress))
+            }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 
@@ -148,7 +148,7 @@ struct RevenueCatFormat: RowFormat {
         var at: [Column: Int] = [:]
         var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
-        try CSVRecordReader(source: source).forEachRecord(
+        try CSVRecordReader(source: source, maxRecordBytes: out.limits.maxLineBytes).forEachRecord(
             { fields, line, raw, malformed in
                 if headerCount == 0 {
                     guard malformed == nil else {
@@ -172,7 +172,7 @@ struct RevenueCatFormat: RowFormat {
                 }
                 out.stats.rows += 1
                 func reject(_ why: String) {
-                    out.rejects.append(Reject(file: path, line: line, reason: why, bytes: raw))
+                    out.rejects.add(Reject(file: path, line: line, reason: why, bytes: raw))
                 }
                 if let malformed { return reject(malformed) }
                 guard fields.count == headerCount else {
@@ -240,7 +240,7 @@ struct RevenueCatFormat: RowFormat {
                 case .nonSubscription: out.nonSubscription += 1
                 case .rejected(let reason): reject(reason)
                 }
-            }, afterChunk: progressTap(source, progress))
+            }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 

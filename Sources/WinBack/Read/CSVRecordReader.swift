@@ -1,3 +1,5 @@
+import Foundation
+
 /// Splits a byte source into RFC 4180 records, from bytes: quoted fields may hold commas,
 /// doubled quotes and line breaks; records end with LF or CRLF; a UTF-8 BOM is skipped.
 ///
@@ -10,8 +12,13 @@ final class CSVRecordReader {
     private let source: ByteSource
     @exclusivity(unchecked) private(set) var fields: [UnsafeRawBufferPointer] = []
 
-    init(source: ByteSource, chunkSize: Int = 1 << 20) {
+    /// The longest record handed to `body`, in bytes; a longer one goes to `tooLong`, never
+    /// held whole (docs/rules.md §6.1).
+    let maxRecordBytes: Int
+
+    init(source: ByteSource, chunkSize: Int = 1 << 20, maxRecordBytes: Int = ReadLimits.default.maxLineBytes) {
         self.source = source
+        self.maxRecordBytes = maxRecordBytes
         buffer = .allocate(byteCount: chunkSize, alignment: 16)
         scratch = .allocate(byteCount: chunkSize, alignment: 16)
     }
@@ -21,9 +28,12 @@ final class CSVRecordReader {
         scratch.deallocate()
     }
 
-    /// Calls `body(fields, line, raw, malformed)` per non-blank record; `afterChunk` after each read.
+    /// Calls `body(fields, line, raw, malformed)` per non-blank record; `tooLong(line, first
+    /// bytes)` per record longer than `maxRecordBytes` (skipped to the next line feed);
+    /// `afterChunk` after each read.
     func forEachRecord(
         _ body: ([UnsafeRawBufferPointer], Int, UnsafeRawBufferPointer, String?) throws -> Void,
+        tooLong: (Int, UnsafeRawBufferPointer) throws -> Void = { _, _ in },
         afterChunk: () -> Void = {}
     ) throws {
         var filled = 0
@@ -55,7 +65,38 @@ final class CSVRecordReader {
                     filled = rest
                     start = 0
                 }
-                if filled == buffer.count { grow() }
+                if filled == buffer.count {
+                    if buffer.count < maxRecordBytes + 2 {
+                        grow(to: min(buffer.count * 2, maxRecordBytes + 2))
+                    } else {
+                        let number = line
+                        let excerpt = [UInt8](buffer[0..<min(filled, LineReader.excerptBytes)])
+                        line += countNewlines(base, filled)
+                        filled = 0
+                        // Skip to the next line feed, reusing the buffer.
+                        while true {
+                            let n = try source.read(into: buffer)
+                            afterChunk()
+                            if n == 0 {
+                                eof = true
+                                break
+                            }
+                            if let nl = memchr(buffer.baseAddress!, 0x0A, n) {
+                                let after = buffer.baseAddress!.distance(to: nl) + 1
+                                if after < n {
+                                    buffer.baseAddress!.copyMemory(
+                                        from: buffer.baseAddress! + after, byteCount: n - after)
+                                }
+                                filled = n - after
+                                line += 1
+                                break
+                            }
+                        }
+                        try excerpt.withUnsafeBytes { try tooLong(number, $0) }
+                        first = false
+                        continue
+                    }
+                }
                 let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
                 if n == 0 { eof = true }
                 filled += n
@@ -84,8 +125,8 @@ final class CSVRecordReader {
         }
     }
 
-    private func grow() {
-        let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
+    private func grow(to size: Int) {
+        let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
         bigger.copyMemory(from: UnsafeRawBufferPointer(buffer))
         buffer.deallocate()
         buffer = bigger

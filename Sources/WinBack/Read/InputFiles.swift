@@ -29,6 +29,13 @@ public enum InputFiles {
             if matches.isEmpty {
                 throw WinBackError(.noInput, "matches no file", path: pattern == abs ? pattern : "\(pattern) (\(abs))")
             }
+            // Only regular files are input (docs/rules.md §6.1): a FIFO would block the read, a
+            // device never end.
+            for m in matches {
+                if let what = System.notRegular(m) {
+                    throw WinBackError(.noInput, "is \(what), not a regular file", path: m)
+                }
+            }
             found.formUnion(matches.map { absolute($0, base: "/") })
         }
         return found.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }

@@ -8,39 +8,77 @@ import Foundation
 final class LineReader {
     @exclusivity(unchecked) private var buffer: UnsafeMutableRawBufferPointer
     private let source: ByteSource
+    /// The longest line handed to `body`, in bytes (a trailing CR aside); a longer one goes to
+    /// `tooLong` instead, and is never held whole (docs/rules.md §6.1).
+    let maxLineBytes: Int
+    /// Bytes of a too-long line kept for its reject's excerpt.
+    static let excerptBytes = 1024
 
-    init(source: ByteSource, chunkSize: Int = 1 << 20) {
+    init(source: ByteSource, chunkSize: Int = 1 << 20, maxLineBytes: Int = ReadLimits.default.maxLineBytes) {
         self.source = source
+        self.maxLineBytes = maxLineBytes
         buffer = .allocate(byteCount: chunkSize, alignment: 16)
     }
 
     deinit { buffer.deallocate() }
 
-    /// Calls `body` for every line; `afterChunk` after each chunk (for progress).
+    /// Calls `body` for every line; `tooLong` with the number and first bytes of every line
+    /// longer than `maxLineBytes`; `afterChunk` after each chunk (for progress).
     func forEachLine(
-        _ body: (UnsafeRawBufferPointer, Int) throws -> Void, afterChunk: () -> Void = {}
+        _ body: (UnsafeRawBufferPointer, Int) throws -> Void,
+        tooLong: (Int, UnsafeRawBufferPointer) throws -> Void = { _, _ in },
+        afterChunk: () -> Void = {}
     ) throws {
         var filled = 0
         var line = 0
         var bomChecked = false
+        // Bytes before this offset hold no newline.
+        var scanFrom = 0
+        // A line of the longest length, its CR and its LF fit in the buffer.
+        let limit = maxLineBytes + 2
+        @inline(__always) func hand(_ start: Int, _ end: Int) throws {
+            line += 1
+            let l = LineReader.trim(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+            if l.count > maxLineBytes {
+                try tooLong(line, UnsafeRawBufferPointer(rebasing: l.prefix(LineReader.excerptBytes)))
+            } else {
+                try body(l, line)
+            }
+        }
         while true {
             if filled == buffer.count {
-                // One line longer than the buffer: grow it.
-                let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
-                bigger.copyMemory(from: UnsafeRawBufferPointer(buffer))
-                buffer.deallocate()
-                buffer = bigger
+                if buffer.count < limit {
+                    // One line longer than the buffer: grow it, up to the limit.
+                    let bigger = UnsafeMutableRawBufferPointer.allocate(
+                        byteCount: min(buffer.count * 2, limit), alignment: 16)
+                    bigger.copyMemory(from: UnsafeRawBufferPointer(buffer))
+                    buffer.deallocate()
+                    buffer = bigger
+                } else {
+                    // A line longer than the limit: keep its first bytes, skip to its end.
+                    line += 1
+                    let excerpt = [UInt8](buffer[0..<LineReader.excerptBytes])
+                    let ended = try skipToNextLine(&filled, afterChunk: afterChunk)
+                    try excerpt.withUnsafeBytes { try tooLong(line, $0) }
+                    if !ended { return }
+                    scanFrom = 0
+                }
             }
             let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
             if n == 0 {
-                if filled > 0 {
-                    line += 1
-                    try body(LineReader.trim(UnsafeRawBufferPointer(rebasing: buffer[0..<filled])), line)
+                // Lines not scanned yet (those after a skipped line), then the last one.
+                var start = 0
+                var p = scanFrom
+                while p < filled, let nl = memchr(buffer.baseAddress! + p, 0x0A, filled - p) {
+                    let end = buffer.baseAddress!.distance(to: nl)
+                    try hand(start, end)
+                    start = end + 1
+                    p = start
                 }
+                if filled > start { try hand(start, filled) }
                 afterChunk()
                 return
             }
-            var scanFrom = filled
             filled += n
             let base = UnsafeRawPointer(buffer.baseAddress!)
             if !bomChecked {
@@ -61,8 +99,7 @@ final class LineReader {
             while p < filled {
                 guard let nl = memchr(base + p, 0x0A, filled - p) else { break }
                 let end = base.distance(to: UnsafeRawPointer(nl))
-                line += 1
-                try body(LineReader.trim(UnsafeRawBufferPointer(start: base + start, count: end - start)), line)
+                try hand(start, end)
                 start = end + 1
                 p = start
             }
@@ -71,7 +108,27 @@ final class LineReader {
                 if rest > 0 { buffer.baseAddress!.copyMemory(from: base + start, byteCount: rest) }
                 filled = rest
             }
+            scanFrom = filled
             afterChunk()
+        }
+    }
+
+    /// Reads past the rest of a line that fills the buffer, reusing the buffer; what follows
+    /// its newline is moved to the front (`filled` bytes). False when the file ended first.
+    private func skipToNextLine(_ filled: inout Int, afterChunk: () -> Void) throws -> Bool {
+        while true {
+            let n = try source.read(into: buffer)
+            afterChunk()
+            if n == 0 {
+                filled = 0
+                return false
+            }
+            if let nl = memchr(buffer.baseAddress!, 0x0A, n) {
+                let after = buffer.baseAddress!.distance(to: nl) + 1
+                if after < n { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + after, byteCount: n - after) }
+                filled = n - after
+                return true
+            }
         }
     }
 

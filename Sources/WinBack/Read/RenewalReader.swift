@@ -4,7 +4,7 @@ public struct RenewalRead: Sendable {
     /// Ids that are not canonical decimals are interned in ``table``.
     var index: RenewalIndex
     let table: StringTable
-    public let rejects: [Reject]
+    public let rejects: RejectList
     public let stats: [InputStats]
 
     /// The index with its ids in `strings` (the run's table); the ids new to it are added
@@ -29,7 +29,7 @@ public enum RenewalReader {
     /// Reads `paths` with ids interned in `strings`, the run's table.
     public static func read(
         paths: [String], strings: StringTable, inflater: Inflater = .zlib
-    ) throws -> (RenewalIndex, [Reject], [InputStats]) {
+    ) throws -> (RenewalIndex, RejectList, [InputStats]) {
         let r = try read(paths: paths, inflater: inflater)
         return (r.index(in: strings), r.rejects, r.stats)
     }
@@ -40,15 +40,15 @@ public enum RenewalReader {
     /// every line is still validated and counted.
     public static func read(
         paths: [String], inflater: Inflater = .zlib, signed: SignedReading? = nil,
-        keep: ((UnsafeRawBufferPointer) -> Bool)? = nil
+        keep: ((UnsafeRawBufferPointer) -> Bool)? = nil, limits: ReadLimits = .default
     ) throws -> RenewalRead {
         let table = StringTable()
         var index = RenewalIndex()
-        var rejects: [Reject] = []
+        var rejects = RejectList(limit: limits.maxRejectsListed)
         var stats: [InputStats] = []
         if let signed {
             for path in paths {
-                let out = FileRows(path: path, store: TransactionRows([]))
+                let out = FileRows(path: path, store: TransactionRows([]), limits: limits)
                 try SignedFormat(settings: signed, keepTransactions: false).read(
                     path: path, inflater: inflater, into: out, progress: { _ in })
                 let map = table.merge(out.table)
@@ -60,10 +60,11 @@ public enum RenewalReader {
                         index.add(originalTransactionId: key, info)
                     }
                 }
-                rejects += out.rejects
+                rejects.merge(out.rejects)
                 stats.append(out.stats)
             }
             index.finish()
+            rejects.normalize()
             return RenewalRead(index: index, table: table, rejects: rejects, stats: stats)
         }
         let scanner = JSONLineScanner(keys: keys)
@@ -71,24 +72,32 @@ public enum RenewalReader {
         for path in paths {
             let source = try openSource(path: path, inflater: inflater)
             var st = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
-            try LineReader(source: source).forEachLine { line, number in
-                if LineReader.isBlank(line) { return }
-                st.rows += 1
-                switch decode(line, scanner: scanner, lists: lists) {
-                case .success(let (orig, info)):
-                    if let keep, !keep(orig) { return }
-                    index.add(originalTransactionId: TransactionKey(orig, table: table), info)
-                case .failure(let why):
+            try LineReader(source: source, maxLineBytes: limits.maxLineBytes).forEachLine(
+                { line, number in
+                    if LineReader.isBlank(line) { return }
+                    st.rows += 1
+                    switch decode(line, scanner: scanner, lists: lists) {
+                    case .success(let (orig, info)):
+                        if let keep, !keep(orig) { return }
+                        index.add(originalTransactionId: TransactionKey(orig, table: table), info)
+                    case .failure(let why):
+                        st.rejected += 1
+                        rejects.add(Reject(file: path, line: number, reason: why.reason, bytes: line))
+                    }
+                },
+                tooLong: { number, bytes in
+                    st.rows += 1
                     st.rejected += 1
-                    rejects.append(Reject(file: path, line: number, reason: why.reason, bytes: line))
-                }
-            }
+                    rejects.add(
+                        Reject(file: path, line: number, reason: FileRows.tooLongReason(limits), bytes: bytes))
+                })
             st.bytes = source.fileBytesConsumed
             st.uncompressedBytes = source.bytesProduced
             st.sha256 = source.fileSHA256()
             stats.append(st)
         }
         index.finish()
+        rejects.normalize()
         return RenewalRead(index: index, table: table, rejects: rejects, stats: stats)
     }
 

@@ -45,7 +45,9 @@ final class FileRows: @unchecked Sendable {
     @exclusivity(unchecked) var rows: RowChunks
     /// Rows that lost deduplication to another version of their transaction.
     @exclusivity(unchecked) var superseded: [UInt64] = []
-    @exclusivity(unchecked) var rejects: [Reject] = []
+    @exclusivity(unchecked) var rejects: RejectList
+    /// Bounds on what bad lines may cost (docs/rules.md §6.1).
+    let limits: ReadLimits
     @exclusivity(unchecked) var nonSubscription = 0
     @exclusivity(unchecked) var stats: InputStats
     /// The pipeline's environment: rows of another are read but not kept.
@@ -58,8 +60,10 @@ final class FileRows: @unchecked Sendable {
     /// are kept (`explain` reads one customer with the same reader).
     private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
 
-    init(path: String, store: TransactionRows, only: [String]? = nil) {
+    init(path: String, store: TransactionRows, only: [String]? = nil, limits: ReadLimits = .default) {
         self.path = path
+        self.limits = limits
+        rejects = RejectList(limit: limits.maxRejectsListed)
         rows = RowChunks(store: store)
         stats = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
         self.only = only.map { [table] ids in
@@ -72,7 +76,17 @@ final class FileRows: @unchecked Sendable {
         stats.bytes = source.fileBytesConsumed
         stats.uncompressedBytes = source.bytesProduced
         stats.sha256 = source.fileSHA256()
-        stats.rejected = rejects.count
+        stats.rejected = rejects.total
+    }
+
+    /// Rejects a line longer than `limits.maxLineBytes`, of which `bytes` are the first.
+    func tooLong(_ line: Int, _ bytes: UnsafeRawBufferPointer) {
+        stats.rows += 1
+        rejects.add(Reject(file: path, line: line, reason: FileRows.tooLongReason(limits), bytes: bytes))
+    }
+
+    static func tooLongReason(_ limits: ReadLimits) -> String {
+        "line longer than limits.maxLineBytes (\(limits.maxLineBytes) bytes): skipped unread"
     }
 
     /// Keeps a decoded row, unless a customer filter leaves it out.
@@ -97,8 +111,8 @@ public struct TransactionSet: @unchecked Sendable {
     /// Deduplicated Production rows (family-shared ones included), in no particular order.
     public var rows: TransactionRows
     public var inputs: [InputStats]
-    /// Sorted by file, then line.
-    public var rejects: [Reject]
+    /// The first rejects by file, then line, and how many there were.
+    public var rejects: RejectList
     public var counters: ReadCounters
     /// Renewal info read from the transaction files (signed ones hold both), with run ids.
     public var renewals = RenewalIndex()
@@ -116,7 +130,7 @@ struct NDJSONFormat: RowFormat {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         decoder.environment = out.environment
-        try LineReader(source: source).forEachLine(
+        try LineReader(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
             { line, number in
                 if LineReader.isBlank(line) { return }
                 out.stats.rows += 1
@@ -124,9 +138,9 @@ struct NDJSONFormat: RowFormat {
                 case .row(let t): try out.add(t)
                 case .nonSubscription: out.nonSubscription += 1
                 case .rejected(let reason):
-                    out.rejects.append(Reject(file: path, line: number, reason: reason, bytes: line))
+                    out.rejects.add(Reject(file: path, line: number, reason: reason, bytes: line))
                 }
-            }, afterChunk: progressTap(source, progress))
+            }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 }
@@ -153,13 +167,14 @@ public enum TransactionReader {
     public static func read(
         paths: [String], format name: String = "appstore-ndjson", products: [String: String] = [:], threads: Int,
         inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
-        environment: String = "Production", signed: SignedReading? = nil
+        environment: String = "Production", signed: SignedReading? = nil, limits: ReadLimits = .default
     ) throws -> TransactionSet {
         let fmt = format(name, products: products, signed: signed)
-        let merger = try Merger(count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
+        let merger = try Merger(
+            count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) }, limits: limits)
         let bySize = InputFiles.largestFirst(paths)
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
-            let out = FileRows(path: paths[i], store: merger.store, only: only)
+            let out = FileRows(path: paths[i], store: merger.store, only: only, limits: limits)
             out.environment = environment
             try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)
             merger.add(out, index: i)
@@ -188,6 +203,8 @@ final class Merger: @unchecked Sendable {
     /// The first row number of each merged file, ascending, with the file's index.
     @exclusivity(unchecked) private var merged: [(first: Int, file: Int)] = []
     @exclusivity(unchecked) private var rowsMerged = 0
+    /// The rejects of the files merged so far: only those that may be listed are held.
+    @exclusivity(unchecked) private var rejects: RejectList
 
     /// The file index and row of a row number.
     private func locate(_ n: Int) -> (file: Int, row: Int) {
@@ -206,7 +223,8 @@ final class Merger: @unchecked Sendable {
     private let totalBytes: Int
     @exclusivity(unchecked) private var bytesMerged = 0
 
-    init(count: Int, totalBytes: Int) throws {
+    init(count: Int, totalBytes: Int, limits: ReadLimits = .default) throws {
+        rejects = RejectList(limit: limits.maxRejectsListed)
         store = try TransactionRows(reservingForRead: ())
         files = Array(repeating: nil, count: count)
         self.totalBytes = totalBytes
@@ -217,6 +235,8 @@ final class Merger: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         files[index] = f
+        rejects.merge(f.rejects)
+        f.rejects = RejectList(limit: 0)
         f.map = strings.merge(f.table)
         f.table = StringTable(capacity: 1)
         f.superseded = [UInt64](repeating: 0, count: (f.rows.count + 63) / 64)
@@ -334,7 +354,7 @@ final class Merger: @unchecked Sendable {
             counters.rowsRead += f.stats.rows + f.extraRows
             counters.lines += f.stats.rows
             counters.nonSubscription += f.nonSubscription
-            counters.rejected += f.rejects.count
+            counters.rejected += f.stats.rejected
             counters.duplicates += f.rows.count
         }
         for t in tallies {
@@ -342,8 +362,9 @@ final class Merger: @unchecked Sendable {
             counters.sandbox += t.winners - t.kept
             counters.familyShared += t.family
         }
+        rejects.normalize()
         let set = TransactionSet(
-            strings: run, rows: store, inputs: files.map(\.stats), rejects: files.flatMap(\.rejects),
+            strings: run, rows: store, inputs: files.map(\.stats), rejects: rejects,
             counters: counters, renewals: RenewalIndex(files.map { ($0.renewals, $0.map) }))
         for f in files {
             f.rows = RowChunks(store: store)

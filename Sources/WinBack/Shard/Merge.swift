@@ -36,19 +36,23 @@ public enum Merge {
             markers.append(m)
         }
         try checkOutputs(p, markers, work: work, shards: shards)
+        work.removeLeftovers()
 
         XMLWriter.initialize()
         var manifest = Manifest(p, started: started)
         let publisher =
-            given ?? Publisher(root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
+            given ?? p.publisher()
         if given == nil { try publisher.begin() }
-        var rejects: [Reject] = []
+        var rejects = RejectList(limit: p.config.maxRejectsListed)
         do {
             progress.begin("merge")
             for (m, _) in partitions {
-                rejects += try WorkFolder.readJSON([Reject].self, from: work.task(m.task) + "/rejects.json")?.0 ?? []
+                if let (list, _) = try WorkFolder.readJSON(RejectList.self, from: work.task(m.task) + "/rejects.json") {
+                    rejects.merge(list)
+                }
             }
-            rejects += markers[0].renewalRejects
+            rejects.merge(markers[0].renewalRejects)
+            rejects.normalize()
             var counters = ReadCounters()
             for (m, _) in partitions {
                 for input in m.inputs {
@@ -68,7 +72,7 @@ public enum Merge {
             manifest.inputs = partitions.flatMap { $0.0.inputs }.sorted { $0.file < $1.file }.map(\.stats)
             manifest.counters = counters
             manifest.renewalInputs = markers[0].renewalInputs
-            manifest.renewalRejected = markers[0].renewalRejects.count
+            manifest.renewalRejected = markers[0].renewalRejects.total
             manifest.states = states
             try Stage.checkRejectBudget(counters, limit: p.config.maxRejectedFraction)
 
@@ -83,7 +87,7 @@ public enum Merge {
             outputs.append(
                 try Stage.writeFile(
                     publisher.staging, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
-                    rows: rejects.count, sync: sync))
+                    rows: rejects.count + (rejects.omitted > 0 ? 1 : 0), sync: sync))
             manifest.outputs = outputs
             manifest.stages = [
                 ("partition", partitions.reduce(0) { $0 + $1.0.seconds }),

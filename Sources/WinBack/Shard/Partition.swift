@@ -26,13 +26,13 @@ public enum Partition {
         let files = p.transactionFiles
         let mine = files.indices.filter { $0 % tasks == task }
         let format = TransactionReader.format(p.config.format, products: p.config.products, signed: p.signed)
-        let done = ResultSlots<(PartitionMarker.Input, [Reject], [PartitionMarker.Renewal])>(count: mine.count)
+        let done = ResultSlots<(PartitionMarker.Input, RejectList, [PartitionMarker.Renewal])>(count: mine.count)
         let bySize = InputFiles.largestFirst(mine.map { files[$0] })
         try parallelFor(count: mine.count, threads: p.threads, order: bySize) { j in
             let fi = mine[j]
             // A store of its own per file: its pages go back to the system as soon as the file
             // is written out, so a task holds the rows of the files being read only.
-            let out = FileRows(path: files[fi], store: try TransactionRows(reservingForRead: ()))
+            let out = FileRows(path: files[fi], store: try TransactionRows(reservingForRead: ()), limits: p.limits)
             out.environment = p.config.environment
             try format.read(path: files[fi], inflater: p.inflater, into: out, progress: progress)
             var byShard = [[Transaction]](repeating: [], count: shards)
@@ -54,7 +54,9 @@ public enum Partition {
         }
         for w in writers { try w.close() }
         let inputs = done.all.map(\.0).sorted { $0.file < $1.file }
-        let rejects = done.all.sorted { $0.0.file < $1.0.file }.flatMap(\.1)
+        var rejects = RejectList(limit: p.config.maxRejectsListed)
+        for d in done.all { rejects.merge(d.1) }
+        rejects.normalize()
         try WorkFolder.writeJSON(rejects, to: staged + "/rejects.json")
         try WorkFolder.writeJSON(done.all.sorted { $0.0.file < $1.0.file }.flatMap(\.2), to: staged + "/renewals.json")
         let marker = PartitionMarker(
@@ -64,11 +66,11 @@ public enum Partition {
                     shard: $0.offset, bytes: $0.element.compressedBytes, rows: $0.element.rows,
                     sha256: $0.element.sha256)
             },
-            rejected: rejects.count, seconds: Date().timeIntervalSince(started))
+            rejected: rejects.total, seconds: Date().timeIntervalSince(started))
         try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
         return Summary(
-            files: mine.count, rows: inputs.reduce(0) { $0 + $1.stats.rows }, rejected: rejects.count,
+            files: mine.count, rows: inputs.reduce(0) { $0 + $1.stats.rows }, rejected: rejects.total,
             partBytes: marker.parts.reduce(0) { $0 + $1.bytes })
     }
 

@@ -104,7 +104,7 @@ public enum ShardRun {
         index.finish()
         set.renewals = index
         let renewals = try RenewalReader.read(
-            paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: keep)
+            paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: keep, limits: p.limits)
         index.merge(renewals.index(in: set.strings))
         return Inputs(
             transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)

@@ -52,12 +52,9 @@ public enum ShardedRun {
     ) throws -> RunSummary {
         let p = try ResolvedPipeline.resolve(options)
         let shards = chosen ?? shardCount(p, memory: memory)
-        let publisher = Publisher(root: p.outputDirectory + "/" + p.config.name, date: Timestamp.date(p.asOf))
-        try publisher.begin()
+        let publisher = p.publisher()
+        try publisher.begin()  // removes the work folders of killed runs
         let fm = FileManager.default
-        for e in (try? fm.contentsOfDirectory(atPath: publisher.root)) ?? [] where e.hasPrefix(".work-") {
-            try? fm.removeItem(atPath: publisher.root + "/" + e)
-        }
         let work = WorkFolder(publisher.root + "/.work-\(System.processID)")
         defer { try? fm.removeItem(atPath: work.root) }
         do {
@@ -74,7 +71,9 @@ public enum ShardedRun {
             }
         } catch {
             var manifest = Manifest(p, started: Date())
-            let rejects = (try? WorkFolder.readJSON([Reject].self, from: work.task(0) + "/rejects.json"))??.0 ?? []
+            let rejects =
+                (try? WorkFolder.readJSON(RejectList.self, from: work.task(0) + "/rejects.json"))??.0
+                ?? RejectList(limit: p.config.maxRejectsListed)
             manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
         }

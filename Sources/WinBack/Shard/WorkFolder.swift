@@ -73,18 +73,32 @@ public struct WorkFolder: Sendable {
         System.syncDirectory((final as NSString).deletingLastPathComponent)
     }
 
-    /// A fresh staging folder beside `final`.
+    /// A fresh staging folder beside `final` (mode 0700). The staging folders earlier, killed
+    /// attempts at the same task left are removed first (docs/rules.md §6.1): one task runs
+    /// once at a time.
     static func staging(for final: String) throws -> String {
         let parent = (final as NSString).deletingLastPathComponent
-        let staged = parent + "/.tmp-" + (final as NSString).lastPathComponent + "-\(System.processID)"
-        do {
-            try? FileManager.default.removeItem(atPath: staged)
-            try FileManager.default.createDirectory(atPath: staged, withIntermediateDirectories: true)
-        } catch {
-            throw WinBackError(
-                .cannotCreateOutput, "cannot create a folder: \(error.localizedDescription)", path: staged)
+        let prefix = ".tmp-" + (final as NSString).lastPathComponent + "-"
+        removeLeftovers(in: parent, prefix: prefix)
+        let staged = parent + "/" + prefix + "\(System.processID)"
+        do { try System.makeDirectory(staged, mode: 0o700) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create a folder", path: staged)
         }
         return staged
+    }
+
+    /// Removes the entries of `folder` whose names start with `prefix`.
+    static func removeLeftovers(in folder: String, prefix: String) {
+        for e in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where e.hasPrefix(prefix) {
+            try? FileManager.default.removeItem(atPath: folder + "/" + e)
+        }
+    }
+
+    /// Removes every task's staging folder: once every task has finished (the merge), any one
+    /// left is a killed attempt's.
+    func removeLeftovers() {
+        WorkFolder.removeLeftovers(in: root + "/parts", prefix: ".tmp-")
+        WorkFolder.removeLeftovers(in: root + "/shards", prefix: ".tmp-")
     }
 
     /// The `_SUCCESS` marker of the task whose folder is `dir`, checked to belong to this run:
@@ -277,7 +291,7 @@ struct ShardMarker: Codable {
     var counters: ReadCounters
     var states: StateCounts
     var renewalInputs: [InputStats]
-    var renewalRejects: [Reject]
+    var renewalRejects: RejectList
     var seconds: Double
     /// Every file of the shard's folder but this marker (segments, reports), with its size and
     /// SHA-256, checked by the merge before it reads any of them.

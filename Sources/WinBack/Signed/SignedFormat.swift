@@ -12,17 +12,17 @@ struct SignedFormat: RowFormat {
         let source = try openSource(path: path, inflater: inflater)
         let line = SignedLine(settings: settings, into: out)
         line.keepTransactions = keepTransactions
-        try LineReader(source: source).forEachLine(
+        try LineReader(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
             { bytes, number in
                 if LineReader.isBlank(bytes) { return }
                 out.stats.rows += 1
                 if let reason = try line.read(bytes) {
-                    out.rejects.append(
+                    out.rejects.add(
                         line.failureExcerpt.map { e in
                             e.withUnsafeBytes { Reject(file: path, line: number, reason: reason, bytes: $0) }
                         } ?? Reject(file: path, line: number, reason: reason, bytes: bytes))
                 }
-            }, afterChunk: progressTap(source, progress))
+            }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
 }

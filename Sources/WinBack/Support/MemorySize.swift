@@ -5,6 +5,12 @@ public enum MemorySize {
     /// Bytes of `s`, or nil when it is not a size of at least 32 MB. Decimal (kB, MB, GB, TB)
     /// and binary (KiB, MiB, GiB, TiB) units; a bare K, M, G, T is binary.
     public static func parse(_ s: String) -> Int? {
+        guard let b = bytes(s), b >= 32_000_000 else { return nil }
+        return b
+    }
+
+    /// Bytes of `s`, any positive size, or nil when it is not a size.
+    public static func bytes(_ s: String) -> Int? {
         let t = s.trimmingCharacters(in: .whitespaces)
         let digits = t.prefix { $0.isNumber || $0 == "." }
         guard let value = Double(digits), value > 0 else { return nil }
@@ -23,7 +29,7 @@ public enum MemorySize {
         default: return nil
         }
         let bytes = value * scale
-        guard bytes >= 32e6, bytes < 1e18 else { return nil }
+        guard bytes >= 1, bytes < 1e18 else { return nil }
         return Int(bytes)
     }
 }

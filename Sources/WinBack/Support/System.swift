@@ -203,6 +203,45 @@ enum System {
     /// Whether this process may read `path`.
     static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
 
+    /// mkdir(2) of one folder with `mode` (the umask may only take bits away); EEXIST when
+    /// anything, a link included, is already there.
+    static func makeDirectory(_ path: String, mode: mode_t) throws {
+        if Glibc.mkdir(path, mode) != 0 { throw SystemError("mkdir") }
+    }
+
+    /// Sets the mode, and with `group` the group, of the folder at `path`, opened without
+    /// following a link (a link there fails with ENOTDIR or ELOOP).
+    static func secureDirectory(_ path: String, mode: mode_t, group: gid_t?) throws {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+        defer { closeQuietly(fd) }
+        if let group, fchown(fd, uid_t.max, group) != 0 { throw SystemError("fchown") }
+        if fchmod(fd, mode) != 0 { throw SystemError("fchmod") }
+    }
+
+    /// The id of group `name`; nil when there is no such group.
+    static func groupID(_ name: String) -> gid_t? {
+        var group = group()
+        var result: UnsafeMutablePointer<group>? = nil
+        var buffer = [CChar](repeating: 0, count: 16384)
+        let rc = getgrnam_r(name, &group, &buffer, buffer.count, &result)
+        return rc == 0 && result != nil ? group.gr_gid : nil
+    }
+
+    /// The file-type bits of `path` itself (a link is not followed), nil when nothing is there.
+    static func linkKind(_ path: String) -> mode_t? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : nil
+    }
+
+    static let symbolicLinkType = S_IFLNK
+    static let folderType = S_IFDIR
+
+    /// The permission bits of `path` (following links), nil when it cannot be examined.
+    static func permissions(_ path: String) -> mode_t? {
+        var st = stat()
+        return stat(path, &st) == 0 ? st.st_mode & 0o7777 : nil
+    }
+
     /// rename(2).
     static func rename(_ from: String, _ to: String) throws {
         if Glibc.rename(from, to) != 0 { throw SystemError("rename") }

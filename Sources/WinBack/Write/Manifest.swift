@@ -44,7 +44,7 @@ public struct Manifest {
 
     /// After a failure: the manifest says why, and it and the rejects are kept in the failed
     /// folder (docs/rules.md §6) while the published runs stay as they were.
-    mutating func failed(_ error: Error, rejects: [Reject], folder: String, publisher: Publisher) {
+    mutating func failed(_ error: Error, rejects: RejectList, folder: String, publisher: Publisher) {
         status = "failed"
         self.error = "\(error)"
         finished = Date()
@@ -58,7 +58,7 @@ public struct Manifest {
         self.inputs = inputs.transactions.inputs
         counters = inputs.transactions.counters
         renewalInputs = inputs.renewalStats
-        renewalRejected = inputs.renewalRejects.count
+        renewalRejected = inputs.renewalRejects.total
     }
 
     /// What the evaluate stage found, and what Apple's word leaves out of the segments.

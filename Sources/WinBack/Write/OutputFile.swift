@@ -23,10 +23,12 @@ final class OutputFile {
     @exclusivity(unchecked) private(set) var bytes = 0
     static let flushAt = 1 << 20
 
-    init(path: String, sync: DiskSync? = nil) throws {
+    /// Creates the file (replacing a file there, never through a link); with `exclusive`, only
+    /// when nothing is at `path` yet.
+    init(path: String, sync: DiskSync? = nil, exclusive: Bool = false) throws {
         self.path = path
         self.sync = sync
-        do { fd = try System.createForWriting(path) } catch let e as SystemError {
+        do { fd = try exclusive ? System.createNew(path) : System.createForWriting(path) } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
         buffer.reserveCapacity(OutputFile.flushAt + 4096)
@@ -83,8 +85,24 @@ final class OutputFile {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
             throw WinBackError(
-                .cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: path)
+                .cannotCreateOutput, notAFolder(path) ?? "cannot create the folder: \(error.localizedDescription)",
+                path: path)
         }
+    }
+
+    /// Why `path` cannot be a folder to write in, when something on the way is not a folder
+    /// (`/out` is a file, so `/out/run` cannot be made); nil when nothing says so.
+    static func notAFolder(_ path: String) -> String? {
+        var prefix = ""
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + part
+            guard let what = System.notRegular(prefix) else {
+                if System.kind(prefix) == .file { return "\(prefix) is a file, not a folder" }
+                return nil
+            }
+            if what != System.describe(System.folderType) { return "\(prefix) is \(what), not a folder" }
+        }
+        return nil
     }
 
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {

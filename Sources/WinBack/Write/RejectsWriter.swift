@@ -1,15 +1,11 @@
-/// `rejects.csv` (docs/rules.md §6): file, line, reason, excerpt, sorted by file then line.
+/// `rejects.csv` (docs/rules.md §6, §6.1): file, line, reason, excerpt, sorted by file then
+/// line; at most `limits.maxRejectsListed` rows, then one row saying how many more there were.
 enum RejectsWriter {
-    static func bytes(_ rejects: [Reject], relativeTo folder: String) -> [UInt8] {
+    static func bytes(_ rejects: RejectList, relativeTo folder: String) -> [UInt8] {
         var out = CSVRecord.header(["file", "line", "reason", "excerpt"])
-        let sorted = rejects.enumerated().sorted { a, b in
-            a.element.file != b.element.file
-                ? a.element.file.utf8.lexicographicallyPrecedes(b.element.file.utf8)
-                : a.element.line != b.element.line ? a.element.line < b.element.line : a.offset < b.offset
-        }.map(\.element)
         var rec = CSVRecord()
         let prefix = folder.hasSuffix("/") ? folder : folder + "/"
-        for r in sorted {
+        for r in rejects.listed {
             rec.reset()
             rec.field(r.file.hasPrefix(prefix) ? String(r.file.dropFirst(prefix.count)) : r.file)
             rec.field(r.line)
@@ -18,6 +14,18 @@ enum RejectsWriter {
             rec.end()
             out.append(contentsOf: rec.bytes)
         }
+        if rejects.omitted > 0 {
+            rec.reset()
+            rec.field("")
+            rec.field("")
+            rec.field(notListed)
+            rec.field("\(rejects.omitted) more rejected rows not listed (limits.maxRejectsListed: \(rejects.limit))")
+            rec.end()
+            out.append(contentsOf: rec.bytes)
+        }
         return out
     }
+
+    /// The reason of the last row when some rejects are not listed.
+    static let notListed = "not_listed"
 }

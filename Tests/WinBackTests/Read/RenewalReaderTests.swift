@@ -18,7 +18,7 @@ extension ReadStageTests {
                 let (index, rejects, stats) = try RenewalReader.read(paths: [path], strings: strings)
                 #expect(stats.first?.sha256 == (try ReadSupport.sha256sum(path)))
                 #expect(stats.first?.uncompressedBytes == text.utf8.count)
-                return (index, rejects, stats, strings)
+                return (index, Array(rejects), stats, strings)
             }
         }
 

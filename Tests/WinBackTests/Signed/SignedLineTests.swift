@@ -24,7 +24,7 @@ import Testing
             "  \(try f.sign(tx(10)))\r",
         ]
         let set = try f.read(lines, gzip: gzip)
-        #expect(set.rejects == [])
+        #expect(set.rejects.isEmpty)
         #expect(set.rows.count == 10)
         #expect(set.inputs[0].rows == 7)  // non-blank lines: what the reject fraction counts in
         #expect(set.counters.lines == 7)
@@ -51,7 +51,7 @@ import Testing
             "2000000000000001", signed: "1697679936049.7297", purchase: "1697679936049.7297",
             expires: "1.7003e12")
         let set = try f.read([try f.sign(json)])
-        #expect(set.rejects == [])
+        #expect(set.rejects.isEmpty)
         let t = try #require(set.rows.first)
         #expect(t.purchaseDate == 1_697_679_936_049)
         #expect(t.signedDate == 1_697_679_936_049)
@@ -113,7 +113,7 @@ import Testing
         let parts = good.split(separator: ".").map(String.init)
         let forged = parts[0] + "." + Base64URL.encode(Array(tx(2).utf8)) + "." + parts[2]
         let set = try f.read([forged], settings: try f.settings(verify: false))
-        #expect(set.rejects == [])
+        #expect(set.rejects.isEmpty)
         #expect(set.rows.count == 1)
     }
 
@@ -138,7 +138,7 @@ import Testing
             #"{"notificationType":"TEST","notificationUUID":"u","data":{"bundleId":"com.example.pass","environment":"Production"},"version":"2.0","signedDate":1735689600000}"#
         )
         let set = try f.read([#"{"signedPayload":"\#(test)"}"#])
-        #expect(set.rejects == [])
+        #expect(set.rejects.isEmpty)
         #expect(set.rows.count == 0)
     }
 
@@ -164,14 +164,14 @@ extension SignedLineTests {
         let set = try f.read(
             [jws, "\"\(jws)\"", #"{"signedTransactions":["\#(jws)"]}"#], settings: SignedReading(),
             environment: "Sandbox")
-        #expect(set.rejects == [])
+        #expect(set.rejects.isEmpty)
         #expect(set.counters.nonSubscription == 3)
         let wrongApp = try f.read(
             [jws], settings: SignedReading.resolve(bundleOnly("com.example.pass"), folder: "/", now: 0))
         #expect(wrongApp.rejects.first?.reason.hasPrefix("bundle_id: ") == true)
         let rightApp = try f.read(
             [jws], settings: SignedReading.resolve(bundleOnly("com.goodheartapp"), folder: "/", now: 0))
-        #expect(rightApp.rejects == [])
+        #expect(rightApp.rejects.isEmpty)
     }
 
     func bundleOnly(_ id: String) -> AppleSettings {

@@ -62,7 +62,7 @@ struct CSVOutputTests {
             Reject(file: "/w/a.jsonl", line: 10, reason: "r1", excerpt: "=cmd()"),
             Reject(file: "/w/a.jsonl", line: 9, reason: "r0", excerpt: "y"),
         ]
-        let text = String(decoding: RejectsWriter.bytes(rejects, relativeTo: "/w"), as: UTF8.self)
+        let text = String(decoding: RejectsWriter.bytes(RejectList(rejects), relativeTo: "/w"), as: UTF8.self)
         #expect(text == "file,line,reason,excerpt\na.jsonl,9,r0,y\na.jsonl,10,r1,'=cmd()\nb.jsonl,2,r2,x\n")
     }
 }
