@@ -17,7 +17,8 @@ public enum Merge {
     /// `publisher` already begun (a memory-bounded run holds the lock throughout), publishes
     /// through it.
     public static func run(
-        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher? = nil
+        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher? = nil,
+        memoryLimit: Int? = nil
     ) throws -> RunSummary {
         let started = Date()
         let fingerprint = RunFingerprint(p, shards: shards)
@@ -95,6 +96,7 @@ public enum Merge {
                 ("merge", progress.end("\(shards) shards, \(outputs.count) files")),
             ]
             manifest.finished = Date()
+            if let memoryLimit { manifest.memory = (memoryLimit, shards, System.peakResidentBytes) }
             let published = try Stage.publish(manifest, with: publisher, sync: sync)
             progress.note("winback: published \(published)")
             return RunSummary(

@@ -184,13 +184,40 @@ final class PartReader {
     /// of the shard, with the section's strings in its table); nil at the end of the part file,
     /// once its size and SHA-256 are checked.
     func next(into make: (_ file: Int) -> FileRows) throws -> (file: Int, rows: FileRows)? {
+        var out: FileRows?
+        guard
+            let file = try section(
+                {
+                    out = make($0)
+                    return out!.table
+                }, { try out!.add($0) })
+        else { return nil }
+        return (file, out!)
+    }
+
+    /// Calls `body` with every row of the file and the table of its section, keeping none.
+    func scan(_ body: (Transaction, StringTable) -> Void) throws {
+        var table = StringTable()
+        while try section(
+            { _ in
+                table = StringTable()
+                return table
+            }, { body($0, table) }) != nil
+        {}
+    }
+
+    /// Reads the next section: its strings into the table `begin` gives for its file index, its
+    /// rows to `row`. Nil at the end of the file, once its size and SHA-256 are checked.
+    private func section(
+        _ begin: (_ file: Int) -> StringTable, _ row: (Transaction) throws -> Void
+    ) throws -> Int? {
         guard let file = try integer(UInt32.self, allowEnd: true) else {
             guard source.fileSHA256() == expected.sha256 else {
                 throw damaged("its SHA-256 differs from what its partition task wrote")
             }
             return nil
         }
-        let out = make(Int(file))
+        let table = begin(Int(file))
         // Every string takes at least its 4-byte length.
         let strings = try count(UInt32.self, atMost: left / 4, "a string table")
         for expected in 0..<strings {
@@ -199,7 +226,7 @@ final class PartReader {
             let id = try scratch.withUnsafeMutableBytes { b -> Int32 in
                 let s = UnsafeMutableRawBufferPointer(rebasing: b[0..<n])
                 _ = try fill(s, allowEnd: false)
-                return out.table.intern(UnsafeRawBufferPointer(s))
+                return table.intern(UnsafeRawBufferPointer(s))
             }
             guard id == Int32(expected) else { throw damaged("a string repeats in its table") }
         }
@@ -214,11 +241,11 @@ final class PartReader {
             _ = try fill(s, allowEnd: false)
             guard RowCodec.crc(UnsafeRawBufferPointer(s)) == crc else { throw damaged("CRC-32 mismatch") }
             do {
-                try RowCodec.decode(UnsafeRawBufferPointer(s), count: rows, strings: strings) { try out.add($0) }
+                try RowCodec.decode(UnsafeRawBufferPointer(s), count: rows, strings: strings, row)
             } catch is RowCodec.Malformed {
                 throw damaged("a section does not decode")
             }
         }
-        return (Int(file), out)
+        return Int(file)
     }
 }

@@ -10,6 +10,8 @@ public enum Partition {
         public var rows: Int
         public var rejected: Int
         public var partBytes: Int
+        /// Rows of the shard given the most.
+        public var largestShardRows: Int
     }
 
     /// Runs task `task` of `tasks` for `shards` shards into `work`; idempotent (a retried task
@@ -71,7 +73,7 @@ public enum Partition {
         try WorkFolder.replace(final, with: staged)
         return Summary(
             files: mine.count, rows: inputs.reduce(0) { $0 + $1.stats.rows }, rejected: rejects.total,
-            partBytes: marker.parts.reduce(0) { $0 + $1.bytes })
+            partBytes: marker.parts.reduce(0) { $0 + $1.bytes }, largestShardRows: marker.parts.map(\.rows).max() ?? 0)
     }
 
     /// The partition markers of every task, checked against this run (exit 66 when a task has

@@ -10,12 +10,18 @@ public enum ShardRun {
     }
 
     /// Runs shard `shard` of `shards`. `p.asOf` must already be the run's (``agree(_:work:shards:asOfGiven:)``).
+    /// With `maxRows` (a memory-bounded run), a shard whose part files hold more rows fails
+    /// with 65 naming the transaction or customer that fills it, before it reads them.
     public static func run(
-        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, maxRows: Int? = nil
     ) throws -> Summary {
         let started = Date()
         let fingerprint = RunFingerprint(p, shards: shards)
         let partitions = try Partition.markers(work, expecting: fingerprint)
+        if let maxRows {
+            let rows = partitions.reduce(0) { $0 + ($1.0.parts.first { $0.shard == shard }?.rows ?? 0) }
+            if rows > maxRows { throw try tooLarge(work, shard: shard, partitions: partitions.map(\.0), rows: rows) }
+        }
         let inputs = try read(p, work: work, shard: shard, shards: shards, partitions: partitions.map(\.0))
         let customers = Stage.group(inputs, threads: p.threads)
         let book = Stage.offers(p, strings: inputs.strings)
@@ -108,6 +114,38 @@ public enum ShardRun {
         index.merge(renewals.index(in: set.strings))
         return Inputs(
             transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
+    }
+
+    /// Why shard `shard` cannot fit (docs/rules.md §8.1): its part files are scanned without
+    /// keeping a row, counting the most frequent transactionIds and customers (the
+    /// Space-Saving sketch, a constant number of counters), and the heaviest is named.
+    static func tooLarge(_ work: WorkFolder, shard: Int, partitions: [PartitionMarker], rows: Int) throws
+        -> WinBackError
+    {
+        var transactions = HeavyHitters(capacity: 64)
+        var customers = HeavyHitters(capacity: 64)
+        for (i, m) in partitions.enumerated() {
+            guard let part = m.parts.first(where: { $0.shard == shard }) else { continue }
+            let reader = try PartReader(path: work.part(task: i, shard: shard), bytes: part.bytes, sha256: part.sha256)
+            try reader.scan { r, table in
+                transactions.add(r.transactionId.string(in: table))
+                customers.add(
+                    table.string(r.subscriptionGroupId) + "/" + r.originalTransactionId.string(in: table))
+            }
+        }
+        let (t, tn) = transactions.top ?? ("", 0)
+        let (c, cn) = customers.top ?? ("", 0)
+        let culprit =
+            tn * 2 > rows
+            ? "transaction \(t) has about \(tn) versions (rows with that transactionId)"
+            : cn * 2 > rows
+                ? "customer \(c) (group/originalTransactionId) has about \(cn) rows"
+                : "no single transaction or customer dominates it: give more memory"
+        return WinBackError(
+            .badData,
+            "shard \(shard) holds \(rows) rows, more than fit in the memory limit; \(culprit), and all of them "
+                + "belong to one shard",
+            path: work.shard(shard))
     }
 
     /// Accepts the originalTransactionIds of the rows of `set` (bytes as read).

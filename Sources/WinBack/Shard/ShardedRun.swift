@@ -51,7 +51,7 @@ public enum ShardedRun {
         _ options: RunOptions, memory: Int, progress: Progress, shards chosen: Int? = nil
     ) throws -> RunSummary {
         let p = try ResolvedPipeline.resolve(options)
-        let shards = chosen ?? shardCount(p, memory: memory)
+        var shards = chosen ?? shardCount(p, memory: memory)
         let publisher = p.publisher()
         try publisher.begin()  // removes the work folders of killed runs
         let fm = FileManager.default
@@ -61,12 +61,31 @@ public enum ShardedRun {
             progress.begin(
                 "partition into \(shards) shards", totalBytes: p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
             )
-            let s = try Partition.run(
+            var s = try Partition.run(
                 p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) })
             _ = progress.end("\(s.rows) rows, \(Progress.mb(s.partBytes)) of parts")
+            // The estimate went by bytes; the rows now known may ask for more shards (inputs
+            // that compress far better than exports do). Once.
+            if chosen == nil, s.largestShardRows > maxRows(memory),
+                case let more = min(
+                    4096,
+                    Int((Double(shards) * Double(s.largestShardRows) / Double(maxRows(memory)) * 1.25).rounded(.up))),
+                more > shards
+            {
+                progress.note(
+                    "winback: \(s.largestShardRows) rows in one shard do not fit; partitioning again into \(more) shards"
+                )
+                shards = more
+                progress.begin(
+                    "partition into \(shards) shards",
+                    totalBytes: p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) })
+                s = try Partition.run(
+                    p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) })
+                _ = progress.end("\(s.rows) rows, \(Progress.mb(s.partBytes)) of parts")
+            }
             for k in 0..<shards {
                 progress.begin("shard \(k + 1) of \(shards)")
-                let r = try ShardRun.run(p, work: work, shard: k, shards: shards)
+                let r = try ShardRun.run(p, work: work, shard: k, shards: shards, maxRows: maxRows(memory))
                 _ = progress.end("\(r.customers) customers")
             }
         } catch {
@@ -77,7 +96,8 @@ public enum ShardedRun {
             manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
         }
-        return try Merge.run(p, work: work, shards: shards, progress: progress, publisher: publisher)
+        return try Merge.run(
+            p, work: work, shards: shards, progress: progress, publisher: publisher, memoryLimit: memory)
     }
 
     /// Shards enough that one shard's customers fit in `memory`: a run holds about twice the
@@ -95,6 +115,12 @@ public enum ShardedRun {
         let room = Double(max(memory - ShardedRun.baseMemory, memory / 4))
         return max(1, min(4096, Int((estimate / room).rounded(.up))))
     }
+
+    /// Rows one shard may hold under `memory`: a row costs about ``rowBytes`` at a shard's peak
+    /// (the row, its place in the deduplication index, grouping and the results).
+    static func maxRows(_ memory: Int) -> Int { max(memory - baseMemory, memory / 4) / rowBytes }
+
+    static let rowBytes = 320
 
     /// Memory a run takes whatever its input (code, libraries, buffers, the catalog).
     static let baseMemory = 48 << 20

@@ -294,6 +294,12 @@ enum System {
     /// Hands the pages of `bytes` at `p` back to the system (they read as zero if touched again).
     static func release(_ p: UnsafeMutableRawPointer, _ bytes: Int) { _ = madvise(p, bytes, MADV_DONTNEED) }
 
+    /// The most memory this process has held resident so far, in bytes (getrusage(2)).
+    static var peakResidentBytes: Int {
+        var usage = rusage()
+        return getrusage(RUSAGE_SELF.rawValue, &usage) == 0 ? Int(usage.ru_maxrss) * 1024 : 0
+    }
+
     // MARK: Processes
 
     /// This process's id.

@@ -28,6 +28,9 @@ public struct Manifest {
     /// The transactions' format, and for signed inputs how they were verified.
     public var format = "appstore-ndjson"
     public var signed: SignedReading?
+    /// A memory-bounded run: its limit, the shards it chose, and the peak resident memory the
+    /// process kept (docs/rules.md §8.1).
+    public var memory: (limit: Int, shards: Int, peakResidentBytes: Int)?
 
     public init() {}
 
@@ -102,6 +105,11 @@ public struct Manifest {
             "stageSeconds": stages.map { ["stage": $0.0, "seconds": ($0.1 * 1000).rounded() / 1000] as [String: Any] },
         ]
         if let error { d["error"] = error }
+        if let memory {
+            d["memory"] = [
+                "limitBytes": memory.limit, "shards": memory.shards, "peakResidentBytes": memory.peakResidentBytes,
+            ]
+        }
         d["format"] = format
         if let signed {
             d["signatures"] =
