@@ -89,6 +89,11 @@ final class FileRows: @unchecked Sendable {
         "line longer than limits.maxLineBytes (\(limits.maxLineBytes) bytes): skipped unread"
     }
 
+    /// The row count at which ``spill`` is called: a partition task writes the rows out and
+    /// drops them, so that it never holds a whole large file (docs/rules.md §6.1).
+    @exclusivity(unchecked) var spillAt = Int.max
+    var spill: ((FileRows) throws -> Void)?
+
     /// Keeps a decoded row, unless a customer filter leaves it out.
     @inline(__always)
     func add(_ t: Transaction) throws {
@@ -98,7 +103,12 @@ final class FileRows: @unchecked Sendable {
             return
         }
         try rows.append(t)
+        if rows.count == spillAt { try spill?(self) }
     }
+
+    /// Forgets the rows (written elsewhere): they go to a fresh store of their own, and the old
+    /// one's pages back to the system.
+    func dropRows() throws { rows = RowChunks(store: try TransactionRows(reservingForRead: ())) }
 
     @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
 }

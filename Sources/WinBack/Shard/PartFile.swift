@@ -2,11 +2,15 @@ import Crypto
 import Foundation
 
 /// Part files (docs/rules.md §8.1): what one partition task read for one shard, private to
-/// winback and versioned. `WBPART03`, then sections, one per input file with rows for the shard:
+/// winback and versioned. `WBPART03`, then sections of rows of input files for the shard:
 ///
-///     u32 file index (in sorted path order) · u32 n · n × (u32 length · bytes): the file's
-///     string table, ids 0..<n · u64 rows · u64 bytes · u32 CRC-32 of the bytes · the rows,
-///     encoded by ``RowCodec`` with ids in that table
+///     u32 file index (in sorted path order) · u32 first · u32 n · n × (u32 length · bytes):
+///     the strings first..<first + n of the file's string table · u64 rows · u64 bytes ·
+///     u32 CRC-32 of the bytes · the rows, encoded by ``RowCodec`` with ids in that table
+///
+/// A large file is written in several sections as it is read (so a partition task never holds
+/// a whole file's rows), each adding the strings the file's table gained since the file's
+/// previous section in the same part file; the sections of one file are in its line order.
 ///
 /// Integers are little-endian. Rows keep the order the file gave them, so that a shard
 /// deduplicates with the same (signedDate, file, line) order as a run in one process.
@@ -51,12 +55,13 @@ final class PartWriter: @unchecked Sendable {
     }
 
     /// Writes the section of input file `file`: its whole string table and `rows`.
-    func append(file: Int, table: StringTable, rows: UnsafeBufferPointer<Transaction>) throws {
+    func append(file: Int, table: StringTable, from first: Int = 0, rows: UnsafeBufferPointer<Transaction>) throws {
         var out: [UInt8] = []
         out.reserveCapacity(64 + rows.count * 40)
         PartWriter.append(UInt32(file), to: &out)
-        PartWriter.append(UInt32(table.count), to: &out)
-        for id in 0..<Int32(table.count) {
+        PartWriter.append(UInt32(first), to: &out)
+        PartWriter.append(UInt32(table.count - first), to: &out)
+        for id in Int32(first)..<Int32(table.count) {
             table.withBytes(id) { b in
                 PartWriter.append(UInt32(b.count), to: &out)
                 out.append(contentsOf: b)
@@ -180,30 +185,30 @@ final class PartReader {
         return n
     }
 
-    /// The next section: the index of its input file, and its rows made by `make` (a file's rows
-    /// of the shard, with the section's strings in its table); nil at the end of the part file,
-    /// once its size and SHA-256 are checked.
-    func next(into make: (_ file: Int) -> FileRows) throws -> (file: Int, rows: FileRows)? {
+    /// The next section: the index of its input file, and its rows added to the rows `rows`
+    /// gives for that file (the same for every section of one file, its table holding the
+    /// strings of the file's earlier sections); nil at the end of the part file, once its size
+    /// and SHA-256 are checked.
+    func next(into rows: (_ file: Int) -> FileRows) throws -> (file: Int, rows: FileRows)? {
         var out: FileRows?
-        guard
-            let file = try section(
-                {
-                    out = make($0)
-                    return out!.table
-                }, { try out!.add($0) })
-        else { return nil }
+        let begin = { (file: Int) -> StringTable in
+            out = rows(file)
+            return out!.table
+        }
+        guard let file = try section(begin, { try out!.add($0) }) else { return nil }
         return (file, out!)
     }
 
-    /// Calls `body` with every row of the file and the table of its section, keeping none.
+    /// Calls `body` with every row of the file and the table of its file, keeping none.
     func scan(_ body: (Transaction, StringTable) -> Void) throws {
+        var tables: [Int: StringTable] = [:]
         var table = StringTable()
-        while try section(
-            { _ in
-                table = StringTable()
-                return table
-            }, { body($0, table) }) != nil
-        {}
+        let begin = { (file: Int) -> StringTable in
+            table = tables[file] ?? StringTable()
+            tables[file] = table
+            return table
+        }
+        while try section(begin, { body($0, table) }) != nil {}
     }
 
     /// Reads the next section: its strings into the table `begin` gives for its file index, its
@@ -218,9 +223,11 @@ final class PartReader {
             return nil
         }
         let table = begin(Int(file))
+        let first = try count(UInt32.self, atMost: Int(Int32.max), "a string table")
+        guard first == table.count else { throw damaged("a section does not follow its file's previous one") }
         // Every string takes at least its 4-byte length.
-        let strings = try count(UInt32.self, atMost: left / 4, "a string table")
-        for expected in 0..<strings {
+        let strings = first + (try count(UInt32.self, atMost: left / 4, "a string table"))
+        for expected in first..<strings {
             let n = try count(UInt32.self, atMost: min(left, 1 << 20), "a string")
             if scratch.count < n { scratch = [UInt8](repeating: 0, count: n) }
             let id = try scratch.withUnsafeMutableBytes { b -> Int32 in

@@ -14,6 +14,9 @@ public enum Partition {
         public var largestShardRows: Int
     }
 
+    /// Rows of one file a partition task holds before writing them out.
+    static let spillRows = 1 << 16
+
     /// Runs task `task` of `tasks` for `shards` shards into `work`; idempotent (a retried task
     /// replaces its own outputs).
     public static func run(
@@ -36,15 +39,28 @@ public enum Partition {
             // is written out, so a task holds the rows of the files being read only.
             let out = FileRows(path: files[fi], store: try TransactionRows(reservingForRead: ()), limits: p.limits)
             out.environment = p.config.environment
+            // The rows read so far go to the part files every `spillRows` rows, each part file
+            // getting the strings its earlier sections of the file did not have.
+            var sent = [Int](repeating: 0, count: shards)
+            let flush = { (out: FileRows) throws in
+                var byShard = [[Transaction]](repeating: [], count: shards)
+                for i in 0..<out.rows.count {
+                    let r = out.rows[i]
+                    byShard[ShardKey.shard(of: r, table: out.table, shards: shards)].append(r)
+                }
+                for (k, rows) in byShard.enumerated() where !rows.isEmpty {
+                    try rows.withUnsafeBufferPointer {
+                        try writers[k].append(file: fi, table: out.table, from: sent[k], rows: $0)
+                    }
+                    sent[k] = out.table.count
+                }
+                try out.dropRows()
+            }
+            out.spillAt = Partition.spillRows
+            out.spill = flush
+            defer { out.spill = nil }
             try format.read(path: files[fi], inflater: p.inflater, into: out, progress: progress)
-            var byShard = [[Transaction]](repeating: [], count: shards)
-            for i in 0..<out.rows.count {
-                let r = out.rows[i]
-                byShard[ShardKey.shard(of: r, table: out.table, shards: shards)].append(r)
-            }
-            for (k, rows) in byShard.enumerated() where !rows.isEmpty {
-                try rows.withUnsafeBufferPointer { try writers[k].append(file: fi, table: out.table, rows: $0) }
-            }
+            try flush(out)
             let renewals = out.renewals.map {
                 PartitionMarker.Renewal(
                     file: fi, originalTransactionId: $0.key.string(in: out.table), info: $0.info)

@@ -73,18 +73,22 @@ public enum ShardRun {
                     .badData, "partition task \(i)'s marker lists no part file for shard \(shard)", path: path)
             }
             let reader = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256)
-            var read: [Int] = []
+            // A file's sections (several for a large one) go to one FileRows, merged once the
+            // part file has been read and checked whole.
+            var byFile: [Int: FileRows] = [:]
             while let (fi, f) = try reader.next(into: { fi in
-                FileRows(path: fi < files.count ? files[fi] : "", store: merger.store)
+                if let f = byFile[fi] { return f }
+                let f = FileRows(path: fi < files.count ? files[fi] : "", store: merger.store)
+                byFile[fi] = f
+                return f
             }) {
                 guard fi < files.count, fi % partitions.count == i else {
                     throw WinBackError(.badData, "part file names an input this task did not read", path: path)
                 }
                 f.stats.bytes = f.rows.count
-                merger.add(f, index: fi)
-                read.append(fi)
             }
-            seen[i] = read
+            for (fi, f) in byFile.sorted(by: { $0.key < $1.key }) { merger.add(f, index: fi) }
+            seen[i] = byFile.keys.sorted()
         }
         // Files with no row of this shard still take their place in the order.
         var present = Set<Int>()
