@@ -236,7 +236,7 @@ struct FieldChecker {
     mutating func date(_ field: String) -> Int64? {
         guard let s = string(field) else { return nil }
         guard let d = Timestamp.parseDate(s) else {
-            fail(field, "'\(s)' is not a date YYYY-MM-DD")
+            fail(field, "'\(s)' is not a date " + (Timestamp.whyNotADate(s).map { "(\($0))" } ?? "YYYY-MM-DD"))
             return nil
         }
         return d

@@ -20,6 +20,13 @@ public struct PipelineConfig: Sendable {
             }
         }
 
+        /// Why `s` is not an as-of, for a message after the value (`'2026-02-30' is not a date
+        /// (February 2026 has 28 days)`).
+        public static func problem(_ s: String) -> String {
+            if let why = Timestamp.whyNotADate(s) { return "'\(s)' is not a date (\(why))" }
+            return "'\(s)' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"
+        }
+
         /// The instant, given the wall clock.
         public func resolve(now: Int64) -> Int64 {
             switch self {
@@ -142,7 +149,7 @@ public struct PipelineConfig: Sendable {
             if let v = AsOf.parse(a) {
                 c.asOf = v
             } else {
-                p.fail("asOf", "'\(a)' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")
+                p.fail("asOf", AsOf.problem(a))
             }
         }
         if let g = p.int(root, "consecutiveGapDays") {

@@ -220,6 +220,17 @@ struct OfferCatalogTests {
         #expect(KnownKeys.nearest("count", in: KnownKeys.range) == nil)
     }
 
+    @Test("a date that does not exist says why; one not written YYYY-MM-DD says so")
+    func impossibleDates() {
+        let (_, problems) = parse(variant("startDate", "\"2026-02-30\""))
+        #expect(
+            problems == [
+                "offer 'wb.basic.1m.free' field 'startDate': '2026-02-30' is not a date (February 2026 has 28 days)"
+            ])
+        let (_, malformed) = parse(variant("endDate", "\"2026/02/03\""))
+        #expect(malformed == ["offer 'wb.basic.1m.free' field 'endDate': '2026/02/03' is not a date YYYY-MM-DD"])
+    }
+
     @Test("a saved App Store Connect response keeps Apple's fields, unknown ones included, at every level")
     func appStoreConnectPassthrough() throws {
         let dir = Paths.temporary()
