@@ -210,10 +210,13 @@ public struct PipelineConfig: Sendable {
             if let m = l.mapping {
                 p.allow(m, ["maxRejectedFraction", "memory"], at: "limits.")
                 if let v = p.field(m, "memory") {
-                    if let bytes = v.scalar.flatMap({ MemorySize.parse($0.string) }) {
-                        c.memoryLimit = bytes
+                    if let text = v.scalar?.string {
+                        switch MemorySize.read(text) {
+                        case .bytes(let bytes): c.memoryLimit = bytes
+                        case .problem(let why): p.fail("limits.memory", why)
+                        }
                     } else {
-                        p.fail("limits.memory", "expected a size such as 2GB, 512MB or 96MiB (at least 32MB)")
+                        p.fail("limits.memory", "expected a size such as 2GB, 512MB or 96MiB (at least 32 MB)")
                     }
                 }
                 if let v = p.field(m, "maxRejectedFraction") {

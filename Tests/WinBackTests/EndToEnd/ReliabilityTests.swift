@@ -293,6 +293,14 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: w + "/out/golden/latest"))
     }
 
+    @Test("--memory below 32 MB is a usage error saying so")
+    func memoryBelowMinimum() throws {
+        let w = try Paths.copyFixture("golden")
+        let r = try CLI.run(["run", "pipeline.yaml", "--memory", "8MB"], cwd: w)
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--memory '8MB' is below the 32 MB minimum"), "\(r.stderr)")
+    }
+
     @Test("validate reports every problem at once with exit 78, and exit 0 when valid")
     func validate() throws {
         let w = try Paths.copyFixture("golden")

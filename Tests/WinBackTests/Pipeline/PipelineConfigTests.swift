@@ -107,6 +107,18 @@ struct PipelineConfigTests {
         #expect(problems == ["/p.yaml: " + problem])
     }
 
+    @Test(
+        "limits.memory below 32 MB says so; text that is no size says what a size looks like",
+        arguments: [
+            ("8MB", "field 'limits.memory': '8MB' is below the 32 MB minimum"),
+            ("30MiB", "field 'limits.memory': '30MiB' is below the 32 MB minimum"),
+            ("lots", "field 'limits.memory': 'lots' is not a size such as 2GB, 512MB or 96MiB (at least 32 MB)"),
+        ])
+    func memoryLimit(value: String, problem: String) {
+        let (_, problems) = PipelineConfig.parse(Self.minimal + "\nlimits:\n  memory: \(value)\n", path: "/p.yaml")
+        #expect(problems == ["/p.yaml: " + problem])
+    }
+
     @Test("--as-of naming no day is a usage error saying why")
     func impossibleAsOfOption() throws {
         let w = try Paths.copyFixture("golden")
