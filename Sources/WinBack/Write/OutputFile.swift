@@ -83,8 +83,27 @@ final class OutputFile {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
             throw WinBackError(
-                .cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: path)
+                .cannotCreateOutput, "cannot create the folder: \(folderProblem(path, error))", path: path)
         }
+    }
+
+    /// Why folder `path` could not be created, in words for a message: the first part of the
+    /// path that exists but is not a folder (`/srv/out is a file, not a folder`), else the
+    /// system's words for `error` (`Permission denied`).
+    static func folderProblem(_ path: String, _ error: Error) -> String {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            prefix += "/" + part
+            let kind = System.kind(prefix)
+            if kind == .missing { break }
+            if kind == .file { return "\(prefix) is a file, not a folder" }
+            if kind == .other { return "\(prefix) is not a folder" }
+        }
+        let nsError = error as NSError
+        if let posix = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return SystemError("mkdir", errno: Int32(posix.code)).message
+        }
+        return nsError.localizedDescription
     }
 
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {

@@ -32,7 +32,8 @@ public final class Publisher: @unchecked Sendable {
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         } catch {
             throw WinBackError(
-                .cannotCreateOutput, "cannot create the output folder: \(error.localizedDescription)", path: root)
+                .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, error))",
+                path: root)
         }
         let lockPath = root + "/.lock"
         let fd: Int32
