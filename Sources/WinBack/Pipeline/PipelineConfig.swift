@@ -89,7 +89,12 @@ public struct PipelineConfig: Sendable {
         do {
             node = try Yams.compose(yaml: text)
         } catch {
-            return (nil, ["not valid YAML: \(error)"])
+            // The parser's message ends with the offending line and a caret under it; its line and
+            // column lead the message, so the part before them is kept, on one line (control
+            // characters in messages are escaped, docs/rules.md §6).
+            let text = "\(error)"
+            let head = text.components(separatedBy: ":\n").first ?? text
+            return (nil, ["not valid YAML: " + head.split(separator: "\n").joined(separator: "; ")])
         }
         guard let root = node?.mapping else { return (nil, ["expected a mapping at the top level"]) }
         var p = YAMLChecker()

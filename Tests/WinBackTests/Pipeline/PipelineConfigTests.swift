@@ -134,6 +134,15 @@ struct PipelineConfigTests {
         }
     }
 
+    @Test("YAML that does not parse is one problem on one line, with the line and column")
+    func invalidYAML() {
+        let (config, problems) = PipelineConfig.parse("name: x\npaths: [a\n", path: "/p.yaml")
+        #expect(config == nil)
+        #expect(problems.count == 1)
+        #expect(problems.first?.hasPrefix("not valid YAML: 3:1: error: parser: ") == true, "\(problems)")
+        #expect(problems.first?.contains("\n") == false, "\(problems)")
+    }
+
     @Test("missing required keys are all reported at once")
     func missingRequired() {
         let (_, problems) = PipelineConfig.parse("threads: 2\n", path: "/p.yaml")
