@@ -64,7 +64,7 @@ struct BenchCommand: ParsableCommand {
         if format != "appstore-ndjson" && format != "appstore-signed" {
             throw ValidationError("--format must be appstore-ndjson or appstore-signed")
         }
-        if let m = memory, MemorySize.parse(m) == nil { throw ValidationError("--memory '\(m)' is not a size") }
+        if let m = memory, case .problem(let why) = MemorySize.read(m) { throw ValidationError("--memory \(why)") }
         if let s = shards, s < 1 { throw ValidationError("--shards must be at least 1") }
         if memory != nil && shards != nil { throw ValidationError("--memory and --shards are separate benchmarks") }
         if tasks < 1 { throw ValidationError("--tasks must be at least 1") }

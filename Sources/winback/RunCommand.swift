@@ -51,9 +51,7 @@ struct RunCommand: ParsableCommand {
 
     func validate() throws {
         if let t = threads, t < 1 { throw ValidationError("--threads must be at least 1") }
-        if let m = memory, MemorySize.parse(m) == nil {
-            throw ValidationError("--memory '\(m)' is not a size such as 2GB, 512MB or 96MiB (at least 32MB)")
-        }
+        if let m = memory, case .problem(let why) = MemorySize.read(m) { throw ValidationError("--memory \(why)") }
         if (work == nil) != (shards == nil) { throw ValidationError("--work and --shards go together") }
         if shard != nil && work == nil { throw ValidationError("--shard needs --work and --shards") }
         if work != nil && memory != nil { throw ValidationError("--memory and --work are separate ways to run") }

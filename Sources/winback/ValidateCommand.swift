@@ -12,7 +12,8 @@ struct ValidateCommand: ParsableCommand {
 
     func run() throws {
         let report = PipelineValidation.check(pipelinePath: pipeline)
-        for line in report.problems { FileHandleStderr.write("winback: \(line)\n") }
+        // Problems quote paths and values: their control characters are escaped (docs/rules.md §6).
+        for line in report.problems { FileHandleStderr.write("winback: \(ControlEscape.escaped(line))\n") }
         if report.problems.isEmpty {
             print("\(pipeline): valid — \(report.summary)")
         } else {

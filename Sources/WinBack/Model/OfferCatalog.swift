@@ -41,14 +41,17 @@ public struct OfferCatalog: Sendable, Equatable {
         }
         let list = root["offers"]?.array
         let connect = root["appStoreConnect"]?.array
+        // A misspelt key is never a default (docs/rules.md §2.4): every key of the catalog is
+        // checked, except inside the App Store Connect responses it points at.
+        let unknown = root.object.map { KnownKeys.unknown(in: $0, known: KnownKeys.catalog, label: "catalog") } ?? []
         guard list != nil || connect != nil else {
             return (
                 OfferCatalog(offers: []),
-                ["expected an object with an \"offers\" array (or \"appStoreConnect\" responses)"]
+                unknown + ["expected an object with an \"offers\" array (or \"appStoreConnect\" responses)"]
             )
         }
         var offers: [Offer] = []
-        var problems: [String] = []
+        var problems: [String] = unknown
         var seen: Set<String> = []
         func add(_ offer: Offer, _ problemsOfOffer: inout [String], label: String) {
             if seen.contains(offer.offerId) {
@@ -64,6 +67,7 @@ public struct OfferCatalog: Sendable, Equatable {
                 continue
             }
             var p = FieldChecker(label: o["offerId"]?.string.map { "offer '\($0)'" } ?? "offer #\(i + 1)", fields: o)
+            p.checksKeys = true
             if let offer = p.offer() {
                 if seen.contains(offer.offerId) {
                     p.fail("offerId", "duplicate offerId '\(offer.offerId)'")
@@ -76,6 +80,9 @@ public struct OfferCatalog: Sendable, Equatable {
         }
         for (i, entry) in (connect ?? []).enumerated() {
             let label = "appStoreConnect[\(i)]"
+            if let o = entry.object {
+                problems += KnownKeys.unknown(in: o, known: KnownKeys.appStoreConnectEntry, label: label)
+            }
             guard let group = entry["subscriptionGroupId"]?.string, Identifier.isValid(group),
                 let product = entry["productId"]?.string, Identifier.isValid(product),
                 let file = entry["response"]?.string
@@ -101,11 +108,76 @@ public struct OfferCatalog: Sendable, Equatable {
     }
 }
 
+/// The keys a catalog may hold (docs/rules.md §2.4), and the problems of the keys it may not.
+enum KnownKeys {
+    /// Keys of the catalog object.
+    static let catalog = ["offers", "appStoreConnect"]
+    /// Keys of an `appStoreConnect` entry.
+    static let appStoreConnectEntry = ["subscriptionGroupId", "productId", "response"]
+    /// Keys of an offer, in the order of docs/rules.md §2.4's example.
+    static let offer = [
+        "offerId", "referenceName", "subscriptionGroupId", "productId", "appleId", "duration", "offerMode",
+        "periodCount", "customerEligibilityPaidSubscriptionDurationInMonths", timeSince,
+        "customerEligibilityWaitBetweenOffersInMonths", "startDate", "endDate", "priority", "territories",
+        // An App Store Connect attribute winback reads nothing from, kept so that offers copied
+        // from Apple's responses are accepted as they are.
+        "promotionIntent",
+    ]
+    static let timeSince = "customerEligibilityTimeSinceLastSubscribedInMonths"
+    /// Keys of the time-since-last-subscribed object.
+    static let range = ["minimum", "maximum"]
+
+    /// One problem per key of `object` not in `known`, in key order: `<label> field '<key>':
+    /// unknown key`, with the nearest known key when one is close, else the known keys.
+    static func unknown(in object: [String: JSONValue], known: [String], label: String, prefix: String = "")
+        -> [String]
+    {
+        object.keys.filter { !known.contains($0) }.sorted().map { key in
+            let hint =
+                nearest(key, in: known).map { " (did you mean '\(prefix)\($0)'?)" }
+                ?? "; known keys: \(known.joined(separator: ", "))"
+            return "\(label) field '\(prefix)\(key)': unknown key" + hint
+        }
+    }
+
+    /// The known key closest to `key` by edit distance, ignoring case, when it is close: at
+    /// most 2 edits, or a third of the shorter key's length (`territory` → `territories`).
+    static func nearest(_ key: String, in known: [String]) -> String? {
+        let k = Array(key.lowercased().unicodeScalars)
+        var best: (key: String, distance: Int)?
+        for candidate in known {
+            let c = Array(candidate.lowercased().unicodeScalars)
+            let d = distance(k, c)
+            if d <= max(2, min(k.count, c.count) / 3), d < (best?.distance ?? .max) { best = (candidate, d) }
+        }
+        return best?.key
+    }
+
+    /// Levenshtein distance: insertions, deletions and substitutions.
+    static func distance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+        if a.isEmpty || b.isEmpty { return a.count + b.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(
+                    previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}
+
 /// Checks one offer object field by field, collecting a message per bad field.
 struct FieldChecker {
     let label: String
     let fields: [String: JSONValue]
     var problems: [String] = []
+    /// Whether a key outside ``KnownKeys`` is a problem: true for the catalog's own offers,
+    /// false for App Store Connect's `attributes`, which Apple extends over time.
+    var checksKeys = false
 
     mutating func fail(_ field: String, _ why: String) {
         problems.append("\(label) field '\(field)': \(why)")
@@ -167,13 +239,14 @@ struct FieldChecker {
     mutating func date(_ field: String) -> Int64? {
         guard let s = string(field) else { return nil }
         guard let d = Timestamp.parseDate(s) else {
-            fail(field, "'\(s)' is not a date YYYY-MM-DD")
+            fail(field, "'\(s)' is not a date " + (Timestamp.whyNotADate(s).map { "(\($0))" } ?? "YYYY-MM-DD"))
             return nil
         }
         return d
     }
 
     mutating func offer() -> Offer? {
+        if checksKeys { problems += KnownKeys.unknown(in: fields, known: KnownKeys.offer, label: label) }
         let offerId = string(
             "offerId", required: true, pattern: Identifier.isOfferId,
             what: "a valid offer id (letters, digits, '.', '_'; at most 100; it names files)")
@@ -193,11 +266,15 @@ struct FieldChecker {
             fail(paidField, "must be 1–24, 36, 48 or 60 months, found \(paid)")
         }
 
-        let sinceField = "customerEligibilityTimeSinceLastSubscribedInMonths"
+        let sinceField = KnownKeys.timeSince
         var minSince: Int64?
         var maxSince: Int64?
         if let v = value(sinceField) {
             if let o = v.object {
+                if checksKeys {
+                    problems += KnownKeys.unknown(
+                        in: o, known: KnownKeys.range, label: label, prefix: "\(sinceField).")
+                }
                 minSince = int("minimum", o, name: "\(sinceField).minimum", required: true)
                 maxSince = int("maximum", o, name: "\(sinceField).maximum", required: true)
                 if let lo = minSince, lo < 1 { fail("\(sinceField).minimum", "must be at least 1, found \(lo)") }

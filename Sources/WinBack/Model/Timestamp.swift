@@ -105,6 +105,28 @@ public enum Timestamp {
         return MonthMath.daysFromCivil(year: y, month: m, day: d)
     }
 
+    /// Why `s`, written as `YYYY-MM-DD` (alone or starting a date-time), names no day of the
+    /// calendar: `February 2026 has 28 days`, `there is no month 13`. Nil when `s` is a date,
+    /// or is not written as one (whose message says it is not `YYYY-MM-DD`).
+    public static func whyNotADate<S: StringProtocol>(_ s: S) -> String? {
+        let b = Array(s.utf8)
+        guard b.count >= 10, b.count == 10 || b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: " "),
+            b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
+            let y = digits(b, 0, 4), let m = digits(b, 5, 2), let d = digits(b, 8, 2)
+        else { return nil }
+        guard (1...12).contains(m) else { return "there is no month \(m)" }
+        guard d >= 1 else { return "there is no day 0" }
+        let days = MonthMath.daysInMonth(year: y, month: m)
+        guard d <= days else {
+            let names = [
+                "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                "November", "December",
+            ]
+            return "\(names[Int(m) - 1]) \(y) has \(days) days"
+        }
+        return nil
+    }
+
     /// Parses a UTC date-time: `YYYY-MM-DDTHH:MM:SS[.sss]Z` (or with a space and no `Z` when
     /// `allowSpace`), returning milliseconds since the epoch.
     public static func parseDateTime(_ b: UnsafeBufferPointer<UInt8>, allowSpaceForm: Bool = true) -> Int64? {

@@ -65,9 +65,12 @@ public struct WinBackError: Error, CustomStringConvertible, Sendable {
         self.details = details
     }
 
+    /// The message as printed: `path: message`, then one line per detail. Control characters
+    /// in any of them (a path or a value quoted from input) are escaped (``ControlEscape``),
+    /// so a message is never split or hidden by what it quotes (docs/rules.md §6).
     public var description: String {
-        var s = path.map { "\($0): \(message)" } ?? message
-        for d in details { s += "\n  - \(d)" }
+        var s = ControlEscape.escaped(path.map { "\($0): \(message)" } ?? message)
+        for d in details { s += "\n  - " + ControlEscape.escaped(d) }
         return s
     }
 }

@@ -20,6 +20,13 @@ public struct PipelineConfig: Sendable {
             }
         }
 
+        /// Why `s` is not an as-of, for a message after the value (`'2026-02-30' is not a date
+        /// (February 2026 has 28 days)`).
+        public static func problem(_ s: String) -> String {
+            if let why = Timestamp.whyNotADate(s) { return "'\(s)' is not a date (\(why))" }
+            return "'\(s)' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"
+        }
+
         /// The instant, given the wall clock.
         public func resolve(now: Int64) -> Int64 {
             switch self {
@@ -89,7 +96,12 @@ public struct PipelineConfig: Sendable {
         do {
             node = try Yams.compose(yaml: text)
         } catch {
-            return (nil, ["not valid YAML: \(error)"])
+            // The parser's message ends with the offending line and a caret under it; its line and
+            // column lead the message, so the part before them is kept, on one line (control
+            // characters in messages are escaped, docs/rules.md §6).
+            let text = "\(error)"
+            let head = text.components(separatedBy: ":\n").first ?? text
+            return (nil, ["not valid YAML: " + head.split(separator: "\n").joined(separator: "; ")])
         }
         guard let root = node?.mapping else { return (nil, ["expected a mapping at the top level"]) }
         var p = YAMLChecker()
@@ -149,7 +161,7 @@ public struct PipelineConfig: Sendable {
             if let v = AsOf.parse(a) {
                 c.asOf = v
             } else {
-                p.fail("asOf", "'\(a)' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")
+                p.fail("asOf", AsOf.problem(a))
             }
         }
         if let g = p.int(root, "consecutiveGapDays") {
@@ -231,10 +243,13 @@ public struct PipelineConfig: Sendable {
                     }
                 }
                 if let v = p.field(m, "memory") {
-                    if let bytes = v.scalar.flatMap({ MemorySize.parse($0.string) }) {
-                        c.memoryLimit = bytes
+                    if let text = v.scalar?.string {
+                        switch MemorySize.read(text) {
+                        case .bytes(let bytes): c.memoryLimit = bytes
+                        case .problem(let why): p.fail("limits.memory", why)
+                        }
                     } else {
-                        p.fail("limits.memory", "expected a size such as 2GB, 512MB or 96MiB (at least 32MB)")
+                        p.fail("limits.memory", "expected a size such as 2GB, 512MB or 96MiB (at least 32 MB)")
                     }
                 }
                 if let v = p.field(m, "maxRejectedFraction") {

@@ -57,7 +57,7 @@ public struct ResolvedPipeline: Sendable {
         var asOf = config.asOf
         if let s = o.asOf {
             guard let v = PipelineConfig.AsOf.parse(s) else {
-                throw WinBackError(.usage, "--as-of '\(s)' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")
+                throw WinBackError(.usage, "--as-of \(PipelineConfig.AsOf.problem(s))")
             }
             asOf = v
         }

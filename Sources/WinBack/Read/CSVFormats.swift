@@ -95,6 +95,12 @@ struct CSVFormat: RowFormat {
     static func equals(_ s: UnsafeRawBufferPointer, _ lit: String) -> Bool {
         s.count == lit.utf8.count && zip(s, lit.utf8).allSatisfy { $0 == $1 }
     }
+
+    /// A cell quoted in a reason: its first `limit` bytes as UTF-8, controls escaped
+    /// (docs/rules.md §6).
+    static func quoted(_ cell: UnsafeRawBufferPointer, _ limit: Int) -> String {
+        ControlEscape.escaped(String(decoding: cell.prefix(limit), as: UTF8.self))
+    }
 }
 
 /// RevenueCat's Scheduled Data Export, template v5 (docs/rules.md §2.3 `revenuecat`): gzipped CSV, only
@@ -198,7 +204,7 @@ struct RevenueCatFormat: RowFormat {
                 if let product = cell(.productIdentifier) {
                     guard let k = productIds.find(product) else {
                         return reject(
-                            "product \(String(decoding: product, as: UTF8.self)) is not in the pipeline's products map")
+                            "product '\(CSVFormat.quoted(product, 100))' is not in the pipeline's products map")
                     }
                     groups[Int(k)].withUnsafeBytes { values[Key.subscriptionGroupIdentifier.rawValue] = .string($0) }
                 }
@@ -212,9 +218,7 @@ struct RevenueCatFormat: RowFormat {
                 values[Key.inAppOwnershipType.rawValue] = cell(.ownershipType).map { .string($0) } ?? .absent
                 if let country = cell(.country) {
                     guard let k = alpha2.find(country) else {
-                        return reject(
-                            "country '\(String(decoding: country.prefix(10), as: UTF8.self))' is not in the ISO 3166 table"
-                        )
+                        return reject("country '\(CSVFormat.quoted(country, 10))' is not in the ISO 3166 table")
                     }
                     alpha3[Int(k)].withUnsafeBytes { values[Key.storefront.rawValue] = .string($0) }
                 }

@@ -55,12 +55,19 @@ public enum InputFiles {
         let hasMagic = pattern.contains { "*?[".contains($0) }
         if !hasMagic { return try literal(pattern) }
         let matches: [String]
-        do { matches = try System.glob(pattern) } catch let e as SystemError {
-            throw WinBackError(.noInput, "cannot expand glob (error \(e.errno))", path: pattern)
-        }
+        do { matches = try System.glob(pattern) } catch let e as SystemError { throw globFailure(e, pattern: pattern) }
         // Folders are skipped; anything else (even a dangling link) is an input, so that an
         // unreadable one fails the run by name instead of vanishing.
         return matches.filter { System.kind($0) != .directory }
+    }
+
+    /// The error of a glob that failed: the folder it could not list and why (`cannot list the
+    /// folder /data/in: Permission denied`), exit 66.
+    static func globFailure(_ e: SystemError, pattern: String) -> WinBackError {
+        if let folder = e.path {
+            return WinBackError(.noInput, "cannot list the folder \(folder): \(e.message)", path: pattern)
+        }
+        return WinBackError(.noInput, "cannot expand the glob: \(e.message)", path: pattern)
     }
 
     /// `[path]` when it names a file, `[]` when nothing is there.

@@ -28,7 +28,7 @@ enum ScannedValue {
         case .int: return "an integer"
         case .bool: return "a boolean"
         case .other(let kind, let raw):
-            let text = "'\(String(decoding: raw.prefix(30), as: UTF8.self))'"
+            let text = "'\(ControlEscape.escaped(String(decoding: raw.prefix(30), as: UTF8.self)))'"
             switch kind {
             case .object: return "an object"
             case .array: return "an array"

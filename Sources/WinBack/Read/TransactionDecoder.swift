@@ -182,8 +182,9 @@ final class TransactionDecoder {
         return TransactionKey(try identifier(k, required: true)!, table: table)
     }
 
+    /// A value quoted in a reason: its first 40 characters, controls escaped (docs/rules.md §6).
     private func excerpt(_ s: UnsafeRawBufferPointer) -> String {
-        String(String(decoding: s, as: UTF8.self).prefix(40))
+        ControlEscape.escaped(String(decoding: s, as: UTF8.self).prefix(40))
     }
 
     @inline(__always) private static func equals(_ s: UnsafeRawBufferPointer, _ lit: StaticString) -> Bool {

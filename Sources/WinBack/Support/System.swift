@@ -4,10 +4,14 @@ import Foundation
 struct SystemError: Error, CustomStringConvertible {
     var call: String
     var errno: Int32
+    /// The path the call failed on, when it is not the one the caller passed (a folder glob(3)
+    /// could not list, say).
+    var path: String?
 
-    init(_ call: String, errno: Int32 = Glibc.errno) {
+    init(_ call: String, errno: Int32 = Glibc.errno, path: String? = nil) {
         self.call = call
         self.errno = errno
+        self.path = path
     }
 
     /// The C library's words for the errno (`No such file or directory`).
@@ -262,15 +266,36 @@ enum System {
         closeQuietly(fd)
     }
 
-    /// glob(3) of `pattern`, sorted by glob; [] when nothing matches.
+    /// glob(3) of `pattern`, sorted by glob; [] when nothing matches (a missing folder too). A
+    /// folder on the way that exists but cannot be listed fails it with a ``SystemError`` whose
+    /// `path` is that folder and whose errno is opendir's (glob(3) itself only returns that it
+    /// gave up).
     static func glob(_ pattern: String) throws -> [String] {
+        // glob(3) reports a folder it cannot open to a C function, which can capture nothing:
+        // it leaves the folder here, one glob at a time.
+        globLock.lock()
+        defer { globLock.unlock() }
+        globFailure = nil
         var g = glob_t()
         defer { globfree(&g) }
-        let rc = Glibc.glob(pattern, 0, nil, &g)
+        let rc = Glibc.glob(
+            pattern, 0,
+            { folder, error in
+                if error == ENOENT { return 0 }
+                System.globFailure = (folder.map { String(cString: $0) } ?? "", error)
+                return 1
+            }, &g)
         if rc == GLOB_NOMATCH { return [] }
-        guard rc == 0 else { throw SystemError("glob", errno: rc) }
+        guard rc == 0 else {
+            if let (folder, error) = globFailure { throw SystemError("opendir", errno: error, path: folder) }
+            throw SystemError("glob", errno: rc == GLOB_NOSPACE ? ENOMEM : EIO)
+        }
         return (0..<Int(g.gl_pathc)).compactMap { i in g.gl_pathv[i].map { String(cString: $0) } }
     }
+
+    private static let globLock = NSLock()
+    /// The folder the running glob could not list, and opendir's errno; guarded by `globLock`.
+    nonisolated(unsafe) private static var globFailure: (folder: String, errno: Int32)?
 
     // MARK: Memory
 

@@ -85,24 +85,28 @@ final class OutputFile {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
             throw WinBackError(
-                .cannotCreateOutput, notAFolder(path) ?? "cannot create the folder: \(error.localizedDescription)",
-                path: path)
+                .cannotCreateOutput, "cannot create the folder: \(folderProblem(path, error))", path: path)
         }
     }
 
-    /// Why `path` cannot be a folder to write in, when something on the way is not a folder
-    /// (`/out` is a file, so `/out/run` cannot be made); nil when nothing says so.
-    static func notAFolder(_ path: String) -> String? {
-        var prefix = ""
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+    /// Why folder `path` could not be created, in words for a message: the first part of the
+    /// path that exists but is not a folder (`/srv/out is a file, not a folder`), else the
+    /// system's words for `error` (`Permission denied`).
+    static func folderProblem(_ path: String, _ error: Error) -> String {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
             prefix += "/" + part
-            guard let what = System.notRegular(prefix) else {
-                if System.kind(prefix) == .file { return "\(prefix) is a file, not a folder" }
-                return nil
-            }
-            if what != System.describe(System.folderType) { return "\(prefix) is \(what), not a folder" }
+            let kind = System.kind(prefix)
+            if kind == .missing { break }
+            if kind == .file { return "\(prefix) is a file, not a folder" }
+            if kind == .other { return "\(prefix) is not a folder" }
         }
-        return nil
+        if let e = error as? SystemError { return e.message }
+        let nsError = error as NSError
+        if let posix = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return SystemError("mkdir", errno: Int32(posix.code)).message
+        }
+        return nsError.localizedDescription
     }
 
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {

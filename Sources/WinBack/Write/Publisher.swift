@@ -82,7 +82,11 @@ public final class Publisher: @unchecked Sendable {
     /// `group`) whatever the umask, also when it was there before.
     private func makeRoot() throws {
         let parent = (root as NSString).deletingLastPathComponent
-        try OutputFile.makeFolder(parent)
+        do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, error))",
+                path: root)
+        }
         let gid: gid_t?
         if let group {
             guard let id = System.groupID(group) else {
@@ -93,11 +97,20 @@ public final class Publisher: @unchecked Sendable {
             gid = nil
         }
         do { try System.makeDirectory(root, mode: 0o700) } catch let e as SystemError where e.errno == EEXIST {
+            if System.linkKind(root) == System.symbolicLinkType {
+                throw WinBackError(
+                    .cannotCreateOutput, "is a symbolic link; the output folder of a pipeline must be a real folder",
+                    path: root)
+            }
+            if System.kind(root) != .directory {
+                throw WinBackError(
+                    .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, e))",
+                    path: root)
+            }
         } catch let e as SystemError {
-            throw e.winBack(.cannotCreateOutput, "cannot create the output folder", path: root)
-        }
-        if let problem = OutputFile.notAFolder(root) {
-            throw WinBackError(.cannotCreateOutput, problem, path: root)
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, e))", path: root
+            )
         }
         do { try System.secureDirectory(root, mode: gid == nil ? 0o700 : 0o750, group: gid) } catch let e
             as SystemError

@@ -274,6 +274,33 @@ struct CommandLineTests {
         #expect(FileManager.default.fileExists(atPath: root + "/2026-11-22/manifest.json"))
     }
 
+    @Test("a misspelt catalog key fails validate and run with exit 78, naming the offer and the key")
+    func misspeltCatalogKey() throws {
+        let w = try Paths.copyFixture("golden")
+        let catalog = w + "/input/offers.json"
+        let text = try String(contentsOfFile: catalog, encoding: .utf8)
+        #expect(text.contains("\"territories\""))
+        try text.replacingOccurrences(of: "\"territories\"", with: "\"territory\"")
+            .write(toFile: catalog, atomically: true, encoding: .utf8)
+        let problem = "field 'territory': unknown key (did you mean 'territories'?)"
+        let validate = try CLI.run(["validate", "pipeline.yaml"], cwd: w)
+        #expect(validate.status == 78)
+        #expect(validate.stderr.contains(problem), "\(validate.stderr)")
+        #expect(!validate.stdout.contains("valid"))
+        let run = try CLI.run(["run", "pipeline.yaml", "--quiet"], cwd: w)
+        #expect(run.status == 78)
+        #expect(run.stderr.contains(problem), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: w + "/out/golden/latest"))
+    }
+
+    @Test("--memory below 32 MB is a usage error saying so")
+    func memoryBelowMinimum() throws {
+        let w = try Paths.copyFixture("golden")
+        let r = try CLI.run(["run", "pipeline.yaml", "--memory", "8MB"], cwd: w)
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--memory '8MB' is below the 32 MB minimum"), "\(r.stderr)")
+    }
+
     @Test("validate reports every problem at once with exit 78, and exit 0 when valid")
     func validate() throws {
         let w = try Paths.copyFixture("golden")

@@ -141,7 +141,7 @@ struct ExportFormatTests {
         ])
         #expect(set.rejects.map(\.line) == [2, 3, 4])
         #expect(set.rejects[0].reason.contains("country 'ZZ'"))
-        #expect(set.rejects[1].reason.contains("product premium is not in the pipeline's products map"))
+        #expect(set.rejects[1].reason.contains("product 'premium' is not in the pipeline's products map"))
         #expect(set.rejects[2].reason.contains("expiresDate"))
         #expect(set.rows.count == 1)  // an empty country is an absent storefront, not an error
         #expect(set.rows[0].storefront == Transaction.none)

@@ -12,8 +12,7 @@ struct OfferCatalogTests {
          "customerEligibilityPaidSubscriptionDurationInMonths": 3,
          "customerEligibilityTimeSinceLastSubscribedInMonths": {"minimum": 2, "maximum": 24},
          "customerEligibilityWaitBetweenOffersInMonths": 6,
-         "startDate": "2024-07-01", "endDate": null, "priority": "HIGH", "territories": ["USA", "CAN"],
-         "promotionIntent": "NOT_PROMOTED"}
+         "startDate": "2024-07-01", "endDate": null, "priority": "HIGH", "territories": ["USA", "CAN"]}
         """
 
     func parse(_ offers: String) -> (OfferCatalog, [String]) {
@@ -33,7 +32,7 @@ struct OfferCatalogTests {
         return String(decoding: try! JSONSerialization.data(withJSONObject: obj), as: UTF8.self)
     }
 
-    @Test("Apple's example offer parses with every field, unknown keys ignored")
+    @Test("Apple's example offer parses with every field")
     func appleExample() throws {
         let (catalog, problems) = parse(Self.apple)
         #expect(problems == [])
@@ -165,5 +164,103 @@ struct OfferCatalogTests {
         #expect(asc.territories == ["CAN", "USA"])
         #expect(asc.priority == .high && asc.waitMonths == 6 && asc.paidMonths == 3)
         #expect(c.offers[2].territories == [])
+    }
+
+    /// Apple's example with `from` renamed `to`.
+    func renamed(_ from: String, _ to: String) -> String {
+        Self.apple.replacingOccurrences(of: "\"\(from)\":", with: "\"\(to)\":")
+    }
+
+    @Test("a misspelt key is a problem naming the offer and the key it is near; the offer is not kept")
+    func misspeltKey() {
+        let (catalog, problems) = parse(renamed("territories", "territory"))
+        #expect(catalog.offers.isEmpty)
+        #expect(problems == ["offer 'wb.basic.1m.free' field 'territory': unknown key (did you mean 'territories'?)"])
+    }
+
+    @Test("a key near no known key lists the known keys")
+    func unknownKeyListsKnownKeys() {
+        let (_, problems) = parse(renamed("priority", "colour"))
+        #expect(
+            problems.contains { $0.hasPrefix("offer 'wb.basic.1m.free' field 'colour': unknown key; known keys: ") })
+        #expect(problems.contains { $0.contains("known keys: offerId, referenceName,") && $0.contains("territories") })
+    }
+
+    @Test(
+        "unknown keys are found at every level of the catalog",
+        arguments: [
+            (
+                "{\"offers\": [\(OfferCatalogTests.apple)], \"offer\": []}",
+                "catalog field 'offer': unknown key (did you mean 'offers'?)"
+            ),
+            (
+                "{\"offers\": [\(OfferCatalogTests.apple.replacingOccurrences(of: "\"maximum\"", with: "\"maxium\""))]}",
+                "offer 'wb.basic.1m.free' field 'customerEligibilityTimeSinceLastSubscribedInMonths.maxium': "
+                    + "unknown key (did you mean 'customerEligibilityTimeSinceLastSubscribedInMonths.maximum'?)"
+            ),
+            (
+                "{\"offers\": [], \"appStoreConnect\": [{\"subscriptionGroupId\": \"1\", \"productId\": \"p\", "
+                    + "\"reponse\": \"r.json\"}]}",
+                "appStoreConnect[0] field 'reponse': unknown key (did you mean 'response'?)"
+            ),
+        ])
+    func unknownKeysEverywhere(json: String, problem: String) {
+        let (_, problems) = OfferCatalog.parse(Data(json.utf8))
+        #expect(problems.contains(problem), "\(problems)")
+    }
+
+    @Test("the nearest known key is suggested only when it is close")
+    func nearestKey() {
+        #expect(KnownKeys.nearest("territory", in: KnownKeys.offer) == "territories")
+        #expect(KnownKeys.nearest("Priority", in: KnownKeys.offer) == "priority")
+        #expect(KnownKeys.nearest("offerID", in: KnownKeys.offer) == "offerId")
+        #expect(KnownKeys.nearest("startdat", in: KnownKeys.offer) == "startDate")
+        #expect(KnownKeys.nearest("colour", in: KnownKeys.offer) == nil)
+        #expect(KnownKeys.nearest("minimal", in: KnownKeys.range) == "minimum")
+        #expect(KnownKeys.nearest("count", in: KnownKeys.range) == nil)
+    }
+
+    @Test("a date that does not exist says why; one not written YYYY-MM-DD says so")
+    func impossibleDates() {
+        let (_, problems) = parse(variant("startDate", "\"2026-02-30\""))
+        #expect(
+            problems == [
+                "offer 'wb.basic.1m.free' field 'startDate': '2026-02-30' is not a date (February 2026 has 28 days)"
+            ])
+        let (_, malformed) = parse(variant("endDate", "\"2026/02/03\""))
+        #expect(malformed == ["offer 'wb.basic.1m.free' field 'endDate': '2026/02/03' is not a date YYYY-MM-DD"])
+    }
+
+    @Test("a saved App Store Connect response keeps Apple's fields, unknown ones included, at every level")
+    func appStoreConnectPassthrough() throws {
+        let dir = Paths.temporary()
+        let response = """
+            {"data": [{"type": "winBackOffers", "id": "1", "futureResourceField": true,
+               "attributes": {"offerId": "wb.asc", "promotionIntent": "NOT_PROMOTED", "aFieldAppleAddsLater": {"x": 1},
+                 "customerEligibilityPaidSubscriptionDurationInMonths": 1,
+                 "customerEligibilityTimeSinceLastSubscribedInMonths": {"minimum": 1, "maximum": 12, "unit": "M"}}}],
+             "meta": {"paging": {"total": 1}}}
+            """
+        try response.write(toFile: dir + "/asc.json", atomically: true, encoding: .utf8)
+        let catalog = """
+            {"offers": [], "appStoreConnect": [{"subscriptionGroupId": "1", "productId": "p", "response": "asc.json"}]}
+            """
+        try catalog.write(toFile: dir + "/offers.json", atomically: true, encoding: .utf8)
+        #expect(try OfferCatalog.load(path: dir + "/offers.json").offers.map(\.offerId) == ["wb.asc"])
+    }
+
+    @Test("load fails with exit 78 on a misspelt key, naming the offer and the key")
+    func loadRefusesUnknownKey() throws {
+        let dir = Paths.temporary()
+        try "{\"offers\": [\(renamed("territories", "territory"))]}".write(
+            toFile: dir + "/offers.json", atomically: true, encoding: .utf8)
+        do {
+            _ = try OfferCatalog.load(path: dir + "/offers.json")
+            Issue.record("expected a configuration error")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 78)
+            #expect(
+                e.details == ["offer 'wb.basic.1m.free' field 'territory': unknown key (did you mean 'territories'?)"])
+        }
     }
 }

@@ -92,6 +92,57 @@ struct PipelineConfigTests {
         #expect(problems.contains { $0.contains(field) }, "\(problems)")
     }
 
+    @Test(
+        "an asOf that names no day says why; one not written as a date lists the forms",
+        arguments: [
+            ("asOf: 2026-02-30", "field 'asOf': '2026-02-30' is not a date (February 2026 has 28 days)"),
+            (
+                "asOf: 2026-02-30T06:00:00Z",
+                "field 'asOf': '2026-02-30T06:00:00Z' is not a date (February 2026 has 28 days)"
+            ),
+            ("asOf: 2026-2-3", "field 'asOf': '2026-2-3' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"),
+        ])
+    func impossibleAsOf(line: String, problem: String) {
+        let (_, problems) = PipelineConfig.parse(Self.minimal + "\n" + line + "\n", path: "/p.yaml")
+        #expect(problems == ["/p.yaml: " + problem])
+    }
+
+    @Test(
+        "limits.memory below 32 MB says so; text that is no size says what a size looks like",
+        arguments: [
+            ("8MB", "field 'limits.memory': '8MB' is below the 32 MB minimum"),
+            ("30MiB", "field 'limits.memory': '30MiB' is below the 32 MB minimum"),
+            ("lots", "field 'limits.memory': 'lots' is not a size such as 2GB, 512MB or 96MiB (at least 32 MB)"),
+        ])
+    func memoryLimit(value: String, problem: String) {
+        let (_, problems) = PipelineConfig.parse(Self.minimal + "\nlimits:\n  memory: \(value)\n", path: "/p.yaml")
+        #expect(problems == ["/p.yaml: " + problem])
+    }
+
+    @Test("--as-of naming no day is a usage error saying why")
+    func impossibleAsOfOption() throws {
+        let w = try Paths.copyFixture("golden")
+        for (asOf, message) in [
+            ("2026-02-30", "--as-of '2026-02-30' is not a date (February 2026 has 28 days)"),
+            ("2026-2-3", "--as-of '2026-2-3' is not today, now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"),
+        ] {
+            #expect {
+                _ = try ResolvedPipeline.resolve(RunOptions(pipelinePath: w + "/pipeline.yaml", asOf: asOf))
+            } throws: { e in
+                (e as? WinBackError)?.code == .usage && "\(e)" == message
+            }
+        }
+    }
+
+    @Test("YAML that does not parse is one problem on one line, with the line and column")
+    func invalidYAML() {
+        let (config, problems) = PipelineConfig.parse("name: x\npaths: [a\n", path: "/p.yaml")
+        #expect(config == nil)
+        #expect(problems.count == 1)
+        #expect(problems.first?.hasPrefix("not valid YAML: 3:1: error: parser: ") == true, "\(problems)")
+        #expect(problems.first?.contains("\n") == false, "\(problems)")
+    }
+
     @Test("missing required keys are all reported at once")
     func missingRequired() {
         let (_, problems) = PipelineConfig.parse("threads: 2\n", path: "/p.yaml")

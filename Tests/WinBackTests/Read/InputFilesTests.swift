@@ -115,6 +115,40 @@ extension ReadStageTests {
             }
         }
 
+        @Test func aFolderAGlobCannotListIsNamedWithTheSystemsReason() {
+            let e = InputFiles.globFailure(
+                SystemError("opendir", errno: EACCES, path: "/data/in"), pattern: "/data/in/*.jsonl.gz")
+            #expect(e.code == .noInput)
+            #expect(e.description == "/data/in/*.jsonl.gz: cannot list the folder /data/in: Permission denied")
+        }
+
+        /// Whether this process is refused a folder with mode 000 (not when it runs as root).
+        static var permissionsApply: Bool {
+            let dir = Paths.temporary() + "/closed"
+            try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try? FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: dir)
+            defer { try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dir) }
+            return (try? FileManager.default.contentsOfDirectory(atPath: dir)) == nil
+        }
+
+        @Test(
+            .enabled(
+                if: permissionsApply,
+                "this process can list a folder with mode 000 (it runs as root), so no folder is unreadable to it"))
+        func aGlobInAnUnreadableFolderSaysPermissionDenied() throws {
+            try world { root, base in
+                try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: root + "/data")
+                defer {
+                    try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root + "/data")
+                }
+                #expect {
+                    _ = try InputFiles.resolve(["../data/*.jsonl.gz"], base: base)
+                } throws: { e in
+                    "\(e)" == "\(root)/data/*.jsonl.gz: cannot list the folder \(root)/data: Permission denied"
+                }
+            }
+        }
+
         @Test func aGlobMatchingOnlyFoldersMatchesNothing() throws {
             try world { _, base in
                 #expect(throws: WinBackError.self) { try InputFiles.resolve(["../data/sub*"], base: base) }

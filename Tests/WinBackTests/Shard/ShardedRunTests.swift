@@ -312,6 +312,18 @@ struct ShardPiecesTests {
         #expect(MemorySize.parse(text) == nil)
     }
 
+    @Test(
+        "a size below 32 MB says so; text that is no size says what a size looks like",
+        arguments: [
+            ("8MB", "'8MB' is below the 32 MB minimum"), ("31999999", "'31999999' is below the 32 MB minimum"),
+            ("2XB", "'2XB' is not a size such as 2GB, 512MB or 96MiB (at least 32 MB)"),
+            ("0", "'0' is not a size such as 2GB, 512MB or 96MiB (at least 32 MB)"),
+        ])
+    func sizeProblems(text: String, problem: String) {
+        #expect(MemorySize.read(text) == .problem(problem))
+        #expect(MemorySize.read("32MB") == .bytes(32_000_000))
+    }
+
     /// Rows with every field set in every way the codec distinguishes.
     static func randomRows(_ n: Int, strings: Int, seed: UInt64) -> [Transaction] {
         var g = SplitMix64(seed: seed, index: 0)

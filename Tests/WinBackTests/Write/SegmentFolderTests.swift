@@ -23,6 +23,31 @@ struct SegmentFolderTests {
         } catch let e as WinBackError {
             #expect(e.code.exitCode == 73)
             #expect("\(e)".contains(dir + "/segments"))
+            #expect("\(e)".hasSuffix("cannot create the folder: \(dir)/segments is a file, not a folder"), "\(e)")
         }
+    }
+
+    @Test("an output folder under a file says which part is a file, with exit 73")
+    func outputFolderUnderAFile() throws {
+        let dir = Paths.temporary()
+        #expect(FileManager.default.createFile(atPath: dir + "/out", contents: Data("x".utf8)))
+        for root in [dir + "/out/golden", dir + "/out/deeper/golden"] {
+            do {
+                try Publisher(root: root, date: "2026-11-22").begin()
+                Issue.record("an output folder under a file was made")
+            } catch let e as WinBackError {
+                #expect(e.code.exitCode == 73)
+                #expect(
+                    "\(e)" == "\(root): cannot create the output folder: \(dir)/out is a file, not a folder")
+            }
+        }
+    }
+
+    @Test("a folder that cannot be made for another reason gives the system's words, not Foundation's code")
+    func folderProblemWords() {
+        let error = NSError(
+            domain: NSCocoaErrorDomain, code: 513,
+            userInfo: [NSUnderlyingErrorKey: NSError(domain: NSPOSIXErrorDomain, code: Int(EACCES))])
+        #expect(OutputFile.folderProblem("/nonexistent-\(UUID().uuidString)/x", error) == "Permission denied")
     }
 }
