@@ -43,6 +43,13 @@ final class FileHandleFD {
         return n
     }
 
+    /// Reads on from `offset`.
+    func seek(to offset: Int) throws {
+        do { try System.seek(fd, to: offset) } catch let e as SystemError {
+            throw e.winBack(.noInput, "cannot read", path: path)
+        }
+    }
+
     /// Hex SHA-256 of every byte read so far.
     func sha256() -> String {
         OutputFile.hex(hasher.finalize())
@@ -64,6 +71,12 @@ final class PlainFileSource: ByteSource {
 
     /// Size of the file when it was opened.
     var size: Int { file.size }
+
+    /// Goes on reading at `offset` (the file's digest no longer means anything).
+    func seek(to offset: Int) throws {
+        try file.seek(to: offset)
+        fileBytesConsumed = offset
+    }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let n = try file.read(into: buffer)

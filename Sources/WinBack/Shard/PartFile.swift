@@ -191,11 +191,11 @@ final class PartReader {
     /// and SHA-256 are checked.
     func next(into rows: (_ file: Int) -> FileRows) throws -> (file: Int, rows: FileRows)? {
         var out: FileRows?
-        let begin = { (file: Int) -> StringTable in
+        let begin = { (file: Int, _: Int) -> StringTable? in
             out = rows(file)
             return out!.table
         }
-        guard let file = try section(begin, { try out!.add($0) }) else { return nil }
+        guard let (file, _) = try section(begin, { try out!.add($0) }) else { return nil }
         return (file, out!)
     }
 
@@ -203,7 +203,7 @@ final class PartReader {
     func scan(_ body: (Transaction, StringTable) -> Void) throws {
         var tables: [Int: StringTable] = [:]
         var table = StringTable()
-        let begin = { (file: Int) -> StringTable in
+        let begin = { (file: Int, _: Int) -> StringTable? in
             table = tables[file] ?? StringTable()
             tables[file] = table
             return table
@@ -211,20 +211,55 @@ final class PartReader {
         while try section(begin, { body($0, table) }) != nil {}
     }
 
-    /// Reads the next section: its strings into the table `begin` gives for its file index, its
-    /// rows to `row`. Nil at the end of the file, once its size and SHA-256 are checked.
+    /// Where each section of the file starts, by input file in ascending order, each file's
+    /// sections in their order: the file read whole and checked (every length and CRC-32, each
+    /// section following its file's previous one, the size and SHA-256) without keeping a row.
+    func sectionsByFile() throws -> [(file: Int, offsets: [Int])] {
+        var byFile: [Int: (strings: Int, offsets: [Int])] = [:]
+        while true {
+            let offset = source.fileBytesConsumed
+            var first = 0
+            guard
+                let (file, strings) = try section(
+                    { file, f in
+                        first = f
+                        return nil
+                    }, { _ in })
+            else { break }
+            guard first == byFile[file]?.strings ?? 0 else {
+                throw damaged("a section does not follow its file's previous one")
+            }
+            byFile[file, default: (0, [])].strings = strings
+            byFile[file, default: (0, [])].offsets.append(offset)
+        }
+        return byFile.sorted { $0.key < $1.key }.map { ($0.key, $0.value.offsets) }
+    }
+
+    /// Reads the one section at `offset` (from ``sectionsByFile()`` of the same file): its
+    /// strings into `table` (which holds those of the file's earlier sections), its rows to
+    /// `row`; returns its file index.
+    func section(at offset: Int, into table: StringTable, _ row: (Transaction) throws -> Void) throws -> Int {
+        try source.seek(to: offset)
+        guard let (file, _) = try section({ _, _ in table }, row) else { throw damaged("no section where one was") }
+        return file
+    }
+
+    /// Reads the next section: its strings into the table `begin` gives for its file index and
+    /// first string id (nil: strings and rows are checked and skipped), its rows to `row`.
+    /// Returns the file index and the strings of its table so far; nil at the end of the file,
+    /// once its size and SHA-256 are checked.
     private func section(
-        _ begin: (_ file: Int) -> StringTable, _ row: (Transaction) throws -> Void
-    ) throws -> Int? {
+        _ begin: (_ file: Int, _ first: Int) -> StringTable?, _ row: (Transaction) throws -> Void
+    ) throws -> (file: Int, strings: Int)? {
         guard let file = try integer(UInt32.self, allowEnd: true) else {
             guard source.fileSHA256() == expected.sha256 else {
                 throw damaged("its SHA-256 differs from what its partition task wrote")
             }
             return nil
         }
-        let table = begin(Int(file))
         let first = try count(UInt32.self, atMost: Int(Int32.max), "a string table")
-        guard first == table.count else { throw damaged("a section does not follow its file's previous one") }
+        let table = begin(Int(file), first)
+        if let table, first != table.count { throw damaged("a section does not follow its file's previous one") }
         // Every string takes at least its 4-byte length.
         let strings = first + (try count(UInt32.self, atMost: left / 4, "a string table"))
         for expected in first..<strings {
@@ -233,7 +268,7 @@ final class PartReader {
             let id = try scratch.withUnsafeMutableBytes { b -> Int32 in
                 let s = UnsafeMutableRawBufferPointer(rebasing: b[0..<n])
                 _ = try fill(s, allowEnd: false)
-                return table.intern(UnsafeRawBufferPointer(s))
+                return table?.intern(UnsafeRawBufferPointer(s)) ?? Int32(expected)
             }
             guard id == Int32(expected) else { throw damaged("a string repeats in its table") }
         }
@@ -247,12 +282,13 @@ final class PartReader {
             let s = UnsafeMutableRawBufferPointer(rebasing: b[0..<bytes])
             _ = try fill(s, allowEnd: false)
             guard RowCodec.crc(UnsafeRawBufferPointer(s)) == crc else { throw damaged("CRC-32 mismatch") }
+            guard table != nil else { return }
             do {
                 try RowCodec.decode(UnsafeRawBufferPointer(s), count: rows, strings: strings, row)
             } catch is RowCodec.Malformed {
                 throw damaged("a section does not decode")
             }
         }
-        return Int(file)
+        return (Int(file), strings)
     }
 }

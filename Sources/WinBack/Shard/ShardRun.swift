@@ -60,6 +60,78 @@ public enum ShardRun {
     static func read(
         _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, partitions: [PartitionMarker]
     ) throws -> Inputs {
+        var set =
+            partitions.count == 1
+            ? try readInFileOrder(p, work: work, shard: shard, part: partitions[0])
+            : try readByFile(p, work: work, shard: shard, partitions: partitions)
+        let keep = customerFilter(set)
+        // Renewal info found among the transactions (signed files), as the read stage gathers
+        // it: file after file in path order.
+        var found: [PartitionMarker.Renewal] = []
+        for i in 0..<partitions.count {
+            let path = work.task(i) + "/renewals.json"
+            found += try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: path)?.0 ?? []
+        }
+        var index = RenewalIndex()
+        for r in found.enumerated().sorted(by: { ($0.element.file, $0.offset) < ($1.element.file, $1.offset) }) {
+            var id = r.element.originalTransactionId
+            guard id.withUTF8({ keep(UnsafeRawBufferPointer($0)) }) else { continue }
+            index.add(originalTransactionId: TransactionKey(id, table: set.strings), r.element.info)
+        }
+        index.finish()
+        set.renewals = index
+        let renewals = try RenewalReader.read(
+            paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: keep, limits: p.limits)
+        index.merge(renewals.index(in: set.strings))
+        return Inputs(
+            transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
+    }
+
+    /// The rows of a shard whose inputs one partition task read: every section of its part
+    /// file, in input file order, into one ``FileRows`` (rows of many small files share its
+    /// pages), which deduplicates as the files one by one would, since its row order is the
+    /// (file, line) order and every input file is in it (docs/rules.md §8.1). The part file is
+    /// read and checked whole first, then each file's sections are read again where they are.
+    static func readInFileOrder(
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, part marker: PartitionMarker
+    ) throws -> TransactionSet {
+        let path = work.part(task: 0, shard: shard)
+        guard let part = marker.parts.first(where: { $0.shard == shard }) else {
+            throw WinBackError(.badData, "partition task 0's marker lists no part file for shard \(shard)", path: path)
+        }
+        let sections = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256).sectionsByFile()
+        guard sections.allSatisfy({ $0.file < p.transactionFiles.count }) else {
+            throw WinBackError(.badData, "part file names an input this task did not read", path: path)
+        }
+        let reader = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256)
+        let merger = try Merger(count: 1, totalBytes: max(1, part.rows))
+        let all = FileRows(path: "", store: merger.store)
+        for (_, offsets) in sections {
+            // The file's own ids, and the ids of the same strings in the shard's table.
+            let local = StringTable()
+            var map: [Int32] = []
+            for offset in offsets {
+                _ = try reader.section(at: offset, into: local) { r in
+                    while map.count < local.count {
+                        map.append(local.withBytes(Int32(map.count)) { all.table.intern($0) })
+                    }
+                    var r = r
+                    map.withUnsafeBufferPointer { r.remap($0) }
+                    try all.add(r)
+                }
+            }
+        }
+        all.stats.bytes = all.rows.count
+        merger.add(all, index: 0)
+        return merger.finish(threads: p.threads)
+    }
+
+    /// The rows of a shard whose inputs several partition tasks read: each input file's
+    /// sections into a ``FileRows`` of its own, merged file by file as ``TransactionReader``
+    /// merges input files.
+    static func readByFile(
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, partitions: [PartitionMarker]
+    ) throws -> TransactionSet {
         let files = p.transactionFiles
         // The merger sizes its deduplication index from the share of "bytes" merged so far:
         // here, rows.
@@ -96,28 +168,7 @@ public enum ShardRun {
         for fi in files.indices where !present.contains(fi) {
             merger.add(FileRows(path: files[fi], store: merger.store), index: fi)
         }
-        var set = merger.finish(threads: p.threads)
-        let keep = customerFilter(set)
-        // Renewal info found among the transactions (signed files), as the read stage gathers
-        // it: file after file in path order.
-        var found: [PartitionMarker.Renewal] = []
-        for i in 0..<partitions.count {
-            let path = work.task(i) + "/renewals.json"
-            found += try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: path)?.0 ?? []
-        }
-        var index = RenewalIndex()
-        for r in found.enumerated().sorted(by: { ($0.element.file, $0.offset) < ($1.element.file, $1.offset) }) {
-            var id = r.element.originalTransactionId
-            guard id.withUTF8({ keep(UnsafeRawBufferPointer($0)) }) else { continue }
-            index.add(originalTransactionId: TransactionKey(id, table: set.strings), r.element.info)
-        }
-        index.finish()
-        set.renewals = index
-        let renewals = try RenewalReader.read(
-            paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: keep, limits: p.limits)
-        index.merge(renewals.index(in: set.strings))
-        return Inputs(
-            transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
+        return merger.finish(threads: p.threads)
     }
 
     /// Why shard `shard` cannot fit (docs/rules.md §8.1): its part files are scanned without

@@ -131,6 +131,11 @@ enum System {
         }
     }
 
+    /// lseek(2) to `offset` from the start.
+    static func seek(_ fd: Int32, to offset: Int) throws {
+        if lseek(fd, off_t(offset), SEEK_SET) < 0 { throw SystemError("lseek") }
+    }
+
     /// write(2) until every byte is written.
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
         var offset = 0
