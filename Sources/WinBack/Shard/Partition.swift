@@ -21,7 +21,7 @@ public enum Partition {
     /// replaces its own outputs).
     public static func run(
         _ p: ResolvedPipeline, work: WorkFolder, shards: Int, task: Int, tasks: Int,
-        progress: @escaping @Sendable (Int) -> Void = { _ in }
+        progress: @escaping @Sendable (Int) -> Void = { _ in }, spillRows: Int = Partition.spillRows
     ) throws -> Summary {
         let started = Date()
         let final = work.task(task)
@@ -56,7 +56,7 @@ public enum Partition {
                 }
                 try out.dropRows()
             }
-            out.spillAt = Partition.spillRows
+            out.spillAt = spillRows
             out.spill = flush
             defer { out.spill = nil }
             try format.read(path: files[fi], inflater: p.inflater, into: out, progress: progress)

@@ -69,6 +69,36 @@ struct ShardedRunTests {
         }
     }
 
+    @Test(
+        "files written in many sections (a few rows each), with 1 and 2 partition tasks, give the files of a run in memory"
+    )
+    func sectionsOfLargeFiles() throws {
+        let pipeline = try Self.world(customers: 300, seed: 21)
+        let reference = try Self.inMemory(pipeline)
+        for (tasks, spill) in [(1, 7), (2, 50), (1, 1)] {
+            let work = WorkFolder(Paths.temporary() + "/work")
+            let p = try ResolvedPipeline.resolve(Self.options(pipeline, output: Paths.temporary()))
+            var sections = 0
+            for i in 0..<tasks {
+                _ = try Partition.run(p, work: work, shards: 3, task: i, tasks: tasks, spillRows: spill)
+            }
+            for k in 0..<3 {
+                for i in 0..<tasks {
+                    let (m, _) = try #require(
+                        try WorkFolder.readJSON(PartitionMarker.self, from: work.task(i) + "/_SUCCESS"))
+                    let part = try #require(m.parts.first { $0.shard == k })
+                    let reader = try PartReader(
+                        path: work.part(task: i, shard: k), bytes: part.bytes, sha256: part.sha256)
+                    sections += try reader.sectionsByFile().reduce(0) { $0 + $1.offsets.count }
+                }
+                _ = try ShardRun.run(p, work: work, shard: k, shards: 3)
+            }
+            #expect(sections > p.transactionFiles.count * 3, "files are written in several sections each")
+            let s = try Merge.run(p, work: work, shards: 3, progress: Progress(mode: .quiet))
+            Self.expectSame(Self.published(s.published), reference)
+        }
+    }
+
     @Test("with audience.requireApple strict, shards keep and drop the rows a run in memory does")
     func requireAppleSharded() throws {
         let pipeline = try Self.world(customers: 500, seed: 11)
