@@ -21,6 +21,7 @@ sources=(
     Sources/WinBack/Model/AppAccountToken.swift Sources/WinBack/Model/Digits.swift
     Sources/WinBack/Model/JSONValue.swift
     Sources/WinBack/Model/WinBackError.swift Sources/WinBack/Support/System.swift
+    Sources/WinBack/Read/Reject.swift Sources/WinBack/Write/OutputFile.swift Sources/WinBack/Write/DiskSync.swift
 )
 # What the JWS target needs: the signed-line pieces that neither verify nor decode rows.
 jws_sources=(
