@@ -486,6 +486,40 @@ struct HostileInputTests {
         #expect(!FileManager.default.fileExists(atPath: nowhere))
     }
 
+    @Test("the output folder itself a link: 73, its target untouched; a link at .failed-<date>: replaced, not followed")
+    func plantedFolderLinks() throws {
+        let pipeline = try Self.world(customers: 10, limits: ["maxRejectedFraction: 0"])
+        let output = Paths.temporary()
+        let root = output + "/generated"
+        let target = Paths.temporary() + "/target"
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        try "precious\n".write(toFile: target + "/keep.txt", atomically: true, encoding: .utf8)
+        #expect(chmod(target, 0o755) == 0)
+        try FileManager.default.createSymbolicLink(atPath: root, withDestinationPath: target)
+        Self.expectFailure([73], naming: root, "the output folder a link") {
+            _ = try PipelineRun.run(Self.options(pipeline, output: output), progress: Self.quiet)
+        }
+        #expect(try Self.status(target).st_mode & 0o777 == 0o755)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: target) == ["keep.txt"])
+
+        // A failed run (one rejected line, no budget) keeps its rejects in .failed-<date>.
+        try FileManager.default.removeItem(atPath: root)
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let failed = root + "/.failed-\(Self.date)"
+        try FileManager.default.createSymbolicLink(atPath: failed, withDestinationPath: target)
+        let bad = Self.folder(pipeline) + "/transactions-9999-99.jsonl.gz"
+        let w = try GzipWriter(path: bad)
+        try w.write("{}\n")
+        try w.close()
+        Self.expectFailure([65], naming: "maxRejectedFraction", "one rejected line") {
+            _ = try PipelineRun.run(Self.options(pipeline, output: output), progress: Self.quiet)
+        }
+        #expect(System.linkKind(failed) == System.folderType)
+        #expect(try String(contentsOfFile: failed + "/rejects.csv", encoding: .utf8).contains("transactions-9999-99"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: target) == ["keep.txt"])
+        #expect(try String(contentsOfFile: target + "/keep.txt", encoding: .utf8) == "precious\n")
+    }
+
     @Test(
         "a folder or file where latest or the date's link belongs: 73 before any swap, the previous run as it was",
         arguments: ["latest folder", "latest file", "date folder", "date file"])
