@@ -6,5 +6,8 @@ public struct SHA256 {
     public mutating func update(bufferPointer: UnsafeRawBufferPointer) {
         for b in bufferPointer { sum = sum &* 31 &+ UInt64(b) }
     }
+    public mutating func update<D: Sequence>(data: D) where D.Element == UInt8 {
+        for b in data { sum = sum &* 31 &+ UInt64(b) }
+    }
     public func finalize() -> [UInt8] { withUnsafeBytes(of: sum) { Array($0) } }
 }

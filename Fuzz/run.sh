@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of the read stage (not part of `swift test`) and runs each
-# for a fixed time. Usage: Fuzz/run.sh [seconds per target, default 30] [line|gzip|jws ...]
+# for a fixed time. Usage: Fuzz/run.sh [seconds per target, default 30] [line|gzip|jws|part ...]
 # Needs a Swift toolchain with -sanitize=fuzzer (Linux toolchains have it) and zlib1g-dev; with
 # libisal-dev too, the gzip target checks that zlib and ISA-L read every input alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 [ $# -gt 0 ] && shift
-[ $# -eq 0 ] && set -- line gzip jws
+[ $# -eq 0 ] && set -- line gzip jws part
 out=.build/fuzz
 mkdir -p "$out"
 
@@ -21,6 +21,7 @@ sources=(
     Sources/WinBack/Model/AppAccountToken.swift Sources/WinBack/Model/Digits.swift
     Sources/WinBack/Model/JSONValue.swift
     Sources/WinBack/Model/WinBackError.swift Sources/WinBack/Support/System.swift
+    Sources/WinBack/Read/Reject.swift Sources/WinBack/Write/OutputFile.swift Sources/WinBack/Write/DiskSync.swift
 )
 # What the JWS target needs: the signed-line pieces that neither verify nor decode rows.
 jws_sources=(
@@ -28,6 +29,10 @@ jws_sources=(
     Sources/WinBack/Model/Digits.swift
     Sources/WinBack/Signed/Base64URL.swift Sources/WinBack/Signed/CompactJWS.swift
     Sources/WinBack/Signed/JSONArrayElements.swift
+)
+# The part-file reader: the read sources, and the part file and row codec of Shard/.
+part_sources=(
+    "${sources[@]}" Sources/WinBack/Shard/PartFile.swift Sources/WinBack/Shard/RowCodec.swift
 )
 
 swiftc -parse-as-library -module-name Crypto -emit-module -emit-module-path "$out/Crypto.swiftmodule" \
@@ -42,6 +47,10 @@ make_seeds() {
         '{"type":"Consumable","transactionId":"n1"}'
     )
     local i=0
+    if [ "$kind" = part ]; then
+        # Written by the target itself with PartWriter (WINBACK_FUZZ_PART_SEEDS).
+        return
+    fi
     if [ "$kind" = jws ]; then
         # A real App Store JWS, a bare header and payload, and a page of strings.
         cp Tests/WinBackTests/Fixtures/signed/apple-sandbox-transaction.jws "$dir/seed-apple"
@@ -65,7 +74,8 @@ for t in "$@"; do
         line) entry=Fuzz/FuzzLine.swift files=("${sources[@]}") ;;
         gzip) entry=Fuzz/FuzzGzip.swift files=("${sources[@]}") ;;
         jws) entry=Fuzz/FuzzJWS.swift files=("${jws_sources[@]}") ;;
-        *) echo "unknown target $t (line, gzip, jws)" >&2; exit 64 ;;
+        part) entry=Fuzz/FuzzPart.swift files=("${part_sources[@]}") ;;
+        *) echo "unknown target $t (line, gzip, jws, part)" >&2; exit 64 ;;
     esac
     echo "== building fuzz-$t"
     swiftc -parse-as-library -O -g -sanitize=fuzzer,address -module-name WinBackFuzz \
@@ -75,7 +85,7 @@ for t in "$@"; do
     corpus="$out/corpus-$t"
     make_seeds "$corpus" "$t"
     echo "== running fuzz-$t for ${seconds}s"
-    if "$out/fuzz-$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    if WINBACK_FUZZ_PART_SEEDS="$corpus" "$out/fuzz-$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -artifact_prefix="$out/crash-$t-" "$corpus" > "$out/run-$t.log" 2>&1; then
         grep -E '^Done [0-9]+ runs' "$out/run-$t.log"
     else

@@ -5,7 +5,9 @@ struct ValidateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "validate",
         abstract: "Check a pipeline file, its offer catalog and its input paths; run nothing.",
-        discussion: "Reports every problem found at once. Exit 0 when valid, 78 when not.")
+        discussion:
+            "Reports every problem found at once. Exit 0 when valid, 66 when only inputs are missing or not "
+            + "regular files, 78 otherwise.")
 
     @Argument(help: "The pipeline file (YAML).")
     var pipeline: String
@@ -18,7 +20,7 @@ struct ValidateCommand: ParsableCommand {
             print("\(pipeline): valid — \(report.summary)")
         } else {
             FileHandleStderr.write("winback: \(pipeline): \(report.problems.count) problem(s)\n")
-            throw ExitCode(WinBackError.Code.configuration.exitCode)
+            throw ExitCode(report.exitCode)
         }
     }
 }

@@ -6,6 +6,17 @@ public enum PipelineValidation {
         public var problems: [String] = []
         /// A short description of what was checked, when valid.
         public var summary = ""
+        /// How many of `problems` are inputs that are missing or not readable regular files.
+        public var inputProblems = 0
+
+        /// The exit code: 0 when valid, 66 when only inputs are at fault (docs/rules.md §6.1:
+        /// a FIFO, a device or a folder given as input), else 78.
+        public var exitCode: Int32 {
+            problems.isEmpty
+                ? 0
+                : problems.count == inputProblems
+                    ? WinBackError.Code.noInput.exitCode : WinBackError.Code.configuration.exitCode
+        }
     }
 
     public static func check(pipelinePath: String) -> Report {
@@ -51,11 +62,13 @@ public enum PipelineValidation {
                 for path in try InputFiles.resolve([pattern], base: config.folder) {
                     if !System.isReadable(path) {
                         report.problems.append("\(path): input is not readable")
+                        report.inputProblems += 1
                     }
                     files += 1
                 }
             } catch {
                 report.problems.append("\(error)")
+                if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
             }
         }
         report.summary = "\(offers) offers, \(files) input files"
