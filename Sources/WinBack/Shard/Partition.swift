@@ -15,7 +15,7 @@ public enum Partition {
     }
 
     /// Rows of one file a partition task holds before writing them out.
-    static let spillRows = 1 << 16
+    public static let spillRows = 1 << 16
 
     /// Runs task `task` of `tasks` for `shards` shards into `work`; idempotent (a retried task
     /// replaces its own outputs).
