@@ -128,6 +128,12 @@ final class PartReader {
     private let source: PlainFileSource
     private let expected: (bytes: Int, sha256: String)
     private var scratch = [UInt8](repeating: 0, count: 1 << 16)
+    /// Bytes read from the file ahead of the reader (one read(2) for many small fields).
+    private let ahead = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+    private var aheadStart = 0
+    private var aheadEnd = 0
+    /// Bytes of the file the reader has taken.
+    private var position = 0
 
     /// Opens the part file at `path` that its task recorded as `bytes` long with digest `sha256`.
     init(path: String, bytes: Int, sha256: String) throws {
@@ -146,12 +152,14 @@ final class PartReader {
         }
     }
 
+    deinit { ahead.deallocate() }
+
     private func damaged(_ what: String) -> WinBackError {
         WinBackError(.badData, "part file damaged: \(what)", path: path)
     }
 
     /// Bytes of the file not read yet.
-    private var left: Int { expected.bytes - source.fileBytesConsumed }
+    private var left: Int { expected.bytes - position }
 
     /// Reads exactly `buffer.count` bytes; false at a clean end of the file (nothing read).
     private func fill(_ buffer: UnsafeMutableRawBufferPointer, allowEnd: Bool) throws -> Bool {
@@ -161,11 +169,25 @@ final class PartReader {
         }
         var off = 0
         while off < buffer.count {
-            let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[off...]))
-            if n == 0 { throw damaged("the file ends early (truncated)") }
-            off += n
+            if aheadStart == aheadEnd {
+                let n = try source.read(into: ahead)
+                if n == 0 { throw damaged("the file ends early (truncated)") }
+                (aheadStart, aheadEnd) = (0, n)
+            }
+            let k = min(buffer.count - off, aheadEnd - aheadStart)
+            (buffer.baseAddress! + off).copyMemory(from: ahead.baseAddress! + aheadStart, byteCount: k)
+            aheadStart += k
+            off += k
         }
+        position += buffer.count
         return true
+    }
+
+    /// Goes on reading at `offset`.
+    private func seek(to offset: Int) throws {
+        try source.seek(to: offset)
+        (aheadStart, aheadEnd) = (0, 0)
+        position = offset
     }
 
     private func fill(_ bytes: inout [UInt8], allowEnd: Bool) throws -> Bool {
@@ -217,7 +239,7 @@ final class PartReader {
     func sectionsByFile() throws -> [(file: Int, offsets: [Int])] {
         var byFile: [Int: (strings: Int, offsets: [Int])] = [:]
         while true {
-            let offset = source.fileBytesConsumed
+            let offset = position
             var first = 0
             guard
                 let (file, strings) = try section(
@@ -239,7 +261,7 @@ final class PartReader {
     /// strings into `table` (which holds those of the file's earlier sections), its rows to
     /// `row`; returns its file index.
     func section(at offset: Int, into table: StringTable, _ row: (Transaction) throws -> Void) throws -> Int {
-        try source.seek(to: offset)
+        try seek(to: offset)
         guard let (file, _) = try section({ _, _ in table }, row) else { throw damaged("no section where one was") }
         return file
     }
