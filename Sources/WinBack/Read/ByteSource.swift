@@ -39,12 +39,16 @@ final class FileHandleFD {
         do { n = try System.read(fd, into: buffer) } catch let e as SystemError {
             throw e.winBack(.noInput, "cannot read", path: path)
         }
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        if hashing { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n])) }
         return n
     }
 
-    /// Reads on from `offset`.
+    /// False once the reader has moved: the digest of a file read out of order means nothing.
+    @exclusivity(unchecked) private var hashing = true
+
+    /// Reads on from `offset`; the file's digest is no longer kept.
     func seek(to offset: Int) throws {
+        hashing = false
         do { try System.seek(fd, to: offset) } catch let e as SystemError {
             throw e.winBack(.noInput, "cannot read", path: path)
         }
