@@ -198,9 +198,8 @@ public enum ShardRun {
                 : "no single transaction or customer dominates it: give more memory"
         return WinBackError(
             .badData,
-            "shard \(shard) holds \(rows) rows, more than fit in the memory limit; \(culprit), and all of them "
-                + "belong to one shard",
-            path: work.shard(shard))
+            "a shard holds \(rows) rows, more than fit in the memory limit; \(culprit), and all of them "
+                + "belong to one shard")
     }
 
     /// Accepts the originalTransactionIds of the rows of `set` (bytes as read).
