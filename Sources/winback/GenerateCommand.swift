@@ -1,5 +1,6 @@
 import ArgumentParser
 import WinBack
+import WinBackTesting
 
 struct GenerateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,8 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
 import Yams
 
 /// A pipeline file (docs/rules.md §2.5), validated: every problem is collected and named.

@@ -1,4 +1,9 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackWrite
 
 /// What the command line may override in a pipeline file.
 public struct RunOptions: Sendable {

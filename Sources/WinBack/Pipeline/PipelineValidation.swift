@@ -1,4 +1,7 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackSupport
 
 /// `winback validate`: every problem of a pipeline file, its catalog and its inputs, at once.
 public enum PipelineValidation {

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// Faults a nightly cron run must survive (docs/rules.md §6).
 @Suite("Reliability: faults, exit codes, atomic publish, lock", .serialized, .tags(.slow))

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// Hostile input and a hostile folder (docs/rules.md §6.1), and intermediate files checked end
 /// to end (§8.1): whatever a broken exporter, a full disk or an attacker left, a run ends with a

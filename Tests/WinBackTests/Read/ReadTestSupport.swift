@@ -3,6 +3,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// Helpers for the read-stage tests: temporary folders, gzip writing with zlib, sample lines.
 enum ReadSupport {

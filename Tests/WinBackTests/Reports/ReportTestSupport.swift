@@ -1,4 +1,10 @@
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// Runs the whole report stage over a hand-built world, as a run would: group the rows by
 /// customer, evaluate the audience at T, then compute the reports from both.

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// Runs past one machine (docs/rules.md §8): partition → shards → merge, in this process and
 /// through the command line, against a run in memory.

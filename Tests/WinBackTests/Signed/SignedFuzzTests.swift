@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// Seeded random mutations of signed lines, for a fixed budget: no crash, every rejection
 /// names its step, and with verification on no mutation ever yields a transaction that was not

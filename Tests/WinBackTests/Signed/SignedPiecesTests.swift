@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// The smaller pieces of signed reading: the array walker, the shared chain cache under
 /// several threads, and the command line's exit codes.

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// A test chain with a leaf, and JWSs of transactions, renewal info and notifications.
 struct SignedFixture {

@@ -3,6 +3,12 @@ import Testing
 import X509
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// A generated world written decoded and signed, run end to end.
 @Suite("End to end: signed worlds", .serialized)

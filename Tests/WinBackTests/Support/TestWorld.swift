@@ -1,4 +1,10 @@
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// Parses `2025-01-01T12:00:00Z` or `2025-01-01` (00:00) into ms; traps on a typo in a test.
 func ms(_ s: String) -> Int64 {
