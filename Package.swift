@@ -74,6 +74,13 @@ let package = Package(
             name: "WinBackTests",
             dependencies: ["WinBack", "WinBackTesting", "CLibXML2", "CZlib"],
             resources: [.copy("Fixtures")]),
+        // End to end, generated worlds, fuzz, the command line, hostile input: `swift test` runs
+        // both targets, `swift test --filter WinBackTests` only the quick one. The helpers in
+        // Tests/Shared are compiled into both (each target links them as `Shared`); the
+        // fixtures stay in WinBackTests/Fixtures, found by path.
+        .testTarget(
+            name: "WinBackSlowTests",
+            dependencies: ["WinBack", "WinBackTesting", "CLibXML2", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]
 )

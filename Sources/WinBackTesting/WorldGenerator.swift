@@ -11,10 +11,10 @@ public struct GenerateOptions: Sendable {
     /// The world's present, ms since the epoch (UTC).
     public var asOf: Int64
     /// `appstore-ndjson`, `csv`, `revenuecat` or `appstore-signed`.
-    public var format: String = "appstore-ndjson"
+    public var format: InputFormat = .appstoreNDJSON
     public var threads = ProcessInfo.processInfo.activeProcessorCount
 
-    public init(customers: Int, seed: UInt64 = 1, asOf: Int64, format: String = "appstore-ndjson") {
+    public init(customers: Int, seed: UInt64 = 1, asOf: Int64, format: InputFormat = .appstoreNDJSON) {
         self.customers = customers
         self.seed = seed
         self.asOf = asOf
@@ -40,13 +40,10 @@ public enum WorldGenerator {
     public static func generate(_ o: GenerateOptions, to directory: String) throws -> GenerateSummary {
         let format: WorldFormat
         switch o.format {
-        case "appstore-ndjson": format = NDJSONWorldFormat()
-        case "csv": format = CSVWorldFormat()
-        case "revenuecat": format = RevenueCatWorldFormat()
-        case SignedFormat.name: format = try SignedWorldFormat(asOf: o.asOf)
-        default:
-            throw WinBackError(
-                .usage, "unknown format '\(o.format)'; use appstore-ndjson, csv, revenuecat or appstore-signed")
+        case .appstoreNDJSON: format = NDJSONWorldFormat()
+        case .csv: format = CSVWorldFormat()
+        case .revenuecat: format = RevenueCatWorldFormat()
+        case .appstoreSigned: format = try SignedWorldFormat(asOf: o.asOf)
         }
         let signed = format as? SignedWorldFormat
         // Exports left by an earlier world (another as-of, another size) would be read by the
@@ -64,7 +61,7 @@ public enum WorldGenerator {
         }
         let sim = CustomerSimulator(asOf: o.asOf, seed: o.seed)
         var writers: [String: GzipWriter] = [:]
-        let renewalWriter = o.format == "revenuecat" ? nil : try GzipWriter(path: directory + "/renewal-info.jsonl.gz")
+        let renewalWriter = o.format == .revenuecat ? nil : try GzipWriter(path: directory + "/renewal-info.jsonl.gz")
         var transactions = 0
 
         var start = 0
@@ -182,17 +179,17 @@ public enum WorldGenerator {
             # Written by `winback generate --customers \(o.customers) --seed \(o.seed)`; runs on this folder.
             name: generated
             transactions:
-              format: \(o.format)
+              format: \(o.format.rawValue)
               paths: ["\(glob)"]
 
             """
-        if o.format == "revenuecat" {
+        if o.format == .revenuecat {
             s += "products:\n"
             for p in GeneratedCatalog.products { s += "  \(p.id): \"\(p.group)\"\n" }
         } else {
             s += "renewalInfo: [\"renewal-info.jsonl.gz\"]\n"
         }
-        if o.format == SignedFormat.name {
+        if o.format == .appstoreSigned {
             s += """
                 apple:
                   roots: [test-root.pem]   # the test chain that signed this world, not Apple's

@@ -30,7 +30,7 @@ public struct Manifest {
     public var outputs: [OutputStats] = []
     public var stages: [(String, Double)] = []
     /// The transactions' format, and for signed inputs how they were verified.
-    public var format = "appstore-ndjson"
+    public var format = InputFormat.appstoreNDJSON
     public var signed: SignedReading?
     /// A memory-bounded run: its limit, the shards it chose, and the peak resident memory the
     /// process kept (docs/rules.md §8.1).
@@ -114,7 +114,7 @@ public struct Manifest {
                 "limitBytes": memory.limit, "shards": memory.shards, "peakResidentBytes": memory.peakResidentBytes,
             ]
         }
-        d["format"] = format
+        d["format"] = format.rawValue
         if let signed {
             d["signatures"] =
                 [

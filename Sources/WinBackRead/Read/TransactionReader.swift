@@ -159,12 +159,14 @@ struct NDJSONFormat: RowFormat {
 
 /// Reads every transaction file in parallel, then merges and deduplicates (docs/rules.md §3 rule 1).
 public enum TransactionReader {
-    package static func format(_ name: String, products: [String: String], signed: SignedReading? = nil) -> RowFormat {
-        switch name {
-        case "csv": return CSVFormat()
-        case "revenuecat": return RevenueCatFormat(products: products)
-        case SignedFormat.name: return SignedFormat(settings: signed ?? SignedReading())
-        default: return NDJSONFormat()
+    package static func format(_ format: InputFormat, products: [String: String], signed: SignedReading? = nil)
+        -> RowFormat
+    {
+        switch format {
+        case .appstoreNDJSON: return NDJSONFormat()
+        case .csv: return CSVFormat()
+        case .revenuecat: return RevenueCatFormat(products: products)
+        case .appstoreSigned: return SignedFormat(settings: signed ?? SignedReading())
         }
     }
 
@@ -177,7 +179,7 @@ public enum TransactionReader {
     ///   - environment: the pipeline's environment; rows of another are counted, not kept.
     ///   - signed: how `appstore-signed` files are verified (default: against Apple's root).
     public static func read(
-        paths: [String], format name: String = "appstore-ndjson", products: [String: String] = [:], threads: Int,
+        paths: [String], format name: InputFormat = .appstoreNDJSON, products: [String: String] = [:], threads: Int,
         inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
         environment: String = "Production", signed: SignedReading? = nil, limits: ReadLimits = .default
     ) throws -> TransactionSet {

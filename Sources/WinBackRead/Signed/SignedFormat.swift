@@ -2,7 +2,6 @@
 /// of the forms ``SignedLine`` reads. Transactions become rows, renewal info is kept beside
 /// them, and a line that fails is rejected once, with the reason of its first failure.
 package struct SignedFormat: RowFormat {
-    package static let name = "appstore-signed"
     let settings: SignedReading
     /// False for renewal-info files: their transactions are not rows of the run.
     var keepTransactions = true

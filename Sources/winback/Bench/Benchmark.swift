@@ -19,7 +19,7 @@ public enum Benchmark {
         public var executable: String
         /// The world's format: `appstore-ndjson`, or `appstore-signed` (whose floor is then the
         /// signature checks, see ``SignedBenchmark``).
-        public var format = "appstore-ndjson"
+        public var format = InputFormat.appstoreNDJSON
 
         public init(executable: String) { self.executable = executable }
     }
@@ -33,7 +33,7 @@ public enum Benchmark {
 
     /// Generates the world once into the cache; returns its folder.
     public static func world(_ o: Options, log: (String) -> Void) throws -> String {
-        let signed = o.format == SignedFormat.name
+        let signed = o.format == .appstoreSigned
         let dir = InputFiles.absolute(
             "\(o.cache)/world-\(o.customers)-seed\(o.seed)\(signed ? "-signed" : "")",
             base: FileManager.default.currentDirectoryPath)
@@ -47,7 +47,7 @@ public enum Benchmark {
         generate.executableURL = URL(fileURLWithPath: o.executable)
         generate.arguments = [
             "generate", "--customers", String(o.customers), "--seed", String(o.seed), "--out", dir + "/data",
-            "--as-of", "2026-11-22", "--format", o.format,
+            "--as-of", "2026-11-22", "--format", o.format.rawValue,
         ]
         let out = Pipe()
         generate.standardOutput = out
@@ -62,7 +62,7 @@ public enum Benchmark {
         let pipeline = """
             name: bench
             transactions:
-              format: \(o.format)
+              format: \(o.format.rawValue)
               paths: ["data/transactions-*.jsonl.gz"]\(signed ? "\napple:\n  roots: [data/test-root.pem]" : "")
             renewalInfo: ["data/renewal-info.jsonl.gz"]
             offers: data/offers.json
@@ -149,7 +149,7 @@ public enum Benchmark {
         var walls: [Double] = []
         var walls1: [Double] = []
         // A signed world's floor is its signature checks too, measured each round like the rest.
-        let signed = o.format == SignedFormat.name
+        let signed = o.format == .appstoreSigned
         let signedFiles = files + [dir + "/data/renewal-info.jsonl.gz"]
         let jws = signed ? try SignedBenchmark.count(paths: signedFiles, inflater: o.inflater) : 0
         var verifyFloors: [Double] = []
@@ -157,7 +157,7 @@ public enum Benchmark {
         // And the same world decoded, run in the same rounds: the signed run is measured
         // against it plus what signing adds (inflating more bytes, one verification per JWS).
         var decodedO = o
-        decodedO.format = "appstore-ndjson"
+        decodedO.format = .appstoreNDJSON
         let decodedDir = signed ? try world(decodedO, log: log) : dir
         let decodedFiles = signed ? try InputFiles.resolve(["data/transactions-*.jsonl.gz"], base: decodedDir) : []
         var decodedWalls: [Double] = []
@@ -236,7 +236,7 @@ public enum Benchmark {
         let mb = { (b: Int) in String(format: "%.1f MB", Double(b) / 1_000_000) }
         return [
             "winback benchmark — \(o.customers) customers, seed \(o.seed), \(o.runs) runs each (medians)",
-            "input:          \(files.count) files, \(mb(compressed)) gzipped, \(mb(uncompressed)) \(o.format), \(transactions) transactions",
+            "input:          \(files.count) files, \(mb(compressed)) gzipped, \(mb(uncompressed)) \(o.format.rawValue), \(transactions) transactions",
             signedFloor.isEmpty
                 ? String(
                     format: "floor:          %.3f s  (inflate only, %@, %d threads)", floorSeconds, o.inflater.rawValue,

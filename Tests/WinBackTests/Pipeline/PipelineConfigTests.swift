@@ -24,7 +24,7 @@ struct PipelineConfigTests {
     func defaults() throws {
         let (c, problems) = PipelineConfig.parse(Self.minimal, path: "/srv/p/nightly.yaml")
         #expect(problems == [])
-        #expect(c?.format == "appstore-ndjson")
+        #expect(c?.format == .appstoreNDJSON)
         #expect(c?.asOf == .today)
         #expect(c?.consecutiveGapDays == 60)
         #expect(c?.formats == ["csv", "xml"])

@@ -59,7 +59,7 @@ import Testing
     @Test func validateAndRunExitWith78WhenARootFileIsMissing() throws {
         let dir = Paths.temporary() + "/world"
         _ = try WorldGenerator.generate(
-            GenerateOptions(customers: 5, seed: 2, asOf: ms("2026-11-22"), format: SignedFormat.name), to: dir)
+            GenerateOptions(customers: 5, seed: 2, asOf: ms("2026-11-22"), format: .appstoreSigned), to: dir)
         #expect(try CLI.run(["validate", dir + "/pipeline.yaml"]).status == 0)
         try FileManager.default.removeItem(atPath: dir + "/test-root.pem")
         let validate = try CLI.run(["validate", dir + "/pipeline.yaml"])

@@ -71,7 +71,7 @@ struct SignedFixture {
         let path = dir + (gzip ? "/signed.jsonl.gz" : "/signed.jsonl")
         try Data(gzip ? ReadSupport.gzip(text) : Array(text.utf8)).write(to: URL(fileURLWithPath: path))
         return try TransactionReader.read(
-            paths: [path], format: SignedFormat.name, threads: 1, environment: environment,
+            paths: [path], format: .appstoreSigned, threads: 1, environment: environment,
             signed: settings ?? self.settings())
     }
 }

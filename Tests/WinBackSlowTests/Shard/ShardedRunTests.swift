@@ -504,7 +504,7 @@ extension ShardedRunTests {
     @Test("a signed world (renewal info among the transactions) sharded equals the run in memory")
     func signedWorldSharded() throws {
         let dir = Paths.temporary() + "/world"
-        var g = GenerateOptions(customers: 300, seed: 13, asOf: Self.asOf, format: "appstore-signed")
+        var g = GenerateOptions(customers: 300, seed: 13, asOf: Self.asOf, format: .appstoreSigned)
         g.threads = 2
         _ = try WorldGenerator.generate(g, to: dir)
         let pipeline = dir + "/pipeline.yaml"

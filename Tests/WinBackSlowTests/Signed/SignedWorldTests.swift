@@ -15,8 +15,8 @@ import X509
 struct SignedWorldTests {
     static let asOf = ms("2026-11-22")
 
-    func generate(_ format: String, customers: Int = 200) throws -> String {
-        let dir = Paths.temporary() + "/world-\(format)"
+    func generate(_ format: InputFormat, customers: Int = 200) throws -> String {
+        let dir = Paths.temporary() + "/world-\(format.rawValue)"
         var o = GenerateOptions(customers: customers, seed: 11, asOf: Self.asOf, format: format)
         o.threads = 2
         _ = try WorldGenerator.generate(o, to: dir)
@@ -65,8 +65,8 @@ struct SignedWorldTests {
 
     @Test("a world written decoded and signed gives byte-identical segments and reports")
     func decodedAndSignedAgree() throws {
-        let decoded = try run(try generate("appstore-ndjson"))
-        let signedWorld = try generate(SignedFormat.name)
+        let decoded = try run(try generate(.appstoreNDJSON))
+        let signedWorld = try generate(.appstoreSigned)
         let signed = try run(signedWorld)
         for folder in ["segments", "reports"] {
             let files = filesBelow(decoded.published + "/" + folder)
@@ -83,7 +83,7 @@ struct SignedWorldTests {
         #expect(signed.counters.otherEnvironment == decoded.counters.otherEnvironment)
         #expect(signed.states == decoded.states)
         let m = try manifest(signed)
-        #expect(m["format"] as? String == SignedFormat.name)
+        #expect(m["format"] as? String == InputFormat.appstoreSigned.rawValue)
         let signatures = try #require(m["signatures"] as? [String: Any])
         #expect(signatures["verified"] as? Bool == true)
         let roots = try #require(signatures["roots"] as? [[String: String]])
@@ -96,7 +96,7 @@ struct SignedWorldTests {
 
     @Test("a forged row never reaches a segment, and one forged row does not fail the run")
     func aForgedRowIsRejected() throws {
-        let world = try generate(SignedFormat.name)
+        let world = try generate(.appstoreSigned)
         let clean = try run(world, output: world + "/clean")
         let forged = try forged(from: world, customer: 1)
         let target = world + "/" + filesBelow(world).filter { $0.hasPrefix("transactions-") }.sorted()[3]
@@ -121,7 +121,7 @@ struct SignedWorldTests {
 
     @Test("a file of forged rows fails the run with bad data (exit 65)")
     func aFileOfForgedRowsFailsTheRun() throws {
-        let world = try generate(SignedFormat.name, customers: 40)
+        let world = try generate(.appstoreSigned, customers: 40)
         let rows = try (1...60).map { try forged(from: world, customer: $0) }
         try Data(ReadSupport.gzip(rows.joined(separator: "\n") + "\n")).write(
             to: URL(fileURLWithPath: world + "/transactions-2099-01.jsonl.gz"))
@@ -136,7 +136,7 @@ struct SignedWorldTests {
 
     @Test("a missing root file is a configuration error (exit 78), for run and validate")
     func aMissingRootIsAConfigurationError() throws {
-        let world = try generate(SignedFormat.name, customers: 5)
+        let world = try generate(.appstoreSigned, customers: 5)
         try FileManager.default.removeItem(atPath: world + "/test-root.pem")
         do {
             _ = try run(world)
@@ -150,7 +150,7 @@ struct SignedWorldTests {
 
     @Test("Apple's own root is the default, and verify: false is recorded")
     func theDefaultRootIsApples() throws {
-        let world = try generate(SignedFormat.name, customers: 20)
+        let world = try generate(.appstoreSigned, customers: 20)
         var yaml = try String(contentsOfFile: world + "/pipeline.yaml", encoding: .utf8)
         yaml = yaml.replacingOccurrences(of: "  roots: [test-root.pem]", with: "  verify: false")
         try yaml.write(toFile: world + "/pipeline.yaml", atomically: true, encoding: .utf8)
@@ -202,8 +202,8 @@ struct SignedWorldTests {
 extension SignedWorldTests {
     @Test("explain reads signed inputs, says each row's signature was verified, and agrees with the decoded world")
     func explainOnSignedInputs() throws {
-        let decoded = try generate("appstore-ndjson", customers: 30)
-        let signed = try generate(SignedFormat.name, customers: 30)
+        let decoded = try generate(.appstoreNDJSON, customers: 30)
+        let signed = try generate(.appstoreSigned, customers: 30)
         var o = RunOptions(pipelinePath: decoded + "/pipeline.yaml")
         o.now = ms("2026-11-22T06:00:00Z")
         var checked = 0
@@ -229,9 +229,9 @@ extension SignedWorldTests {
 extension SignedWorldTests {
     @Test("a signed world is the same in content from one generation to the next, not byte for byte")
     func signedWorldsAreDeterministicInContent() throws {
-        let a = try generate(SignedFormat.name, customers: 60)
+        let a = try generate(.appstoreSigned, customers: 60)
         let b = Paths.temporary() + "/again"
-        var o = GenerateOptions(customers: 60, seed: 11, asOf: Self.asOf, format: SignedFormat.name)
+        var o = GenerateOptions(customers: 60, seed: 11, asOf: Self.asOf, format: .appstoreSigned)
         o.threads = 1
         _ = try WorldGenerator.generate(o, to: b)
         let files = filesBelow(a).filter { $0.hasPrefix("transactions-") }
@@ -266,7 +266,7 @@ extension SignedWorldTests {
         #expect(leaf(format.early).timeIntervalSince1970 * 1000 < Double(Self.asOf))
         #expect(leaf(format.late).timeIntervalSince1970 * 1000 > Double(Self.asOf))
         // Both leaves sign rows of a generated world.
-        let world = try generate(SignedFormat.name, customers: 60)
+        let world = try generate(.appstoreSigned, customers: 60)
         var headers = Set<Substring>()
         for f in filesBelow(world) where f.hasPrefix("transactions-") {
             for line in try lines(world + "/" + f) where line.hasPrefix("eyJ") {

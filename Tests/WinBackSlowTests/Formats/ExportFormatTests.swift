@@ -102,7 +102,7 @@ struct ExportFormatTests {
         let dir = Paths.temporary()
         try ([header] + rows).joined(separator: "\n").write(toFile: dir + "/rc.csv", atomically: true, encoding: .utf8)
         return try TransactionReader.read(
-            paths: [dir + "/rc.csv"], format: "revenuecat", products: products, threads: 1)
+            paths: [dir + "/rc.csv"], format: .revenuecat, products: products, threads: 1)
     }
 
     @Test("RevenueCat rows map onto transactions: groups, countries, offers, trials, refunds, newest updated_at")
@@ -165,7 +165,7 @@ struct ExportFormatTests {
             "t5,o1,g,p,1767225600000,1767225599999,,",
         ]
         try rows.joined(separator: "\n").write(toFile: dir + "/t.csv", atomically: true, encoding: .utf8)
-        let set = try TransactionReader.read(paths: [dir + "/t.csv"], format: "csv", threads: 1)
+        let set = try TransactionReader.read(paths: [dir + "/t.csv"], format: .csv, threads: 1)
         #expect(set.rows.count == 1)
         #expect(set.rows.first?.isUpgraded == true && set.rows.first?.offerType == 4)
         #expect(set.rows.first?.expiresDate == ms("2026-02-01"))
@@ -179,8 +179,8 @@ struct ExportFormatTests {
 
 @Suite("The same generated world in three formats", .serialized, .tags(.slow))
 struct GeneratedFormatsTests {
-    func world(_ format: String) throws -> String {
-        let dir = Paths.temporary() + "/\(format)"
+    func world(_ format: InputFormat) throws -> String {
+        let dir = Paths.temporary() + "/\(format.rawValue)"
         _ = try WorldGenerator.generate(
             GenerateOptions(customers: 500, seed: 11, asOf: ms("2026-11-22"), format: format), to: dir)
         return dir
@@ -206,8 +206,8 @@ struct GeneratedFormatsTests {
 
     @Test("NDJSON and CSV give byte-identical segments")
     func csvEqualsNDJSON() throws {
-        let a = try run(try world("appstore-ndjson"))
-        let b = try run(try world("csv"))
+        let a = try run(try world(.appstoreNDJSON))
+        let b = try run(try world(.csv))
         #expect(segments(a) == segments(b))
         var rows = 0
         for f in segments(a) {
@@ -221,8 +221,8 @@ struct GeneratedFormatsTests {
     @Test("NDJSON and RevenueCat give the same customers, offers, ranks, paid months and churn dates")
     func revenueCatEqualsNDJSON() throws {
         // RevenueCat has no renewal info and no appAccountToken: compare without them.
-        let a = try run(try world("appstore-ndjson"), withoutRenewalInfo: true)
-        let b = try run(try world("revenuecat"))
+        let a = try run(try world(.appstoreNDJSON), withoutRenewalInfo: true)
+        let b = try run(try world(.revenuecat))
         #expect(segments(a) == segments(b))
         for f in segments(a) {
             let x = try String(contentsOfFile: a + "/segments/" + f, encoding: .utf8)

@@ -26,7 +26,7 @@ struct HostileInputTests {
     /// A generated world in `format` and its pipeline file, with `limits` (YAML lines under
     /// `limits:`) added.
     static func world(
-        customers: Int = 40, seed: UInt64 = 17, format: String = "appstore-ndjson", limits: [String] = []
+        customers: Int = 40, seed: UInt64 = 17, format: InputFormat = .appstoreNDJSON, limits: [String] = []
     ) throws -> String {
         let dir = Paths.temporary() + "/world"
         var o = GenerateOptions(customers: customers, seed: seed, asOf: ShardedRunTests.asOf, format: format)
@@ -401,7 +401,7 @@ struct HostileInputTests {
 
     @Test("a CSV record with a 20 MiB quoted field is rejected unread and the other records read")
     func longQuotedField() throws {
-        let pipeline = try Self.world(format: "csv", limits: ["maxRejectedFraction: 0.5"])
+        let pipeline = try Self.world(format: .csv, limits: ["maxRejectedFraction: 0.5"])
         let reference = try ShardedRunTests.inMemory(pipeline)
         let file = "transactions-2025-06.csv.gz"
         try Self.insert(into: Self.folder(pipeline) + "/" + file, beforeLine: 3) { w in

@@ -13,7 +13,7 @@ import Testing
 struct WorldGeneratorTests {
     static let asOf = ms("2026-11-22")
 
-    func generate(_ customers: Int, seed: UInt64 = 3, format: String = "appstore-ndjson", threads: Int = 2) throws
+    func generate(_ customers: Int, seed: UInt64 = 3, format: InputFormat = .appstoreNDJSON, threads: Int = 2) throws
         -> String
     {
         let dir = Paths.temporary() + "/world"

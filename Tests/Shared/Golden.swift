@@ -12,8 +12,12 @@ import Testing
 /// Paths of the repository and of the test fixtures.
 enum Paths {
     static let repo: String = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { url.deleteLastPathComponent() }
+        // This file is shared by both test targets (each reaches it through its `Shared` link):
+        // the repository is the first folder above it with a Package.swift.
+        var url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: url.path + "/Package.swift") && url.path != "/" {
+            url.deleteLastPathComponent()
+        }
         return url.path
     }()
 
@@ -96,8 +100,7 @@ func filesBelow(_ dir: String) -> [String] {
         .sorted()
 }
 extension Tag {
-    /// Suites that start processes, generate worlds or fuzz. A quick local run leaves them out
-    /// by their names: `swift test --skip 'GeneratedFormatsTests|WorldGeneratorTests|ReliabilityTests|CommandLineTests|ReadFuzzTests'`
-    /// (CI runs everything).
+    /// Suites that start processes, generate worlds or fuzz: they live in the WinBackSlowTests
+    /// target, so `swift test --filter WinBackTests` is the quick run (CI runs everything).
     @Tag static var slow: Self
 }
