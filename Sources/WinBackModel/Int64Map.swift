@@ -6,26 +6,26 @@ import CWinBackShims
 ///
 /// A slot keeps its key and value side by side, so a lookup touches one cache line: the map
 /// is far larger than the caches, and most lookups miss them.
-package struct Int64Map {
-    private struct Slot {
-        var keyLow: UInt32
-        var keyHigh: UInt32
-        var value: UInt32
+@usableFromInline package struct Int64Map {
+    @usableFromInline struct Slot: Sendable {
+        @usableFromInline var keyLow: UInt32
+        @usableFromInline var keyHigh: UInt32
+        @usableFromInline var value: UInt32
 
         static let empty = Slot(key: .min, value: 0)
 
-        init(key: Int64, value: UInt32) {
+        @inlinable init(key: Int64, value: UInt32) {
             keyLow = UInt32(truncatingIfNeeded: key)
             keyHigh = UInt32(truncatingIfNeeded: key >> 32)
             self.value = value
         }
 
-        @inline(__always) var key: Int64 { Int64(keyHigh) << 32 | Int64(keyLow) }
+        @inlinable var key: Int64 { Int64(keyHigh) << 32 | Int64(keyLow) }
     }
 
-    private var slots: [Slot]
-    private var mask: Int
-    private(set) var count = 0
+    @usableFromInline var slots: [Slot]
+    @usableFromInline var mask: Int
+    @usableFromInline var count = 0
 
     package init(capacity: Int) {
         var n = 16
@@ -34,8 +34,8 @@ package struct Int64Map {
         mask = n - 1
     }
 
-    @inline(__always)
-    private static func slot(_ key: Int64, _ mask: Int) -> Int {
+    @inlinable
+    static func slot(_ key: Int64, _ mask: Int) -> Int {
         var h = UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15
         h ^= h >> 31
         return Int(truncatingIfNeeded: h) & mask
@@ -57,14 +57,14 @@ package struct Int64Map {
 
     /// A hint to fetch the slot of `key` before it is looked up: the map is far larger than
     /// the caches, and a batch of keys known ahead then waits on memory once, not per key.
-    @inline(__always)
+    @inlinable
     package func prefetch(_ key: Int64) {
         slots.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + Int64Map.slot(key, mask)) }
     }
 
     /// Inserts `value` for a new `key` and returns it; for a known key, returns its value and
     /// changes nothing.
-    @inline(__always)
+    @inlinable
     package mutating func insert(_ key: Int64, _ value: UInt32) -> UInt32 {
         precondition(key != .min)
         let mask = self.mask
@@ -85,7 +85,7 @@ package struct Int64Map {
     }
 
     /// Replaces the value of a known key.
-    @inline(__always)
+    @inlinable
     package mutating func update(_ key: Int64, _ value: UInt32) {
         var i = Int64Map.slot(key, mask)
         while slots[i].key != key { i = (i + 1) & mask }
@@ -99,7 +99,7 @@ package struct Int64Map {
         if n > slots.count { grow(to: n) }
     }
 
-    private mutating func grow() { grow(to: slots.count * 2) }
+    @usableFromInline mutating func grow() { grow(to: slots.count * 2) }
 
     private mutating func grow(to n: Int) {
         let old = slots

@@ -11,7 +11,7 @@ import Foundation
 public struct TransactionKey: Hashable, Sendable {
     public var raw: Int64
 
-    @inline(__always) package init(raw: Int64) { self.raw = raw }
+    @inlinable package init(raw: Int64) { self.raw = raw }
 
     /// The key of an id string, interning it in `table` only when it is not a canonical decimal.
     @inline(__always)
@@ -39,7 +39,7 @@ public struct TransactionKey: Hashable, Sendable {
     }
 
     /// The value of a canonical decimal of at most 18 digits, or nil.
-    @inline(__always)
+    @inlinable
     package static func decimal(_ p: UnsafeRawBufferPointer) -> Int64? {
         let n = p.count
         guard n > 0, n <= 18 else { return nil }
