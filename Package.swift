@@ -3,9 +3,11 @@ import PackageDescription
 
 let package = Package(
     name: "winback",
-    // Linux only: the library calls Glibc (mmap, posix_spawn, mallopt) behind Support/System.swift.
+    // Linux only: the library calls Glibc (mmap, posix_spawn, mallopt) behind
+    // Sources/WinBackSupport/System.swift.
     products: [
         .executable(name: "winback", targets: ["winback"]),
+        // What users link: WinBack, which re-exports the layers below it.
         .library(name: "WinBack", targets: ["WinBack"]),
     ],
     dependencies: [
@@ -26,11 +28,38 @@ let package = Package(
         // ISA-L's inflater, optional: used when its header (libisal-dev) is there at build time
         // and libisal loads at run time.
         .systemLibrary(name: "CIsal", path: "Sources/CIsal"),
+        // The layers, lowest first: a target imports only those above it in this list, so a
+        // reach back up does not compile (docs/architecture.md, "Targets").
+        .target(name: "WinBackSupport", dependencies: ["CWinBackShims"]),
+        .target(name: "WinBackModel", dependencies: ["WinBackSupport", "CWinBackShims"]),
+        .target(
+            name: "WinBackRead",
+            dependencies: [
+                "WinBackModel", "WinBackSupport", "CZlib", "CIsal", "CWinBackShims",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]),
+        .target(name: "WinBackRules", dependencies: ["WinBackModel", "WinBackSupport", "CWinBackShims"]),
+        .target(
+            name: "WinBackWrite",
+            dependencies: [
+                "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport", "CZlib", "CLibXML2",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .target(
             name: "WinBack",
             dependencies: [
-                "CZlib", "CLibXML2", "CWinBackShims", "CIsal",
+                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport",
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        // Test-only code: the world generator, the test chain and its signer. Used by the tests
+        // and by `winback generate`/`bench`; not in the library product.
+        .target(
+            name: "WinBackTesting",
+            dependencies: [
+                "WinBack",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -38,13 +67,20 @@ let package = Package(
         .executableTarget(
             name: "winback",
             dependencies: [
-                "WinBack",
+                "WinBack", "WinBackTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .testTarget(
             name: "WinBackTests",
-            dependencies: ["WinBack", "CLibXML2"],
+            dependencies: ["WinBack", "WinBackTesting", "CLibXML2", "CZlib"],
             resources: [.copy("Fixtures")]),
+        // End to end, generated worlds, fuzz, the command line, hostile input: `swift test` runs
+        // both targets, `swift test --filter WinBackTests` only the quick one. The helpers in
+        // Tests/Shared are compiled into both (each target links them as `Shared`); the
+        // fixtures stay in WinBackTests/Fixtures, found by path.
+        .testTarget(
+            name: "WinBackSlowTests",
+            dependencies: ["WinBack", "WinBackTesting", "CLibXML2", "CZlib"]),
     ],
     swiftLanguageModes: [.v6]
 )

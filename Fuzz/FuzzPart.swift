@@ -41,7 +41,7 @@ public func fuzzPart(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     var hasher = SHA256()
     hasher.update(bufferPointer: UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : size))
     do {
-        let reader = try PartReader(path: path, bytes: size, sha256: OutputFile.hex(hasher.finalize()))
+        let reader = try PartReader(path: path, bytes: size, sha256: Hex.string(hasher.finalize()))
         while let (_, rows) = try reader.next(into: { _ in FileRows() }) { checkIds(rows) }
     } catch let e as WinBackError {
         precondition(e.code == .badData, "\(e)")

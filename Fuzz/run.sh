@@ -11,30 +11,38 @@ seconds="${1:-30}"
 out=.build/fuzz
 mkdir -p "$out"
 
-# Everything the decoder and the gzip reader use, and nothing that needs swift-crypto.
+# Everything the decoder and the gzip reader use, and nothing that needs swift-crypto. The files
+# come from several of the package's targets but are built here as one module: the targets'
+# `import WinBack...` lines resolve to empty stand-ins, and `-package-name` lets `package`
+# declarations compile.
 sources=(
-    Sources/WinBack/Read/JSONLineScanner.swift Sources/WinBack/Read/TransactionDecoder.swift
-    Sources/WinBack/Read/LineReader.swift Sources/WinBack/Read/ByteSource.swift
-    Sources/WinBack/Read/GzipFileSource.swift
-    Sources/WinBack/Model/StringTable.swift Sources/WinBack/Model/Identifier.swift
-    Sources/WinBack/Model/Transaction.swift Sources/WinBack/Model/TransactionKey.swift
-    Sources/WinBack/Model/AppAccountToken.swift Sources/WinBack/Model/Digits.swift
-    Sources/WinBack/Model/JSONValue.swift
-    Sources/WinBack/Model/WinBackError.swift Sources/WinBack/Support/System.swift
-    Sources/WinBack/Read/Reject.swift Sources/WinBack/Write/OutputFile.swift Sources/WinBack/Write/DiskSync.swift
+    Sources/WinBackRead/Read/JSONLineScanner.swift Sources/WinBackRead/Read/TransactionDecoder.swift
+    Sources/WinBackRead/Read/LineReader.swift Sources/WinBackRead/Read/ByteSource.swift
+    Sources/WinBackRead/Read/GzipFileSource.swift
+    Sources/WinBackModel/StringTable.swift Sources/WinBackModel/Identifier.swift
+    Sources/WinBackModel/Transaction.swift Sources/WinBackModel/TransactionKey.swift
+    Sources/WinBackModel/AppAccountToken.swift Sources/WinBackModel/Digits.swift
+    Sources/WinBackModel/JSONValue.swift
+    Sources/WinBackSupport/WinBackError.swift Sources/WinBackSupport/ControlEscape.swift
+    Sources/WinBackSupport/System.swift Sources/WinBackSupport/Hex.swift
+    Sources/WinBackRead/Read/Reject.swift Sources/WinBackWrite/OutputFile.swift Sources/WinBackWrite/DiskSync.swift
 )
 # What the JWS target needs: the signed-line pieces that neither verify nor decode rows.
 jws_sources=(
-    Sources/WinBack/Read/JSONLineScanner.swift Sources/WinBack/Model/StringTable.swift
-    Sources/WinBack/Model/Digits.swift
-    Sources/WinBack/Signed/Base64URL.swift Sources/WinBack/Signed/CompactJWS.swift
-    Sources/WinBack/Signed/JSONArrayElements.swift
+    Sources/WinBackRead/Read/JSONLineScanner.swift Sources/WinBackModel/StringTable.swift
+    Sources/WinBackModel/Digits.swift Sources/WinBackSupport/ControlEscape.swift
+    Sources/WinBackRead/Signed/Base64URL.swift Sources/WinBackRead/Signed/CompactJWS.swift
+    Sources/WinBackRead/Signed/JSONArrayElements.swift
 )
 # The part-file reader: the read sources, and the part file and row codec of Shard/.
 part_sources=(
     "${sources[@]}" Sources/WinBack/Shard/PartFile.swift Sources/WinBack/Shard/RowCodec.swift
 )
 
+for m in WinBackSupport WinBackModel WinBackRead WinBackWrite; do
+    : > "$out/$m.swift"
+    swiftc -parse-as-library -module-name "$m" -emit-module -emit-module-path "$out/$m.swiftmodule" "$out/$m.swift"
+done
 swiftc -parse-as-library -module-name Crypto -emit-module -emit-module-path "$out/Crypto.swiftmodule" \
     -c Fuzz/CryptoStub.swift -o "$out/Crypto.o"
 
@@ -78,7 +86,7 @@ for t in "$@"; do
         *) echo "unknown target $t (line, gzip, jws, part)" >&2; exit 64 ;;
     esac
     echo "== building fuzz-$t"
-    swiftc -parse-as-library -O -g -sanitize=fuzzer,address -module-name WinBackFuzz \
+    swiftc -parse-as-library -O -g -sanitize=fuzzer,address -module-name WinBackFuzz -package-name winback \
         -I "$out" -I Sources/CZlib -I Sources/CIsal -I Sources/CWinBackShims "$out/Crypto.o" -lz \
         "${files[@]}" "$entry" -o "$out/fuzz-$t" 2> "$out/build-$t.log" \
         || { cat "$out/build-$t.log" >&2; exit 1; }

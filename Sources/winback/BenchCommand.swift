@@ -37,11 +37,11 @@ struct BenchCommand: ParsableCommand {
 
     @Option(
         help: """
-            The world's format: appstore-ndjson, or appstore-signed (its floor is then the larger of \
+            The world's format: decoded (appstore-ndjson), or signed (appstore-signed: its floor is then the larger of \
             inflating and verifying every JWS once with the chain cached, at the measured verifications \
             per second per core).
             """)
-    var format = "appstore-ndjson"
+    var format = InputFormat.appstoreNDJSON
 
     @Option(
         help: """
@@ -61,8 +61,9 @@ struct BenchCommand: ParsableCommand {
     var tasks = 2
 
     func validate() throws {
-        if format != "appstore-ndjson" && format != "appstore-signed" {
-            throw ValidationError("--format must be appstore-ndjson or appstore-signed")
+        if format != .appstoreNDJSON && format != .appstoreSigned {
+            throw ValidationError(
+                "--format must be \(InputFormat.appstoreNDJSON.rawValue) or \(InputFormat.appstoreSigned.rawValue)")
         }
         if let m = memory, case .problem(let why) = MemorySize.read(m) { throw ValidationError("--memory \(why)") }
         if let s = shards, s < 1 { throw ValidationError("--shards must be at least 1") }

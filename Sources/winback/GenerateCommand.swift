@@ -1,5 +1,6 @@
 import ArgumentParser
 import WinBack
+import WinBackTesting
 
 struct GenerateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,8 +24,8 @@ struct GenerateCommand: ParsableCommand {
     @Option(name: .customLong("as-of"), help: "The world's present: YYYY-MM-DD (default 2026-11-22).")
     var asOf: String = "2026-11-22"
 
-    @Option(help: "Export format: appstore-ndjson, csv, revenuecat or appstore-signed (signed by a test chain).")
-    var format: String = "appstore-ndjson"
+    @Option(help: "Export format (appstore-signed: signed by a test chain).")
+    var format: InputFormat = .appstoreNDJSON
 
     func validate() throws {
         if customers < 1 { throw ValidationError("--customers must be at least 1") }

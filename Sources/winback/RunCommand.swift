@@ -81,3 +81,4 @@ struct RunCommand: ParsableCommand {
 
 extension Inflater: ExpressibleByArgument {}
 extension InflaterChoice: ExpressibleByArgument {}
+extension InputFormat: ExpressibleByArgument {}

@@ -1,4 +1,7 @@
 import Foundation
+import WinBackModel
+import WinBackRules
+import WinBackSupport
 
 /// Builds ``Explanation``s: from customers already grouped (tests, agreement checks), or by
 /// reading only one customer's rows with the run's own reader (`winback explain`).

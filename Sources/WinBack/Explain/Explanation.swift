@@ -1,3 +1,5 @@
+import WinBackRules
+
 /// Why one customer is or is not in each audience: the readable form of the reconstruction,
 /// for `winback explain`. Built with the same functions as `run`, so the two always agree.
 public struct Explanation: Sendable {

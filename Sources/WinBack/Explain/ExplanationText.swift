@@ -1,4 +1,5 @@
 import Foundation
+import WinBackModel
 
 extension Explanation {
     /// The human-readable answer to "why is this customer (not) in the audience?".

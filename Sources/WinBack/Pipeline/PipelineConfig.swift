@@ -1,4 +1,8 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
 import Yams
 
 /// A pipeline file (docs/rules.md §2.5), validated: every problem is collected and named.
@@ -41,7 +45,7 @@ public struct PipelineConfig: Sendable {
     public var path: String
     public var folder: String
     public var name: String
-    public var format: String = "appstore-ndjson"
+    public var format: InputFormat = .appstoreNDJSON
     public var transactionPaths: [String] = []
     public var renewalInfoPaths: [String] = []
     public var products: [String: String] = [:]
@@ -73,7 +77,7 @@ public struct PipelineConfig: Sendable {
     /// How signed inputs are verified.
     public var apple = AppleSettings()
 
-    public static let formatsKnown = ["appstore-ndjson", "csv", "revenuecat", SignedFormat.name]
+    public static let formatsKnown = InputFormat.allCases.map(\.rawValue)
 
     /// Loads and validates a pipeline file; throws a configuration error (exit 78) listing
     /// every problem.
@@ -125,8 +129,8 @@ public struct PipelineConfig: Sendable {
             if let m = t.mapping {
                 p.allow(m, ["format", "paths"], at: "transactions.")
                 if let f = p.string(m, "format", at: "transactions.") {
-                    if formatsKnown.contains(f) {
-                        c.format = f
+                    if let known = InputFormat(rawValue: f) {
+                        c.format = known
                     } else {
                         p.fail("transactions.format", "'\(f)' is not one of \(formatsKnown.joined(separator: ", "))")
                     }
@@ -153,7 +157,7 @@ public struct PipelineConfig: Sendable {
                 p.fail("products", "expected a mapping of productId to subscription group id")
             }
         }
-        if c.format == "revenuecat" && c.products.isEmpty {
+        if c.format == .revenuecat && c.products.isEmpty {
             p.fail("products", "required for format revenuecat (the export has no subscription group)")
         }
         if let o = p.string(root, "offers", required: true) { c.offersPath = o }

@@ -1,4 +1,9 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackWrite
 
 /// What the command line may override in a pipeline file.
 public struct RunOptions: Sendable {
@@ -67,7 +72,7 @@ public struct ResolvedPipeline: Sendable {
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
         let inflater = try self.inflater(asked: o.inflater, file: config.inflater, path: o.pipelinePath)
         let signed =
-            config.format == SignedFormat.name
+            config.format == .appstoreSigned
             ? try SignedReading.resolve(config.apple, folder: config.folder, now: o.now) : nil
         return ResolvedPipeline(
             config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),

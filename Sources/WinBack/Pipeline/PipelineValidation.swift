@@ -1,4 +1,7 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackSupport
 
 /// `winback validate`: every problem of a pipeline file, its catalog and its inputs, at once.
 public enum PipelineValidation {
@@ -36,7 +39,7 @@ public enum PipelineValidation {
             report.problems.append("\(error)")
         }
 
-        if config.format == SignedFormat.name || !config.apple.roots.isEmpty {
+        if config.format == .appstoreSigned || !config.apple.roots.isEmpty {
             do {
                 _ = try SignedReading.resolve(config.apple, folder: config.folder, now: 0)
             } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import WinBackSupport
 
 /// Tells the operator what a run is doing, on stderr only (stdout is for results).
 ///

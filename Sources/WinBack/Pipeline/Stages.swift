@@ -1,4 +1,9 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackWrite
 
 /// The stages of the pipeline, each a function from a typed input to a typed output:
 ///

@@ -1,4 +1,8 @@
 import Foundation
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackWrite
 
 /// `winback merge` (docs/rules.md §8): the shards' outputs merged into the run's segments,
 /// reports, rejects and manifest, published atomically exactly as a run in one process would

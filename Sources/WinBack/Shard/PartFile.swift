@@ -1,5 +1,8 @@
 import Crypto
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackSupport
 
 /// Part files (docs/rules.md §8.1): what one partition task read for one shard, private to
 /// winback and versioned. `WBPART03`, then sections of rows of input files for the shard:
@@ -101,7 +104,7 @@ final class PartWriter: @unchecked Sendable {
     var sha256: String {
         lock.lock()
         defer { lock.unlock() }
-        return OutputFile.hex(hasher.finalize())
+        return Hex.string(hasher.finalize())
     }
 
     /// Syncs and closes the file.

@@ -1,4 +1,7 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackSupport
 
 /// `winback partition` (docs/rules.md §8): task i of M reads its share of the transaction
 /// files — file k (in sorted path order) goes to task k mod M — with the run's own readers, and

@@ -1,4 +1,5 @@
 import CZlib
+import WinBackModel
 
 /// The rows of a part-file section, encoded compactly (docs/rules.md §8.1): about a third of
 /// their size in memory, with no compression to pay for. Per row, against the row before it in

@@ -1,3 +1,5 @@
+import WinBackModel
+
 /// The shard of a customer (docs/rules.md §8.1): FNV-1a (64 bits) over the bytes of its
 /// subscriptionGroupIdentifier, a 0x1F separator and its originalTransactionId, modulo the
 /// shard count. The same on every machine and process (Swift's `Hasher` is seeded per process).

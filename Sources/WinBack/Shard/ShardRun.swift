@@ -1,4 +1,9 @@
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackWrite
 
 /// `winback run --shard k` (docs/rules.md §8): reads shard k's part files from every partition
 /// task, deduplicates them as a whole run would, and evaluates its customers with the run's

@@ -1,4 +1,6 @@
 import Foundation
+import WinBackRead
+import WinBackSupport
 
 /// The entry points of a run past one machine (docs/rules.md §8): the three stages of an array
 /// job, and the same three inside one process under a memory limit.

@@ -1,5 +1,10 @@
 import Crypto
 import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackWrite
 
 /// The folder that the tasks of a run past one machine share (docs/rules.md §8):
 ///
@@ -125,7 +130,7 @@ public struct WorkFolder: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         var body = Array(try encoder.encode(value))
         body.append(UInt8(ascii: "\n"))
-        let trailer = Array((checksumPrefix + OutputFile.hex(SHA256.hash(data: body)) + "\n").utf8)
+        let trailer = Array((checksumPrefix + Hex.string(SHA256.hash(data: body)) + "\n").utf8)
         let f = try OutputFile(path: path)
         try f.write(body + trailer)
         return try f.finish()
@@ -138,40 +143,20 @@ public struct WorkFolder: Sendable {
     /// file is missing. The digest is the SHA-256 of the whole file.
     static func readJSON<T: Decodable>(_ type: T.Type, from path: String) throws -> (T, digest: String)? {
         guard System.kind(path, followLinks: false) != .missing else { return nil }
-        let bytes = try readIntermediate(path, limit: 1 << 30)
+        let bytes = try IntermediateFile.read(path, limit: 1 << 30)
         let trailerCount = checksumPrefix.utf8.count + 64 + 1
         guard bytes.count > trailerCount, bytes.last == UInt8(ascii: "\n") else {
             throw WinBackError(.badData, "damaged intermediate file: no checksum line (cut short?)", path: path)
         }
         let body = bytes[..<(bytes.count - trailerCount)]
         let trailer = String(decoding: bytes[(bytes.count - trailerCount)...], as: UTF8.self)
-        guard trailer == checksumPrefix + OutputFile.hex(SHA256.hash(data: body)) + "\n" else {
+        guard trailer == checksumPrefix + Hex.string(SHA256.hash(data: body)) + "\n" else {
             throw WinBackError(.badData, "damaged intermediate file: its checksum does not match", path: path)
         }
         do {
-            return (try JSONDecoder().decode(type, from: Data(body)), OutputFile.hex(SHA256.hash(data: bytes)))
+            return (try JSONDecoder().decode(type, from: Data(body)), Hex.string(SHA256.hash(data: bytes)))
         } catch {
             throw WinBackError(.badData, "intermediate file does not decode (\(error))", path: path)
-        }
-    }
-
-    /// The bytes of an intermediate file: a regular file not reached through a link, at most
-    /// `limit` bytes (65 otherwise, 66 when it cannot be read).
-    static func readIntermediate(_ path: String, limit: Int) throws -> [UInt8] {
-        let source: PlainFileSource
-        do { source = try PlainFileSource(path: path, followLinks: false) } catch let e as WinBackError {
-            throw e.code == .noInput && System.kind(path, followLinks: false) != .file
-                ? WinBackError(.badData, "intermediate file is not a regular file", path: path) : e
-        }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = try chunk.withUnsafeMutableBytes { try source.read(into: $0) }
-            if n == 0 { return out }
-            guard out.count + n <= limit else {
-                throw WinBackError(.badData, "intermediate file is larger than winback writes", path: path)
-            }
-            out += chunk[0..<n]
         }
     }
 
@@ -214,12 +199,12 @@ struct RunFingerprint: Codable, Equatable {
 
     init(_ p: ResolvedPipeline, shards: Int) {
         func digest(_ path: String) -> String {
-            OutputFile.hex(SHA256.hash(data: FileManager.default.contents(atPath: path) ?? Data()))
+            Hex.string(SHA256.hash(data: FileManager.default.contents(atPath: path) ?? Data()))
         }
         pipelineSHA256 = digest(p.config.path)
         catalogSHA256 = digest(p.config.resolve(p.config.offersPath))
         let names = (p.transactionFiles + [""] + p.renewalFiles).joined(separator: "\n")
-        inputsSHA256 = OutputFile.hex(SHA256.hash(data: Data(names.utf8)))
+        inputsSHA256 = Hex.string(SHA256.hash(data: Data(names.utf8)))
         self.shards = shards
         asOf = p.asOf
         toolVersion = Manifest.toolVersion

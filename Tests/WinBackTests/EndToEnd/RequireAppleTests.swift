@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 @Suite("audience.requireApple: segments filtered on Apple's word (docs/rules.md §4.5)")
 struct RequireAppleTests {

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 @Suite("Control characters quoted from input are escaped (docs/rules.md §6)")
 struct ControlEscapeTests {
@@ -43,7 +49,7 @@ struct ControlEscapeTests {
             "t\u{1}1,o1,g,p,2026-01-01T00:00:00Z,2026-02-01T00:00:00Z",
         ]
         try rows.joined(separator: "\n").write(toFile: dir + "/t.csv", atomically: true, encoding: .utf8)
-        let set = try TransactionReader.read(paths: [dir + "/t.csv"], format: "csv", threads: 1)
+        let set = try TransactionReader.read(paths: [dir + "/t.csv"], format: .csv, threads: 1)
         #expect(set.rejects.count == 1)
         #expect(set.rejects.first?.reason.contains("'t\\x011' is not a valid identifier") == true, "\(set.rejects)")
         #expect(set.rejects.first?.excerpt.hasPrefix("t\\x011,o1,") == true)
@@ -61,7 +67,7 @@ struct ControlEscapeTests {
         let dir = Paths.temporary()
         try [header, row].joined(separator: "\n").write(toFile: dir + "/rc.csv", atomically: true, encoding: .utf8)
         let set = try TransactionReader.read(
-            paths: [dir + "/rc.csv"], format: "revenuecat", products: ["basic": "g1"], threads: 1)
+            paths: [dir + "/rc.csv"], format: .revenuecat, products: ["basic": "g1"], threads: 1)
         #expect(set.rejects.map(\.reason) == ["country 'U\\x7F' is not in the ISO 3166 table"])
     }
 }

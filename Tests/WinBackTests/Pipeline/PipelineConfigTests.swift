@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 @Suite("Pipeline file (docs/rules.md §2.5)")
 struct PipelineConfigTests {
@@ -18,7 +24,7 @@ struct PipelineConfigTests {
     func defaults() throws {
         let (c, problems) = PipelineConfig.parse(Self.minimal, path: "/srv/p/nightly.yaml")
         #expect(problems == [])
-        #expect(c?.format == "appstore-ndjson")
+        #expect(c?.format == .appstoreNDJSON)
         #expect(c?.asOf == .today)
         #expect(c?.consecutiveGapDays == 60)
         #expect(c?.formats == ["csv", "xml"])

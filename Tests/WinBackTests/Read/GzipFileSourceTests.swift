@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 extension ReadStageTests {
     /// Gzip and plain sources (docs/rules.md §2.1 file kinds, §6 corrupt and truncated files).

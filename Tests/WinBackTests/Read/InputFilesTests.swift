@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 extension ReadStageTests {
     /// Resolving input globs to files (docs/rules.md §2.5: relative to the pipeline's folder, each file

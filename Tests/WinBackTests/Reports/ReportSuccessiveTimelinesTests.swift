@@ -1,6 +1,12 @@
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 @Suite("Report month instants: the reused reconstruction equals a fresh one")
 struct ReportSuccessiveTimelinesTests {

@@ -1,6 +1,12 @@
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 @Suite("Win-back rates, funnel and eligibility summary on a small world")
 struct WinBackReportsTests {

@@ -2,6 +2,12 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// The smaller pieces of signed reading: the array walker, the shared chain cache under
 /// several threads, and the command line's exit codes.
@@ -53,7 +59,7 @@ import Testing
     @Test func validateAndRunExitWith78WhenARootFileIsMissing() throws {
         let dir = Paths.temporary() + "/world"
         _ = try WorldGenerator.generate(
-            GenerateOptions(customers: 5, seed: 2, asOf: ms("2026-11-22"), format: SignedFormat.name), to: dir)
+            GenerateOptions(customers: 5, seed: 2, asOf: ms("2026-11-22"), format: .appstoreSigned), to: dir)
         #expect(try CLI.run(["validate", dir + "/pipeline.yaml"]).status == 0)
         try FileManager.default.removeItem(atPath: dir + "/test-root.pem")
         let validate = try CLI.run(["validate", dir + "/pipeline.yaml"])

@@ -3,6 +3,12 @@ import Testing
 import X509
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 /// Each way a JWS can fail offline verification, with JWSs crafted on a test chain, and a real
 /// one signed by Apple.

@@ -1,6 +1,12 @@
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 @Suite("Month arithmetic (docs/rules.md §3)")
 struct MonthMathTests {

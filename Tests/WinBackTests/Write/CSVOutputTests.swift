@@ -1,6 +1,12 @@
 import Testing
 
 @testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
 
 @Suite("CSV output (docs/rules.md §4.1, §6)")
 struct CSVOutputTests {

@@ -1,0 +1,7 @@
+// `import WinBack` gives a user of the library the whole pipeline: its types come from the
+// layers below, each a target of its own (docs/architecture.md, "Targets").
+@_exported import WinBackModel
+@_exported import WinBackRead
+@_exported import WinBackRules
+@_exported import WinBackSupport
+@_exported import WinBackWrite

@@ -1,0 +1,128 @@
+import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackWrite
+
+/// `manifest.json` (docs/rules.md §4.4): what a run read, counted, wrote and how long each stage took.
+public struct Manifest {
+    public static let toolVersion = "0.1.0"
+
+    public var pipeline = ""
+    public var asOf: Int64 = 0
+    public var started = Date()
+    public var finished = Date()
+    public var status = "succeeded"
+    public var error: String?
+    public var threads = 1
+    /// The library that inflated `.gz` inputs.
+    public var inflater = "zlib"
+    public var inputs: [InputStats] = []
+    public var renewalInputs: [InputStats] = []
+    public var counters = ReadCounters()
+    public var renewalRejected = 0
+    public var states = StateCounts()
+    public var eligible: [(String, Int)] = []
+    /// `audience.requireApple`, and the segment rows it left out: per catalog offer, then the
+    /// best-offer list (docs/rules.md §4.5).
+    public var requireApple = AppleRequirement.off
+    public var droppedByApple: [(String, Int)] = []
+    public var outputs: [OutputStats] = []
+    public var stages: [(String, Double)] = []
+    /// The transactions' format, and for signed inputs how they were verified.
+    public var format = InputFormat.appstoreNDJSON
+    public var signed: SignedReading?
+    /// A memory-bounded run: its limit, the shards it chose, and the peak resident memory the
+    /// process kept (docs/rules.md §8.1).
+    public var memory: (limit: Int, shards: Int, peakResidentBytes: Int)?
+
+    public init() {}
+
+    /// A manifest for a run of `p` that started at `started`.
+    init(_ p: ResolvedPipeline, started: Date) {
+        pipeline = p.config.name
+        asOf = p.asOf
+        self.started = started
+        threads = p.threads
+        inflater = p.inflater.rawValue
+        format = p.config.format
+        signed = p.signed
+    }
+
+    /// After a failure: the manifest says why, and it and the rejects are kept in the failed
+    /// folder (docs/rules.md §6) while the published runs stay as they were.
+    mutating func failed(_ error: Error, rejects: RejectList, folder: String, publisher: Publisher) {
+        status = "failed"
+        self.error = "\(error)"
+        finished = Date()
+        publisher.fail(keeping: [
+            ("rejects.csv", RejectsWriter.bytes(rejects, relativeTo: folder)), ("manifest.json", json()),
+        ])
+    }
+
+    /// What the read stage read and counted.
+    mutating func record(_ inputs: Inputs) {
+        self.inputs = inputs.transactions.inputs
+        counters = inputs.transactions.counters
+        renewalInputs = inputs.renewalStats
+        renewalRejected = inputs.renewalRejects.total
+    }
+
+    /// What the evaluate stage found, and what Apple's word leaves out of the segments.
+    mutating func record(_ audience: Audience, catalog: OfferCatalog, requireApple: AppleRequirement = .off) {
+        states = audience.counts
+        eligible = zip(catalog.offers, audience.eligibleCounts).map { ($0.offerId, $1) }
+        self.requireApple = requireApple
+        let dropped = audience.droppedByApple(requireApple, offers: catalog.offers.count)
+        droppedByApple = zip(catalog.offers, dropped.perOffer).map { ($0.offerId, $1) } + [("best-offer", dropped.best)]
+    }
+
+    static func iso(_ d: Date) -> String { Timestamp.iso(Int64((d.timeIntervalSince1970 * 1000).rounded())) }
+
+    func input(_ s: InputStats) -> [String: Any] {
+        [
+            "path": s.path, "bytes": s.bytes, "uncompressedBytes": s.uncompressedBytes, "sha256": s.sha256,
+            "rows": s.rows, "rejected": s.rejected,
+        ]
+    }
+
+    public func json() -> [UInt8] {
+        var d: [String: Any] = [
+            "tool": "winback", "toolVersion": Manifest.toolVersion, "pipeline": pipeline,
+            "asOf": Timestamp.iso(asOf), "started": Manifest.iso(started), "finished": Manifest.iso(finished),
+            "status": status, "threads": threads, "inflater": inflater,
+            "inputs": inputs.map(input), "renewalInputs": renewalInputs.map(input),
+            "counters": [
+                "rowsRead": counters.rowsRead, "duplicates": counters.duplicates, "sandbox": counters.sandbox,
+                "otherEnvironment": counters.otherEnvironment, "lines": counters.lines,
+                "nonSubscription": counters.nonSubscription, "familyShared": counters.familyShared,
+                "rejected": counters.rejected, "renewalRejected": renewalRejected, "customers": states.customers,
+                "active": states.active, "billingRetry": states.billingRetry, "churned": states.churned,
+                "notSubscriber": states.notSubscriber,
+            ] as [String: Any],
+            "eligible": eligible.map { ["offerId": $0.0, "customers": $0.1] as [String: Any] },
+            "requireApple": requireApple.rawValue,
+            "droppedByRequireApple": droppedByApple.map { ["segment": $0.0, "rows": $0.1] as [String: Any] },
+            "outputs": outputs.map {
+                ["path": $0.path, "bytes": $0.bytes, "rows": $0.rows, "sha256": $0.sha256] as [String: Any]
+            },
+            "stageSeconds": stages.map { ["stage": $0.0, "seconds": ($0.1 * 1000).rounded() / 1000] as [String: Any] },
+        ]
+        if let error { d["error"] = error }
+        if let memory {
+            d["memory"] = [
+                "limitBytes": memory.limit, "shards": memory.shards, "peakResidentBytes": memory.peakResidentBytes,
+            ]
+        }
+        d["format"] = format.rawValue
+        if let signed {
+            d["signatures"] =
+                [
+                    "verified": signed.verifies,
+                    "roots": signed.roots.map { ["path": $0.path, "sha256": $0.sha256] },
+                ] as [String: Any]
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: d, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        return Array(data) + [UInt8(ascii: "\n")]
+    }
+}

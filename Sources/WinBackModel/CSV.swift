@@ -1,0 +1,124 @@
+/// Builds RFC 4180 records (docs/rules.md §4.1): a field is quoted only when it holds a comma, a quote,
+/// CR or LF; every record ends with `\n`; a cell that could start a spreadsheet formula is
+/// prefixed with `'`.
+public struct CSVRecord {
+    public private(set) var bytes: [UInt8] = []
+    private var first = true
+
+    public init() {}
+
+    /// Starts a new record in the same buffer (keeps capacity).
+    public mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        first = true
+    }
+
+    @inline(__always)
+    private mutating func separator() {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+    }
+
+    /// A text field, escaped as needed.
+    public mutating func field<S: StringProtocol>(_ s: S) {
+        separator()
+        CSVRecord.appendEscaped(Array(s.utf8), to: &bytes)
+    }
+
+    public mutating func field(bytes b: UnsafeRawBufferPointer) {
+        separator()
+        CSVRecord.appendEscaped(b, to: &bytes)
+    }
+
+    public mutating func field(_ i: Int64) {
+        separator()
+        CSVRecord.appendDecimal(i, to: &bytes)
+    }
+
+    /// A text field given as UTF-8 bytes, escaped as needed.
+    public mutating func field(bytes b: [UInt8]) {
+        separator()
+        CSVRecord.appendEscaped(b, to: &bytes)
+    }
+
+    /// Appends bytes that are already a whole escaped field (see ``escaped(_:)``).
+    public mutating func field(escaped b: [UInt8]) {
+        separator()
+        bytes.append(contentsOf: b)
+    }
+
+    /// `s` as a field's bytes, escaped as needed: for values written on many records.
+    public static func escaped<S: StringProtocol>(_ s: S) -> [UInt8] {
+        var out: [UInt8] = []
+        appendEscaped(Array(s.utf8), to: &out)
+        return out
+    }
+
+    /// Appends the decimal digits of `i` (with a leading `-` when negative), allocating nothing.
+    package static func appendDecimal(_ i: Int64, to out: inout [UInt8]) {
+        if i == .min {
+            out.append(contentsOf: String(i).utf8)
+        } else if i < 0 {
+            out.append(UInt8(ascii: "-"))
+            Timestamp.pad(-i, 1, &out)
+        } else {
+            Timestamp.pad(i, 1, &out)
+        }
+    }
+
+    public mutating func field(_ i: Int) { field(Int64(i)) }
+
+    /// An ISO 8601 UTC timestamp with milliseconds, or empty.
+    public mutating func field(timestamp t: Int64?) {
+        separator()
+        if let t { Timestamp.appendISO(t, to: &bytes) }
+    }
+
+    public mutating func empty() { separator() }
+
+    public mutating func end() { bytes.append(UInt8(ascii: "\n")) }
+
+    static func appendEscaped<C: Collection>(_ s: C, to out: inout [UInt8]) where C.Element == UInt8 {
+        guard let c0 = s.first else { return }
+        var needsQuote = false
+        for c in s where c == 0x2C || c == 0x22 || c == 0x0D || c == 0x0A {
+            needsQuote = true
+            break
+        }
+        // `=`, `+`, `-`, `@`, tab, CR: a spreadsheet would read a formula.
+        let guardFormula = c0 == 0x3D || c0 == 0x2B || c0 == 0x2D || c0 == 0x40 || c0 == 0x09 || c0 == 0x0D
+        if needsQuote { out.append(0x22) }
+        if guardFormula { out.append(0x27) }
+        if needsQuote {
+            for c in s {
+                if c == 0x22 { out.append(0x22) }
+                out.append(c)
+            }
+            out.append(0x22)
+        } else {
+            out.append(contentsOf: s)
+        }
+    }
+
+    /// A whole table: the header, then one record per row filled by `fill`.
+    public static func table<Row>(_ columns: [String], _ rows: [Row], _ fill: (inout CSVRecord, Row) -> Void) -> [UInt8]
+    {
+        var out = header(columns)
+        var r = CSVRecord()
+        for row in rows {
+            r.reset()
+            fill(&r, row)
+            r.end()
+            out += r.bytes
+        }
+        return out
+    }
+
+    /// A header record from column names.
+    public static func header(_ columns: [String]) -> [UInt8] {
+        var r = CSVRecord()
+        for c in columns { r.field(c) }
+        r.end()
+        return r.bytes
+    }
+}

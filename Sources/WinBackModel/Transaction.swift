@@ -1,0 +1,151 @@
+/// One transaction as the pipeline holds it: integers and interned ids only.
+///
+/// The readable form of a `JWSTransactionDecodedPayload` lives at the edges (`explain`);
+/// this compact record is what millions of rows are kept as.
+/// See https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
+public struct Transaction: Sendable, Equatable {
+    /// Sentinel for an absent id.
+    public static let none: Int32 = -1
+    /// Sentinel for an absent revocationDate: never revoked.
+    public static let never: Int64 = .max
+    /// Sentinel for an absent signedDate: older than any.
+    public static let unsigned: Int64 = .min
+
+    public var purchaseDate: Int64
+    public var expiresDate: Int64
+    public var revocationDate: Int64 = Transaction.never
+    public var signedDate: Int64 = Transaction.unsigned
+    /// Raw `offerType`; 0 when absent. See ``OfferType``. A negative value -(id + 1) stands
+    /// for an offer type that came as an unknown string (id in the string table), from
+    /// exports that name offer types instead of numbering them.
+    public var offerType: Int64 = 0
+    public var transactionId: TransactionKey
+    /// The customer's id within its subscription group, kept like ``transactionId``.
+    public var originalTransactionId: TransactionKey
+    // Declared in this order so that the token's one-byte tail, the ownership and the flags
+    // share one word and a row takes 96 bytes.
+    public var appAccountToken: AppAccountToken = .none
+    public var ownership: Ownership = .purchased
+    private var flags: UInt8 = Transaction.productionFlag
+    public var subscriptionGroupId: Int32
+    public var productId: Int32
+    public var offerIdentifier: Int32 = Transaction.none
+    /// Interned raw `offerDiscountType`; `none` when absent.
+    public var offerDiscountType: Int32 = Transaction.none
+    public var storefront: Int32 = Transaction.none
+
+    private static let productionFlag: UInt8 = 1
+    private static let upgradedFlag: UInt8 = 2
+    private static let freeTrialFlag: UInt8 = 4
+
+    @inline(__always) private func flag(_ f: UInt8) -> Bool { flags & f != 0 }
+    @inline(__always) private mutating func set(_ f: UInt8, _ on: Bool) { flags = on ? flags | f : flags & ~f }
+
+    /// The production, upgraded and free-trial flags as one byte (part files store it).
+    package var rawFlags: UInt8 {
+        get { flags }
+        set { flags = newValue }
+    }
+
+    /// `environment == Production` (or absent).
+    public var production: Bool {
+        get { flag(Transaction.productionFlag) }
+        set { set(Transaction.productionFlag, newValue) }
+    }
+    public var isUpgraded: Bool {
+        get { flag(Transaction.upgradedFlag) }
+        set { set(Transaction.upgradedFlag, newValue) }
+    }
+    /// `offerDiscountType == FREE_TRIAL`; kept as a flag so the timeline needs no lookup.
+    public var isFreeTrial: Bool {
+        get { flag(Transaction.freeTrialFlag) }
+        set { set(Transaction.freeTrialFlag, newValue) }
+    }
+
+    public init(
+        transactionId: TransactionKey, originalTransactionId: TransactionKey, subscriptionGroupId: Int32,
+        productId: Int32, purchaseDate: Int64, expiresDate: Int64
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.subscriptionGroupId = subscriptionGroupId
+        self.productId = productId
+        self.purchaseDate = purchaseDate
+        self.expiresDate = expiresDate
+    }
+
+    /// Revoked at `t`: a revocation known at `t` (strictly before it) that is not an upgrade.
+    @inline(__always)
+    public func isRevoked(at t: Int64) -> Bool {
+        revocationDate < t && !isUpgraded
+    }
+
+    /// Whether the row counts for the customer at `t` (docs/rules.md §3 rules 1–3): PURCHASED
+    /// (never family shared) and bought before `t`.
+    @inline(__always)
+    public func isKnownPurchase(at t: Int64) -> Bool {
+        ownership == .purchased && purchaseDate < t
+    }
+
+    /// Where the row's access period ends at `t` (docs/rules.md §3 rule 3): at expiresDate, or
+    /// at the revocation when one known at `t` cut it short. The period is empty when this is
+    /// not after purchaseDate.
+    @inline(__always)
+    public func accessEnd(at t: Int64) -> Int64 {
+        isRevoked(at: t) ? min(expiresDate, revocationDate) : expiresDate
+    }
+
+    /// Whether the row's period is paid at `t` (docs/rules.md §3 rule 3): not a free trial and
+    /// not revoked.
+    @inline(__always)
+    public func isPaid(at t: Int64) -> Bool {
+        !isFreeTrial && !isRevoked(at: t)
+    }
+
+    /// Rewrites every id through `map` (after merging a reader's table into the global one).
+    @inline(__always)
+    package mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
+        transactionId.remap(map)
+        originalTransactionId.remap(map)
+        subscriptionGroupId = map[Int(subscriptionGroupId)]
+        productId = map[Int(productId)]
+        if offerIdentifier >= 0 { offerIdentifier = map[Int(offerIdentifier)] }
+        if offerDiscountType >= 0 { offerDiscountType = map[Int(offerDiscountType)] }
+        if storefront >= 0 { storefront = map[Int(storefront)] }
+        appAccountToken.remap(map)
+        if offerType < 0 { offerType = -(Int64(map[Int(-offerType - 1)]) + 1) }
+    }
+}
+
+/// `inAppOwnershipType`; an unknown raw value matches nothing.
+/// See https://developer.apple.com/documentation/appstoreserverapi/inappownershiptype
+public enum Ownership: UInt8, Sendable {
+    case purchased
+    case familyShared
+    case unknown
+}
+
+/// `offerType` wire values. See https://developer.apple.com/documentation/appstoreserverapi/offertype
+public enum OfferType: Int64, Sendable, CaseIterable {
+    case introductory = 1
+    case promotional = 2
+    case offerCode = 3
+    case winBack = 4
+
+    /// The report label of a raw offer type: `introductory` … `win_back`, `unknown:N`, or
+    /// `unknown:<name>` for a named type this project does not know.
+    public static func label(_ raw: Int64, strings: StringTable) -> String {
+        raw < 0 ? "unknown:" + strings.string(Int32(-raw - 1)) : label(raw)
+    }
+
+    /// The report label of a numeric offer type: `introductory` … `win_back`, or `unknown:N`.
+    public static func label(_ raw: Int64) -> String {
+        switch OfferType(rawValue: raw) {
+        case .introductory: return "introductory"
+        case .promotional: return "promotional"
+        case .offerCode: return "offer_code"
+        case .winBack: return "win_back"
+        case nil: return "unknown:\(raw)"
+        }
+    }
+}

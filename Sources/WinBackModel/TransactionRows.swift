@@ -1,0 +1,155 @@
+import Foundation
+import WinBackSupport
+
+/// The rows of a run in one mapping from the system: files being read append to it chunk by
+/// chunk, and the rows that survive deduplication are then compacted in place, so the run
+/// never holds a second copy of its rows nor asks the system for fresh pages to make one.
+///
+/// Rows are in no particular order (the order their chunks were taken in, which depends on
+/// the threads); ``CustomerRows`` puts them in the run's order.
+// Chunks are handed out under `lock`, each then written by one thread; packed once; then only read.
+public final class TransactionRows: RandomAccessCollection, @unchecked Sendable {
+    public typealias Index = Int
+    public typealias Element = Transaction
+
+    package static let chunkShift = 12
+    /// Rows per chunk: small, so that the last, partly filled chunk of each file wastes little.
+    package static let chunkRows = 1 << chunkShift
+
+    private let base: UnsafeMutablePointer<Transaction>?
+    private let mappedBytes: Int
+    /// Chunks the mapping has room for.
+    private let chunkCapacity: Int
+    @exclusivity(unchecked) private var chunksTaken = 0
+    /// Chunks handed out so far (from any thread).
+    package var chunkCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return chunksTaken
+    }
+    private let lock = NSLock()
+    @exclusivity(unchecked) public private(set) var count = 0
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+
+    public subscript(i: Int) -> Transaction {
+        precondition(i >= 0 && i < count, "row index out of range")
+        return base![i]
+    }
+
+    /// The rows, valid while `self` is alive.
+    package var buffer: UnsafeMutableBufferPointer<Transaction> {
+        UnsafeMutableBufferPointer(start: base, count: count)
+    }
+
+    /// A copy of `rows`, in memory from the allocator (callers that keep their rows: tests).
+    public init(_ rows: [Transaction]) {
+        base = rows.isEmpty ? nil : .allocate(capacity: rows.count)
+        mappedBytes = 0
+        chunkCapacity = 0
+        count = rows.count
+        if let base {
+            rows.withUnsafeBufferPointer {
+                _ = UnsafeMutableBufferPointer(start: base, count: rows.count).initialize(from: $0)
+            }
+        }
+    }
+
+    /// Room for the rows of a read, which can be as many as fit in memory: the address space
+    /// is reserved (none of it is memory until written to), starting at the size of physical
+    /// memory and halving while the system refuses.
+    /// Throws (exit 70) when the system grants no address space at all.
+    package init(reservingForRead: Void) throws {
+        let stride = MemoryLayout<Transaction>.stride
+        let chunkBytes = TransactionRows.chunkRows * stride
+        var bytes = Swift.max(System.physicalMemory, 64 << 20) / chunkBytes * chunkBytes
+        var p: UnsafeMutableRawPointer?
+        while p == nil && bytes >= chunkBytes {
+            p = System.mapAnonymous(bytes, reserveOnly: true)
+            if p == nil { bytes = bytes / 2 / chunkBytes * chunkBytes }
+        }
+        guard let p else {
+            throw WinBackError(.software, "out of memory: the system grants no address space for the rows")
+        }
+        base = p.bindMemory(to: Transaction.self, capacity: bytes / stride)
+        mappedBytes = bytes
+        chunkCapacity = bytes / chunkBytes
+    }
+
+    deinit {
+        guard let base else { return }
+        if mappedBytes > 0 {
+            System.unmap(UnsafeMutableRawPointer(base), mappedBytes)
+        } else {
+            base.deallocate()
+        }
+    }
+
+    /// Hands out the next free chunk (from any thread): its number and its first row.
+    /// Throws (exit 70) when the reserved address space is full.
+    package func takeChunk() throws -> (number: Int, rows: UnsafeMutablePointer<Transaction>) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard chunksTaken < chunkCapacity else {
+            throw WinBackError(
+                .software, "out of memory: more rows than the \(mappedBytes >> 20) MiB reserved for them")
+        }
+        chunksTaken += 1
+        return (chunksTaken - 1, base! + (chunksTaken - 1) << TransactionRows.chunkShift)
+    }
+
+    /// Keeps, of the rows written to the chunks handed out, those `keep` says (after it has
+    /// rewritten them), packed from the first row on; the pages past them go back to the system.
+    /// `keep(&tally, chunk, offset, &row)` sees every used row of every chunk once; `used(chunk)`
+    /// is how many rows a chunk holds. Chunks are packed on `threads` threads, then slid
+    /// together. What `keep` counts of the rows goes into a tally of each piece of work, each
+    /// starting from `tally`, so that counting needs no pass of its own; the tallies are
+    /// returned in no particular order (add them up).
+    package func compact<Tally: Sendable>(
+        threads: Int, tally: Tally, used: @escaping @Sendable (Int) -> Int,
+        keep: @escaping @Sendable (inout Tally, Int, Int, inout Transaction) -> Bool
+    ) -> [Tally] {
+        let n = chunksTaken
+        guard let base, n > 0 else {
+            count = 0
+            return []
+        }
+        nonisolated(unsafe) let rows = base
+        let parts = chunks(n, pieces: Swift.max(1, threads))
+        let kept = ResultSlots<(Int, Tally)>(count: parts.count)
+        try? parallelFor(count: parts.count, threads: threads) { p in
+            var out = (parts[p].first ?? 0) << TransactionRows.chunkShift
+            let first = out
+            var counted = tally
+            for c in parts[p] {
+                let start = c << TransactionRows.chunkShift
+                for k in 0..<used(c) {
+                    var r = rows[start + k]
+                    if keep(&counted, c, k, &r) {
+                        (rows + out).initialize(to: r)
+                        out += 1
+                    }
+                }
+            }
+            kept[p] = (out - first, counted)
+        }
+        // Each part's rows start at or after where they go, so sliding them in order never
+        // overwrites a row not yet moved.
+        var total = 0
+        for (p, part) in parts.enumerated() {
+            let from = (part.first ?? 0) << TransactionRows.chunkShift
+            let k = kept[p]!.0
+            if from != total { (rows + total).moveInitialize(from: rows + from, count: k) }
+            total += k
+        }
+        count = total
+        let page = System.pageSize
+        let usedBytes = (total * MemoryLayout<Transaction>.stride + page - 1) / page * page
+        let touchedBytes = n << TransactionRows.chunkShift * MemoryLayout<Transaction>.stride
+        if touchedBytes > usedBytes {
+            System.release(UnsafeMutableRawPointer(base) + usedBytes, touchedBytes - usedBytes)
+        }
+        return kept.all.map(\.1)
+    }
+}

@@ -1,0 +1,262 @@
+import WinBackModel
+import WinBackSupport
+
+/// A CSV export with the §2.1 field names as its header (docs/rules.md §2.3 `csv`): any column order,
+/// unknown columns ignored, an empty cell absent, booleans `true`/`false`, dates as integer
+/// milliseconds or UTC `YYYY-MM-DDTHH:MM:SS[.sss]Z` / `YYYY-MM-DD HH:MM:SS[.sss]`.
+struct CSVFormat: RowFormat {
+    typealias Key = TransactionDecoder.Key
+
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    {
+        let source = try openSource(path: path, inflater: inflater)
+        let decoder = TransactionDecoder(table: out.table)
+        decoder.environment = out.environment
+        var columns: [Key?] = []
+        var headerCount = 0
+        var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
+        try CSVRecordReader(source: source, maxRecordBytes: out.limits.maxLineBytes).forEachRecord(
+            { fields, line, raw, malformed in
+                if headerCount == 0 {
+                    guard malformed == nil else {
+                        throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
+                    }
+                    columns = fields.map { f in Key.allCases.first { k in CSVFormat.equals(f, k.name) } }
+                    headerCount = fields.count
+                    return
+                }
+                out.stats.rows += 1
+                if let malformed {
+                    out.rejects.add(Reject(file: path, line: line, reason: malformed, bytes: raw))
+                    return
+                }
+                guard fields.count == headerCount else {
+                    out.rejects.add(
+                        Reject(
+                            file: path, line: line, reason: "expected \(headerCount) fields, found \(fields.count)",
+                            bytes: raw))
+                    return
+                }
+                for i in values.indices { values[i] = .absent }
+                for (i, f) in fields.enumerated() {
+                    guard let k = columns[i], f.count > 0 else { continue }
+                    values[k.rawValue] = CSVFormat.typed(f, as: k)
+                }
+                switch decoder.build(values) {
+                case .row(let t): try out.add(t)
+                case .nonSubscription: out.nonSubscription += 1
+                case .rejected(let reason):
+                    out.rejects.add(Reject(file: path, line: line, reason: reason, bytes: raw))
+                }
+            }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
+        out.finish(source)
+    }
+
+    /// A cell as the JSON value the field would have had.
+    static func typed(_ f: UnsafeRawBufferPointer, as k: Key) -> ScannedValue {
+        switch k {
+        case .purchaseDate, .expiresDate, .revocationDate, .signedDate:
+            return date(f)
+        case .offerType, .revocationReason:
+            return integer(f) ?? .other(kind: .notInteger, raw: f)
+        case .isUpgraded:
+            if equals(f, "true") { return .bool(true) }
+            if equals(f, "false") { return .bool(false) }
+            return .other(kind: .notBoolean, raw: f)
+        default:
+            return .string(f)
+        }
+    }
+
+    static func integer(_ f: UnsafeRawBufferPointer) -> ScannedValue? {
+        var v: Int64 = 0
+        var i = 0
+        let negative = f.first == UInt8(ascii: "-")
+        if negative { i = 1 }
+        guard i < f.count else { return nil }
+        while i < f.count {
+            let c = f[i]
+            guard c >= 48 && c <= 57 else { return nil }
+            let (m, o1) = v.multipliedReportingOverflow(by: 10)
+            let (s, o2) =
+                negative ? m.subtractingReportingOverflow(Int64(c - 48)) : m.addingReportingOverflow(Int64(c - 48))
+            if o1 || o2 { return nil }
+            v = s
+            i += 1
+        }
+        return .int(v)
+    }
+
+    /// Integer milliseconds, or a UTC date-time.
+    static func date(_ f: UnsafeRawBufferPointer) -> ScannedValue {
+        if let i = integer(f) { return i }
+        if let t = Timestamp.parseDateTime(f.bindMemory(to: UInt8.self)) { return .int(t) }
+        return .other(kind: .notDate, raw: f)
+    }
+
+    @inline(__always)
+    static func equals(_ s: UnsafeRawBufferPointer, _ lit: String) -> Bool {
+        s.count == lit.utf8.count && zip(s, lit.utf8).allSatisfy { $0 == $1 }
+    }
+
+    /// A cell quoted in a reason: its first `limit` bytes as UTF-8, controls escaped
+    /// (docs/rules.md §6).
+    static func quoted(_ cell: UnsafeRawBufferPointer, _ limit: Int) -> String {
+        ControlEscape.escaped(String(decoding: cell.prefix(limit), as: UTF8.self))
+    }
+}
+
+/// RevenueCat's Scheduled Data Export, template v5 (docs/rules.md §2.3 `revenuecat`): gzipped CSV, only
+/// `store = app_store` rows, columns mapped onto the §2.1 fields, then validated like any row.
+struct RevenueCatFormat: RowFormat {
+    typealias Key = TransactionDecoder.Key
+    /// productId → subscription group id, from the pipeline's `products:` map.
+    let products: [String: String]
+
+    enum Column: String, CaseIterable {
+        case store
+        case storeTransactionId = "store_transaction_id"
+        case originalStoreTransactionId = "original_store_transaction_id"
+        case productIdentifier = "product_identifier"
+        case startTime = "start_time"
+        case endTime = "end_time"
+        case refundedAt = "refunded_at"
+        case isSandbox = "is_sandbox"
+        case ownershipType = "ownership_type"
+        case country, offer
+        case offerType = "offer_type"
+        case isTrialPeriod = "is_trial_period"
+        case price = "price_in_purchased_currency"
+        case isAutoRenewable = "is_auto_renewable"
+        case updatedAt = "updated_at"
+    }
+
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    {
+        let source = try openSource(path: path, inflater: inflater)
+        let decoder = TransactionDecoder(table: out.table)
+        decoder.environment = out.environment
+        // Lookups by bytes, without a String per row.
+        let productIds = StringTable(capacity: products.count + 1)
+        var groups: [[UInt8]] = []
+        for (product, group) in products.sorted(by: { $0.key < $1.key }) {
+            _ = productIds.intern(product)
+            groups.append(Array(group.utf8))
+        }
+        let alpha2 = StringTable(capacity: 300)
+        var alpha3: [[UInt8]] = []
+        for (two, three) in ISO3166.pairs {
+            _ = alpha2.intern(two)
+            alpha3.append(Array(three.utf8))
+        }
+        let constants = StringTable(capacity: 16)
+        let sandbox = constants.intern("Sandbox")
+        let production = constants.intern("Production")
+        let freeTrial = constants.intern("FREE_TRIAL")
+
+        var at: [Column: Int] = [:]
+        var headerCount = 0
+        var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
+        try CSVRecordReader(source: source, maxRecordBytes: out.limits.maxLineBytes).forEachRecord(
+            { fields, line, raw, malformed in
+                if headerCount == 0 {
+                    guard malformed == nil else {
+                        throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
+                    }
+                    for (i, f) in fields.enumerated() {
+                        if let c = Column.allCases.first(where: { CSVFormat.equals(f, $0.rawValue) }) { at[c] = i }
+                    }
+                    headerCount = fields.count
+                    let missing = [
+                        Column.store, .storeTransactionId, .originalStoreTransactionId, .productIdentifier, .startTime,
+                    ]
+                    .filter { at[$0] == nil }
+                    if !missing.isEmpty {
+                        throw WinBackError(
+                            .badData,
+                            "not a RevenueCat export: no column \(missing.map(\.rawValue).joined(separator: ", "))",
+                            path: path)
+                    }
+                    return
+                }
+                out.stats.rows += 1
+                func reject(_ why: String) {
+                    out.rejects.add(Reject(file: path, line: line, reason: why, bytes: raw))
+                }
+                if let malformed { return reject(malformed) }
+                guard fields.count == headerCount else {
+                    return reject("expected \(headerCount) fields, found \(fields.count)")
+                }
+                func cell(_ c: Column) -> UnsafeRawBufferPointer? {
+                    guard let i = at[c], fields[i].count > 0 else { return nil }
+                    return fields[i]
+                }
+                func isTrue(_ c: Column) -> Bool { cell(c).map { CSVFormat.equals($0, "true") } ?? false }
+                // Other stores and non-renewing products are not this pipeline's rows.
+                guard let store = cell(.store), CSVFormat.equals(store, "app_store"),
+                    cell(.isAutoRenewable).map({ !CSVFormat.equals($0, "false") }) ?? true
+                else {
+                    out.nonSubscription += 1
+                    return
+                }
+                for i in values.indices { values[i] = .absent }
+                values[Key.transactionId.rawValue] = cell(.storeTransactionId).map { .string($0) } ?? .absent
+                values[Key.originalTransactionId.rawValue] =
+                    cell(.originalStoreTransactionId).map { .string($0) } ?? .absent
+                values[Key.productId.rawValue] = cell(.productIdentifier).map { .string($0) } ?? .absent
+                if let product = cell(.productIdentifier) {
+                    guard let k = productIds.find(product) else {
+                        return reject(
+                            "product '\(CSVFormat.quoted(product, 100))' is not in the pipeline's products map")
+                    }
+                    groups[Int(k)].withUnsafeBytes { values[Key.subscriptionGroupIdentifier.rawValue] = .string($0) }
+                }
+                values[Key.purchaseDate.rawValue] = cell(.startTime).map { CSVFormat.date($0) } ?? .absent
+                values[Key.expiresDate.rawValue] = cell(.endTime).map { CSVFormat.date($0) } ?? .absent
+                values[Key.revocationDate.rawValue] = cell(.refundedAt).map { CSVFormat.date($0) } ?? .absent
+                values[Key.signedDate.rawValue] = cell(.updatedAt).map { CSVFormat.date($0) } ?? .absent
+                constants.withBytes(isTrue(.isSandbox) ? sandbox : production) {
+                    values[Key.environment.rawValue] = .string($0)
+                }
+                values[Key.inAppOwnershipType.rawValue] = cell(.ownershipType).map { .string($0) } ?? .absent
+                if let country = cell(.country) {
+                    guard let k = alpha2.find(country) else {
+                        return reject("country '\(CSVFormat.quoted(country, 10))' is not in the ISO 3166 table")
+                    }
+                    alpha3[Int(k)].withUnsafeBytes { values[Key.storefront.rawValue] = .string($0) }
+                }
+                values[Key.offerIdentifier.rawValue] = cell(.offer).map { .string($0) } ?? .absent
+                let trial = isTrue(.isTrialPeriod)
+                var offerType: Int64 = 0
+                if let name = cell(.offerType) {
+                    offerType = RevenueCatFormat.offerType(name) ?? -(Int64(out.table.intern(name)) + 1)
+                } else if trial {
+                    offerType = OfferType.introductory.rawValue
+                }
+                if offerType != 0 { values[Key.offerType.rawValue] = .int(offerType) }
+                let freePrice =
+                    cell(.price).map { p in p.allSatisfy { $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: ".") } }
+                    ?? false
+                if trial || (offerType != 0 && freePrice) {
+                    constants.withBytes(freeTrial) { values[Key.offerDiscountType.rawValue] = .string($0) }
+                }
+                switch decoder.build(values) {
+                case .row(var t):
+                    t.offerType = offerType  // keeps a named unknown type (the decoder saw only the number)
+                    try out.add(t)
+                case .nonSubscription: out.nonSubscription += 1
+                case .rejected(let reason): reject(reason)
+                }
+            }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
+        out.finish(source)
+    }
+
+    /// RevenueCat's offer_type names; nil for a name it does not document.
+    static func offerType(_ name: UnsafeRawBufferPointer) -> Int64? {
+        if CSVFormat.equals(name, "introductory_offer") || CSVFormat.equals(name, "free_trial") { return 1 }
+        if CSVFormat.equals(name, "promotional_offer") { return 2 }
+        if CSVFormat.equals(name, "offer_code") { return 3 }
+        if CSVFormat.equals(name, "win_back_offer") { return 4 }
+        return nil
+    }
+}

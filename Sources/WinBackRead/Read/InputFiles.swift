@@ -1,0 +1,86 @@
+import Foundation
+import WinBackSupport
+
+/// Resolves the input globs of a pipeline to files: relative to the pipeline's folder, each
+/// file once, in sorted path order (absolute, normalised paths compared bytewise).
+public enum InputFiles {
+    /// Makes `path` absolute against `base` and normalises it (`.`/`..`, repeated slashes).
+    public static func absolute(_ path: String, base: String) -> String {
+        FilePaths.absolute(path, base: base)
+    }
+
+    /// Files matching `patterns`; a pattern matching nothing fails with exit 66 naming it.
+    public static func resolve(_ patterns: [String], base: String) throws -> [String] {
+        var found = Set<String>()
+        for pattern in patterns {
+            let abs = absolute(pattern, base: base)
+            // The base folder is a path, not a pattern: its `[`, `*`, `?` and `\` are literal.
+            let isPattern = pattern.contains { "*?[".contains($0) }
+            let matches = isPattern ? try glob(absolute(pattern, base: escapeGlob(base))) : try literal(abs)
+            if matches.isEmpty {
+                throw WinBackError(.noInput, "matches no file", path: pattern == abs ? pattern : "\(pattern) (\(abs))")
+            }
+            // Only regular files are input (docs/rules.md §6.1): a FIFO would block the read, a
+            // device never end.
+            for m in matches {
+                if let what = System.notRegular(m) {
+                    throw WinBackError(.noInput, "is \(what), not a regular file", path: m)
+                }
+            }
+            found.formUnion(matches.map { absolute($0, base: "/") })
+        }
+        return found.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// `path` with glob(3)'s special characters escaped, so it matches only itself.
+    static func escapeGlob(_ path: String) -> String {
+        var out = ""
+        for c in path {
+            if c == "*" || c == "?" || c == "[" || c == "\\" { out.append("\\") }
+            out.append(c)
+        }
+        return out
+    }
+
+    static func glob(_ pattern: String) throws -> [String] {
+        let hasMagic = pattern.contains { "*?[".contains($0) }
+        if !hasMagic { return try literal(pattern) }
+        let matches: [String]
+        do { matches = try System.glob(pattern) } catch let e as SystemError { throw globFailure(e, pattern: pattern) }
+        // Folders are skipped; anything else (even a dangling link) is an input, so that an
+        // unreadable one fails the run by name instead of vanishing.
+        return matches.filter { System.kind($0) != .directory }
+    }
+
+    /// The error of a glob that failed: the folder it could not list and why (`cannot list the
+    /// folder /data/in: Permission denied`), exit 66.
+    static func globFailure(_ e: SystemError, pattern: String) -> WinBackError {
+        if let folder = e.path {
+            return WinBackError(.noInput, "cannot list the folder \(folder): \(e.message)", path: pattern)
+        }
+        return WinBackError(.noInput, "cannot expand the glob: \(e.message)", path: pattern)
+    }
+
+    /// `[path]` when it names a file, `[]` when nothing is there.
+    static func literal(_ path: String) throws -> [String] {
+        // A dangling link is still named, so that reading it fails with its name.
+        guard System.kind(path, followLinks: false) != .missing else { return [] }
+        if System.kind(path) == .directory {
+            throw WinBackError(.noInput, "is a directory, not a file", path: path)
+        }
+        return [path]
+    }
+
+    /// Size in bytes of a file, 0 when it cannot be read (the read reports that).
+    package static func size(_ path: String) -> Int {
+        System.fileSize(path) ?? 0
+    }
+
+    /// The indices of `paths`, largest file first (ties in path order): the order to hand
+    /// files to threads in, so that no thread is left with a large one at the end. Each file
+    /// is measured once.
+    package static func largestFirst(_ paths: [String]) -> [Int] {
+        let sizes = paths.map(size)
+        return paths.indices.sorted { sizes[$0] != sizes[$1] ? sizes[$0] > sizes[$1] : $0 < $1 }
+    }
+}

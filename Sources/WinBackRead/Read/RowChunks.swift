@@ -1,0 +1,39 @@
+import Foundation
+import WinBackModel
+import WinBackSupport
+
+/// A file's rows while the run is read: chunks of the run's ``TransactionRows``, taken as
+/// the file grows, so a file never holds spare capacity beyond its last chunk.
+package final class RowChunks {
+    let store: TransactionRows
+    /// The chunks' numbers in the store, in the file's order, and their first rows.
+    @exclusivity(unchecked) private(set) var numbers: [Int] = []
+    @exclusivity(unchecked) private var chunks: [UnsafeMutablePointer<Transaction>] = []
+    @exclusivity(unchecked) package private(set) var count = 0
+
+    init(store: TransactionRows) { self.store = store }
+
+    @inline(__always)
+    func append(_ t: Transaction) throws {
+        let k = count & (TransactionRows.chunkRows - 1)
+        if k == 0 {
+            let c = try store.takeChunk()
+            numbers.append(c.number)
+            chunks.append(c.rows)
+        }
+        (chunks[chunks.count - 1] + k).initialize(to: t)
+        count += 1
+    }
+
+    @inline(__always)
+    package subscript(i: Int) -> Transaction {
+        chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
+    }
+
+    /// Calls `body` with the chunks' rows, row i at `chunks[i >> chunkShift][i & (chunkRows - 1)]`:
+    /// for loops over every row, which then hold no reference per row.
+    @inline(__always)
+    func withChunks<R>(_ body: (UnsafeBufferPointer<UnsafeMutablePointer<Transaction>>) throws -> R) rethrows -> R {
+        try chunks.withUnsafeBufferPointer(body)
+    }
+}

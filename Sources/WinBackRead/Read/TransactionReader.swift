@@ -1,0 +1,391 @@
+import Foundation
+import WinBackModel
+import WinBackSupport
+
+/// What reading one input file gave.
+public struct InputStats: Sendable, Equatable, Codable {
+    public var path: String
+    /// Bytes of the file as stored (compressed for `.gz`).
+    public var bytes: Int
+    /// Bytes after decompression.
+    public var uncompressedBytes: Int
+    public var sha256: String
+    /// Non-blank lines (data rows for CSV formats).
+    public var rows: Int
+    public var rejected: Int
+}
+
+/// Counters of the read stage, reported in the manifest.
+public struct ReadCounters: Sendable, Equatable, Codable {
+    public var rowsRead = 0
+    /// Non-blank lines (CSV data rows), what the reject fraction counts in: one a row, except
+    /// in signed files, where a line may hold many transactions.
+    public var lines = 0
+    public var duplicates = 0
+    public var sandbox = 0
+    /// Rows of another environment than the pipeline's (`sandbox` is its former name).
+    public var otherEnvironment: Int {
+        get { sandbox }
+        set { sandbox = newValue }
+    }
+    public var nonSubscription = 0
+    public var familyShared = 0
+    public var rejected = 0
+
+    public init() {}
+}
+
+/// The rows of one input file, with ids local to its own string table.
+// One thread fills a file's rows; the merger takes them over under its lock; then each
+// thread of the packing touches only its own files.
+package final class FileRows: @unchecked Sendable {
+    let path: String
+    /// Ids local to this file; released once merged into the run's.
+    @exclusivity(unchecked) package var table = StringTable(capacity: 1 << 14)
+    /// Local string id → the run's string id, set when the file is merged.
+    @exclusivity(unchecked) var map: [Int32] = []
+    @exclusivity(unchecked) package var rows: RowChunks
+    /// Rows that lost deduplication to another version of their transaction.
+    @exclusivity(unchecked) var superseded: [UInt64] = []
+    @exclusivity(unchecked) package var rejects: RejectList
+    /// Bounds on what bad lines may cost (docs/rules.md §6.1).
+    let limits: ReadLimits
+    @exclusivity(unchecked) package var nonSubscription = 0
+    @exclusivity(unchecked) package var stats: InputStats
+    /// The pipeline's environment: rows of another are read but not kept.
+    package var environment = "Production"
+    /// Rows beyond one a line: the other transactions of signed lines that hold several.
+    @exclusivity(unchecked) package var extraRows = 0
+    /// Renewal info found among the transactions (signed files), keyed with this file's ids.
+    @exclusivity(unchecked) package var renewals: [(key: TransactionKey, info: RenewalInfo)] = []
+    /// When set, only rows whose originalTransactionId or appAccountToken is one of these ids
+    /// are kept (`explain` reads one customer with the same reader).
+    private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
+
+    package init(path: String, store: TransactionRows, only: [String]? = nil, limits: ReadLimits = .default) {
+        self.path = path
+        self.limits = limits
+        rejects = RejectList(limit: limits.maxRejectsListed)
+        rows = RowChunks(store: store)
+        stats = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
+        self.only = only.map { [table] ids in
+            (ids.map { TransactionKey($0, table: table) }, ids.compactMap { AppAccountToken.parse($0, table: table) })
+        }
+    }
+
+    /// Records what the source says of the file once it is read.
+    func finish(_ source: ByteSource) {
+        stats.bytes = source.fileBytesConsumed
+        stats.uncompressedBytes = source.bytesProduced
+        stats.sha256 = source.fileSHA256()
+        stats.rejected = rejects.total
+    }
+
+    /// Rejects a line longer than `limits.maxLineBytes`, of which `bytes` are the first.
+    func tooLong(_ line: Int, _ bytes: UnsafeRawBufferPointer) {
+        stats.rows += 1
+        rejects.add(Reject(file: path, line: line, reason: FileRows.tooLongReason(limits), bytes: bytes))
+    }
+
+    static func tooLongReason(_ limits: ReadLimits) -> String {
+        "line longer than limits.maxLineBytes (\(limits.maxLineBytes) bytes): skipped unread"
+    }
+
+    /// The row count at which ``spill`` is called: a partition task writes the rows out and
+    /// drops them, so that it never holds a whole large file (docs/rules.md §6.1).
+    @exclusivity(unchecked) package var spillAt = Int.max
+    package var spill: ((FileRows) throws -> Void)?
+
+    /// Keeps a decoded row, unless a customer filter leaves it out.
+    @inline(__always)
+    package func add(_ t: Transaction) throws {
+        if let only, !only.originals.contains(t.originalTransactionId),
+            t.appAccountToken.isNone || !only.tokens.contains(t.appAccountToken)
+        {
+            return
+        }
+        try rows.append(t)
+        if rows.count == spillAt { try spill?(self) }
+    }
+
+    /// Forgets the rows (written elsewhere): they go to a fresh store of their own, and the old
+    /// one's pages back to the system.
+    package func dropRows() throws { rows = RowChunks(store: try TransactionRows(reservingForRead: ())) }
+
+    @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
+}
+
+/// The transactions of a run, after reading every file, merging ids and deduplicating.
+// Made once the read is over; its table and rows are only read afterwards.
+public struct TransactionSet: @unchecked Sendable {
+    /// All ids (transaction ids, customers, groups, products, offers, storefronts, tokens).
+    public let strings: StringTable
+    /// Deduplicated Production rows (family-shared ones included), in no particular order.
+    public var rows: TransactionRows
+    public var inputs: [InputStats]
+    /// The first rejects by file, then line, and how many there were.
+    public var rejects: RejectList
+    public var counters: ReadCounters
+    /// Renewal info read from the transaction files (signed ones hold both), with run ids.
+    public var renewals = RenewalIndex()
+}
+
+/// A reader of one export format: turns a file into rows. Adding a format means adding one.
+package protocol RowFormat: Sendable {
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+}
+
+/// App Store Server API NDJSON (docs/rules.md §2.1).
+struct NDJSONFormat: RowFormat {
+    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    {
+        let source = try openSource(path: path, inflater: inflater)
+        let decoder = TransactionDecoder(table: out.table)
+        decoder.environment = out.environment
+        try LineReader(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
+            { line, number in
+                if LineReader.isBlank(line) { return }
+                out.stats.rows += 1
+                switch decoder.decode(line) {
+                case .row(let t): try out.add(t)
+                case .nonSubscription: out.nonSubscription += 1
+                case .rejected(let reason):
+                    out.rejects.add(Reject(file: path, line: number, reason: reason, bytes: line))
+                }
+            }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
+        out.finish(source)
+    }
+}
+
+/// Reads every transaction file in parallel, then merges and deduplicates (docs/rules.md §3 rule 1).
+public enum TransactionReader {
+    package static func format(_ format: InputFormat, products: [String: String], signed: SignedReading? = nil)
+        -> RowFormat
+    {
+        switch format {
+        case .appstoreNDJSON: return NDJSONFormat()
+        case .csv: return CSVFormat()
+        case .revenuecat: return RevenueCatFormat(products: products)
+        case .appstoreSigned: return SignedFormat(settings: signed ?? SignedReading())
+        }
+    }
+
+    /// - Parameters:
+    ///   - paths: files in sorted path order (the order ties in deduplication go by).
+    ///   - inflater: the library that inflates `.gz` files.
+    ///   - only: keep only the rows of customers with one of these originalTransactionIds or
+    ///     appAccountTokens (nil = all).
+    ///   - progress: called with compressed bytes consumed since the last call, from any thread.
+    ///   - environment: the pipeline's environment; rows of another are counted, not kept.
+    ///   - signed: how `appstore-signed` files are verified (default: against Apple's root).
+    public static func read(
+        paths: [String], format name: InputFormat = .appstoreNDJSON, products: [String: String] = [:], threads: Int,
+        inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
+        environment: String = "Production", signed: SignedReading? = nil, limits: ReadLimits = .default
+    ) throws -> TransactionSet {
+        let fmt = format(name, products: products, signed: signed)
+        let merger = try Merger(
+            count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) }, limits: limits)
+        let bySize = InputFiles.largestFirst(paths)
+        try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
+            let out = FileRows(path: paths[i], store: merger.store, only: only, limits: limits)
+            out.environment = environment
+            try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)
+            merger.add(out, index: i)
+        }
+        return merger.finish(threads: threads)
+    }
+}
+
+/// Merges files into the run as they finish reading, in whatever order they finish: their ids
+/// into the run's string table, their rows into the deduplication index. A file's own table
+/// is released as soon as it is merged, so only the files being read hold one.
+///
+/// The outcome does not depend on the order: deduplication compares (signedDate, file, line)
+/// explicitly, and string ids are renumbered at the end in order of first appearance by
+/// (file, local id), which is the numbering a merge in path order gives.
+// Files are merged under `lock`; `finish` runs after every file was added.
+package final class Merger: @unchecked Sendable {
+    @exclusivity(unchecked) private var files: [FileRows?]
+    private let lock = NSLock()
+    private let strings = StringTable(capacity: 1 << 16)
+    /// Where every file's rows are written as they are read.
+    package let store: TransactionRows
+    /// transactionId (with the run's string ids) → row number of its current winner, rows
+    /// being numbered across files in the order they were merged.
+    @exclusivity(unchecked) private var winners = Int64Map(capacity: 1 << 16)
+    /// The first row number of each merged file, ascending, with the file's index.
+    @exclusivity(unchecked) private var merged: [(first: Int, file: Int)] = []
+    @exclusivity(unchecked) private var rowsMerged = 0
+    /// The rejects of the files merged so far: only those that may be listed are held.
+    @exclusivity(unchecked) private var rejects: RejectList
+
+    /// The file index and row of a row number.
+    private func locate(_ n: Int) -> (file: Int, row: Int) {
+        var lo = 0
+        var hi = merged.count - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if merged[mid].first <= n { lo = mid } else { hi = mid - 1 }
+        }
+        return (merged[lo].file, n - merged[lo].first)
+    }
+
+    /// Bytes of all the files as stored, and of those merged so far: the rows merged so far
+    /// then tell how many the whole run will have, and the deduplication index is sized for
+    /// them once instead of growing through every power of two.
+    private let totalBytes: Int
+    @exclusivity(unchecked) private var bytesMerged = 0
+
+    package init(count: Int, totalBytes: Int, limits: ReadLimits = .default) throws {
+        rejects = RejectList(limit: limits.maxRejectsListed)
+        store = try TransactionRows(reservingForRead: ())
+        files = Array(repeating: nil, count: count)
+        self.totalBytes = totalBytes
+    }
+
+    /// Takes over file `index` once read; merges it under the lock.
+    package func add(_ f: FileRows, index: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        files[index] = f
+        rejects.merge(f.rejects)
+        f.rejects = RejectList(limit: 0)
+        f.map = strings.merge(f.table)
+        f.table = StringTable(capacity: 1)
+        f.superseded = [UInt64](repeating: 0, count: (f.rows.count + 63) / 64)
+        let map = f.map
+        let first = rowsMerged
+        precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
+        merged.append((first, index))
+        rowsMerged += f.rows.count
+        bytesMerged += f.stats.bytes
+        if bytesMerged > 0 && bytesMerged < totalBytes {
+            winners.reserve(Int(Double(rowsMerged) * Double(totalBytes) / Double(bytesMerged)))
+        } else {
+            winners.reserve(rowsMerged)
+        }
+        let ahead = 8
+        let count = f.rows.count
+        // The file's rows and id map as buffers for the whole loop: no reference is taken per row.
+        f.rows.withChunks { chunks in
+            map.withUnsafeBufferPointer { map in
+                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<Transaction> {
+                    chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
+                }
+                @inline(__always) func key(_ i: Int) -> TransactionKey {
+                    var key = row(i).pointee.transactionId
+                    key.remap(map)
+                    return key
+                }
+                for i in 0..<count {
+                    if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
+                    let key = key(i)
+                    let here = UInt32(first + i)
+                    let there = winners.insert(key.raw, here)
+                    if there == here { continue }
+                    // Newest signedDate wins; on a tie the later file, then the later line.
+                    let (fo, j) = locate(Int(there))
+                    let other = files[fo]!
+                    let a = row(i).pointee.signedDate
+                    let b = other.rows[j].signedDate
+                    if a > b || (a == b && (index, i) > (fo, j)) {
+                        other.supersede(j)
+                        winners.update(key.raw, here)
+                    } else {
+                        f.supersede(i)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Renumbers ids, then gathers the winning Production rows of every file, in path order.
+    package func finish(threads: Int) -> TransactionSet {
+        let files = self.files.map { $0! }
+        winners = Int64Map(capacity: 1)
+        // Run ids in order of first appearance by (file, local id).
+        var canonical = [Int32](repeating: -1, count: strings.count)
+        var order: [Int32] = []
+        order.reserveCapacity(strings.count)
+        for f in files {
+            for temp in f.map where canonical[Int(temp)] < 0 {
+                canonical[Int(temp)] = Int32(order.count)
+                order.append(temp)
+            }
+        }
+        let run = strings.reordered(order)
+        let runIds = canonical
+        try? parallelFor(count: files.count, threads: threads) { fi in
+            let f = files[fi]
+            for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
+        }
+        // Each chunk's file and place in it, then the winning Production rows packed where
+        // they were read. The files' superseded bits and id maps are laid end to end in two
+        // buffers, so that deciding a row's fate takes no reference to its file.
+        let bitStarts = files.reduce(into: [0]) { $0.append($0.last! + $1.superseded.count) }
+        let mapStarts = files.reduce(into: [0]) { $0.append($0.last! + $1.map.count) }
+        let bits = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: Swift.max(1, bitStarts.last!))
+        let maps = UnsafeMutableBufferPointer<Int32>.allocate(capacity: Swift.max(1, mapStarts.last!))
+        defer {
+            bits.deallocate()
+            maps.deallocate()
+        }
+        for (fi, f) in files.enumerated() {
+            _ = UnsafeMutableBufferPointer(rebasing: bits[bitStarts[fi]...]).initialize(from: f.superseded)
+            _ = UnsafeMutableBufferPointer(rebasing: maps[mapStarts[fi]...]).initialize(from: f.map)
+        }
+        var owners = [(file: Int32, seq: Int32)](repeating: (0, 0), count: store.chunkCount)
+        for (fi, f) in files.enumerated() {
+            for (seq, c) in f.rows.numbers.enumerated() { owners[c] = (Int32(fi), Int32(seq)) }
+        }
+        let chunkOwners = owners
+        let rowCounts = files.map(\.rows.count)
+        nonisolated(unsafe) let supersededBits = UnsafeBufferPointer(bits)
+        nonisolated(unsafe) let idMaps = UnsafeBufferPointer(maps)
+        // Winners (rows no other version superseded), the Production ones among them, and the
+        // family-shared ones of those, counted as the rows are packed.
+        let tallies = store.compact(
+            threads: threads, tally: (winners: 0, kept: 0, family: 0),
+            used: { c in
+                let o = chunkOwners[c]
+                return min(TransactionRows.chunkRows, rowCounts[Int(o.file)] - Int(o.seq) << TransactionRows.chunkShift)
+            },
+            keep: { t, c, k, r in
+                let o = chunkOwners[c]
+                let file = Int(o.file)
+                let i = Int(o.seq) << TransactionRows.chunkShift + k
+                guard supersededBits[bitStarts[file] + i >> 6] & (1 << UInt64(i & 63)) == 0 else { return false }
+                t.winners += 1
+                guard r.production else { return false }
+                t.kept += 1
+                if r.ownership == .familyShared { t.family += 1 }
+                r.remap(UnsafeBufferPointer(rebasing: idMaps[mapStarts[file]..<mapStarts[file + 1]]))
+                return true
+            })
+        var counters = ReadCounters()
+        for f in files {
+            counters.rowsRead += f.stats.rows + f.extraRows
+            counters.lines += f.stats.rows
+            counters.nonSubscription += f.nonSubscription
+            counters.rejected += f.stats.rejected
+            counters.duplicates += f.rows.count
+        }
+        for t in tallies {
+            counters.duplicates -= t.winners
+            counters.sandbox += t.winners - t.kept
+            counters.familyShared += t.family
+        }
+        rejects.normalize()
+        let set = TransactionSet(
+            strings: run, rows: store, inputs: files.map(\.stats), rejects: rejects,
+            counters: counters, renewals: RenewalIndex(files.map { ($0.renewals, $0.map) }))
+        for f in files {
+            f.rows = RowChunks(store: store)
+            f.map = []
+            f.renewals = []
+            f.superseded = []
+        }
+        return set  // files are in path order, their rejects' lines ascending
+    }
+}

@@ -1,0 +1,235 @@
+import WinBackModel
+import WinBackSupport
+
+/// One subscriber's reconstruction and the offers they are eligible for, in rank order.
+public struct CustomerResult: Sendable {
+    /// Index into ``CustomerRows``.
+    public var customer: Int32
+    /// Whether the renewal info known at T carries Apple's `eligibleWinBackOfferIds`
+    /// (docs/rules.md §4.5). Beside `customer`, it takes no room of its own.
+    public var appleAnswered = false
+    public var timeline: CustomerTimeline
+    /// Catalog indices, rank 1 first.
+    public var eligible: [Int16]
+    /// Bit j: Apple's list at T names `eligible[j]`; bits from the 65th eligible offer on are in
+    /// ``appleListedPast64`` (empty, so no allocation, for anyone eligible for fewer).
+    var appleListed: UInt64 = 0
+    var appleListedPast64: [UInt64] = []
+
+    init(customer: Int32, timeline: CustomerTimeline, eligible: [Int16]) {
+        self.customer = customer
+        self.timeline = timeline
+        self.eligible = eligible
+    }
+
+    /// Records which eligible offers Apple's list names (docs/rules.md §4.5).
+    mutating func markApple(_ listed: [String], book: OfferBook) {
+        appleAnswered = true
+        for (j, i) in eligible.enumerated() where listed.contains(book.offers[Int(i)].offer.offerId) {
+            if j < 64 {
+                appleListed |= 1 << UInt64(j)
+            } else {
+                let w = (j - 64) / 64
+                while appleListedPast64.count <= w { appleListedPast64.append(0) }
+                appleListedPast64[w] |= 1 << UInt64((j - 64) % 64)
+            }
+        }
+    }
+
+    /// Apple's word on the customer's offer of rank `rank` (from 1): the `apple_eligible` column.
+    @inline(__always)
+    public func apple(rank: Int) -> AppleEligible {
+        guard appleAnswered else { return .silent }
+        let j = rank - 1
+        let bit: Bool
+        if j < 64 {
+            bit = appleListed & (1 << UInt64(j)) != 0
+        } else {
+            let w = (j - 64) / 64
+            bit = w < appleListedPast64.count && appleListedPast64[w] & (1 << UInt64((j - 64) % 64)) != 0
+        }
+        return bit ? .yes : .no
+    }
+}
+
+/// Where one offer's group customers drop out (docs/rules.md §4.3 eligibility funnel).
+public struct FunnelRow: Sendable, Equatable, Codable {
+    public var live = false
+    public var customersInGroup = 0
+    public var active = 0
+    public var billingRetry = 0
+    public var churned = 0
+    public var otherProduct = 0
+    public var territory = 0
+    public var paidDuration = 0
+    public var tooRecent = 0
+    public var tooLongAgo = 0
+    public var waitBetweenOffers = 0
+    public var eligible = 0
+
+    package mutating func add(_ o: FunnelRow) {
+        customersInGroup += o.customersInGroup
+        active += o.active
+        billingRetry += o.billingRetry
+        churned += o.churned
+        otherProduct += o.otherProduct
+        territory += o.territory
+        paidDuration += o.paidDuration
+        tooRecent += o.tooRecent
+        tooLongAgo += o.tooLongAgo
+        waitBetweenOffers += o.waitBetweenOffers
+        eligible += o.eligible
+    }
+}
+
+/// Customer counts by state at the as-of instant.
+public struct StateCounts: Sendable, Equatable, Codable {
+    public var customers = 0
+    public var active = 0
+    public var billingRetry = 0
+    public var churned = 0
+    public var notSubscriber = 0
+
+    package init(customers: Int = 0, active: Int = 0, billingRetry: Int = 0, churned: Int = 0, notSubscriber: Int = 0) {
+        self.customers = customers
+        self.active = active
+        self.billingRetry = billingRetry
+        self.churned = churned
+        self.notSubscriber = notSubscriber
+    }
+
+    package mutating func add(_ o: StateCounts) {
+        customers += o.customers
+        active += o.active
+        billingRetry += o.billingRetry
+        churned += o.churned
+        notSubscriber += o.notSubscriber
+    }
+}
+
+/// Every customer reconstructed and evaluated against every offer at one instant.
+public struct Audience: Sendable {
+    public var asOf: Int64
+    /// Subscribers (customers with a period), in output order.
+    public var results: [CustomerResult]
+    public var counts: StateCounts
+    /// Per catalog offer.
+    public var funnel: [FunnelRow]
+
+    /// Evaluates all customers at `t`, spread over `threads` threads (customers are split into
+    /// contiguous shards; each shard's results land in its own slot, so no locks are taken).
+    public static func evaluate(
+        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
+        threads: Int
+    ) -> Audience {
+        let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
+        let slots = ResultSlots<(results: Int, StateCounts, [FunnelRow])>(count: pieces.count)
+        let day = MonthMath.dayNumber(t)
+        let live = book.offers.map { $0.offer.isLive(onDay: day) }
+        // Each piece writes its results from the place of its first customer on, in one array
+        // for all; the pieces are then slid together (subscribers are nearly every customer),
+        // so the results are never copied from arrays of their own.
+        let all = [CustomerResult](unsafeUninitializedCapacity: customers.count) { buffer, initialized in
+            nonisolated(unsafe) let out = buffer.baseAddress
+            try? parallelFor(count: pieces.count, threads: threads) { p in
+                var periods: [Period] = []
+                var next = pieces[p].lowerBound
+                var counts = StateCounts()
+                var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
+                for k in pieces[p] {
+                    let group = customers.groups[k]
+                    let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
+                    guard
+                        let tl = CustomerTimeline.build(
+                            rows: customers.rows(of: k), asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
+                    else {
+                        counts.notSubscriber += 1
+                        continue
+                    }
+                    counts.customers += 1
+                    switch tl.state {
+                    case .active: counts.active += 1
+                    case .billingRetry: counts.billingRetry += 1
+                    case .churned: counts.churned += 1
+                    }
+                    var eligible: [Int16] = []
+                    book.evaluate(group: group, tl, asOf: t) { _, i, failed in
+                        funnel[i].count(tl.state, failed)
+                        if failed.isEmpty { eligible.append(Int16(i)) }
+                    }
+                    var result = CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible)
+                    if let listed = renewal?.eligibleWinBackOfferIds { result.markApple(listed, book: book) }
+                    (out! + next).initialize(to: result)
+                    next += 1
+                }
+                slots[p] = (next - pieces[p].lowerBound, counts, funnel)
+            }
+            var total = 0
+            for (p, piece) in pieces.enumerated() {
+                let n = slots[p]!.results
+                // Regions may overlap; the destination is never after the source.
+                if n > 0 && piece.lowerBound != total {
+                    (out! + total).moveInitialize(from: out! + piece.lowerBound, count: n)
+                }
+                total += n
+            }
+            initialized = total
+        }
+        var counts = StateCounts()
+        var funnel = live.map { FunnelRow(live: $0) }
+        for (_, c, f) in slots.all {
+            counts.add(c)
+            for i in funnel.indices { funnel[i].add(f[i]) }
+        }
+        return Audience(asOf: t, results: all, counts: counts, funnel: funnel)
+    }
+
+    /// The segment rows `requirement` leaves out (docs/rules.md §4.5): per catalog offer, then
+    /// of the best-offer list (judged on the rank-1 offer).
+    public func droppedByApple(_ requirement: AppleRequirement, offers: Int) -> (perOffer: [Int], best: Int) {
+        var perOffer = [Int](repeating: 0, count: offers)
+        var best = 0
+        guard requirement != .off else { return (perOffer, best) }
+        for r in results {
+            for (j, i) in r.eligible.enumerated() where !requirement.keeps(r.apple(rank: j + 1)) {
+                perOffer[Int(i)] += 1
+                if j == 0 { best += 1 }
+            }
+        }
+        return (perOffer, best)
+    }
+
+    /// Customers eligible per catalog offer.
+    public var eligibleCounts: [Int] { funnel.map(\.eligible) }
+
+    /// One line for the run's log: customers by state, and how many are eligible for some offer.
+    package var summaryLine: String {
+        let s = counts
+        let eligible = results.reduce(0) { $0 + ($1.eligible.isEmpty ? 0 : 1) }
+        return "\(s.customers) customers: \(s.active) active, \(s.billingRetry) in billing retry, "
+            + "\(s.churned) churned; \(eligible) eligible"
+    }
+}
+
+extension FunnelRow {
+    @inline(__always)
+    mutating func count(_ state: SubscriptionState, _ failed: Reasons) {
+        customersInGroup += 1
+        switch state {
+        case .active:
+            active += 1
+            return
+        case .billingRetry:
+            billingRetry += 1
+            return
+        case .churned: churned += 1
+        }
+        if failed.contains(.otherProduct) { otherProduct += 1 }
+        if failed.contains(.territory) { territory += 1 }
+        if failed.contains(.paidDuration) { paidDuration += 1 }
+        if failed.contains(.tooRecent) { tooRecent += 1 }
+        if failed.contains(.tooLongAgo) { tooLongAgo += 1 }
+        if failed.contains(.waitBetweenOffers) { waitBetweenOffers += 1 }
+        if failed.isEmpty { eligible += 1 }
+    }
+}

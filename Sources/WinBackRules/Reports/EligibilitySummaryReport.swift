@@ -1,0 +1,168 @@
+import WinBackModel
+
+/// One line of `winback-eligibility-summary.csv`: churned customers counted in the shape of
+/// Apple's *Win-back eligibility report*, so a team can reconcile with App Store Connect.
+/// See https://developer.apple.com/help/app-store-connect/reference/win-back-eligibility-report
+public struct EligibilitySummaryRow: Sendable, Equatable, Codable {
+    public var subscriptionGroupId: String
+    /// The customer's product (docs/rules.md §3 rule 6).
+    public var productId: String
+    /// Paid months of the most recent run (Apple may count tenure differently).
+    public var paidTenure: Int64
+    public var monthsSinceLastSubscribed: Int64
+    /// Any win-back (offerType 4) row among the customer's PURCHASED rows known at T.
+    public var hasRedeemedWinBack: Bool
+    /// Whole months from the latest expiresDate of a win-back row to T; nil without one.
+    public var monthsSinceLastWinBack: Int64?
+    /// ISO 3166-1 alpha-2; empty when the storefront is absent or not in the table.
+    public var territory: String
+    public var churned: Int
+
+    public init(
+        subscriptionGroupId: String, productId: String, paidTenure: Int64, monthsSinceLastSubscribed: Int64,
+        hasRedeemedWinBack: Bool, monthsSinceLastWinBack: Int64?, territory: String, churned: Int
+    ) {
+        self.subscriptionGroupId = subscriptionGroupId
+        self.productId = productId
+        self.paidTenure = paidTenure
+        self.monthsSinceLastSubscribed = monthsSinceLastSubscribed
+        self.hasRedeemedWinBack = hasRedeemedWinBack
+        self.monthsSinceLastWinBack = monthsSinceLastWinBack
+        self.territory = territory
+        self.churned = churned
+    }
+}
+
+/// Builds and prints the Apple-shaped eligibility summary.
+public enum EligibilitySummaryReport {
+    public static let columns = [
+        "Subscription Group ID", "Product ID", "Paid Subscription Tenure", "Time Since Last Subscribed",
+        "Has Previously Redeemed Win-Back Offer", "Time Since Last Win-Back Offer", "Territory",
+        "Churned Subscription Count",
+    ]
+
+    /// A summary key in interned ids.
+    struct Key: Hashable {
+        var group: Int32
+        var product: Int32
+        var paidMonths: Int64
+        var monthsSince: Int64
+        var monthsSinceWinBack: Int64?
+        var storefront: Int32
+    }
+
+    /// Counts a churned customer; `lastWinBackEnd` is the latest expiresDate of their PURCHASED
+    /// win-back rows known at T, nil without one.
+    static func count(
+        group: Int32, _ tl: CustomerTimeline, lastWinBackEnd: Int64?, asOf t: Int64, into tally: inout [Key: Int]
+    ) {
+        guard tl.state == .churned else { return }
+        let key = Key(
+            group: group, product: tl.productId, paidMonths: tl.paidMonths, monthsSince: tl.monthsSinceLastSubscribed,
+            monthsSinceWinBack: lastWinBackEnd.map { MonthMath.wholeMonths($0, t) }, storefront: tl.storefront)
+        tally[key, default: 0] += 1
+    }
+
+    /// The latest expiresDate of the customer's PURCHASED win-back rows known at `t`, if any.
+    static func lastWinBackEnd<C: Collection>(_ rows: C, asOf t: Int64) -> Int64? where C.Element == Transaction {
+        var last: Int64?
+        for r in rows where r.isKnownPurchase(at: t) && r.offerType == OfferType.winBack.rawValue {
+            last = max(last ?? r.expiresDate, r.expiresDate)
+        }
+        return last
+    }
+
+    /// Rows sorted by the key columns: text bytewise, numbers as numbers, empty first.
+    static func rows(_ tally: [Key: Int], strings: StringTable) -> [EligibilitySummaryRow] {
+        // Keys that differ only in storefronts of one territory (or missing from the ISO
+        // table) meet here: in the merged keys, `storefront` holds the number of the
+        // storefront's territory, looked up once per storefront.
+        var territories: [String] = []
+        var territoryNumber: [String: Int32] = [:]
+        var territoryOf: [Int32: Int32] = [:]
+        var merged: [Key: Int] = [:]
+        for (k, n) in tally {
+            let t: Int32
+            if let known = territoryOf[k.storefront] {
+                t = known
+            } else {
+                let name = k.storefront >= 0 ? ISO3166.alpha2(strings.string(k.storefront)) ?? "" : ""
+                if let known = territoryNumber[name] {
+                    t = known
+                } else {
+                    t = Int32(territories.count)
+                    territories.append(name)
+                    territoryNumber[name] = t
+                }
+                territoryOf[k.storefront] = t
+            }
+            var m = k
+            m.storefront = t
+            merged[m, default: 0] += n
+        }
+        var names: [Int32: String] = [:]
+        func name(_ id: Int32) -> String {
+            if let s = names[id] { return s }
+            let s = strings.string(id)
+            names[id] = s
+            return s
+        }
+        let rows = merged.map { m, n in
+            EligibilitySummaryRow(
+                subscriptionGroupId: name(m.group), productId: name(m.product), paidTenure: m.paidMonths,
+                monthsSinceLastSubscribed: m.monthsSince, hasRedeemedWinBack: m.monthsSinceWinBack != nil,
+                monthsSinceLastWinBack: m.monthsSinceWinBack, territory: territories[Int(m.storefront)], churned: n)
+        }
+        return sorted(rows)
+    }
+
+    /// `rows` in the order of ``less(_:_:)``, comparing integers: the few distinct groups,
+    /// products and territories are ranked once instead of compared as strings at every step.
+    package static func sorted(_ rows: [EligibilitySummaryRow]) -> [EligibilitySummaryRow] {
+        func ranks(_ values: [String]) -> [String: Int] {
+            Dictionary(uniqueKeysWithValues: Set(values).sorted(by: bytewiseLess).enumerated().map { ($1, $0) })
+        }
+        let group = ranks(rows.map(\.subscriptionGroupId))
+        let product = ranks(rows.map(\.productId))
+        let territory = ranks(rows.map(\.territory))
+        // The fields of `less`, in its order; no win-back (-1) before any number of months.
+        let keys = rows.map { r in
+            [
+                Int64(group[r.subscriptionGroupId]!), Int64(product[r.productId]!), r.paidTenure,
+                r.monthsSinceLastSubscribed, r.hasRedeemedWinBack ? 1 : 0, r.monthsSinceLastWinBack ?? -1,
+                Int64(territory[r.territory]!),
+            ]
+        }
+        return rows.indices.sorted { keys[$0].lexicographicallyPrecedes(keys[$1]) }.map { rows[$0] }
+    }
+
+    static func less(_ a: EligibilitySummaryRow, _ b: EligibilitySummaryRow) -> Bool {
+        if a.subscriptionGroupId != b.subscriptionGroupId {
+            return bytewiseLess(a.subscriptionGroupId, b.subscriptionGroupId)
+        }
+        if a.productId != b.productId { return bytewiseLess(a.productId, b.productId) }
+        if a.paidTenure != b.paidTenure { return a.paidTenure < b.paidTenure }
+        if a.monthsSinceLastSubscribed != b.monthsSinceLastSubscribed {
+            return a.monthsSinceLastSubscribed < b.monthsSinceLastSubscribed
+        }
+        // Empty ("" before "Yes", no win-back before any number) sorts first.
+        if a.hasRedeemedWinBack != b.hasRedeemedWinBack { return !a.hasRedeemedWinBack }
+        if a.monthsSinceLastWinBack != b.monthsSinceLastWinBack {
+            return (a.monthsSinceLastWinBack ?? -1) < (b.monthsSinceLastWinBack ?? -1)
+        }
+        return bytewiseLess(a.territory, b.territory)
+    }
+
+    public static func csv(_ rows: [EligibilitySummaryRow]) -> [UInt8] {
+        CSVRecord.table(columns, rows) { r, row in
+            r.field(row.subscriptionGroupId)
+            r.field(row.productId)
+            r.field(row.paidTenure)
+            r.field(row.monthsSinceLastSubscribed)
+            r.field(row.hasRedeemedWinBack ? "Yes" : "")
+            if let m = row.monthsSinceLastWinBack { r.field(m) } else { r.empty() }
+            r.field(row.territory)
+            r.field(row.churned)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import WinBackModel
+
+/// One line of `winback-redemption-rates.csv` (docs/rules.md §4.3): of the customers eligible for a
+/// win-back offer at the first instant of a month, how many redeemed it during that month.
+public struct RedemptionRateRow: Sendable, Equatable, Codable {
+    /// `YYYY-MM`.
+    public var month: String
+    public var offerId: String
+    /// Customers eligible at the month's first instant, by docs/rules.md §3 with only what was known then.
+    public var eligibleAtMonthStart: Int
+    /// Of those, customers who redeemed the offer during the month.
+    public var redeemedByEligible: Int
+    /// Every customer who redeemed the offer during the month, eligible at its start or not.
+    public var redeemedTotal: Int
+
+    public init(
+        month: String, offerId: String, eligibleAtMonthStart: Int, redeemedByEligible: Int, redeemedTotal: Int
+    ) {
+        self.month = month
+        self.offerId = offerId
+        self.eligibleAtMonthStart = eligibleAtMonthStart
+        self.redeemedByEligible = redeemedByEligible
+        self.redeemedTotal = redeemedTotal
+    }
+
+    public var redemptionRate: String { Rate.format(redeemedByEligible, eligibleAtMonthStart) }
+}
+
+/// Builds and prints the monthly win-back redemption rates.
+public enum RedemptionRatesReport {
+    public static let columns = [
+        "month", "offer_id", "eligible_at_month_start", "redeemed_by_eligible", "redemption_rate", "redeemed_total",
+    ]
+
+    struct Counts {
+        var eligible = 0
+        var redeemedByEligible = 0
+        var redeemedTotal = 0
+
+        mutating func add(_ o: Counts) {
+            eligible += o.eligible
+            redeemedByEligible += o.redeemedByEligible
+            redeemedTotal += o.redeemedTotal
+        }
+    }
+
+    /// Scratch reused across customers by one worker.
+    struct Scratch {
+        var timelines = SuccessiveTimelines()
+        /// (month index, catalog index) pairs the customer redeemed.
+        var redeemed: [(month: Int, offer: Int)] = []
+    }
+
+    /// Counts one customer into `tally` (months × catalog offers, month-major).
+    ///
+    /// The customer is reconstructed at each month's first instant from the same rows, with no
+    /// renewal info (docs/rules.md §4.3), and evaluated against their group's offers; their
+    /// redemptions come from the episodes found at T.
+    static func count<C: RandomAccessCollection>(
+        rows: C, group: Int32, episodes: [Episode], book: OfferBook, window: ReportWindow, gapDays: Int64,
+        scratch: inout Scratch, into tally: inout [Counts]
+    ) where C.Element == Transaction, C.Index == Int {
+        guard let ranked = book.rankedByGroup[group], let first = rows.first else { return }
+        let n = book.offers.count
+        scratch.redeemed.removeAll(keepingCapacity: true)
+        for e in episodes where e.offerType == OfferType.winBack.rawValue {
+            guard let m = window.month(of: e.start) else { continue }
+            for o in ranked where book.offers[o].offerIdentifier == e.offerIdentifier {
+                if !scratch.redeemed.contains(where: { $0.month == m && $0.offer == o }) {
+                    scratch.redeemed.append((m, o))
+                    tally[m * n + o].redeemedTotal += 1
+                }
+            }
+        }
+        scratch.timelines.reset()
+        // Ranked offers (bit j for ranked[j], the first 64) that the customer fails for a
+        // reason the clock cannot change: they fail again every month until the
+        // reconstruction is rebuilt, and need not be evaluated before then.
+        var settled: UInt64 = 0
+        let all: UInt64 = ranked.count >= 64 ? .max : (1 << UInt64(ranked.count)) - 1
+        for (m, tm) in window.months.enumerated() where first.purchaseDate < tm {
+            // Only churned customers count; most months most customers are plainly active.
+            if SuccessiveTimelines.lastPeriodContains(rows: rows, tm) { continue }
+            let tl = scratch.timelines.timeline(
+                rows: rows, at: tm, gapDays: gapDays, unlessUnchanged: ranked.count <= 64 && settled == all)
+            if scratch.timelines.rebuilt { settled = 0 }
+            guard let tl, tl.state == .churned else { continue }
+            book.evaluate(group: group, tl, asOf: tm, skipping: settled) { j, o, failed in
+                if failed.isEmpty {
+                    tally[m * n + o].eligible += 1
+                    if scratch.redeemed.contains(where: { $0.month == m && $0.offer == o }) {
+                        tally[m * n + o].redeemedByEligible += 1
+                    }
+                } else if j < 64 && !failed.isDisjoint(with: RedemptionRatesReport.fixedByReconstruction) {
+                    settled |= 1 << UInt64(j)
+                }
+            }
+        }
+    }
+
+    /// Reasons that depend only on what a reconstruction fixes (the product, the storefront,
+    /// the paid months), not on the instant it is looked at.
+    static let fixedByReconstruction: Reasons = [.otherProduct, .territory, .paidDuration]
+
+    /// One row per complete month and catalog offer: by month, then catalog order.
+    static func rows(_ tally: [Counts], book: OfferBook, window: ReportWindow) -> [RedemptionRateRow] {
+        let n = book.offers.count
+        return window.months.indices.flatMap { m in
+            let month = window.label(m)
+            return book.offers.indices.map { o in
+                let c = tally[m * n + o]
+                return RedemptionRateRow(
+                    month: month, offerId: book.offers[o].offer.offerId, eligibleAtMonthStart: c.eligible,
+                    redeemedByEligible: c.redeemedByEligible, redeemedTotal: c.redeemedTotal)
+            }
+        }
+    }
+
+    public static func csv(_ rows: [RedemptionRateRow]) -> [UInt8] {
+        CSVRecord.table(columns, rows) { r, row in
+            r.field(row.month)
+            r.field(row.offerId)
+            r.field(row.eligibleAtMonthStart)
+            r.field(row.redeemedByEligible)
+            r.field(row.redemptionRate)
+            r.field(row.redeemedTotal)
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import WinBackModel
+import WinBackSupport
+
+/// The four reports of docs/rules.md §4.3 and the agreement with Apple (§4.5), computed in one parallel pass over the customers already in
+/// memory: the rows the segments were built from, and the audience evaluated at T.
+///
+/// Pure: no files, no clock. Workers tally contiguous shards of customers, each into a tally of
+/// its own; tallies are sums and every report is sorted on a total order at the end, so the result
+/// is the same for any thread count.
+public struct Reports: Sendable {
+    package init(
+        window: ReportWindow, redemptions: [RedemptionRow], rates: [RedemptionRateRow],
+        funnel: [(offerId: String, funnel: FunnelRow)], summary: [EligibilitySummaryRow], apple: AppleAgreement
+    ) {
+        self.window = window
+        self.redemptions = redemptions
+        self.rates = rates
+        self.funnel = funnel
+        self.summary = summary
+        self.apple = apple
+    }
+
+    public var window: ReportWindow
+    public var redemptions: [RedemptionRow]
+    public var rates: [RedemptionRateRow]
+    /// (offer id, funnel) in catalog order.
+    public var funnel: [(offerId: String, funnel: FunnelRow)]
+    public var summary: [EligibilitySummaryRow]
+    /// Apple's `eligibleWinBackOfferIds` beside winback's evaluation at their signedDate (§4.5).
+    public var apple: AppleAgreement
+
+    /// What one worker counts over its shard.
+    struct Tally {
+        var redemptions: [RedemptionReport.Key: RedemptionReport.Counts] = [:]
+        /// Months × catalog offers, month-major.
+        var rates: [RedemptionRatesReport.Counts]
+        var summary: [EligibilitySummaryReport.Key: Int] = [:]
+
+        init(cells: Int) { rates = Array(repeating: .init(), count: cells) }
+
+        mutating func add(_ o: Tally) {
+            for (k, c) in o.redemptions { redemptions[k, default: .init()].add(c) }
+            for i in rates.indices { rates[i].add(o.rates[i]) }
+            for (k, n) in o.summary { summary[k, default: 0] += n }
+        }
+    }
+
+    /// Tallies between pieces of work. Tallies are sums, so a worker carries one across the
+    /// pieces it takes, and only about one per thread is merged at the end.
+    // Its list is only touched under `lock`.
+    final class TallyPool: @unchecked Sendable {
+        private let lock = NSLock()
+        private var free: [Tally] = []
+
+        func take() -> Tally? {
+            lock.lock()
+            defer { lock.unlock() }
+            return free.popLast()
+        }
+
+        func put(_ t: Tally) {
+            lock.lock()
+            free.append(t)
+            lock.unlock()
+        }
+
+        var tallies: [Tally] {
+            lock.lock()
+            defer { lock.unlock() }
+            return free
+        }
+    }
+
+    /// Computes every report at `audience.asOf`.
+    ///
+    /// - Parameters:
+    ///   - customers: the run's rows by customer (the same the audience was evaluated on).
+    ///   - audience: the evaluation at T, with renewal info as in the run.
+    ///   - windowMonths: complete months before the month containing T.
+    ///   - gapDays: `consecutiveGapDays`, for episodes and for the monthly reconstructions.
+    ///   - renewals: the run's renewal info, for the agreement with Apple; nil compares nobody.
+    public static func compute(
+        customers: CustomerRows, audience: Audience, book: OfferBook, windowMonths: Int, gapDays: Int64,
+        renewals: RenewalIndex? = nil, threads: Int
+    ) -> Reports {
+        let t = audience.asOf
+        let window = ReportWindow(asOf: t, months: windowMonths)
+        let results = audience.results
+        let cells = window.months.count * book.offers.count
+        // No id is -3: without an interned "" nothing matches.
+        let emptyId = customers.strings.lookup("") ?? -3
+        let pieces = chunks(results.count, pieces: max(1, threads) * 8)
+        let pool = TallyPool()
+        try? parallelFor(count: pieces.count, threads: threads) { p in
+            var tally = pool.take() ?? Tally(cells: cells)
+            var episodes: [Episode] = []
+            var seen: [RedemptionReport.Key] = []
+            var scratch = RedemptionRatesReport.Scratch()
+            for i in pieces[p] {
+                let r = results[i]
+                let k = Int(r.customer)
+                let rows = customers.rows(of: k)
+                let group = customers.groups[k]
+                Episode.scan(rows, asOf: t, gapDays: gapDays, into: &episodes)
+                RedemptionReport.count(
+                    episodes, window: window, emptyId: emptyId, into: &tally.redemptions, seen: &seen)
+                RedemptionRatesReport.count(
+                    rows: rows, group: group, episodes: episodes, book: book, window: window, gapDays: gapDays,
+                    scratch: &scratch, into: &tally.rates)
+                if r.timeline.state == .churned {
+                    EligibilitySummaryReport.count(
+                        group: group, r.timeline,
+                        lastWinBackEnd: EligibilitySummaryReport.lastWinBackEnd(rows, asOf: t),
+                        asOf: t, into: &tally.summary)
+                }
+            }
+            pool.put(tally)
+        }
+        var tallies = pool.tallies
+        var total = tallies.popLast() ?? Tally(cells: cells)
+        for s in tallies { total.add(s) }
+        return Reports(
+            window: window,
+            redemptions: RedemptionReport.rows(total.redemptions, strings: customers.strings),
+            rates: RedemptionRatesReport.rows(total.rates, book: book, window: window),
+            funnel: FunnelReport.rows(audience, book: book),
+            summary: EligibilitySummaryReport.rows(total.summary, strings: customers.strings),
+            apple: AppleAgreement.compute(
+                customers: customers, audience: audience, book: book, renewals: renewals, gapDays: gapDays,
+                threads: threads))
+    }
+}

@@ -1,0 +1,360 @@
+import Foundation
+
+/// A failed system call: which call, and the errno it left, captured once.
+package struct SystemError: Error, CustomStringConvertible {
+    var call: String
+    package var errno: Int32
+    /// The path the call failed on, when it is not the one the caller passed (a folder glob(3)
+    /// could not list, say).
+    package var path: String?
+
+    package init(_ call: String, errno: Int32 = Glibc.errno, path: String? = nil) {
+        self.call = call
+        self.errno = errno
+        self.path = path
+    }
+
+    /// The C library's words for the errno (`No such file or directory`).
+    package var message: String { String(cString: strerror(errno)) }
+    package var description: String { "\(call): \(message)" }
+
+    /// The error as winback reports it: `"<what>: <message>"` with an exit code and a path.
+    package func winBack(_ code: WinBackError.Code, _ what: String, path: String? = nil) -> WinBackError {
+        WinBackError(code, "\(what): \(message)", path: path)
+    }
+}
+
+/// Every system call winback makes on descriptors, files, memory and processes goes through
+/// here: calls that can be interrupted are retried on EINTR, and a failure becomes a
+/// ``SystemError`` holding the errno of that call. The rest of the library imports no C
+/// library for them.
+package enum System {
+    // MARK: Descriptors
+
+    /// A file opened to be read.
+    static func openForReading(_ path: String) throws -> Int32 { try open(path, O_RDONLY) }
+
+    /// What a path names when it is not a regular file, in words (`a FIFO`).
+    package struct NotRegularFile: Error {
+        package var what: String
+    }
+
+    /// A regular file opened to be read (docs/rules.md §6.1): opened with O_NONBLOCK, so that
+    /// a FIFO cannot block the open, then checked with fstat(2); anything but a regular file
+    /// (a FIFO, a device, a socket, a folder) throws ``NotRegularFile``. Without `followLinks`
+    /// a link is refused too (O_NOFOLLOW). Returns the descriptor and the file's size.
+    package static func openRegularFile(_ path: String, followLinks: Bool = true) throws -> (fd: Int32, size: Int) {
+        let fd: Int32
+        do { fd = try open(path, O_RDONLY | O_NONBLOCK | (followLinks ? 0 : O_NOFOLLOW)) } catch let e as SystemError {
+            if e.errno == ELOOP && !followLinks { throw NotRegularFile(what: "a symbolic link") }
+            throw e
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = SystemError("fstat")
+            closeQuietly(fd)
+            throw e
+        }
+        let type = st.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            closeQuietly(fd)
+            throw NotRegularFile(what: describe(type))
+        }
+        // Reads of a regular file never block; the flag is cleared so that nothing else sees it.
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+        return (fd, Int(st.st_size))
+    }
+
+    /// A file type of `st_mode` in words.
+    package static func describe(_ type: mode_t) -> String {
+        switch type {
+        case S_IFDIR: return "a folder"
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        case S_IFLNK: return "a symbolic link"
+        default: return "not a regular file"
+        }
+    }
+
+    /// What `path` names, in words, when it is not a regular file (following links); nil for
+    /// a regular file or a path that does not exist.
+    package static func notRegular(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        let type = st.st_mode & S_IFMT
+        return type == S_IFREG ? nil : describe(type)
+    }
+
+    /// A file created, or emptied, to be written (mode 0640 before the umask: audiences name
+    /// customers). A link at `path` is never followed (O_NOFOLLOW: ELOOP).
+    package static func createForWriting(_ path: String) throws -> Int32 {
+        try open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o640)
+    }
+
+    /// A file that must not exist yet, created to be written (O_EXCL: whatever was planted at
+    /// `path`, a link included, makes it fail with EEXIST).
+    package static func createNew(_ path: String) throws -> Int32 {
+        try open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o640)
+    }
+
+    /// A file opened to be read and written, created when missing (lock files); a link at
+    /// `path` is refused (ELOOP), and so is anything but a regular file.
+    package static func openOrCreate(_ path: String) throws -> Int32 {
+        let fd = try open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600)
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            closeQuietly(fd)
+            throw SystemError("open", errno: EINVAL)
+        }
+        return fd
+    }
+
+    /// open(2) with O_CLOEXEC added.
+    private static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws -> Int32 {
+        while true {
+            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+            if fd >= 0 { return fd }
+            if Glibc.errno != EINTR { throw SystemError("open") }
+        }
+    }
+
+    /// read(2) of up to `buffer.count` bytes; 0 at the end of the file.
+    @inline(__always)
+    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if n >= 0 { return n }
+            if Glibc.errno != EINTR { throw SystemError("read") }
+        }
+    }
+
+    /// lseek(2) to `offset` from the start.
+    package static func seek(_ fd: Int32, to offset: Int) throws {
+        if lseek(fd, off_t(offset), SEEK_SET) < 0 { throw SystemError("lseek") }
+    }
+
+    /// write(2) until every byte is written.
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if Glibc.errno == EINTR { continue }
+                throw SystemError("write")
+            }
+            offset += n
+        }
+    }
+
+    /// fsync(2); returns 0 or the errno (for callers that collect failures).
+    package static func fsync(_ fd: Int32) -> Int32 {
+        while true {
+            if Glibc.fsync(fd) == 0 { return 0 }
+            if Glibc.errno != EINTR { return Glibc.errno }
+        }
+    }
+
+    /// close(2). Never retried: on Linux the descriptor is gone even when it reports EINTR.
+    package static func close(_ fd: Int32) throws {
+        if Glibc.close(fd) != 0 && Glibc.errno != EINTR { throw SystemError("close") }
+    }
+
+    /// close(2), ignoring failure (descriptors of a run that already failed, read-only files).
+    package static func closeQuietly(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    /// Takes an exclusive flock(2) without waiting; false when another process holds it.
+    package static func tryLock(_ fd: Int32) throws -> Bool {
+        while true {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            switch Glibc.errno {
+            case EINTR: continue
+            case EWOULDBLOCK: return false
+            default: throw SystemError("flock")
+            }
+        }
+    }
+
+    /// Replaces the file's contents with `text`.
+    package static func overwrite(_ fd: Int32, with text: String) throws {
+        guard ftruncate(fd, 0) == 0 else { throw SystemError("ftruncate") }
+        var text = text
+        try text.withUTF8 { try writeAll(fd, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Whether the descriptor is a terminal.
+    package static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) != 0 }
+
+    // MARK: Paths
+
+    package enum Kind { case missing, file, directory, other }
+
+    /// What `path` names, following links (`lstat` with `followLinks: false`).
+    package static func kind(_ path: String, followLinks: Bool = true) -> Kind {
+        var st = stat()
+        let rc = followLinks ? stat(path, &st) : lstat(path, &st)
+        guard rc == 0 else { return .missing }
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return .file
+        default: return .other
+        }
+    }
+
+    /// Size in bytes of the file at `path` (following links); nil when it cannot be read.
+    package static func fileSize(_ path: String) -> Int? {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : nil
+    }
+
+    /// Whether this process may read `path`.
+    package static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
+
+    /// mkdir(2) of one folder with `mode` (the umask may only take bits away); EEXIST when
+    /// anything, a link included, is already there.
+    package static func makeDirectory(_ path: String, mode: mode_t) throws {
+        if Glibc.mkdir(path, mode) != 0 { throw SystemError("mkdir") }
+    }
+
+    /// Sets the mode, and with `group` the group, of the folder at `path`, opened without
+    /// following a link (a link there fails with ENOTDIR or ELOOP).
+    package static func secureDirectory(_ path: String, mode: mode_t, group: gid_t?) throws {
+        let fd = try open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+        defer { closeQuietly(fd) }
+        if let group, fchown(fd, uid_t.max, group) != 0 { throw SystemError("fchown") }
+        if fchmod(fd, mode) != 0 { throw SystemError("fchmod") }
+    }
+
+    /// The id of group `name`; nil when there is no such group.
+    package static func groupID(_ name: String) -> gid_t? {
+        var group = group()
+        var result: UnsafeMutablePointer<group>? = nil
+        var buffer = [CChar](repeating: 0, count: 16384)
+        let rc = getgrnam_r(name, &group, &buffer, buffer.count, &result)
+        return rc == 0 && result != nil ? group.gr_gid : nil
+    }
+
+    /// The file-type bits of `path` itself (a link is not followed), nil when nothing is there.
+    package static func linkKind(_ path: String) -> mode_t? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : nil
+    }
+
+    package static let symbolicLinkType = S_IFLNK
+    static let folderType = S_IFDIR
+
+    /// The permission bits of `path` (following links), nil when it cannot be examined.
+    static func permissions(_ path: String) -> mode_t? {
+        var st = stat()
+        return stat(path, &st) == 0 ? st.st_mode & 0o7777 : nil
+    }
+
+    /// rename(2).
+    package static func rename(_ from: String, _ to: String) throws {
+        if Glibc.rename(from, to) != 0 { throw SystemError("rename") }
+    }
+
+    /// unlink(2), ignoring a missing file.
+    package static func unlinkIfPresent(_ path: String) { _ = unlink(path) }
+
+    /// symlink(2): `path` pointing at `target`.
+    package static func symlink(_ target: String, at path: String) throws {
+        if Glibc.symlink(target, path) != 0 { throw SystemError("symlink") }
+    }
+
+    /// Syncs a folder, so that renames in it are on disk; best effort.
+    package static func syncDirectory(_ path: String) {
+        guard let fd = try? open(path, O_RDONLY | O_DIRECTORY) else { return }
+        _ = fsync(fd)
+        closeQuietly(fd)
+    }
+
+    /// glob(3) of `pattern`, sorted by glob; [] when nothing matches (a missing folder too). A
+    /// folder on the way that exists but cannot be listed fails it with a ``SystemError`` whose
+    /// `path` is that folder and whose errno is opendir's (glob(3) itself only returns that it
+    /// gave up).
+    package static func glob(_ pattern: String) throws -> [String] {
+        // glob(3) reports a folder it cannot open to a C function, which can capture nothing:
+        // it leaves the folder here, one glob at a time.
+        globLock.lock()
+        defer { globLock.unlock() }
+        globFailure = nil
+        var g = glob_t()
+        defer { globfree(&g) }
+        let rc = Glibc.glob(
+            pattern, 0,
+            { folder, error in
+                if error == ENOENT { return 0 }
+                System.globFailure = (folder.map { String(cString: $0) } ?? "", error)
+                return 1
+            }, &g)
+        if rc == GLOB_NOMATCH { return [] }
+        guard rc == 0 else {
+            if let (folder, error) = globFailure { throw SystemError("opendir", errno: error, path: folder) }
+            throw SystemError("glob", errno: rc == GLOB_NOSPACE ? ENOMEM : EIO)
+        }
+        return (0..<Int(g.gl_pathc)).compactMap { i in g.gl_pathv[i].map { String(cString: $0) } }
+    }
+
+    private static let globLock = NSLock()
+    /// The folder the running glob could not list, and opendir's errno; guarded by `globLock`.
+    nonisolated(unsafe) private static var globFailure: (folder: String, errno: Int32)?
+
+    // MARK: Memory
+
+    /// Bytes of a memory page.
+    package static var pageSize: Int { Int(sysconf(Int32(_SC_PAGESIZE))) }
+
+    /// Bytes of physical memory.
+    package static var physicalMemory: Int { Int(sysconf(Int32(_SC_PHYS_PAGES))) * pageSize }
+
+    /// A private anonymous mapping of `bytes`; with `reserveOnly`, address space whose pages
+    /// exist only once written (MAP_NORESERVE). Nil when the system refuses.
+    package static func mapAnonymous(_ bytes: Int, reserveOnly: Bool = false) -> UnsafeMutableRawPointer? {
+        let flags = MAP_PRIVATE | MAP_ANONYMOUS | (reserveOnly ? MAP_NORESERVE : 0)
+        let p = mmap(nil, bytes, PROT_READ | PROT_WRITE, flags, -1, 0)
+        return p == MAP_FAILED ? nil : p
+    }
+
+    /// munmap(2).
+    package static func unmap(_ p: UnsafeMutableRawPointer, _ bytes: Int) { _ = munmap(p, bytes) }
+
+    /// Hands the pages of `bytes` at `p` back to the system (they read as zero if touched again).
+    package static func release(_ p: UnsafeMutableRawPointer, _ bytes: Int) { _ = madvise(p, bytes, MADV_DONTNEED) }
+
+    /// The most memory this process has held resident so far, in bytes (getrusage(2)).
+    package static var peakResidentBytes: Int {
+        var usage = rusage()
+        return getrusage(RUSAGE_SELF.rawValue, &usage) == 0 ? Int(usage.ru_maxrss) * 1024 : 0
+    }
+
+    // MARK: Processes
+
+    /// This process's id.
+    package static var processID: Int32 { getpid() }
+
+    /// Runs `executable` with `args`, its stdout sent to /dev/null, and waits for it; returns
+    /// its wait status, peak resident memory in bytes and CPU seconds (user and system).
+    package static func spawnAndWait(
+        _ executable: String, _ args: [String]
+    ) throws -> (status: Int32, peakRSSBytes: Int, cpuSeconds: Double) {
+        var pid: pid_t = 0
+        let argv = ([executable] + args).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard rc == 0 else { throw SystemError("posix_spawn", errno: rc) }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            if Glibc.errno != EINTR { throw SystemError("wait4") }
+        }
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return (status, Int(usage.ru_maxrss) * 1024, seconds(usage.ru_utime) + seconds(usage.ru_stime))
+    }
+}

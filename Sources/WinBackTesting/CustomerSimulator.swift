@@ -1,0 +1,204 @@
+import WinBackModel
+import WinBackRules
+
+/// Simulates one customer's subscription history: trials, renewals, upgrades and downgrades,
+/// refunds, late renewals after billing retry, churn and come-back (sometimes through a
+/// win-back offer), promotional and offer-code redemptions, family sharing, sandbox.
+struct CustomerSimulator {
+    let asOf: Int64
+    let seed: UInt64
+    static let day = MonthMath.day
+
+    static let storefronts: [(String, Int)] = [
+        ("USA", 35), ("GBR", 10), ("CAN", 8), ("DEU", 8), ("FRA", 7), ("JPN", 7), ("AUS", 5), ("BRA", 5),
+        ("IND", 4), ("MEX", 3), ("ITA", 3), ("ESP", 3), ("NLD", 2),
+    ]
+    static let currencies: [String: String] = [
+        "USA": "USD", "GBR": "GBP", "CAN": "CAD", "DEU": "EUR", "FRA": "EUR", "JPN": "JPY", "AUS": "AUD",
+        "BRA": "BRL", "IND": "INR", "MEX": "MXN", "ITA": "EUR", "ESP": "EUR", "NLD": "EUR",
+    ]
+
+    struct Result {
+        var rows: [GeneratedTransaction] = []
+        var renewal: GeneratedRenewal?
+    }
+
+    /// Whole seconds: every format (RevenueCat's included) can carry the same instants.
+    static func seconds(_ t: Int64) -> Int64 { t / 1000 * 1000 }
+
+    static func uuid(_ rng: inout SplitMix64) -> String {
+        let hex = Array("0123456789abcdef")
+        var s = ""
+        let a = rng.next()
+        let b = rng.next()
+        for i in 0..<32 {
+            if i == 8 || i == 12 || i == 16 || i == 20 { s.append("-") }
+            var nibble = Int(((i < 16 ? a : b) >> UInt64((i % 16) * 4)) & 0xF)
+            if i == 12 { nibble = 4 }
+            if i == 16 { nibble = 8 | (nibble & 3) }
+            s.append(hex[nibble])
+        }
+        return s
+    }
+
+    func simulate(_ c: Int) -> Result {
+        var rng = SplitMix64(seed: seed, index: UInt64(c))
+        typealias P = GeneratedCatalog
+        let photo = rng.chance(0.3)
+        var product =
+            photo
+            ? (rng.chance(0.7) ? P.photoMonthly : P.photoYearly)
+            : rng.weighted([(P.basic, 60), (P.premium, 30), (P.premiumYearly, 10)])
+        let storefront = rng.weighted(Self.storefronts)
+        let token = rng.chance(0.85) ? Self.uuid(&rng) : nil
+        let sandbox = rng.chance(0.01)
+        let original = 1_000_000_000_000_000 + UInt64(c) * 10
+        let userId = "user-\(c)"
+        var k: UInt64 = 0
+        var out = Result()
+
+        func row(_ start: Int64, _ end: Int64) -> GeneratedTransaction {
+            defer { k += 1 }
+            let tx = 2_000_000_000_000_000 + UInt64(c) * 1000 + k
+            return GeneratedTransaction(
+                transactionId: tx, originalTransactionId: original, webOrderLineItemId: tx + 5_000_000_000_000_000,
+                productId: product.id, groupId: product.group, purchaseDate: start, expiresDate: end,
+                signedDate: start + Int64(rng.int(0...3600)) * 1000, sandbox: sandbox, storefront: storefront,
+                appAccountToken: token, price: product.priceMilli, currency: Self.currencies[storefront] ?? "USD",
+                renewal: k > 0, userId: userId)
+        }
+
+        // Started between three years and a month before the as-of day.
+        let span = (asOf - MonthMath.addMonths(asOf, -36)) / 1000
+        var t = Self.seconds(asOf - Int64(rng.int(30 * 86_400...Int(span))) * 1000)
+        if rng.chance(0.4) {
+            // An introductory free trial.
+            let end = product.months == 1 ? t + 7 * Self.day : MonthMath.addMonths(t, 1)
+            var r = row(t, end)
+            r.offerType = 1
+            r.offerDiscountType = "FREE_TRIAL"
+            r.offerPeriod = product.months == 1 ? "P1W" : "P1M"
+            r.price = 0
+            out.rows.append(r)
+            t = end
+        }
+        var comebacks = 0
+        var pendingWinBack: (id: String, free: Bool, left: Int)?
+        var first = true
+        while t < asOf && k < 900 {
+            let end = MonthMath.addMonths(t, product.months)
+            var r = row(t, end)
+            if let w = pendingWinBack {
+                r.offerType = 4
+                r.offerIdentifier = w.id
+                r.offerDiscountType = w.free ? "FREE_TRIAL" : (product.months == 12 ? "PAY_UP_FRONT" : "PAY_AS_YOU_GO")
+                r.offerPeriod = product.months == 12 ? "P1Y" : "P1M"
+                r.price = w.free ? 0 : product.priceMilli / 2
+                pendingWinBack = w.left > 1 ? (w.id, w.free, w.left - 1) : nil
+            } else if first && rng.chance(0.02) {
+                r.offerType = 3
+                r.offerIdentifier = "code.spring.1m"
+                r.offerDiscountType = "FREE_TRIAL"
+                r.offerPeriod = "P1M"
+                r.price = 0
+            } else if !first && rng.chance(0.02) {
+                r.offerType = 2
+                r.offerIdentifier = "promo.loyalty.half"
+                r.offerDiscountType = "PAY_AS_YOU_GO"
+                r.offerPeriod = "P1M"
+                r.price = product.priceMilli / 2
+            }
+            first = false
+            if product.id == P.basic.id && r.offerType == nil && rng.chance(0.03) {
+                // Upgrade mid-period: the old transaction is revoked as upgraded.
+                let mid = Self.seconds(t + (end - t) / 2)
+                r.isUpgraded = true
+                r.revocationDate = mid
+                out.rows.append(r)
+                product = P.premium
+                t = mid
+                continue
+            }
+            if rng.chance(0.015) {
+                // Refunded, and gone for good.
+                r.revocationDate = min(end - 1000, t + Int64(rng.int(1...20)) * Self.day)
+                r.revocationReason = rng.int(0...1)
+                out.rows.append(r)
+                break
+            }
+            out.rows.append(r)
+            t = end
+            let churn = product.months == 12 ? 0.3 : 0.07
+            if pendingWinBack == nil && rng.chance(churn) {
+                guard comebacks < 3 && rng.chance(0.45) else { break }
+                comebacks += 1
+                let long = rng.chance(0.65)
+                // A short gap is a late renewal after billing retry; a long one a come-back.
+                let gapDays = long ? rng.int(61...540) : rng.int(2...60)
+                t = Self.seconds(t + Int64(gapDays) * Self.day + Int64(rng.int(0...86_000)) * 1000)
+                let offers = P.winBackOffers(for: product.id)
+                if long && !offers.isEmpty && rng.chance(0.5) {
+                    let o = offers[rng.int(0...(offers.count - 1))]
+                    pendingWinBack = (o.id, o.free, o.free ? 1 : (product.months == 12 ? 1 : 3))
+                }
+            } else if product.id == P.premium.id && rng.chance(0.02) {
+                product = P.basic  // downgrade at renewal
+            }
+        }
+
+        // Renewal info for some: billing retry and grace periods just after a lapse, auto-renew
+        // status and Apple's own eligible win-back offers for others.
+        if let last = out.rows.last {
+            let end = last.revocationDate ?? last.expiresDate
+            let lapsed = end <= asOf
+            if lapsed && asOf - end < 60 * Self.day && last.revocationDate == nil && rng.chance(0.6) {
+                let signed = min(asOf - 3_600_000, end + Int64(rng.int(0...2)) * Self.day)
+                out.renewal = GeneratedRenewal(
+                    originalTransactionId: original, autoRenewStatus: 1, isInBillingRetryPeriod: true,
+                    gracePeriodExpiresDate: rng.chance(0.3) ? end + 16 * Self.day : nil, eligibleWinBackOfferIds: nil,
+                    signedDate: signed)
+            } else if rng.chance(0.25) {
+                // Signed days to weeks before the as-of, carrying the offers winback's rules find
+                // at that instant, now and then with a disagreement (docs/rules.md §4.5). Drawn
+                // from a generator of their own, so the transactions stay as they were.
+                var apple = SplitMix64(seed: seed ^ 0xA991_E11D, index: UInt64(c))
+                let signed = Self.seconds(asOf - Int64(apple.int(86_400...(42 * 86_400))) * 1000)
+                var info = RenewalInfo(signedDate: signed)
+                info.autoRenewStatus = lapsed ? 0 : 1
+                out.renewal = GeneratedRenewal(
+                    originalTransactionId: original, autoRenewStatus: lapsed ? 0 : 1, isInBillingRetryPeriod: false,
+                    gracePeriodExpiresDate: nil,
+                    eligibleWinBackOfferIds: GeneratedAppleList.apple(out.rows, renewal: info, rng: &apple),
+                    signedDate: signed)
+            }
+        }
+        if sandbox {
+            out.renewal = nil
+        }
+        // A family member sharing the subscription: their own originalTransactionId.
+        if !sandbox && rng.chance(0.04) {
+            let family = out.rows.map { r -> GeneratedTransaction in
+                var f = r
+                f.transactionId += 500
+                f.webOrderLineItemId += 500
+                f.originalTransactionId = original + 1
+                f.familyShared = true
+                f.appAccountToken = nil
+                f.userId = userId + "-family"
+                return f
+            }
+            out.rows += family
+        }
+        // A purchase that is not a subscription.
+        if rng.chance(0.03), let any = out.rows.first {
+            var coins = row(any.purchaseDate + Self.day, any.purchaseDate + Self.day)
+            coins.autoRenewable = false
+            coins.productId = "com.example.streamingpass.coins.100"
+            coins.groupId = ""
+            coins.price = 990
+            coins.originalTransactionId = coins.transactionId
+            out.rows.append(coins)
+        }
+        return out
+    }
+}

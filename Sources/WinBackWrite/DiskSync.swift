@@ -1,0 +1,53 @@
+import Foundation
+import WinBackSupport
+
+/// Makes finished output files durable on a thread of its own, so that the threads writing
+/// outputs never wait for the disk: each file is synced and closed there while the next one
+/// is being written, and ``wait()``, called before a run is published, returns once every file
+/// handed over is on disk, or throws if one could not be synced.
+// Syncing runs on one serial queue; the failures are only touched under `lock`.
+package final class DiskSync: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "winback.disk-sync")
+    private let pending = DispatchGroup()
+    private let lock = NSLock()
+    /// Files that could not be synced: (path, the system's reason).
+    private var failures: [(path: String, reason: String)] = []
+    /// Syncs a file by its descriptor (injectable for tests); returns 0 or an errno.
+    private let syncFile: @Sendable (Int32) -> Int32
+    /// Files handed over and not yet closed, at most `limit`: a catalog of hundreds of offers
+    /// must not run the process out of descriptors when the disk is slower than the writers.
+    private let room: DispatchSemaphore
+
+    package init(limit: Int = 64, syncFile: @escaping @Sendable (Int32) -> Int32 = { System.fsync($0) }) {
+        self.syncFile = syncFile
+        room = DispatchSemaphore(value: max(1, limit))
+    }
+
+    /// Takes over `fd` (written in full): it is synced, then closed, in the background. Waits
+    /// first while `limit` files are still waiting for the disk.
+    func sync(_ fd: Int32, path: String) {
+        room.wait()
+        queue.async(group: pending) { [self] in
+            var rc: Int32
+            repeat { rc = syncFile(fd) } while rc == EINTR
+            System.closeQuietly(fd)
+            room.signal()
+            if rc != 0 {
+                lock.lock()
+                failures.append((path, SystemError("fsync", errno: rc).message))
+                lock.unlock()
+            }
+        }
+    }
+
+    /// Returns once every file handed over is synced; throws for the first path (in path
+    /// order, whatever the order of syncing) that could not be.
+    package func wait() throws {
+        pending.wait()
+        lock.lock()
+        defer { lock.unlock() }
+        if let first = failures.min(by: { $0.path < $1.path }) {
+            throw WinBackError(.cannotCreateOutput, "cannot sync: \(first.reason)", path: first.path)
+        }
+    }
+}

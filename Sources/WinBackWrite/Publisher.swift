@@ -1,0 +1,215 @@
+import Foundation
+import WinBackModel
+import WinBackSupport
+
+/// Publishes a run atomically under `<output>/<name>/` (docs/rules.md §4, §6).
+///
+/// A run is built in a hidden staging folder; on success it is renamed to a versioned hidden
+/// folder and `<YYYY-MM-DD>` and `latest` are relative symlinks swapped by rename(2), so a
+/// reader sees either the complete new run or the previous one. A lock (flock(2), released by
+/// the kernel when the process dies, so a killed run never blocks the next) keeps two runs of
+/// the same pipeline apart.
+// Its state (the lock descriptor) is touched only by the thread that runs the pipeline.
+public final class Publisher: @unchecked Sendable {
+    public let root: String
+    public let date: String
+    /// The group that may read published runs (`output.group`): the folder is then 0750 and
+    /// that group's, else 0700 (docs/rules.md §6.1).
+    public let group: String?
+    private var lockFD: Int32 = -1
+    /// Where this run's files are written before publishing.
+    public private(set) var staging: String = ""
+
+    /// Hidden entries of the root that a killed run or task may leave: removed under the lock
+    /// by the next run of any command (docs/rules.md §6.1).
+    static let leftovers = [".staging-", ".link-", ".work-", ".failed-tmp-"]
+
+    /// - Parameters:
+    ///   - root: `<output>/<name>`.
+    ///   - date: `YYYY-MM-DD` of the as-of instant.
+    ///   - group: `output.group`, when set.
+    public init(root: String, date: String, group: String? = nil) {
+        self.root = root
+        self.date = date
+        self.group = group
+    }
+
+    deinit { unlock() }
+
+    /// Creates the output folder (0700, or 0750 for `group`), takes the lock, removes what
+    /// killed runs left and prepares an empty staging folder. Throws exit 75 when another run
+    /// holds the lock, 73 when the folder cannot be made or a link was planted where the lock is.
+    public func begin() throws {
+        try makeRoot()
+        let lockPath = root + "/.lock"
+        let fd: Int32
+        do { fd = try System.openOrCreate(lockPath) } catch let e as SystemError {
+            if System.linkKind(lockPath) == System.symbolicLinkType {
+                throw WinBackError(
+                    .cannotCreateOutput, "is a symbolic link, not a lock file this tool made; remove it", path: lockPath
+                )
+            }
+            throw e.winBack(.cannotCreateOutput, "cannot open the lock file", path: lockPath)
+        }
+        let locked: Bool
+        do { locked = try System.tryLock(fd) } catch let e as SystemError {
+            System.closeQuietly(fd)
+            throw e.winBack(.cannotCreateOutput, "cannot lock", path: lockPath)
+        }
+        if !locked {
+            let holder =
+                (try? IntermediateFile.read(lockPath, limit: 4096)).map { String(decoding: $0, as: UTF8.self) }?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            System.closeQuietly(fd)
+            throw WinBackError(
+                .locked,
+                "another run of this pipeline holds the lock\(holder.isEmpty ? "" : " (\(holder))"); not starting",
+                path: lockPath)
+        }
+        lockFD = fd
+        // Who holds the lock, for the message of a run that finds it taken; best effort.
+        try? System.overwrite(
+            fd, with: "pid \(System.processID) since \(Timestamp.iso(Int64(Date().timeIntervalSince1970 * 1000)))\n")
+
+        // Under the lock, anything staged, any link not yet renamed into place and any work
+        // folder of a memory-bounded run is left over from a killed run.
+        for prefix in Publisher.leftovers { removeHidden(prefix: prefix) }
+        staging = root + "/.staging-\(date)-\(System.processID)"
+        do { try System.makeDirectory(staging, mode: 0o700) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create the staging folder", path: staging)
+        }
+    }
+
+    /// `<output>/<name>/`, made if missing, with its parents; its mode set to 0700 (or 0750 and
+    /// `group`) whatever the umask, also when it was there before.
+    private func makeRoot() throws {
+        let parent = (root as NSString).deletingLastPathComponent
+        do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, error))",
+                path: root)
+        }
+        let gid: gid_t?
+        if let group {
+            guard let id = System.groupID(group) else {
+                throw WinBackError(.configuration, "output.group: there is no group '\(group)' on this machine")
+            }
+            gid = id
+        } else {
+            gid = nil
+        }
+        do { try System.makeDirectory(root, mode: 0o700) } catch let e as SystemError where e.errno == EEXIST {
+            if System.linkKind(root) == System.symbolicLinkType {
+                throw WinBackError(
+                    .cannotCreateOutput, "is a symbolic link; the output folder of a pipeline must be a real folder",
+                    path: root)
+            }
+            if System.kind(root) != .directory {
+                throw WinBackError(
+                    .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, e))",
+                    path: root)
+            }
+        } catch let e as SystemError {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, e))", path: root
+            )
+        }
+        do { try System.secureDirectory(root, mode: gid == nil ? 0o700 : 0o750, group: gid) } catch let e
+            as SystemError
+        {
+            throw e.winBack(.cannotCreateOutput, "cannot make the output folder private", path: root)
+        }
+    }
+
+    func unlock() {
+        if lockFD >= 0 {
+            System.closeQuietly(lockFD)
+            lockFD = -1
+        }
+    }
+
+    private func removeHidden(prefix: String) {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        for e in entries where e.hasPrefix(prefix) {
+            try? FileManager.default.removeItem(atPath: root + "/" + e)
+        }
+    }
+
+    /// Moves the staged run into place and points `<date>` and `latest` at it. Everything that
+    /// could stop the swap is checked first: `<date>` and `latest` must be links (or missing),
+    /// so a failure leaves the previous run published as it was (docs/rules.md §6.1).
+    public func publish() throws {
+        for name in [date, "latest"] {
+            if let kind = System.linkKind(root + "/" + name), kind != System.symbolicLinkType {
+                throw WinBackError(
+                    .cannotCreateOutput,
+                    "is \(System.describe(kind)), not a link this tool manages; move it away (nothing was published)",
+                    path: root + "/" + name)
+            }
+        }
+        let stamp = Int64(Date().timeIntervalSince1970 * 1000)
+        let versioned = ".run-\(date)-\(stamp)-\(System.processID)"
+        try rename(staging, root + "/" + versioned)
+        System.syncDirectory(root)
+        try swapLink(named: date, to: versioned)
+        // `latest` follows the highest published date, which need not be this one.
+        let dates = publishedDates()
+        if let newest = dates.max() { try swapLink(named: "latest", to: newest) }
+        // Versioned folders no date points at any more are old runs.
+        let live = Set(dates.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + $0) })
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        for e in entries where e.hasPrefix(".run-") && !live.contains(e) {
+            try? FileManager.default.removeItem(atPath: root + "/" + e)
+        }
+        System.syncDirectory(root)
+        unlock()
+    }
+
+    /// Dates (`YYYY-MM-DD` symlinks) published under the root.
+    func publishedDates() -> [String] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return entries.filter {
+            Timestamp.parseDate($0) != nil && System.linkKind(root + "/" + $0) == System.symbolicLinkType
+        }.sorted()
+    }
+
+    private func rename(_ from: String, _ to: String) throws {
+        do { try System.rename(from, to) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot rename \(from) to \(to)", path: root)
+        }
+    }
+
+    /// Points link `name` at `target`: a new link made under a fresh name (symlink(2) never
+    /// follows or replaces what is there), then renamed over the old one.
+    private func swapLink(named name: String, to target: String) throws {
+        let tmp = root + "/.link-\(name)-\(System.processID)"
+        System.unlinkIfPresent(tmp)
+        do { try System.symlink(target, at: tmp) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create a symlink", path: tmp)
+        }
+        do { try rename(tmp, root + "/" + name) } catch {
+            System.unlinkIfPresent(tmp)
+            throw error
+        }
+    }
+
+    /// After a failure: removes the staging folder and keeps `files` (name → bytes) in
+    /// `.failed-<date>/`, replacing an older failure. The published runs are untouched.
+    public func fail(keeping files: [(String, [UInt8])]) {
+        let failed = root + "/.failed-\(date)"
+        let tmp = root + "/.failed-tmp-\(System.processID)"
+        try? FileManager.default.removeItem(atPath: tmp)
+        try? System.makeDirectory(tmp, mode: 0o700)
+        for (name, bytes) in files {
+            // Best effort: the run has failed already, and says why on stderr.
+            if let f = try? OutputFile(path: tmp + "/" + name, exclusive: true) {
+                try? f.write(bytes)
+                _ = try? f.finish()
+            }
+        }
+        if !staging.isEmpty { try? FileManager.default.removeItem(atPath: staging) }
+        try? FileManager.default.removeItem(atPath: failed)
+        try? System.rename(tmp, failed)
+        unlock()
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import WinBackRules
+
+/// Writes the reports of docs/rules.md §4.3 and §4.5 into `<run>/reports/`: the six CSV files and
+/// report.html.
+public struct ReportWriter {
+    public static let files = [
+        "redemptions-by-offer-type.csv", "winback-redemption-rates.csv", "eligibility-funnel.csv",
+        "winback-eligibility-summary.csv", "apple-agreement.csv", "apple-disagreements.csv", "report.html",
+    ]
+
+    let reports: Reports
+    /// Names the page (the pipeline name).
+    let title: String
+
+    public init(reports: Reports, title: String) {
+        self.reports = reports
+        self.title = title
+    }
+
+    /// Each file's bytes and data rows, in ``files`` order (the page counts no rows).
+    public func contents() -> [(name: String, bytes: [UInt8], rows: Int)] {
+        let r = reports
+        let bytes = [
+            RedemptionReport.csv(r.redemptions), RedemptionRatesReport.csv(r.rates), FunnelReport.csv(r.funnel),
+            EligibilitySummaryReport.csv(r.summary), AppleAgreementReport.csv(r.apple),
+            AppleAgreementReport.disagreementsCSV(r.apple), ReportPage.html(r, title: title),
+        ]
+        let rows = [
+            r.redemptions.count, r.rates.count, r.funnel.count, r.summary.count, AppleAgreementReport.rowCount(r.apple),
+            r.apple.disagreements.count, 0,
+        ]
+        return (0..<ReportWriter.files.count).map { (ReportWriter.files[$0], bytes[$0], rows[$0]) }
+    }
+
+    /// Writes every report file into `directory/reports/`, each synced before it is counted
+    /// written; returns the files written.
+    public func write(to directory: String) throws -> [OutputStats] {
+        try write(to: directory, sync: nil)
+    }
+
+    /// Writes every report file into `directory/reports/`; returns the files written. With
+    /// `sync`, files are made durable in the background (the caller waits on it).
+    ///
+    /// A file named in `writing` is written by its closure instead, which returns its data rows
+    /// (a merge streams the disagreements from the shards').
+    package func write(
+        to directory: String, sync: DiskSync?, writing: [String: (OutputFile) throws -> Int] = [:]
+    ) throws -> [OutputStats] {
+        let dir = directory + "/reports"
+        try OutputFile.makeFolder(dir)
+        return try contents().map { name, bytes, rows in
+            let f = try OutputFile(path: dir + "/" + name, sync: sync)
+            var rows = rows
+            if let write = writing[name] { rows = try write(f) } else { try f.write(bytes) }
+            let (n, sha) = try f.finish()
+            return OutputStats(path: "reports/" + name, bytes: n, rows: rows, sha256: sha)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import WinBackModel
+import WinBackRules
+import WinBackSupport
+
+/// Writes the audience segments (docs/rules.md §4.1, §4.2): one CSV and one XML per catalog offer, and
+/// the best-offer list, all in customer order.
+public struct SegmentWriter: Sendable {
+    public static let columns = [
+        "subscription_group_id", "original_transaction_id", "app_account_token", "storefront", "product_id",
+        "paid_months", "paid_run_start", "last_subscribed_end", "months_since_last_subscribed", "offer_id",
+        "offer_rank", "eligible_offer_ids", "offer_url", "apple_eligible",
+    ]
+
+    let customers: CustomerRows
+    let audience: Audience
+    let book: OfferBook
+    let formats: [String]
+    /// Which rows Apple's word keeps (docs/rules.md §4.5, `audience.requireApple`).
+    let requireApple: AppleRequirement
+    /// Per offer, the UTF-8 bytes of its id and URL, made once rather than on every line.
+    let offerIds: [[UInt8]]
+    let offerURLs: [[UInt8]]
+    /// The same as whole CSV fields, escaped.
+    let csvOfferIds: [[UInt8]]
+    let csvOfferURLs: [[UInt8]]
+
+    public init(
+        customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String],
+        requireApple: AppleRequirement = .off
+    ) {
+        self.customers = customers
+        self.audience = audience
+        self.book = book
+        self.formats = formats
+        self.requireApple = requireApple
+        offerIds = book.offers.map { Array($0.offer.offerId.utf8) }
+        offerURLs = book.offers.map { Array($0.offer.offerURL.utf8) }
+        csvOfferIds = book.offers.map { CSVRecord.escaped($0.offer.offerId) }
+        csvOfferURLs = book.offers.map { CSVRecord.escaped($0.offer.offerURL) }
+    }
+
+    /// The bytes of each ``AppleEligible`` value, by raw value (plain letters: no escaping).
+    static let appleLabels: [[UInt8]] = [AppleEligible.silent, .yes, .no].map { Array($0.label.utf8) }
+
+    /// Appends the ids of the offers `r` is eligible for, best first, joined by `separator`.
+    @inline(__always)
+    func appendEligibleIds(_ r: UnsafePointer<CustomerResult>, separator: UInt8, to out: inout [UInt8]) {
+        for (i, id) in r.pointee.eligible.enumerated() {
+            if i > 0 { out.append(separator) }
+            out.append(contentsOf: offerIds[Int(id)])
+        }
+    }
+
+    /// One line of a segment: a result and the offer it is listed under.
+    struct Entry {
+        var result: Int
+        var offer: Int
+        var rank: Int
+    }
+
+    /// Writes every segment into `directory/segments/`; returns the files written. With
+    /// `sync`, files are made durable in the background (the caller waits on it).
+    package func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
+        try OutputFile.makeFolder(directory + "/segments")
+        let n = book.offers.count
+        var perOffer = [[Entry]](repeating: [], count: n)
+        var best: [Entry] = []
+        for (ri, r) in audience.results.enumerated() {
+            for (rank, o) in r.eligible.enumerated() where requireApple.keeps(r.apple(rank: rank + 1)) {
+                perOffer[Int(o)].append(Entry(result: ri, offer: Int(o), rank: rank + 1))
+                // The best-offer list follows the rank-1 offer's row.
+                if rank == 0 { best.append(Entry(result: ri, offer: Int(o), rank: 1)) }
+            }
+        }
+        let jobs: [(name: String, entries: [Entry], offer: Int?)] =
+            book.offers.indices.map { (book.offers[$0].offer.offerId, perOffer[$0], $0) } + [("best-offer", best, nil)]
+        let tasks = jobs.flatMap { job in formats.map { (job, $0) } }
+        let slots = ResultSlots<OutputStats>(count: tasks.count)
+        // Largest lists first (XML before CSV), so no thread is left with a big one at the end.
+        let bySize = tasks.indices.sorted {
+            (tasks[$0].0.entries.count, tasks[$0].1 == "xml" ? 1 : 0, -$0)
+                > (tasks[$1].0.entries.count, tasks[$1].1 == "xml" ? 1 : 0, -$1)
+        }
+        try parallelFor(count: tasks.count, threads: threads, order: bySize) { i in
+            let (job, format) = tasks[i]
+            let rel = "segments/\(job.name).\(format)"
+            let path = directory + "/" + rel
+            if format == "csv" {
+                let (bytes, sha) = try writeCSV(job.entries, path: path, sync: sync)
+                slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
+            } else {
+                let (bytes, sha) = try writeXML(job.entries, offer: job.offer, path: path, sync: sync)
+                slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
+            }
+        }
+        return slots.all
+    }
+
+    /// Writes every segment into `directory/segments/`, each file synced before it is
+    /// counted written; returns the files written.
+    public func write(to directory: String, threads: Int) throws -> [OutputStats] {
+        try write(to: directory, threads: threads, sync: nil)
+    }
+
+    /// Returns the file's size and SHA-256.
+    func writeCSV(_ entries: [Entry], path: String, sync: DiskSync?) throws -> (Int, String) {
+        let file = try OutputFile(path: path, sync: sync)
+        try file.write(CSVRecord.header(SegmentWriter.columns))
+        let s = customers.strings
+        var rec = CSVRecord()
+        var eligible: [UInt8] = []
+        // Results are read in place: a copy of one would retain its arrays.
+        try audience.results.withUnsafeBufferPointer { results in
+            for e in entries {
+                let r = results.baseAddress! + e.result
+                let k = Int(r.pointee.customer)
+                rec.reset()
+                s.withBytes(customers.groups[k]) { rec.field(bytes: $0) }
+                customers.originalTransactionIds[k].withBytes(in: s) { rec.field(bytes: $0) }
+                let token = r.pointee.timeline.appAccountToken
+                if token.isNone { rec.empty() } else { token.withBytes(in: s) { rec.field(bytes: $0) } }
+                let storefront = r.pointee.timeline.storefront
+                if storefront >= 0 { s.withBytes(storefront) { rec.field(bytes: $0) } } else { rec.empty() }
+                s.withBytes(r.pointee.timeline.productId) { rec.field(bytes: $0) }
+                rec.field(r.pointee.timeline.paidMonths)
+                rec.field(timestamp: r.pointee.timeline.paidRunStart)
+                rec.field(timestamp: r.pointee.timeline.lastSubscribedEnd)
+                rec.field(r.pointee.timeline.monthsSinceLastSubscribed)
+                rec.field(escaped: csvOfferIds[e.offer])
+                rec.field(e.rank)
+                eligible.removeAll(keepingCapacity: true)
+                appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
+                rec.field(bytes: eligible)
+                rec.field(escaped: csvOfferURLs[e.offer])
+                rec.field(escaped: SegmentWriter.appleLabels[Int(r.pointee.apple(rank: e.rank).rawValue)])
+                rec.end()
+                try file.write(rec.bytes)
+            }
+        }
+        return try file.finish()
+    }
+
+    /// Returns the file's size and SHA-256.
+    func writeXML(_ entries: [Entry], offer: Int?, path: String, sync: DiskSync?) throws -> (Int, String) {
+        let x = try XMLWriter(path: path, sync: sync)
+        let s = customers.strings
+        let asOf = Timestamp.iso(audience.asOf)
+        if let offer {
+            let o = book.offers[offer].offer
+            try x.start("segment")
+            try x.attribute("xmlns", "urn:winback:segment:1")
+            try x.attribute("offerId", o.offerId)
+            try x.attribute("subscriptionGroupId", o.subscriptionGroupId)
+            try x.attribute("productId", o.productId)
+        } else {
+            try x.start("audience")
+            try x.attribute("xmlns", "urn:winback:segment:1")
+        }
+        try x.attribute("asOf", asOf)
+        try x.attribute("customers", String(entries.count))
+        // Results are read in place: a copy of one would retain its arrays.
+        try audience.results.withUnsafeBufferPointer { results in
+            for e in entries {
+                let r = results.baseAddress! + e.result
+                let k = Int(r.pointee.customer)
+                try x.start("customer")
+                if offer == nil { try x.attribute("subscriptionGroupId") { s.append(customers.groups[k], to: &$0) } }
+                try x.attribute("originalTransactionId") { customers.originalTransactionIds[k].append(in: s, to: &$0) }
+                let token = r.pointee.timeline.appAccountToken
+                if !token.isNone { try x.attribute("appAccountToken") { token.append(in: s, to: &$0) } }
+                let storefront = r.pointee.timeline.storefront
+                if storefront >= 0 { try x.attribute("storefront") { s.append(storefront, to: &$0) } }
+                try x.attribute("productId") { s.append(r.pointee.timeline.productId, to: &$0) }
+                try x.attribute("paidMonths") { CSVRecord.appendDecimal(Int64(r.pointee.timeline.paidMonths), to: &$0) }
+                if let p = r.pointee.timeline.paidRunStart {
+                    try x.attribute("paidRunStart") { Timestamp.appendISO(p, to: &$0) }
+                }
+                try x.attribute("lastSubscribedEnd") {
+                    Timestamp.appendISO(r.pointee.timeline.lastSubscribedEnd, to: &$0)
+                }
+                try x.attribute("monthsSinceLastSubscribed") {
+                    CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0)
+                }
+                if offer == nil { try x.attribute("offerId") { $0.append(contentsOf: offerIds[e.offer]) } }
+                try x.attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
+                try x.attribute("eligibleOfferIds") { appendEligibleIds(r, separator: UInt8(ascii: " "), to: &$0) }
+                try x.attribute("offerUrl") { $0.append(contentsOf: offerURLs[e.offer]) }
+                try x.attribute("appleEligible") {
+                    $0.append(contentsOf: SegmentWriter.appleLabels[Int(r.pointee.apple(rank: e.rank).rawValue)])
+                }
+                try x.end()
+            }
+        }
+        try x.end()
+        return try x.finish()
+    }
+}

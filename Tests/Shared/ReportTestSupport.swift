@@ -1,0 +1,35 @@
+@testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
+
+/// Runs the whole report stage over a hand-built world, as a run would: group the rows by
+/// customer, evaluate the audience at T, then compute the reports from both.
+func computeReports(
+    _ w: TestWorld, _ rows: [Transaction], offers: [Offer] = [], asOf: String, windowMonths: Int = 12,
+    gapDays: Int64 = 60, renewals: RenewalIndex? = nil, threads: Int = 1
+) -> Reports {
+    let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
+    let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
+    let audience = Audience.evaluate(
+        customers, book: book, renewals: renewals, asOf: ms(asOf), gapDays: gapDays, threads: threads)
+    return Reports.compute(
+        customers: customers, audience: audience, book: book, windowMonths: windowMonths, gapDays: gapDays,
+        threads: threads)
+}
+
+/// Bytes as text, for comparing with expected CSV written out in a test.
+func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+extension TestWorld {
+    /// `t` with a raw offerDiscountType (TestWorld's `free:` only sets FREE_TRIAL).
+    func discount(_ t: Transaction, _ type: String) -> Transaction {
+        var t = t
+        t.offerDiscountType = id(type)
+        t.isFreeTrial = type == "FREE_TRIAL"
+        return t
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
+
+@Suite("End to end: a small hand-built world against golden files")
+struct GoldenWorldTests {
+    func run(_ pipeline: String, threads: Int, output: String? = nil, inflater: Inflater? = .zlib) throws -> RunSummary
+    {
+        var o = RunOptions(pipelinePath: pipeline, output: output, threads: threads)
+        o.inflater = inflater
+        o.now = ms("2026-11-22T06:00:00Z")
+        return try PipelineRun.run(o, progress: Progress(mode: .quiet))
+    }
+
+    @Test("segments and rejects match the golden files, for one thread and for four, with every inflater")
+    func goldenSegments() throws {
+        let world = try Paths.copyFixture("golden")
+        let expected = Paths.fixtures + "/golden/expected"
+        let runs = [(1, Inflater.zlib), (4, .zlib)] + Inflater.available.filter { $0 != .zlib }.map { (4, $0) }
+        for (threads, inflater) in runs {
+            let out = world + "/out-\(threads)-\(inflater)"
+            let summary = try run(world + "/pipeline.yaml", threads: threads, output: out, inflater: inflater)
+            #expect(summary.published == out + "/golden/2026-11-22")
+            let produced = summary.published
+            #expect(filesBelow(produced + "/segments") == filesBelow(expected + "/segments"))
+            for f in filesBelow(expected + "/segments") {
+                expectSameFile(produced + "/segments/" + f, golden: expected + "/segments/" + f)
+            }
+            expectSameFile(produced + "/rejects.csv", golden: expected + "/rejects.csv")
+            #expect(
+                summary.states == StateCounts(customers: 11, active: 1, billingRetry: 1, churned: 9, notSubscriber: 1))
+            #expect(summary.counters.rowsRead == 83)
+            #expect(summary.counters.rejected == 1)
+            #expect(summary.counters.duplicates == 1)
+            #expect(summary.counters.sandbox == 6)
+            #expect(summary.counters.familyShared == 6)
+            #expect(summary.counters.nonSubscription == 1)
+            #expect(summary.eligible.map(\.1) == [3, 7, 2, 0])
+            #expect(filesBelow(produced + "/reports").contains("apple-agreement.csv"))
+        }
+    }
+
+    @Test("the four reports match the golden files, and every report file is the same for one thread and four")
+    func goldenReports() throws {
+        let world = try Paths.copyFixture("golden")
+        let expected = Paths.fixtures + "/golden/expected/reports"
+        var pages: [Data?] = []
+        for threads in [1, 4] {
+            let summary = try run(world + "/pipeline.yaml", threads: threads, output: world + "/out-\(threads)")
+            let reports = summary.published + "/reports"
+            #expect(filesBelow(reports) == (filesBelow(expected) + ["report.html"]).sorted())
+            for f in filesBelow(expected) {
+                expectSameFile(reports + "/" + f, golden: expected + "/" + f)
+            }
+            pages.append(FileManager.default.contents(atPath: reports + "/report.html"))
+        }
+        #expect(pages[0] != nil && pages[0] == pages[1])
+    }
+
+    @Test("every XML segment is valid against Data/schemas/segment.xsd")
+    func xmlValidAgainstSchema() throws {
+        let world = try Paths.copyFixture("golden")
+        let summary = try run(world + "/pipeline.yaml", threads: 2)
+        let xml = filesBelow(summary.published + "/segments").filter { $0.hasSuffix(".xml") }
+        #expect(xml.count == 5)
+        for f in xml {
+            #expect(
+                XMLSchemaValidator.validate(xmlPath: summary.published + "/segments/" + f, xsdPath: Paths.segmentXSD)
+                    == [])
+        }
+    }
+
+    @Test("the schema rejects a segment that breaks it")
+    func schemaRejectsInvalid() throws {
+        let dir = Paths.temporary()
+        let bad = dir + "/bad.xml"
+        try """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <segment xmlns="urn:winback:segment:1" offerId="x" subscriptionGroupId="1" productId="p" asOf="2026-11-22" customers="1">
+          <customer originalTransactionId="1" productId="p" paidMonths="-1" lastSubscribedEnd="x" monthsSinceLastSubscribed="1" offerRank="0" eligibleOfferIds=""/>
+        </segment>
+        """.write(toFile: bad, atomically: true, encoding: .utf8)
+        #expect(!XMLSchemaValidator.validate(xmlPath: bad, xsdPath: Paths.segmentXSD).isEmpty)
+    }
+
+    @Test("appleEligible is yes or no, and may be left out", arguments: [("yes", true), ("no", true), ("", false)])
+    func schemaAppleEligible(value: String, valid: Bool) throws {
+        let dir = Paths.temporary()
+        let path = dir + "/s.xml"
+        try """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <segment xmlns="urn:winback:segment:1" offerId="x" subscriptionGroupId="1" productId="p" asOf="2026-11-22T00:00:00.000Z" customers="2">
+          <customer originalTransactionId="1" productId="p" paidMonths="3" lastSubscribedEnd="2026-01-01T00:00:00.000Z" monthsSinceLastSubscribed="1" offerRank="1" eligibleOfferIds="x" appleEligible="\(value)"/>
+          <customer originalTransactionId="2" productId="p" paidMonths="3" lastSubscribedEnd="2026-01-01T00:00:00.000Z" monthsSinceLastSubscribed="1" offerRank="1" eligibleOfferIds="x"/>
+        </segment>
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(XMLSchemaValidator.validate(xmlPath: path, xsdPath: Paths.segmentXSD).isEmpty == valid)
+    }
+
+    @Test("the manifest records inputs, counters, outputs with SHA-256 and stage times")
+    func manifest() throws {
+        let world = try Paths.copyFixture("golden")
+        let summary = try run(world + "/pipeline.yaml", threads: 2)
+        let data = try #require(FileManager.default.contents(atPath: summary.published + "/manifest.json"))
+        let m = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(m["pipeline"] as? String == "golden")
+        #expect(m["asOf"] as? String == "2026-11-22T00:00:00.000Z")
+        #expect(m["status"] as? String == "succeeded")
+        let inputs = try #require(m["inputs"] as? [[String: Any]])
+        #expect(inputs.count == 2)
+        #expect(inputs.allSatisfy { ($0["sha256"] as? String)?.count == 64 })
+        let outputs = try #require(m["outputs"] as? [[String: Any]])
+        let best = try #require(outputs.first { $0["path"] as? String == "segments/best-offer.csv" })
+        #expect(best["rows"] as? Int == 9)
+        let counters = try #require(m["counters"] as? [String: Any])
+        #expect(counters["customers"] as? Int == 11)
+        #expect((m["stageSeconds"] as? [[String: Any]])?.count ?? 0 >= 3)
+        #expect(m["inflater"] as? String == "zlib")
+    }
+
+    @Test("the file's inflater is used unless the command line names one, and the manifest says which ran")
+    func inflaterFromFileOrCommandLine() throws {
+        let world = try Paths.copyFixture("golden")
+        let text = try String(contentsOfFile: world + "/pipeline.yaml", encoding: .utf8)
+        try (text + "\ninflater: auto\n").write(toFile: world + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        func inflaterRun(_ asked: Inflater?, _ out: String) throws -> String? {
+            let summary = try run(world + "/pipeline.yaml", threads: 2, output: world + "/" + out, inflater: asked)
+            let data = try #require(FileManager.default.contents(atPath: summary.published + "/manifest.json"))
+            let m = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            return m["inflater"] as? String
+        }
+        #expect(try inflaterRun(nil, "auto") == (Inflater.isal.isAvailable ? "isal" : "zlib"))
+        #expect(try inflaterRun(.zlib, "zlib") == "zlib")
+
+        if Inflater.isal.isAvailable {
+            try (text + "\ninflater: isal\n").write(toFile: world + "/pipeline.yaml", atomically: true, encoding: .utf8)
+            #expect(try inflaterRun(nil, "isal") == "isal")
+        }
+    }
+
+    @Test(
+        "isal asked for where it is missing: a configuration error from the file, a usage error from the command line")
+    func inflaterMissing() throws {
+        let e = #expect(throws: WinBackError.self) {
+            try ResolvedPipeline.inflater(asked: nil, file: .isal, path: "p.yaml", isalAvailable: false)
+        }
+        #expect(e?.code.exitCode == 78)
+        #expect(e.map { "\($0)".contains("'inflater'") && "\($0)".contains("libisal-dev") } == true)
+        #expect(try ResolvedPipeline.inflater(asked: nil, file: .auto, path: "p.yaml", isalAvailable: false) == .zlib)
+        #expect(try ResolvedPipeline.inflater(asked: .zlib, file: .isal, path: "p.yaml", isalAvailable: false) == .zlib)
+        let usage = #expect(throws: WinBackError.self) {
+            try ResolvedPipeline.inflater(asked: .isal, file: .zlib, path: "p.yaml", isalAvailable: false)
+        }
+        #expect(usage?.code.exitCode == 64)
+        #expect(usage.map { "\($0)".contains("libisal-dev") } == true)
+        #expect(try ResolvedPipeline.inflater(asked: .isal, file: .zlib, path: "p.yaml", isalAvailable: true) == .isal)
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
+
+@Suite("Export formats: csv and revenuecat (docs/rules.md §2.3)", .serialized)
+struct ExportFormatTests {
+    func run(_ fixture: String) throws -> String {
+        let world = try Paths.copyFixture(fixture)
+        var o = RunOptions(pipelinePath: world + "/pipeline.yaml", threads: 2)
+        o.now = ms("2026-11-22T06:00:00Z")
+        return try PipelineRun.run(o, progress: Progress(mode: .quiet)).published
+    }
+
+    /// Drops the app_account_token column (third) and the apple_eligible column (last) of a
+    /// segment CSV: a RevenueCat export carries neither tokens nor renewal info.
+    func withoutTokenOrApple(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            var f = line.split(separator: ",", omittingEmptySubsequences: false)
+            if f.count > 2 {
+                f.remove(at: 2)
+                f.removeLast()
+            }
+            return f.joined(separator: ",")
+        }.joined(separator: "\n")
+    }
+
+    @Test("the golden world as CSV gives byte-identical segments to the NDJSON one")
+    func csvMatchesNDJSON() throws {
+        let published = try run("golden-csv")
+        let golden = Paths.fixtures + "/golden/expected/segments"
+        for f in filesBelow(golden) { expectSameFile(published + "/segments/" + f, golden: golden + "/" + f) }
+        // Its one malformed record is rejected with the line it starts on (after a multi-line record).
+        let rejects = try String(contentsOfFile: published + "/rejects.csv", encoding: .utf8)
+        #expect(
+            rejects
+                == "file,line,reason,excerpt\ninput/transactions-b.csv.gz,5,\"expected 22 fields, found 2\",\"1,2\"\n")
+    }
+
+    @Test("the golden world as a RevenueCat export gives the same audiences, without tokens or Apple's lists")
+    func revenueCatMatchesNDJSON() throws {
+        let published = try run("golden-revenuecat")
+        let golden = Paths.fixtures + "/golden/expected/segments"
+        for f in filesBelow(golden) where f.hasSuffix(".csv") {
+            let a = try String(contentsOfFile: published + "/segments/" + f, encoding: .utf8)
+            let g = try String(contentsOfFile: golden + "/" + f, encoding: .utf8)
+            #expect(withoutTokenOrApple(a) == withoutTokenOrApple(g), "\(f)")
+            // No renewal info, so Apple said nothing: the last column is empty on every row.
+            #expect(a.split(separator: "\n").dropFirst().allSatisfy { $0.hasSuffix(",") }, "\(f)")
+            #expect(!a.contains("6f1c2d3e"))  // RevenueCat exports carry no appAccountToken
+        }
+    }
+
+    /// Reads CSV text through the record reader: (line, fields or problem).
+    func records(_ text: String) throws -> [(Int, [String], String?)] {
+        let dir = Paths.temporary()
+        try text.write(toFile: dir + "/t.csv", atomically: true, encoding: .utf8)
+        var out: [(Int, [String], String?)] = []
+        try CSVRecordReader(source: try openSource(path: dir + "/t.csv"), chunkSize: 16).forEachRecord {
+            fields, line, _, bad in
+            out.append((line, fields.map { String(decoding: $0, as: UTF8.self) }, bad))
+        }
+        return out
+    }
+
+    @Test("RFC 4180: quotes, doubled quotes, commas and line breaks in fields, CRLF, BOM, blank lines")
+    func recordReader() throws {
+        let text = "\u{FEFF}a,b,c\r\n\"x,1\",\"say \"\"hi\"\"\",\"two\nlines\"\r\n\n  \n,,\nlast,row,\"no newline\""
+        let r = try records(text)
+        #expect(r.map(\.0) == [1, 2, 6, 7])
+        #expect(r[0].1 == ["a", "b", "c"])
+        #expect(r[1].1 == ["x,1", "say \"hi\"", "two\nlines"])
+        #expect(r[2].1 == ["", "", ""])
+        #expect(r[3].1 == ["last", "row", "no newline"])
+        #expect(r.allSatisfy { $0.2 == nil })
+    }
+
+    @Test("malformed records are flagged with their line: unbalanced quote, text after a closing quote")
+    func malformed() throws {
+        let r = try records("a,b\n\"x\"y,1\nok,2\n\"open,3\nmore\n")
+        #expect(r.count == 4)
+        #expect(r[1].0 == 2 && r[1].2?.contains("after the closing quote") == true)
+        #expect(r[2].0 == 3 && r[2].1 == ["ok", "2"] && r[2].2 == nil)
+        // The quote opened on line 4 swallows the rest of the file.
+        #expect(r[3].0 == 4 && r[3].2?.contains("unbalanced quote") == true)
+        let open = try records("a,b\nok,1\n\"never closed,2\nstill open\n")
+        #expect(open.last?.0 == 3)
+        #expect(open.last?.2?.contains("unbalanced quote") == true)
+    }
+
+    func readRevenueCat(_ rows: [String], products: [String: String] = ["basic": "g1"]) throws -> TransactionSet {
+        let header =
+            "store,store_transaction_id,original_store_transaction_id,product_identifier,start_time,end_time,"
+            + "refunded_at,is_sandbox,ownership_type,country,offer,offer_type,is_trial_period,"
+            + "price_in_purchased_currency,is_auto_renewable,updated_at"
+        let dir = Paths.temporary()
+        try ([header] + rows).joined(separator: "\n").write(toFile: dir + "/rc.csv", atomically: true, encoding: .utf8)
+        return try TransactionReader.read(
+            paths: [dir + "/rc.csv"], format: .revenuecat, products: products, threads: 1)
+    }
+
+    @Test("RevenueCat rows map onto transactions: groups, countries, offers, trials, refunds, newest updated_at")
+    func revenueCatMapping() throws {
+        let set = try readRevenueCat([
+            "app_store,t1,o1,basic,2026-01-01 08:27:06,2026-01-08 08:27:06,,false,PURCHASED,US,,,true,0,true,2026-01-01 08:27:07",
+            "app_store,t2,o1,basic,2026-01-08 08:27:06,2026-02-08 08:27:06,2026-01-20 00:00:00,false,PURCHASED,CA,wb.x,win_back_offer,false,0,true,2026-01-08 08:27:07",
+            "app_store,t3,o1,basic,2026-02-08 08:27:06,2026-03-08 08:27:06,,false,PURCHASED,GB,spring,mystery_offer,false,4.99,true,2026-02-08 08:27:07",
+            "app_store,t3,o1,basic,2026-02-08 08:27:06,2026-04-08 08:27:06,,false,PURCHASED,GB,spring,mystery_offer,false,4.99,true,2026-02-09 00:00:00",
+            "play_store,g1,g1,basic,2026-01-01 00:00:00,2026-02-01 00:00:00,,false,PURCHASED,US,,,false,1,true,2026-01-01 00:00:00",
+            "app_store,t4,o2,basic,2026-01-01 00:00:00,2026-02-01 00:00:00,,false,PURCHASED,US,,,false,1,false,2026-01-01 00:00:00",
+            "app_store,t5,o3,basic,2026-01-01 00:00:00,2026-02-01 00:00:00,,true,PURCHASED,US,,,false,1,true,2026-01-01 00:00:00",
+        ])
+        let s = set.strings
+        #expect(set.counters.nonSubscription == 2)  // the other store, the non-renewing product
+        #expect(set.counters.sandbox == 1)
+        #expect(set.counters.duplicates == 1)
+        #expect(set.rejects.isEmpty)
+        let byId = Dictionary(uniqueKeysWithValues: set.rows.map { (s.string($0.transactionId), $0) })
+        let trial = try #require(byId["t1"])
+        #expect(s.string(trial.subscriptionGroupId) == "g1")
+        #expect(s.string(trial.storefront) == "USA")
+        #expect(trial.offerType == 1 && trial.isFreeTrial)
+        #expect(trial.purchaseDate == ms("2026-01-01T08:27:06Z"))
+        let winBack = try #require(byId["t2"])
+        #expect(winBack.offerType == 4 && s.string(winBack.offerIdentifier) == "wb.x" && winBack.isFreeTrial)
+        #expect(winBack.revocationDate == ms("2026-01-20"))
+        #expect(s.string(winBack.storefront) == "CAN")
+        let named = try #require(byId["t3"])
+        #expect(OfferType.label(named.offerType, strings: s) == "unknown:mystery_offer")
+        #expect(!named.isFreeTrial)
+        #expect(named.expiresDate == ms("2026-04-08T08:27:06Z"))  // the newer updated_at won
+    }
+
+    @Test("RevenueCat rows are rejected for an unknown country or a product missing from the map")
+    func revenueCatRejects() throws {
+        let set = try readRevenueCat([
+            "app_store,t1,o1,basic,2026-01-01 00:00:00,2026-02-01 00:00:00,,false,PURCHASED,ZZ,,,false,1,true,2026-01-01 00:00:00",
+            "app_store,t2,o1,premium,2026-01-01 00:00:00,2026-02-01 00:00:00,,false,PURCHASED,US,,,false,1,true,2026-01-01 00:00:00",
+            "app_store,t3,o1,basic,2026-01-01 00:00:00,,,false,PURCHASED,US,,,false,1,true,2026-01-01 00:00:00",
+            "app_store,t4,o1,basic,2026-01-01 00:00:00,2026-02-01 00:00:00,,false,PURCHASED,,,,false,1,true,2026-01-01 00:00:00",
+        ])
+        #expect(set.rejects.map(\.line) == [2, 3, 4])
+        #expect(set.rejects[0].reason.contains("country 'ZZ'"))
+        #expect(set.rejects[1].reason.contains("product 'premium' is not in the pipeline's products map"))
+        #expect(set.rejects[2].reason.contains("expiresDate"))
+        #expect(set.rows.count == 1)  // an empty country is an absent storefront, not an error
+        #expect(set.rows[0].storefront == Transaction.none)
+    }
+
+    @Test("CSV cells are typed like JSON fields: bad integers, booleans and dates are rejected by field")
+    func csvTyping() throws {
+        let dir = Paths.temporary()
+        let rows = [
+            "transactionId,originalTransactionId,subscriptionGroupIdentifier,productId,purchaseDate,expiresDate,isUpgraded,offerType",
+            "t1,o1,g,p,2026-01-01T00:00:00Z,2026-02-01 00:00:00,true,4",
+            "t2,o1,g,p,yesterday,2026-02-01T00:00:00Z,,",
+            "t3,o1,g,p,1767225600000,1769904000000,maybe,",
+            "t4,o1,g,p,1767225600000,1769904000000,,1.5",
+            "t5,o1,g,p,1767225600000,1767225599999,,",
+        ]
+        try rows.joined(separator: "\n").write(toFile: dir + "/t.csv", atomically: true, encoding: .utf8)
+        let set = try TransactionReader.read(paths: [dir + "/t.csv"], format: .csv, threads: 1)
+        #expect(set.rows.count == 1)
+        #expect(set.rows.first?.isUpgraded == true && set.rows.first?.offerType == 4)
+        #expect(set.rows.first?.expiresDate == ms("2026-02-01"))
+        #expect(set.rejects.map(\.line) == [3, 4, 5, 6])
+        #expect(set.rejects[0].reason.contains("purchaseDate"))
+        #expect(set.rejects[1].reason.contains("isUpgraded"))
+        #expect(set.rejects[2].reason.contains("offerType"))
+        #expect(set.rejects[3].reason.contains("expiresDate before purchaseDate"))
+    }
+}
+
+@Suite("The same generated world in three formats", .serialized, .tags(.slow))
+struct GeneratedFormatsTests {
+    func world(_ format: InputFormat) throws -> String {
+        let dir = Paths.temporary() + "/\(format.rawValue)"
+        _ = try WorldGenerator.generate(
+            GenerateOptions(customers: 500, seed: 11, asOf: ms("2026-11-22"), format: format), to: dir)
+        return dir
+    }
+
+    func run(_ dir: String, withoutRenewalInfo: Bool = false) throws -> String {
+        let pipeline = dir + "/pipeline.yaml"
+        if withoutRenewalInfo {
+            let text = try String(contentsOfFile: pipeline, encoding: .utf8)
+                .replacingOccurrences(of: "renewalInfo: [\"renewal-info.jsonl.gz\"]\n", with: "")
+            try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        }
+        var o = RunOptions(pipelinePath: pipeline, threads: 2)
+        o.now = ms("2026-11-22T06:00:00Z")
+        let published = try PipelineRun.run(o, progress: Progress(mode: .quiet)).published
+        #expect(try String(contentsOfFile: published + "/rejects.csv", encoding: .utf8) == "file,line,reason,excerpt\n")
+        return published
+    }
+
+    func segments(_ published: String) -> [String] {
+        filesBelow(published + "/segments").filter { $0.hasSuffix(".csv") }
+    }
+
+    @Test("NDJSON and CSV give byte-identical segments")
+    func csvEqualsNDJSON() throws {
+        let a = try run(try world(.appstoreNDJSON))
+        let b = try run(try world(.csv))
+        #expect(segments(a) == segments(b))
+        var rows = 0
+        for f in segments(a) {
+            let x = FileManager.default.contents(atPath: a + "/segments/" + f)
+            #expect(x == FileManager.default.contents(atPath: b + "/segments/" + f), "\(f)")
+            rows += (x.map { String(decoding: $0, as: UTF8.self).split(separator: "\n").count } ?? 1) - 1
+        }
+        #expect(rows > 50)
+    }
+
+    @Test("NDJSON and RevenueCat give the same customers, offers, ranks, paid months and churn dates")
+    func revenueCatEqualsNDJSON() throws {
+        // RevenueCat has no renewal info and no appAccountToken: compare without them.
+        let a = try run(try world(.appstoreNDJSON), withoutRenewalInfo: true)
+        let b = try run(try world(.revenuecat))
+        #expect(segments(a) == segments(b))
+        for f in segments(a) {
+            let x = try String(contentsOfFile: a + "/segments/" + f, encoding: .utf8)
+            let y = try String(contentsOfFile: b + "/segments/" + f, encoding: .utf8)
+            let drop = { (t: String) in
+                t.split(separator: "\n").map {
+                    $0.split(separator: ",", omittingEmptySubsequences: false).enumerated().filter { $0.offset != 2 }
+                        .map(\.element).joined(separator: ",")
+                }
+            }
+            #expect(drop(x) == drop(y), "\(f)")
+            #expect(x.split(separator: "\n").count > 1 || f.contains("summer24"), "\(f) is empty")
+        }
+    }
+}

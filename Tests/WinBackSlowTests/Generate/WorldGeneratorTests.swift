@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
+
+@Suite("winback generate", .serialized, .tags(.slow))
+struct WorldGeneratorTests {
+    static let asOf = ms("2026-11-22")
+
+    func generate(_ customers: Int, seed: UInt64 = 3, format: InputFormat = .appstoreNDJSON, threads: Int = 2) throws
+        -> String
+    {
+        let dir = Paths.temporary() + "/world"
+        var o = GenerateOptions(customers: customers, seed: seed, asOf: Self.asOf, format: format)
+        o.threads = threads
+        _ = try WorldGenerator.generate(o, to: dir)
+        return dir
+    }
+
+    func contents(_ dir: String) -> [String: Data] {
+        var out: [String: Data] = [:]
+        for f in filesBelow(dir) { out[f] = FileManager.default.contents(atPath: dir + "/" + f) }
+        return out
+    }
+
+    @Test("the same seed gives byte-identical files, whatever the thread count; another seed differs")
+    func deterministic() throws {
+        let a = contents(try generate(300, threads: 1))
+        let b = contents(try generate(300, threads: 4))
+        #expect(a.keys.sorted() == b.keys.sorted())
+        #expect(a == b)
+        let c = contents(try generate(300, seed: 4))
+        #expect(a["transactions-2026-10.jsonl.gz"] != c["transactions-2026-10.jsonl.gz"])
+    }
+
+    @Test("the world reads without rejects and has every kind of row the rules care about")
+    func realistic() throws {
+        let dir = try generate(400)
+        let files = try InputFiles.resolve(["transactions-*.jsonl.gz"], base: dir)
+        #expect(files.count > 30)
+        let set = try TransactionReader.read(paths: files, threads: 2)
+        #expect(set.rejects.isEmpty)
+        let c = set.counters
+        #expect(c.duplicates > 0 && c.sandbox > 0 && c.nonSubscription > 0 && c.familyShared > 0)
+        let rows = set.rows
+        #expect(rows.contains { $0.offerType == 1 && $0.isFreeTrial })
+        #expect(rows.contains { $0.offerType == 2 })
+        #expect(rows.contains { $0.offerType == 4 })
+        #expect(rows.contains { $0.isUpgraded && $0.revocationDate != Transaction.never })
+        #expect(rows.contains { !$0.isUpgraded && $0.revocationDate != Transaction.never })
+        #expect(rows.allSatisfy { $0.purchaseDate < Self.asOf })
+        _ = try OfferCatalog.load(path: dir + "/offers.json")
+        let (renewals, rejects, _) = try RenewalReader.read(
+            paths: [dir + "/renewal-info.jsonl.gz"], strings: set.strings)
+        #expect(rejects.isEmpty && !renewals.isEmpty)
+    }
+
+    @Test("the generated pipeline runs, with customers in every state and eligible ones")
+    func runs() throws {
+        let dir = try generate(400)
+        var o = RunOptions(pipelinePath: dir + "/pipeline.yaml", threads: 2)
+        o.now = Self.asOf
+        let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
+        #expect(s.states.active > 0 && s.states.churned > 0 && s.states.billingRetry > 0 && s.states.notSubscriber > 0)
+        #expect(s.eligible.first { $0.0 == "wb.basic.1m.free" }!.1 > 0)
+        #expect(s.eligible.first { $0.0 == "wb.basic.summer24" }!.1 == 0)  // ended in 2024
+    }
+
+    @Test(
+        "renewal info carries Apple's list as winback's rules find it at its signedDate, days to weeks before the as-of, with a few disagreements of each kind"
+    )
+    func appleLists() throws {
+        let dir = try generate(1500)
+        var o = RunOptions(pipelinePath: dir + "/pipeline.yaml", threads: 2)
+        o.now = Self.asOf
+        let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
+        let text = try String(contentsOfFile: s.published + "/reports/apple-agreement.csv", encoding: .utf8)
+        let rows = text.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+        let overall = try #require(rows.last)
+        let compared = Int(overall[1])!
+        let agreeing = Int(overall[2])!
+        #expect(compared > 200)
+        // Most agree; some do not, each way, and Apple lists an id the catalog lacks.
+        #expect(agreeing * 100 > compared * 85 && agreeing < compared)
+        #expect(Int(overall[3])! > 0 && Int(overall[4])! > 0)
+        #expect(rows.contains { $0[0] == Substring(GeneratedAppleList.retiredOfferId) })
+        let disagreements = try String(
+            contentsOfFile: s.published + "/reports/apple-disagreements.csv", encoding: .utf8)
+        #expect(disagreements.contains(",eligible,not,") && disagreements.contains(",not,eligible,"))
+
+        let (renewals, _, _) = try RenewalReader.read(paths: [dir + "/renewal-info.jsonl.gz"], strings: StringTable())
+        var listed = 0
+        for list in renewals.byOriginal.values {
+            for info in list where info.eligibleWinBackOfferIds != nil {
+                listed += 1
+                #expect(info.signedDate < Self.asOf && info.signedDate >= Self.asOf - 42 * MonthMath.day)
+            }
+        }
+        #expect(listed == compared)
+    }
+
+    @Test("a folder that already holds exports is refused, so no stale month is read later")
+    func refusesStaleExports() throws {
+        let dir = try generate(20)
+        do {
+            _ = try WorldGenerator.generate(GenerateOptions(customers: 20, asOf: Self.asOf), to: dir)
+            Issue.record("expected a refusal")
+        } catch let e as WinBackError {
+            #expect(e.code == .usage)
+            #expect("\(e)".contains("already holds exports"))
+        }
+    }
+
+    @Test("a gzip written by the generator reads back intact, across many writes")
+    func gzipRoundTrip() throws {
+        let dir = Paths.temporary()
+        let w = try GzipWriter(path: dir + "/t.gz")
+        var expected: [UInt8] = []
+        var rng = SplitMix64(seed: 9)
+        for i in 0..<2000 {
+            let line = Array("line \(i) \(rng.next())\n".utf8)
+            expected += line
+            try w.write(line)
+        }
+        try w.close()
+        let source = try openSource(path: dir + "/t.gz")
+        var got: [UInt8] = []
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+        defer { buffer.deallocate() }
+        while case let n = try source.read(into: buffer), n > 0 { got += buffer[0..<n] }
+        #expect(got == expected)
+    }
+}

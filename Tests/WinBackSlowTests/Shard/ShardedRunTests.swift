@@ -1,0 +1,527 @@
+import Foundation
+import Testing
+
+@testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
+
+/// Runs past one machine (docs/rules.md §8): partition → shards → merge, in this process and
+/// through the command line, against a run in memory.
+@Suite("Runs past one machine: partition, shards, merge, memory limit", .serialized, .tags(.slow))
+struct ShardedRunTests {
+    static let asOf = ms("2026-11-22")
+
+    /// A generated world (with duplicates across files, renewal info, rejects-free) and its
+    /// pipeline file.
+    static func world(customers: Int = 600, seed: UInt64 = 5) throws -> String {
+        let dir = Paths.temporary() + "/world"
+        var o = GenerateOptions(customers: customers, seed: seed, asOf: asOf)
+        o.threads = 2
+        _ = try WorldGenerator.generate(o, to: dir)
+        return dir + "/pipeline.yaml"
+    }
+
+    static func options(_ pipeline: String, output: String, threads: Int = 2) -> RunOptions {
+        var o = RunOptions(pipelinePath: pipeline, output: output, threads: threads)
+        o.now = asOf
+        return o
+    }
+
+    /// Every published file but the manifest, by path.
+    static func published(_ link: String) -> [String: Data] {
+        let folder = URL(fileURLWithPath: link).resolvingSymlinksInPath().path
+        var out: [String: Data] = [:]
+        for f in filesBelow(folder) where f != "manifest.json" {
+            out[f] = FileManager.default.contents(atPath: folder + "/" + f)
+        }
+        return out
+    }
+
+    static func inMemory(_ pipeline: String, threads: Int = 2) throws -> [String: Data] {
+        let out = Paths.temporary()
+        let s = try PipelineRun.run(options(pipeline, output: out, threads: threads), progress: Progress(mode: .quiet))
+        return published(s.published)
+    }
+
+    static func expectSame(_ a: [String: Data], _ b: [String: Data], sourceLocation: SourceLocation = #_sourceLocation)
+    {
+        #expect(a.keys.sorted() == b.keys.sorted(), sourceLocation: sourceLocation)
+        #expect(a.count > 10, sourceLocation: sourceLocation)
+        for (k, v) in a where b[k] != v {
+            Issue.record("\(k) differs from the run in memory", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("partition (3 tasks) → 4 shards → merge equals a run in memory, for 1 and 3 threads")
+    func threeTasksFourShards() throws {
+        let pipeline = try Self.world()
+        let reference = try Self.inMemory(pipeline)
+        for threads in [1, 3] {
+            let work = Paths.temporary() + "/work"
+            let o = Self.options(pipeline, output: Paths.temporary(), threads: threads)
+            let quiet = Progress(mode: .quiet)
+            for i in [2, 0, 1] {
+                _ = try ShardedRun.partition(o, work: work, shards: 4, task: i, tasks: 3, progress: quiet)
+            }
+            for k in [3, 1, 0, 2] { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 4, progress: quiet) }
+            let s = try ShardedRun.merge(o, work: work, shards: 4, progress: quiet)
+            Self.expectSame(Self.published(s.published), reference)
+            let parts = filesBelow(work + "/parts").filter { $0.hasSuffix(".part") }
+            #expect(parts.count == 12)
+        }
+    }
+
+    @Test(
+        "files written in many sections (a few rows each), with 1 and 2 partition tasks, give the files of a run in memory"
+    )
+    func sectionsOfLargeFiles() throws {
+        let pipeline = try Self.world(customers: 300, seed: 21)
+        let reference = try Self.inMemory(pipeline)
+        for (tasks, spill) in [(1, 7), (2, 50), (1, 1)] {
+            let work = WorkFolder(Paths.temporary() + "/work")
+            let p = try ResolvedPipeline.resolve(Self.options(pipeline, output: Paths.temporary()))
+            var sections = 0
+            for i in 0..<tasks {
+                _ = try Partition.run(p, work: work, shards: 3, task: i, tasks: tasks, spillRows: spill)
+            }
+            for k in 0..<3 {
+                for i in 0..<tasks {
+                    let (m, _) = try #require(
+                        try WorkFolder.readJSON(PartitionMarker.self, from: work.task(i) + "/_SUCCESS"))
+                    let part = try #require(m.parts.first { $0.shard == k })
+                    let reader = try PartReader(
+                        path: work.part(task: i, shard: k), bytes: part.bytes, sha256: part.sha256)
+                    sections += try reader.sectionsByFile().reduce(0) { $0 + $1.offsets.count }
+                }
+                _ = try ShardRun.run(p, work: work, shard: k, shards: 3)
+            }
+            #expect(sections > p.transactionFiles.count * 3, "files are written in several sections each")
+            let s = try Merge.run(p, work: work, shards: 3, progress: Progress(mode: .quiet))
+            Self.expectSame(Self.published(s.published), reference)
+        }
+    }
+
+    @Test("with audience.requireApple strict, shards keep and drop the rows a run in memory does")
+    func requireAppleSharded() throws {
+        let pipeline = try Self.world(customers: 500, seed: 11)
+        let text = try String(contentsOfFile: pipeline, encoding: .utf8)
+        try (text + "\naudience:\n  requireApple: strict\n").write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let reference = try Self.inMemory(pipeline)
+        let work = Paths.temporary() + "/work"
+        let o = Self.options(pipeline, output: Paths.temporary())
+        let quiet = Progress(mode: .quiet)
+        for i in 0..<2 { _ = try ShardedRun.partition(o, work: work, shards: 3, task: i, tasks: 2, progress: quiet) }
+        for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
+        let s = try ShardedRun.merge(o, work: work, shards: 3, progress: quiet)
+        Self.expectSame(Self.published(s.published), reference)
+        let manifest = try String(contentsOfFile: s.published + "/manifest.json", encoding: .utf8)
+        #expect(manifest.contains("\"requireApple\" : \"strict\""))
+        let disagreements = reference["reports/apple-disagreements.csv"].map { String(decoding: $0, as: UTF8.self) }
+        #expect((disagreements?.split(separator: "\n").count ?? 0) > 1)
+    }
+
+    @Test("the command line: task and shard indexes by flag, SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX")
+    func commandLineIndexes() throws {
+        let pipeline = try Self.world(customers: 300, seed: 6)
+        let reference = try Self.inMemory(pipeline)
+        let work = Paths.temporary() + "/work"
+        let output = Paths.temporary()
+        let common = ["--as-of", "2026-11-22", "--work", work]
+        func expectOK(_ r: CLI.Result) { #expect(r.status == 0, "\(r.stderr)") }
+        expectOK(try CLI.run(["partition", pipeline, "--shards", "4", "--tasks", "3", "--task", "0"] + common))
+        expectOK(
+            try CLI.run(
+                ["partition", pipeline, "--shards", "4", "--tasks", "3"] + common,
+                environment: ["SLURM_ARRAY_TASK_ID": "1"]))
+        expectOK(
+            try CLI.run(
+                ["partition", pipeline, "--shards", "4", "--tasks", "3"] + common,
+                environment: ["JOB_COMPLETION_INDEX": "2"]))
+        expectOK(try CLI.run(["run", pipeline, "--shards", "4", "--shard", "0"] + common))
+        expectOK(try CLI.run(["run", pipeline, "--shards", "4"] + common, environment: ["SLURM_ARRAY_TASK_ID": "1"]))
+        expectOK(try CLI.run(["run", pipeline, "--shards", "4"] + common, environment: ["JOB_COMPLETION_INDEX": "2"]))
+        expectOK(
+            try CLI.run(["run", pipeline, "--shards", "4"] + common, environment: ["AWS_BATCH_JOB_ARRAY_INDEX": "3"]))
+        let merged = try CLI.run(["merge", pipeline, "--shards", "4", "--output", output] + common)
+        expectOK(merged)
+        Self.expectSame(Self.published(merged.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), reference)
+        // No index at all is a usage error.
+        let none = try CLI.run(["run", pipeline, "--shards", "4"] + common, environment: ["UNRELATED": "1"])
+        #expect(none.status == 64)
+        #expect(none.stderr.contains("SLURM_ARRAY_TASK_ID"))
+        let outside = try CLI.run(["run", pipeline, "--shards", "4", "--shard", "4"] + common)
+        #expect(outside.status == 64)
+    }
+
+    @Test("a retried partition task or shard changes nothing")
+    func retriesChangeNothing() throws {
+        let pipeline = try Self.world(customers: 300, seed: 7)
+        let work = Paths.temporary() + "/work"
+        let quiet = Progress(mode: .quiet)
+        let o = Self.options(pipeline, output: Paths.temporary())
+        for i in 0..<2 { _ = try ShardedRun.partition(o, work: work, shards: 3, task: i, tasks: 2, progress: quiet) }
+        for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
+        let first = Self.published(try ShardedRun.merge(o, work: work, shards: 3, progress: quiet).published)
+        // A shard retried: the merge gives the same files.
+        _ = try ShardedRun.shard(o, work: work, shard: 1, shards: 3, progress: quiet)
+        let o2 = Self.options(pipeline, output: Paths.temporary())
+        Self.expectSame(
+            Self.published(try ShardedRun.merge(o2, work: work, shards: 3, progress: quiet).published), first)
+        // A partition task retried: the shards read before it must run again, then all agree.
+        _ = try ShardedRun.partition(o, work: work, shards: 3, task: 1, tasks: 2, progress: quiet)
+        let o3 = Self.options(pipeline, output: Paths.temporary())
+        do {
+            _ = try ShardedRun.merge(o3, work: work, shards: 3, progress: quiet)
+            Issue.record("merge used shards computed from an earlier partition")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 66)
+        }
+        for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
+        Self.expectSame(
+            Self.published(try ShardedRun.merge(o3, work: work, shards: 3, progress: quiet).published), first)
+        #expect(!filesBelow(work).contains { $0.contains(".tmp-") })
+    }
+
+    @Test("a merge with a shard missing exits 66 naming it and publishes nothing; a shard before partition, 66")
+    func missingInputs() throws {
+        let pipeline = try Self.world(customers: 200, seed: 8)
+        let work = Paths.temporary() + "/work"
+        let output = Paths.temporary()
+        let quiet = Progress(mode: .quiet)
+        let o = Self.options(pipeline, output: output)
+        do {
+            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+            Issue.record("a shard ran with no partition")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 66)
+        }
+        _ = try ShardedRun.partition(o, work: work, shards: 2, task: 0, tasks: 2, progress: quiet)
+        do {
+            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+            Issue.record("a shard ran with a partition task missing")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 66)
+            #expect("\(e)".contains("task 1 of 2"))
+        }
+        _ = try ShardedRun.partition(o, work: work, shards: 2, task: 1, tasks: 2, progress: quiet)
+        _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+        do {
+            _ = try ShardedRun.merge(o, work: work, shards: 2, progress: quiet)
+            Issue.record("merged with a shard missing")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 66)
+            #expect("\(e)".contains("shard 1 of 2"))
+        }
+        let name = (try PipelineConfig.load(path: pipeline)).name
+        #expect(!FileManager.default.fileExists(atPath: output + "/\(name)/latest"))
+    }
+
+    @Test("a shard count or pipeline that differs from the partition's fails with 78")
+    func mismatches() throws {
+        let pipeline = try Self.world(customers: 200, seed: 9)
+        let work = Paths.temporary() + "/work"
+        let quiet = Progress(mode: .quiet)
+        let o = Self.options(pipeline, output: Paths.temporary())
+        _ = try ShardedRun.partition(o, work: work, shards: 2, task: 0, tasks: 1, progress: quiet)
+        do {
+            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 3, progress: quiet)
+            Issue.record("a shard ran with another shard count")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 78)
+            #expect("\(e)".contains("shard count"))
+        }
+        let text = try String(contentsOfFile: pipeline, encoding: .utf8)
+        try (text + "\n# changed\n").write(toFile: pipeline, atomically: true, encoding: .utf8)
+        do {
+            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+            Issue.record("a shard ran with another pipeline file")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 78)
+            #expect("\(e)".contains("pipeline file"))
+        }
+    }
+
+    @Test("a memory limit partitions the run into shards and publishes the same files; nothing is left behind")
+    func memoryLimit() throws {
+        let pipeline = try Self.world()
+        let reference = try Self.inMemory(pipeline)
+        let output = Paths.temporary()
+        var o = Self.options(pipeline, output: output)
+        o.memory = 64_000_000
+        let p = try ResolvedPipeline.resolve(o)
+        // The shard count follows the input's size: this small world fits in one shard at 64 MB,
+        // a hundred times its input would not.
+        let gz = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
+        #expect(ShardedRun.shardCount(p, memory: 64_000_000) == 1)
+        #expect(ShardedRun.shardCount(estimate: 100 * 2.0 * Double(gz), memory: 64_000_000) > 1)
+        #expect(ShardedRun.shardCount(estimate: 10e9, memory: 2_000_000_000) == 6)
+        // Through the pipeline's entry point (one shard), and with several shards.
+        let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
+        Self.expectSame(Self.published(s.published), reference)
+        let several = try ShardedRun.bounded(
+            Self.options(pipeline, output: Paths.temporary()), memory: 64_000_000, progress: Progress(mode: .quiet),
+            shards: 5)
+        Self.expectSame(Self.published(several.published), reference)
+        let root = (s.published as NSString).deletingLastPathComponent
+        let entries = try FileManager.default.contentsOfDirectory(atPath: root)
+        #expect(!entries.contains { $0.hasPrefix(".work-") })
+        // A killed run's parts are removed by the next run under the lock.
+        try FileManager.default.createDirectory(atPath: root + "/.work-999999/parts", withIntermediateDirectories: true)
+        _ = try PipelineRun.run(o, progress: Progress(mode: .quiet))
+        #expect(!(try FileManager.default.contentsOfDirectory(atPath: root)).contains { $0.hasPrefix(".work-") })
+    }
+
+    @Test("the reject budget covers the whole sharded run: merge fails with 65 and publishes nothing")
+    func rejectBudgetOverTheRun() throws {
+        let pipeline = try Self.world(customers: 200, seed: 10)
+        let folder = (pipeline as NSString).deletingLastPathComponent
+        // A file of rejected lines, read by one partition task only.
+        try String(repeating: "{not json\n", count: 50).write(
+            toFile: folder + "/transactions-9999-01.jsonl", atomically: true, encoding: .utf8)
+        var text = try String(contentsOfFile: pipeline, encoding: .utf8)
+        text = text.replacingOccurrences(of: "transactions-*.jsonl.gz", with: "transactions-*.jsonl*")
+        try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let work = Paths.temporary() + "/work"
+        let output = Paths.temporary()
+        let quiet = Progress(mode: .quiet)
+        let o = Self.options(pipeline, output: output)
+        for i in 0..<3 { _ = try ShardedRun.partition(o, work: work, shards: 2, task: i, tasks: 3, progress: quiet) }
+        for k in 0..<2 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 2, progress: quiet) }
+        do {
+            _ = try ShardedRun.merge(o, work: work, shards: 2, progress: quiet)
+            Issue.record("published past the reject budget")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 65)
+        }
+        let name = (try PipelineConfig.load(path: pipeline)).name
+        #expect(!FileManager.default.fileExists(atPath: output + "/\(name)/latest"))
+        let rejects = try String(contentsOfFile: output + "/\(name)/.failed-2026-11-22/rejects.csv", encoding: .utf8)
+        #expect(rejects.split(separator: "\n").count == 51)
+    }
+}
+
+@Suite("Shard keys, part files and memory sizes")
+struct ShardPiecesTests {
+    @Test("the shard of a customer is a fixed function of its bytes (the same in every process)")
+    func stableHash() {
+        // FNV-1a 64 of "g" 0x1F "1" (computed independently): 0x...; any change of the hash
+        // moves customers between shards of runs already partitioned.
+        #expect(
+            ShardKey.shard(group: "g", original: "1", shards: Int(Int32.max)) == Self.fnvMod("g\u{1F}1", Int(Int32.max))
+        )
+        let a = ShardKey.shard(group: "g", original: "1", shards: 1_000_003)
+        #expect(a == ShardKey.shard(group: "g", original: "1", shards: 1_000_003))
+        #expect(ShardKey.shard(group: "g", original: "1", shards: 1) == 0)
+        var counts = [Int](repeating: 0, count: 4)
+        for i in 0..<4000 {
+            counts[ShardKey.shard(group: "21482345", original: "\(2_000_000_000_000_000 + i)", shards: 4)] += 1
+        }
+        #expect(counts.allSatisfy { $0 > 800 })
+    }
+
+    /// FNV-1a 64 written out from its definition.
+    static func fnvMod(_ s: String, _ n: Int) -> Int {
+        var h: UInt64 = 14_695_981_039_346_656_037
+        for b in s.utf8 {
+            h ^= UInt64(b)
+            h = h &* 1_099_511_628_211
+        }
+        return Int(h % UInt64(n))
+    }
+
+    @Test(
+        "memory sizes",
+        arguments: [
+            ("2GB", 2_000_000_000), ("96MB", 96_000_000), ("96MiB", 100_663_296), ("1G", 1_073_741_824),
+            ("512 mb", 512_000_000), ("64000000", 64_000_000),
+        ])
+    func sizes(text: String, bytes: Int) {
+        #expect(MemorySize.parse(text) == bytes)
+    }
+
+    @Test("sizes that are not sizes, or too small to run in", arguments: ["", "lots", "2XB", "-1GB", "1MB", "0"])
+    func badSizes(text: String) {
+        #expect(MemorySize.parse(text) == nil)
+    }
+
+    @Test(
+        "a size below 32 MB says so; text that is no size says what a size looks like",
+        arguments: [
+            ("8MB", "'8MB' is below the 32 MB minimum"), ("31999999", "'31999999' is below the 32 MB minimum"),
+            ("2XB", "'2XB' is not a size such as 2GB, 512MB or 96MiB (at least 32 MB)"),
+            ("0", "'0' is not a size such as 2GB, 512MB or 96MiB (at least 32 MB)"),
+        ])
+    func sizeProblems(text: String, problem: String) {
+        #expect(MemorySize.read(text) == .problem(problem))
+        #expect(MemorySize.read("32MB") == .bytes(32_000_000))
+    }
+
+    /// Rows with every field set in every way the codec distinguishes.
+    static func randomRows(_ n: Int, strings: Int, seed: UInt64) -> [Transaction] {
+        var g = SplitMix64(seed: seed, index: 0)
+        func pick<T>(_ xs: [T]) -> T { xs[Int(g.next() % UInt64(xs.count))] }
+        let big: [Int64] = [0, 1, -1, .max, .min, 1_700_000_000_000, -86_400_000, 9_999_999_999_999_999]
+        return (0..<n).map { _ in
+            var r = Transaction(
+                transactionId: TransactionKey(raw: pick([Int64(g.next() >> 1), -1, -Int64(strings), 0])),
+                originalTransactionId: TransactionKey(raw: pick([Int64(g.next() >> 2), -2, 7])),
+                subscriptionGroupId: Int32(g.next() % UInt64(strings)), productId: Int32(g.next() % UInt64(strings)),
+                purchaseDate: pick(big + [Int64(bitPattern: g.next())]),
+                expiresDate: pick(big + [Int64(bitPattern: g.next())]))
+            r.revocationDate = pick([Transaction.never, Int64(bitPattern: g.next()), 0])
+            r.signedDate = pick([Transaction.unsigned, Int64(bitPattern: g.next()), r.purchaseDate])
+            r.offerType = pick([0, 1, 4, 99, -1, -Int64(strings)])
+            r.appAccountToken = pick([
+                AppAccountToken.none, AppAccountToken(high: g.next(), low: g.next(), kind: .lowercase),
+                AppAccountToken(high: .max, low: 0, kind: .uppercase),
+                AppAccountToken(high: 0, low: UInt64(strings - 1), kind: .interned),
+            ])
+            r.ownership = pick([.purchased, .familyShared, .unknown])
+            r.production = g.next() & 1 == 0
+            r.isUpgraded = g.next() & 1 == 0
+            r.isFreeTrial = g.next() & 1 == 0
+            r.offerIdentifier = pick([Transaction.none, 0, Int32(strings - 1)])
+            r.offerDiscountType = pick([Transaction.none, 1])
+            r.storefront = pick([Transaction.none, 2])
+            return r
+        }
+    }
+
+    @Test("part rows come back exactly, every field, from their compact encoding")
+    func rowCodecRoundTrip() throws {
+        let rows = Self.randomRows(5000, strings: 10, seed: 42)
+        var bytes: [UInt8] = []
+        rows.withUnsafeBufferPointer { RowCodec.encode($0, into: &bytes) }
+        #expect(bytes.count < rows.count * MemoryLayout<Transaction>.stride)
+        var back: [Transaction] = []
+        try bytes.withUnsafeBytes { try RowCodec.decode($0, count: rows.count, strings: 10) { back.append($0) } }
+        #expect(back == rows)
+        // An id past the table, a row too many or a byte short: refused, never misread.
+        bytes.withUnsafeBytes { b in
+            #expect(throws: RowCodec.Malformed.self) { try RowCodec.decode(b, count: rows.count, strings: 2) { _ in } }
+            #expect(throws: RowCodec.Malformed.self) {
+                try RowCodec.decode(b, count: rows.count + 1, strings: 10) { _ in }
+            }
+            #expect(throws: RowCodec.Malformed.self) {
+                try RowCodec.decode(UnsafeRawBufferPointer(rebasing: b.dropLast()), count: rows.count, strings: 10) {
+                    _ in
+                }
+            }
+        }
+    }
+
+    @Test("a part file that is not one, is cut short or is damaged is bad data (65)")
+    func badPartFiles() throws {
+        let dir = Paths.temporary()
+        let w = try PartWriter(path: dir + "/a.part")
+        let table = StringTable()
+        for i in 0..<10 { _ = table.intern("s\(i)") }
+        let rows = Self.randomRows(300, strings: 10, seed: 1)
+        try rows.withUnsafeBufferPointer { try w.append(file: 3, table: table, rows: $0) }
+        try rows.withUnsafeBufferPointer {
+            try w.append(file: 5, table: table, rows: UnsafeBufferPointer(rebasing: $0[0..<7]))
+        }
+        let (size, sha) = (w.compressedBytes, w.sha256)
+        try w.close()
+        let store = try TransactionRows(reservingForRead: ())
+        let make = { (_: Int) in FileRows(path: "x", store: store) }
+        let reader = try PartReader(path: dir + "/a.part", bytes: size, sha256: sha)
+        let (file, got) = try #require(try reader.next(into: make))
+        #expect(file == 3 && got.rows.count == 300)
+        #expect((0..<300).allSatisfy { got.rows[$0] == rows[$0] })
+        #expect(got.table.string(9) == "s9")
+        #expect(try reader.next(into: make)?.file == 5)
+        #expect(try reader.next(into: make) == nil)
+
+        func expectBad(_ bytes: [UInt8], _ what: String) {
+            let path = dir + "/bad-\(what)"
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            do {
+                let r = try PartReader(path: path, bytes: bytes.count, sha256: sha)
+                while try r.next(into: make) != nil {}
+                Issue.record("read a part file that is \(what)")
+            } catch let e as WinBackError {
+                #expect(e.code.exitCode == 65, "\(what)")
+            } catch {
+                Issue.record("\(what): \(error)")
+            }
+        }
+        let whole = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/a.part")))
+        expectBad(Array("hello, world\n".utf8), "not one")
+        expectBad(Array(whole.prefix(whole.count / 2)), "cut short")
+        var damaged = whole
+        damaged[whole.count - 40] ^= 0x10
+        expectBad(damaged, "damaged")
+    }
+}
+
+extension ShardedRunTests {
+    @Test("an input file that appears between partition and shard fails the shard with 78")
+    func inputsChanged() throws {
+        let pipeline = try Self.world(customers: 200, seed: 12)
+        let folder = (pipeline as NSString).deletingLastPathComponent
+        let work = Paths.temporary() + "/work"
+        let quiet = Progress(mode: .quiet)
+        let o = Self.options(pipeline, output: Paths.temporary())
+        _ = try ShardedRun.partition(o, work: work, shards: 2, task: 0, tasks: 1, progress: quiet)
+        try FileManager.default.copyItem(
+            atPath: folder + "/transactions-2026-10.jsonl.gz", toPath: folder + "/transactions-2026-10b.jsonl.gz")
+        do {
+            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+            Issue.record("a shard ran on another set of input files")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 78)
+            #expect("\(e)".contains("input files"))
+        }
+    }
+}
+
+extension ShardPiecesTests {
+    @Test("the merge's line reader: lines longer than its buffer, CRLF kept, a last line without a newline")
+    func lineCursor() throws {
+        let path = Paths.temporary() + "/lines"
+        let long = String(repeating: "x", count: 700_000)
+        let text = "a\n\(long)\nb\r\n\nlast"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let c = try LineCursor(path: path)
+        var lines: [String] = []
+        while let l = try c.next() { lines.append(String(decoding: l, as: UTF8.self)) }
+        #expect(lines == ["a\n", long + "\n", "b\r\n", "\n", "last"])
+        #expect(
+            LineCursor.less(UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0))
+                == false)
+        let x: [UInt8] = Array("g,12,".utf8)
+        let y: [UInt8] = Array("g,123,".utf8)
+        x.withUnsafeBytes { a in y.withUnsafeBytes { b in #expect(LineCursor.less(a, b) && !LineCursor.less(b, a)) } }
+    }
+}
+
+extension ShardedRunTests {
+    @Test("a signed world (renewal info among the transactions) sharded equals the run in memory")
+    func signedWorldSharded() throws {
+        let dir = Paths.temporary() + "/world"
+        var g = GenerateOptions(customers: 300, seed: 13, asOf: Self.asOf, format: .appstoreSigned)
+        g.threads = 2
+        _ = try WorldGenerator.generate(g, to: dir)
+        let pipeline = dir + "/pipeline.yaml"
+        let reference = try Self.inMemory(pipeline)
+        #expect(reference["reports/apple-agreement.csv"] != nil)
+        let work = Paths.temporary() + "/work"
+        let o = Self.options(pipeline, output: Paths.temporary())
+        let quiet = Progress(mode: .quiet)
+        for i in 0..<2 { _ = try ShardedRun.partition(o, work: work, shards: 3, task: i, tasks: 2, progress: quiet) }
+        let found = filesBelow(work + "/parts").filter { $0.hasSuffix("renewals.json") }
+        #expect(found.count == 2)
+        let carried = try found.reduce(0) {
+            $0 + (try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: work + "/parts/" + $1)?.0.count ?? 0)
+        }
+        #expect(carried > 0)
+        for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
+        let s = try ShardedRun.merge(o, work: work, shards: 3, progress: quiet)
+        Self.expectSame(Self.published(s.published), reference)
+    }
+}
