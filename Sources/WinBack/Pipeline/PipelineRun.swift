@@ -121,7 +121,6 @@ public enum PipelineRun {
             options.published?(summary)
             return summary
         }
-        XMLWriter.initialize()  // before any worker thread touches libxml2
         var manifest = Manifest(p, started: started)
         let publisher = p.publisher()
         try publisher.begin()

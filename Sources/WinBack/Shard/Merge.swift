@@ -43,7 +43,6 @@ public enum Merge {
         try checkOutputs(p, markers, work: work, shards: shards)
         work.removeLeftovers()
 
-        XMLWriter.initialize()
         var manifest = Manifest(p, started: started)
         let publisher =
             given ?? p.publisher()
