@@ -60,17 +60,12 @@ public enum Merge {
             var counters = ReadCounters()
             for (m, _) in partitions {
                 for input in m.inputs {
-                    counters.rowsRead += input.stats.rows + input.extraRows
-                    counters.lines += input.stats.rows
-                    counters.nonSubscription += input.nonSubscription
-                    counters.rejected += input.stats.rejected
+                    counters.add(file: input.stats, extraRows: input.extraRows, nonSubscription: input.nonSubscription)
                 }
             }
             var states = StateCounts()
             for m in markers {
-                counters.duplicates += m.counters.duplicates
-                counters.sandbox += m.counters.sandbox
-                counters.familyShared += m.counters.familyShared
+                counters.add(deduplicationOf: m.counters)
                 states.add(m.states)
             }
             manifest.inputs = partitions.flatMap { $0.0.inputs }.sorted { $0.file < $1.file }.map(\.stats)
