@@ -43,12 +43,8 @@ public enum Merge {
         try checkOutputs(p, markers, work: work, shards: shards)
         work.removeLeftovers()
 
-        var manifest = Manifest(p, started: started)
-        let publisher =
-            given ?? p.publisher()
-        if given == nil { try publisher.begin() }
-        var rejects = RejectList(limit: p.config.maxRejectsListed)
-        do {
+        return try Stage.publishing(p, started: started, publisher: given, progress: progress) {
+            manifest, rejects, staging, sync in
             progress.begin("merge")
             for (m, _) in partitions {
                 if let (list, _) = try WorkFolder.readJSON(RejectList.self, from: work.task(m.task) + "/rejects.json") {
@@ -75,17 +71,15 @@ public enum Merge {
             manifest.states = states
             try Stage.checkRejectBudget(counters, limit: p.config.maxRejectedFraction)
 
-            let sync = DiskSync()
-            defer { try? sync.wait() }
             let (reports, dropped) = try sum(p, work: work, shards: shards)
             manifest.eligible = zip(p.catalog.offers, reports.funnel).map { ($0.offerId, $1.funnel.eligible) }
             manifest.requireApple = p.config.requireApple
             manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))
-            var outputs = try segments(p, work: work, shards: shards, into: publisher.staging, sync: sync)
-            outputs += try writeReports(reports, p, work: work, shards: shards, into: publisher.staging, sync: sync)
+            var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
+            outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
             outputs.append(
                 try Stage.writeFile(
-                    publisher.staging, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
+                    staging, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
                     rows: rejects.count + (rejects.omitted > 0 ? 1 : 0), sync: sync))
             manifest.outputs = outputs
             manifest.stages = [
@@ -93,16 +87,7 @@ public enum Merge {
                 ("shards", markers.reduce(0) { $0 + $1.seconds }),
                 ("merge", progress.end("\(shards) shards, \(outputs.count) files")),
             ]
-            manifest.finished = Date()
             if let memoryLimit { manifest.memory = (memoryLimit, shards, System.peakResidentBytes) }
-            let published = try Stage.publish(manifest, with: publisher, sync: sync)
-            progress.note("winback: published \(published)")
-            return RunSummary(
-                published: published, asOf: p.asOf, states: states, counters: counters, eligible: manifest.eligible,
-                seconds: Date().timeIntervalSince(started))
-        } catch {
-            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
-            throw error
         }
     }
 
