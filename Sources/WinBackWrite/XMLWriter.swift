@@ -21,10 +21,13 @@ package final class XMLWriter {
     /// Scratch for attribute values built from bytes, reused for every attribute.
     @exclusivity(unchecked) private var value: [UInt8] = []
 
-    /// libxml2 must be initialised once before threads use it.
-    package static func initialize() { xmlInitParser() }
+    /// libxml2's one-time set-up (docs/rules.md §6), done by the first writer made on any
+    /// thread: Swift runs a static's initialiser exactly once (`swift_once`), any other thread
+    /// waiting until it has run, so no caller has to before its threads start.
+    private static let libxml2: Void = xmlInitParser()
 
     init(path: String, sync: DiskSync? = nil) throws {
+        _ = XMLWriter.libxml2
         self.path = path
         sink = Sink(try OutputFile(path: path, sync: sync))
         let write: xmlOutputWriteCallback = { context, bytes, count in

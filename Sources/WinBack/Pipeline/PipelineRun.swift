@@ -121,12 +121,8 @@ public enum PipelineRun {
             options.published?(summary)
             return summary
         }
-        XMLWriter.initialize()  // before any worker thread touches libxml2
-        var manifest = Manifest(p, started: started)
-        let publisher = p.publisher()
-        try publisher.begin()
-        var rejects = RejectList(limit: p.config.maxRejectsListed)
-        do {
+        return try Stage.publishing(p, started: started, progress: progress, published: options.published) {
+            manifest, rejects, staging, sync in
             let totalBytes = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
             progress.begin("read", totalBytes: totalBytes)
             let inputs = try Stage.read(p, progress: { progress.advance($0) })
@@ -150,25 +146,12 @@ public enum PipelineRun {
             manifest.stages.append(("evaluate", progress.end(audience.summaryLine)))
 
             progress.begin("write")
-            // Files are synced on a thread of their own while the next ones are written.
-            let sync = DiskSync()
-            defer { try? sync.wait() }  // no descriptor outlives a failed run
             manifest.outputs = try Stage.write(
                 customers, audience: audience, book: book, renewals: inputs.renewals, rejects: rejects, p,
-                to: publisher.staging, sync: sync)
+                to: staging, sync: sync)
             manifest.stages.append(("write", progress.end("\(manifest.outputs.count) files")))
-            manifest.finished = Date()
-            let published = try Stage.publish(manifest, with: publisher, sync: sync)
-            progress.note("winback: published \(published)")
-            let summary = RunSummary(
-                published: published, asOf: p.asOf, states: audience.counts, counters: c,
-                eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
-            // Before the run's rows and results are released, which takes a while.
-            options.published?(summary)
-            return summary
-        } catch {
-            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
-            throw error
+            // Held until the summary is handed over: releasing them takes a while.
+            return (inputs, customers, audience)
         }
     }
 }

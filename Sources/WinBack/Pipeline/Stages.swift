@@ -155,6 +155,53 @@ extension Stage {
         return outputs
     }
 
+    /// A run's files staged and published (docs/rules.md §4, §6): the one sequence of every
+    /// composition that publishes (``PipelineRun``, ``Merge``).
+    ///
+    /// Begins `publisher` (unless given one already begun), then `stages` writes the run's files
+    /// into its staging folder, each handed to the sync, records in the manifest what it read,
+    /// counted and wrote, and keeps the rejected lines in `rejects`. Then the manifest is
+    /// written, every file waited for and the folder published. On any error the staging folder
+    /// is removed, the rejects and the manifest saying why are kept in the failed folder, and
+    /// the error is thrown again.
+    ///
+    /// - Parameters:
+    ///   - started: when the run started, for the manifest and the summary.
+    ///   - publisher: a publisher already begun (a memory-bounded run holds the lock
+    ///     throughout); nil begins `p`'s own.
+    ///   - published: called with the summary once the run is published, while what `stages`
+    ///     returned is still held: a process that ends there (the command line) leaves the
+    ///     run's rows and results to the system rather than freeing them piece by piece first.
+    /// - Returns: the run's summary, as `published` got it.
+    static func publishing<Held>(
+        _ p: ResolvedPipeline, started: Date, publisher given: Publisher? = nil, progress: Progress,
+        published: ((RunSummary) -> Void)? = nil,
+        _ stages: (_ manifest: inout Manifest, _ rejects: inout RejectList, _ staging: String, _ sync: DiskSync)
+            throws -> Held
+    ) throws -> RunSummary {
+        var manifest = Manifest(p, started: started)
+        let publisher = given ?? p.publisher()
+        if given == nil { try publisher.begin() }
+        var rejects = RejectList(limit: p.config.maxRejectsListed)
+        do {
+            // Files are synced on a thread of their own while the next ones are written.
+            let sync = DiskSync()
+            defer { try? sync.wait() }  // no descriptor outlives a failed run
+            let held = try stages(&manifest, &rejects, publisher.staging, sync)
+            manifest.finished = Date()
+            let folder = try publish(manifest, with: publisher, sync: sync)
+            progress.note("winback: published \(folder)")
+            let summary = RunSummary(
+                published: folder, asOf: p.asOf, states: manifest.states, counters: manifest.counters,
+                eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
+            withExtendedLifetime(held) { published?(summary) }
+            return summary
+        } catch {
+            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
+            throw error
+        }
+    }
+
     /// Writes the manifest, waits until every file is on disk, then publishes the staging folder
     /// atomically (docs/rules.md §4). Returns the published folder.
     static func publish(_ manifest: Manifest, with publisher: Publisher, sync: DiskSync) throws -> String {

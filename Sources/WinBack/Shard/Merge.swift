@@ -43,13 +43,8 @@ public enum Merge {
         try checkOutputs(p, markers, work: work, shards: shards)
         work.removeLeftovers()
 
-        XMLWriter.initialize()
-        var manifest = Manifest(p, started: started)
-        let publisher =
-            given ?? p.publisher()
-        if given == nil { try publisher.begin() }
-        var rejects = RejectList(limit: p.config.maxRejectsListed)
-        do {
+        return try Stage.publishing(p, started: started, publisher: given, progress: progress) {
+            manifest, rejects, staging, sync in
             progress.begin("merge")
             for (m, _) in partitions {
                 if let (list, _) = try WorkFolder.readJSON(RejectList.self, from: work.task(m.task) + "/rejects.json") {
@@ -61,17 +56,12 @@ public enum Merge {
             var counters = ReadCounters()
             for (m, _) in partitions {
                 for input in m.inputs {
-                    counters.rowsRead += input.stats.rows + input.extraRows
-                    counters.lines += input.stats.rows
-                    counters.nonSubscription += input.nonSubscription
-                    counters.rejected += input.stats.rejected
+                    counters.add(file: input.stats, extraRows: input.extraRows, nonSubscription: input.nonSubscription)
                 }
             }
             var states = StateCounts()
             for m in markers {
-                counters.duplicates += m.counters.duplicates
-                counters.sandbox += m.counters.sandbox
-                counters.familyShared += m.counters.familyShared
+                counters.add(deduplicationOf: m.counters)
                 states.add(m.states)
             }
             manifest.inputs = partitions.flatMap { $0.0.inputs }.sorted { $0.file < $1.file }.map(\.stats)
@@ -81,17 +71,15 @@ public enum Merge {
             manifest.states = states
             try Stage.checkRejectBudget(counters, limit: p.config.maxRejectedFraction)
 
-            let sync = DiskSync()
-            defer { try? sync.wait() }
             let (reports, dropped) = try sum(p, work: work, shards: shards)
             manifest.eligible = zip(p.catalog.offers, reports.funnel).map { ($0.offerId, $1.funnel.eligible) }
             manifest.requireApple = p.config.requireApple
             manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))
-            var outputs = try segments(p, work: work, shards: shards, into: publisher.staging, sync: sync)
-            outputs += try writeReports(reports, p, work: work, shards: shards, into: publisher.staging, sync: sync)
+            var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
+            outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
             outputs.append(
                 try Stage.writeFile(
-                    publisher.staging, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
+                    staging, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
                     rows: rejects.count + (rejects.omitted > 0 ? 1 : 0), sync: sync))
             manifest.outputs = outputs
             manifest.stages = [
@@ -99,16 +87,7 @@ public enum Merge {
                 ("shards", markers.reduce(0) { $0 + $1.seconds }),
                 ("merge", progress.end("\(shards) shards, \(outputs.count) files")),
             ]
-            manifest.finished = Date()
             if let memoryLimit { manifest.memory = (memoryLimit, shards, System.peakResidentBytes) }
-            let published = try Stage.publish(manifest, with: publisher, sync: sync)
-            progress.note("winback: published \(published)")
-            return RunSummary(
-                published: published, asOf: p.asOf, states: states, counters: counters, eligible: manifest.eligible,
-                seconds: Date().timeIntervalSince(started))
-        } catch {
-            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
-            throw error
         }
     }
 
@@ -144,79 +123,24 @@ public enum Merge {
             writing: [name: { try mergeCSV((0..<shards).map { work.shard($0) + "/" + disagreements }, into: $0) }])
     }
 
-    /// The run's reports: the shards' rows summed by key, in the orders of docs/rules.md §4.3 and
-    /// §4.5 (but for the disagreements, merged from files); and the segment rows
-    /// `audience.requireApple` left out, per catalog offer, then best-offer.
+    /// The run's reports: the shards' rows summed, each report's by its rows' own keys and `+`
+    /// (``ShardReports/merged(with:)``), in the orders of docs/rules.md §4.3 and §4.5 (but for
+    /// the disagreements, merged from files); and the segment rows `audience.requireApple` left
+    /// out, per catalog offer, then best-offer.
     static func sum(_ p: ResolvedPipeline, work: WorkFolder, shards: Int) throws -> (Reports, [Int]) {
-        var apple = AppleAgreement(offers: [], unknownIds: [], overall: .init(), topAgreement: 0, disagreements: [])
-        var unknown: [String: Int] = [:]
-        var dropped: [Int] = []
-        var redemptions: [String: RedemptionRow] = [:]
-        var rates: [RedemptionRateRow] = []
-        var funnel: [ShardReports.Funnel] = []
-        var summary: [[String]: EligibilitySummaryRow] = [:]
+        var total: ShardReports?
         for k in 0..<shards {
             let path = work.shard(k) + "/" + reports
             guard let (r, _) = try WorkFolder.readJSON(ShardReports.self, from: path) else {
                 throw WinBackError(.noInput, "shard \(k) has no reports", path: path)
             }
-            for row in r.redemptions {
-                let key = [row.offerType, row.offerId, row.discountType].joined(separator: "\u{1F}")
-                if var have = redemptions[key] {
-                    have.redemptions += row.redemptions
-                    have.customers += row.customers
-                    have.converted += row.converted
-                    have.pending += row.pending
-                    redemptions[key] = have
-                } else {
-                    redemptions[key] = row
-                }
+            guard let sum = k == 0 ? r : total?.merged(with: r) else {
+                throw WinBackError(.badData, "shard \(k)'s reports do not match shard 0's", path: path)
             }
-            for u in r.apple.unknownIds { unknown[u.id, default: 0] += u.customers }
-            apple.overall.add(r.apple.overall)
-            apple.topAgreement += r.apple.topAgreement
-            if k == 0 {
-                rates = r.rates
-                funnel = r.funnel
-                apple.offers = r.apple.offers.map { ($0.offerId, $0.counts) }
-                dropped = r.droppedByApple
-            } else {
-                guard r.rates.count == rates.count, r.funnel.count == funnel.count,
-                    r.apple.offers.count == apple.offers.count, r.droppedByApple.count == dropped.count
-                else {
-                    throw WinBackError(.badData, "shard \(k)'s reports do not match shard 0's", path: path)
-                }
-                for i in apple.offers.indices { apple.offers[i].counts.add(r.apple.offers[i].counts) }
-                for i in dropped.indices { dropped[i] += r.droppedByApple[i] }
-                for i in rates.indices {
-                    rates[i].eligibleAtMonthStart += r.rates[i].eligibleAtMonthStart
-                    rates[i].redeemedByEligible += r.rates[i].redeemedByEligible
-                    rates[i].redeemedTotal += r.rates[i].redeemedTotal
-                }
-                for i in funnel.indices { funnel[i].funnel.add(r.funnel[i].funnel) }
-            }
-            for row in r.summary {
-                let key = [
-                    row.subscriptionGroupId, row.productId, "\(row.paidTenure)", "\(row.monthsSinceLastSubscribed)",
-                    "\(row.hasRedeemedWinBack)", "\(row.monthsSinceLastWinBack ?? -1)", row.territory,
-                ]
-                if var have = summary[key] {
-                    have.churned += row.churned
-                    summary[key] = have
-                } else {
-                    summary[key] = row
-                }
-            }
+            total = sum
         }
-        apple.unknownIds = unknown.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map {
-            (id: $0.key, customers: $0.value)
-        }
-        let reports = Reports(
-            window: ReportWindow(asOf: p.asOf, months: p.config.windowMonths),
-            redemptions: RedemptionReport.sorted(Array(redemptions.values)), rates: rates,
-            funnel: funnel.map { ($0.offerId, $0.funnel) },
-            summary: EligibilitySummaryReport.sorted(Array(summary.values)), apple: apple)
-        return (reports, dropped)
+        guard let total else { throw WinBackError(.noInput, "no shard reports to merge", path: work.root) }
+        return (total.reports(window: ReportWindow(asOf: p.asOf, months: p.config.windowMonths)), total.droppedByApple)
     }
 
     /// Every segment file, merged from the shards'.

@@ -33,6 +33,26 @@ public struct ReadCounters: Sendable, Equatable, Codable {
     public var rejected = 0
 
     public init() {}
+
+    /// Counts one input file: `stats.rows` lines, each a row but for the `extraRows`
+    /// transactions beyond one a line (a signed line counts once, docs/rules.md §2.6), of which
+    /// `nonSubscription` were skipped and `stats.rejected` rejected. The read stage counts each
+    /// file it read; a merge, each file a partition task read.
+    package mutating func add(file stats: InputStats, extraRows: Int, nonSubscription: Int) {
+        rowsRead += stats.rows + extraRows
+        lines += stats.rows
+        self.nonSubscription += nonSubscription
+        rejected += stats.rejected
+    }
+
+    /// Adds what deduplication and the environment and ownership filters counted among another
+    /// set of rows (a shard's, which holds no other shard's customers), but none of its lines:
+    /// a merge counts those from the files, with ``add(file:extraRows:nonSubscription:)``.
+    package mutating func add(deduplicationOf o: ReadCounters) {
+        duplicates += o.duplicates
+        sandbox += o.sandbox
+        familyShared += o.familyShared
+    }
 }
 
 /// The rows of one input file, with ids local to its own string table.
@@ -365,10 +385,7 @@ package final class Merger: @unchecked Sendable {
             })
         var counters = ReadCounters()
         for f in files {
-            counters.rowsRead += f.stats.rows + f.extraRows
-            counters.lines += f.stats.rows
-            counters.nonSubscription += f.nonSubscription
-            counters.rejected += f.stats.rejected
+            counters.add(file: f.stats, extraRows: f.extraRows, nonSubscription: f.nonSubscription)
             counters.duplicates += f.rows.count
         }
         for t in tallies {

@@ -44,6 +44,12 @@ public struct AppleAgreement: Sendable {
             appleOnly += o.appleOnly
             winbackOnly += o.winbackOnly
         }
+
+        package static func + (a: Counts, b: Counts) -> Counts {
+            var sum = a
+            sum.add(b)
+            return sum
+        }
     }
 
     /// One row of `apple-disagreements.csv`.
@@ -151,10 +157,13 @@ public struct AppleAgreement: Sendable {
         }
         return AppleAgreement(
             offers: zip(book.offers, offers).map { ($0.offer.offerId, $1) },
-            unknownIds: unknown.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map {
-                (id: $0.key, customers: $0.value)
-            },
+            unknownIds: sorted(unknownIds: unknown.map { (id: $0.key, customers: $0.value) }),
             overall: overall, topAgreement: top, disagreements: disagreements)
+    }
+
+    /// Ids not in the catalog in report order: bytewise (docs/rules.md §4.5).
+    package static func sorted(unknownIds: [(id: String, customers: Int)]) -> [(id: String, customers: Int)] {
+        unknownIds.sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
     }
 
     /// The overall agreement rate: customers whose two sets are equal, of those compared.

@@ -33,6 +33,32 @@ public struct EligibilitySummaryRow: Sendable, Equatable, Codable {
     }
 }
 
+extension EligibilitySummaryRow: SummableRow {
+    /// Every column but the count.
+    package struct Key: Hashable {
+        var subscriptionGroupId: String
+        var productId: String
+        var paidTenure: Int64
+        var monthsSinceLastSubscribed: Int64
+        var hasRedeemedWinBack: Bool
+        var monthsSinceLastWinBack: Int64?
+        var territory: String
+    }
+
+    package var key: Key {
+        Key(
+            subscriptionGroupId: subscriptionGroupId, productId: productId, paidTenure: paidTenure,
+            monthsSinceLastSubscribed: monthsSinceLastSubscribed, hasRedeemedWinBack: hasRedeemedWinBack,
+            monthsSinceLastWinBack: monthsSinceLastWinBack, territory: territory)
+    }
+
+    package static func + (a: EligibilitySummaryRow, b: EligibilitySummaryRow) -> EligibilitySummaryRow {
+        var sum = a
+        sum.churned += b.churned
+        return sum
+    }
+}
+
 /// Builds and prints the Apple-shaped eligibility summary.
 public enum EligibilitySummaryReport {
     public static let columns = [

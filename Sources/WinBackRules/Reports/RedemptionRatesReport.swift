@@ -26,6 +26,23 @@ public struct RedemptionRateRow: Sendable, Equatable, Codable {
     public var redemptionRate: String { Rate.format(redeemedByEligible, eligibleAtMonthStart) }
 }
 
+extension RedemptionRateRow: SummableRow {
+    package struct Key: Hashable {
+        var month: String
+        var offerId: String
+    }
+
+    package var key: Key { Key(month: month, offerId: offerId) }
+
+    package static func + (a: RedemptionRateRow, b: RedemptionRateRow) -> RedemptionRateRow {
+        var sum = a
+        sum.eligibleAtMonthStart += b.eligibleAtMonthStart
+        sum.redeemedByEligible += b.redeemedByEligible
+        sum.redeemedTotal += b.redeemedTotal
+        return sum
+    }
+}
+
 /// Builds and prints the monthly win-back redemption rates.
 public enum RedemptionRatesReport {
     public static let columns = [

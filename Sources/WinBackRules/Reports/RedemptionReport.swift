@@ -32,6 +32,25 @@ public struct RedemptionRow: Sendable, Equatable, Codable {
     public var conversionRate: String { Rate.format(converted, redemptions - pending) }
 }
 
+extension RedemptionRow: SummableRow {
+    package struct Key: Hashable {
+        var offerType: String
+        var offerId: String
+        var discountType: String
+    }
+
+    package var key: Key { Key(offerType: offerType, offerId: offerId, discountType: discountType) }
+
+    package static func + (a: RedemptionRow, b: RedemptionRow) -> RedemptionRow {
+        var sum = a
+        sum.redemptions += b.redemptions
+        sum.customers += b.customers
+        sum.converted += b.converted
+        sum.pending += b.pending
+        return sum
+    }
+}
+
 /// Builds and prints the redemptions report.
 public enum RedemptionReport {
     public static let columns = [

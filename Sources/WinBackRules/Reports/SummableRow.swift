@@ -1,0 +1,35 @@
+/// A report row that is a sum over customers: the rows of two disjoint sets of customers (two
+/// shards, docs/rules.md §8.1) with the same key add up to the row of both, so reports merge
+/// by key, whatever report the rows belong to.
+package protocol SummableRow {
+    associatedtype Key: Hashable
+    /// What tells the row from the others of its report: its fields but the counts.
+    var key: Key { get }
+    /// The row of both sets of customers; `a` and `b` have the same key.
+    static func + (a: Self, b: Self) -> Self
+}
+
+extension Array where Element: SummableRow {
+    /// The rows of both reports, those with equal keys summed into one: in the order their
+    /// keys first appear. For a report whose rows are whichever keys were met; sort afterwards.
+    package func summed(byKey other: [Element]) -> [Element] {
+        var rows: [Element] = []
+        var index: [Element.Key: Int] = [:]
+        for row in self + other {
+            if let i = index[row.key] {
+                rows[i] = rows[i] + row
+            } else {
+                index[row.key] = rows.count
+                rows.append(row)
+            }
+        }
+        return rows
+    }
+
+    /// The rows of two reports of one catalog and window, line by line: nil unless both have
+    /// the same keys in the same order.
+    package func summed(lineByLine other: [Element]) -> [Element]? {
+        guard count == other.count, zip(self, other).allSatisfy({ $0.key == $1.key }) else { return nil }
+        return zip(self, other).map(+)
+    }
+}
