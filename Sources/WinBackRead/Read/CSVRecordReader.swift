@@ -70,7 +70,7 @@ final class CSVRecordReader {
                         grow(to: min(buffer.count * 2, maxRecordBytes + 2))
                     } else {
                         let number = line
-                        let excerpt = [UInt8](buffer[0..<min(filled, LineReader.excerptBytes)])
+                        let excerpt = [UInt8](buffer[0..<min(filled, LineCursor.excerptBytes)])
                         line += countNewlines(base, filled)
                         filled = 0
                         // Skip to the next line feed, reusing the buffer.

@@ -142,9 +142,9 @@ struct NDJSONFormat: RowFormat {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         decoder.environment = out.environment
-        try LineReader(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
+        try LineCursor(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
             { line, number in
-                if LineReader.isBlank(line) { return }
+                if LineCursor.isBlank(line) { return }
                 out.stats.rows += 1
                 switch decoder.decode(line) {
                 case .row(let t): try out.add(t)

@@ -48,7 +48,7 @@ extension ReadStageTests {
             ("", true), (" ", true), ("\t \t", true), ("\r", true), (" x ", false), ("{}", false), ("\u{0B}", false),
         ])
         func blankMeansOnlySpacesAndTabs(line: String, blank: Bool) {
-            #expect(Array(line.utf8).withUnsafeBytes { LineReader.isBlank($0) } == blank)
+            #expect(Array(line.utf8).withUnsafeBytes { LineCursor.isBlank($0) } == blank)
         }
 
         @Test func blankLinesAreNotCountedButKeepTheLineNumbers() throws {
