@@ -176,11 +176,4 @@ package final class LineCursor {
         guard line.count >= 3, line[0] == 0xEF, line[1] == 0xBB, line[2] == 0xBF else { return line }
         return UnsafeRawBufferPointer(rebasing: line[3...])
     }
-
-    /// A line of only spaces and tabs (or nothing).
-    @inline(__always)
-    static func isBlank(_ line: UnsafeRawBufferPointer) -> Bool {
-        for c in line where c != 0x20 && c != 0x09 && c != 0x0D { return false }
-        return true
-    }
 }

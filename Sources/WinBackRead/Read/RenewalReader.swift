@@ -76,7 +76,7 @@ public enum RenewalReader {
             var st = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
             try LineCursor(source: source, maxLineBytes: limits.maxLineBytes).forEachLine(
                 { line, number in
-                    if LineCursor.isBlank(line) { return }
+                    if Whitespace.isBlank(line) { return }
                     st.rows += 1
                     switch decode(line, scanner: scanner, lists: lists) {
                     case .success(let (orig, info)):

@@ -144,7 +144,7 @@ struct NDJSONFormat: RowFormat {
         decoder.environment = out.environment
         try LineCursor(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
             { line, number in
-                if LineCursor.isBlank(line) { return }
+                if Whitespace.isBlank(line) { return }
                 out.stats.rows += 1
                 switch decoder.decode(line) {
                 case .row(let t): try out.add(t)

@@ -14,7 +14,7 @@ package struct SignedFormat: RowFormat {
         line.keepTransactions = keepTransactions
         try LineCursor(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
             { bytes, number in
-                if LineCursor.isBlank(bytes) { return }
+                if Whitespace.isBlank(bytes) { return }
                 out.stats.rows += 1
                 if let reason = try line.read(bytes) {
                     out.rejects.add(

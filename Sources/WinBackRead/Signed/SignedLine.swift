@@ -132,9 +132,8 @@ final class SignedLine {
     private static func trimmed(_ s: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         var a = 0
         var b = s.count
-        @inline(__always) func space(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D || c == 0x0A }
-        while a < b && space(s[a]) { a += 1 }
-        while b > a && space(s[b - 1]) { b -= 1 }
+        while a < b && Whitespace.contains(s[a]) { a += 1 }
+        while b > a && Whitespace.contains(s[b - 1]) { b -= 1 }
         return UnsafeRawBufferPointer(rebasing: s[a..<b])
     }
 
