@@ -279,12 +279,10 @@ final class SignedLine {
 
     private func transaction(_ f: UnsafeMutableBufferPointer<ScannedValue>) {
         guard checkBundle(f[Extra.bundleId.rawValue]), keepTransactions else { return }
-        switch decoder.build(UnsafeBufferPointer(rebasing: f[0..<TransactionDecoder.Key.allCases.count])) {
-        case .row(let t):
-            do { try out.add(t) } catch { fatal = fatal ?? error }
-        case .nonSubscription: out.nonSubscription += 1
-        case .rejected(let reason): note(reason)
-        }
+        do {
+            let outcome = decoder.build(UnsafeBufferPointer(rebasing: f[0..<TransactionDecoder.Key.allCases.count]))
+            if let reason = try out.take(outcome) { note(reason) }
+        } catch { fatal = fatal ?? error }
     }
 
     private func notification(_ f: UnsafeMutableBufferPointer<ScannedValue>, level: Int) {
