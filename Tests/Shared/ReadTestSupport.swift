@@ -75,10 +75,10 @@ enum ReadSupport {
         return out
     }
 
-    /// The lines `LineReader` hands out for `path`, as (number, text).
+    /// The lines `LineCursor.forEachLine` hands out for `path`, as (number, text).
     static func lines(_ path: String, chunkSize: Int = 1 << 20, inflater: Inflater = .zlib) throws -> [(Int, String)] {
         var out: [(Int, String)] = []
-        try LineReader(source: try openSource(path: path, inflater: inflater), chunkSize: chunkSize).forEachLine {
+        try LineCursor(source: try openSource(path: path, inflater: inflater), chunkSize: chunkSize).forEachLine {
             line, n in
             out.append((n, String(decoding: line, as: UTF8.self)))
         }

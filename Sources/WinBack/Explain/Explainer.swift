@@ -156,11 +156,13 @@ public enum Explainer {
             if let g = renewal?.gracePeriodExpiresDate, g > t {
                 out.append(.init(reason: "billing_retry", detail: "in a billing grace period until \(iso(g))", from: g))
             } else {
-                let until = e + CustomerTimeline.billingRetryWindow
+                let window = CustomerTimeline.billingRetryWindow
+                let until = e + window
                 out.append(
                     .init(
                         reason: "billing_retry",
-                        detail: "Apple is retrying billing since \(iso(e)) (at most 60 days, until \(iso(until)))",
+                        detail:
+                            "Apple is retrying billing since \(iso(e)) (at most \(window / MonthMath.day) days, until \(iso(until)))",
                         from: until))
             }
         }

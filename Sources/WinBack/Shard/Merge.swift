@@ -254,57 +254,11 @@ extension Array where Element == UInt8 {
     }
 }
 
-/// Reads a file's lines one at a time (each with its `\n`), through a buffer that grows to the
-/// longest line.
-final class LineCursor {
-    private let source: PlainFileSource
-    private var buffer: UnsafeMutableRawBufferPointer
-    private var start = 0
-    private var end = 0
-    private var eof = false
-
-    init(path: String) throws {
-        source = try PlainFileSource(path: path)
-        buffer = .allocate(byteCount: 1 << 18, alignment: 8)
-    }
-
-    deinit { buffer.deallocate() }
-
-    /// The next line with its newline (a last line without one gets none), valid until the
-    /// next call; nil at the end.
-    func next() throws -> UnsafeRawBufferPointer? {
-        var scanned = start
-        while true {
-            if scanned < end, let p = memchr(buffer.baseAddress! + scanned, 0x0A, end - scanned) {
-                let nl = buffer.baseAddress!.distance(to: p)
-                let line = UnsafeRawBufferPointer(rebasing: buffer[start...nl])
-                start = nl + 1
-                return line
-            }
-            scanned = end
-            if eof {
-                guard start < end else { return nil }
-                let line = UnsafeRawBufferPointer(rebasing: buffer[start..<end])
-                start = end
-                return line
-            }
-            // Room for more: the partial line to the front, or a larger buffer for a long one.
-            let partial = end - start
-            if start > 0 {
-                if partial > 0 { memmove(buffer.baseAddress!, buffer.baseAddress! + start, partial) }
-                start = 0
-                end = partial
-                scanned = partial
-            } else if end == buffer.count {
-                let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 8)
-                larger.copyMemory(from: UnsafeRawBufferPointer(buffer))
-                buffer.deallocate()
-                buffer = larger
-            }
-            let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]))
-            if n == 0 { eof = true }
-            end += n
-        }
+extension LineCursor {
+    /// Reads a shard output's lines one at a time, each with its `\n` and whatever its length,
+    /// through a buffer that grows to the longest line.
+    convenience init(path: String) throws {
+        self.init(source: try PlainFileSource(path: path), chunkSize: 1 << 18, maxLineBytes: .max)
     }
 
     /// Bytewise order of two lines.

@@ -42,12 +42,7 @@ struct CSVFormat: RowFormat {
                     guard let k = columns[i], f.count > 0 else { continue }
                     values[k.rawValue] = CSVFormat.typed(f, as: k)
                 }
-                switch decoder.build(values) {
-                case .row(let t): try out.add(t)
-                case .nonSubscription: out.nonSubscription += 1
-                case .rejected(let reason):
-                    out.rejects.add(Reject(file: path, line: line, reason: reason, bytes: raw))
-                }
+                try out.take(decoder.build(values), line: line, raw: raw)
             }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
@@ -240,13 +235,12 @@ struct RevenueCatFormat: RowFormat {
                 if trial || (offerType != 0 && freePrice) {
                     constants.withBytes(freeTrial) { values[Key.offerDiscountType.rawValue] = .string($0) }
                 }
-                switch decoder.build(values) {
-                case .row(var t):
+                var outcome = decoder.build(values)
+                if case .row(var t) = outcome {
                     t.offerType = offerType  // keeps a named unknown type (the decoder saw only the number)
-                    try out.add(t)
-                case .nonSubscription: out.nonSubscription += 1
-                case .rejected(let reason): reject(reason)
+                    outcome = .row(t)
                 }
+                try out.take(outcome, line: line, raw: raw)
             }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
         out.finish(source)
     }

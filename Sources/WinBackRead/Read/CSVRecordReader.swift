@@ -70,7 +70,7 @@ final class CSVRecordReader {
                         grow(to: min(buffer.count * 2, maxRecordBytes + 2))
                     } else {
                         let number = line
-                        let excerpt = [UInt8](buffer[0..<min(filled, LineReader.excerptBytes)])
+                        let excerpt = [UInt8](buffer[0..<min(filled, LineCursor.excerptBytes)])
                         line += countNewlines(base, filled)
                         filled = 0
                         // Skip to the next line feed, reusing the buffer.
@@ -114,7 +114,7 @@ final class CSVRecordReader {
             if recEnd > start && base[recEnd - 1] == 0x0D { recEnd -= 1 }
             let raw = UnsafeRawBufferPointer(start: buffer.baseAddress! + start, count: recEnd - start)
             let breaks = countNewlines(base + start, end - start)
-            if !isBlank(raw) {
+            if !Whitespace.isBlank(raw) {
                 let problem =
                     inQuotes && end == filled ? "unbalanced quote: a quoted field is never closed" : split(raw)
                 try body(fields, line, raw, problem)
@@ -138,11 +138,6 @@ final class CSVRecordReader {
         var k = 0
         for i in 0..<n where p[i] == 0x0A { k += 1 }
         return k
-    }
-
-    private func isBlank(_ r: UnsafeRawBufferPointer) -> Bool {
-        for c in r where c != 0x20 && c != 0x09 && c != 0x0D { return false }
-        return true
     }
 
     /// Splits a record into `fields`; returns why it is malformed, or nil.

@@ -224,7 +224,7 @@ final class JSONLineScanner {
         var p = pos
         while p < count {
             let c = byte(p)
-            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D { p += 1 } else { break }
+            if Whitespace.contains(c) { p += 1 } else { break }
         }
         pos = p
     }
@@ -325,11 +325,6 @@ final class JSONLineScanner {
         let b = base.assumingMemoryBound(to: UInt8.self)
         let n = count
         var p = pos &+ 1  // {
-        // One comparison for the bytes that follow a token in an export line, which are never
-        // white space.
-        @inline(__always) func isWS(_ c: UInt8) -> Bool {
-            c <= 0x20 && (c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D)
-        }
         let specials = self.specials
         let words = (n &+ 63) >> 6
         /// The end of a plain string whose content starts at `from`: the index of its closing
@@ -349,7 +344,7 @@ final class JSONLineScanner {
             }
             return b[q] == 0x22 ? q : -1
         }
-        while p < n && isWS(b[p]) { p &+= 1 }
+        while p < n && Whitespace.contains(b[p]) { p &+= 1 }
         if p < n && b[p] == UInt8(ascii: "}") {
             pos = p &+ 1
             return
@@ -359,7 +354,7 @@ final class JSONLineScanner {
         var previous = JSONLineScanner.maxKnown  // the start of the line
         var way = 0
         while true {
-            while p < n && isWS(b[p]) { p &+= 1 }
+            while p < n && Whitespace.contains(b[p]) { p &+= 1 }
             let k: Int
             var guess = -1
             if previous >= 0 {
@@ -409,7 +404,7 @@ final class JSONLineScanner {
                     p = pos
                 }
                 let afterKey = p
-                while p < n && isWS(b[p]) { p &+= 1 }
+                while p < n && Whitespace.contains(b[p]) { p &+= 1 }
                 guard p < n, b[p] == UInt8(ascii: ":") else {
                     pos = p
                     throw fail("expected ':'")
@@ -432,7 +427,7 @@ final class JSONLineScanner {
                 }
                 previous = current
             }
-            while p < n && isWS(b[p]) { p &+= 1 }
+            while p < n && Whitespace.contains(b[p]) { p &+= 1 }
             guard p < n else {
                 pos = p
                 throw fail("expected a value")
@@ -483,7 +478,7 @@ final class JSONLineScanner {
                 if k >= 0 { values[k] = try parseValue() } else { try skipValue(depth: 1) }
                 p = pos
             }
-            while p < n && isWS(b[p]) { p &+= 1 }
+            while p < n && Whitespace.contains(b[p]) { p &+= 1 }
             guard p < n else {
                 pos = p
                 throw fail("unterminated object")

@@ -74,9 +74,9 @@ public enum RenewalReader {
         for path in paths {
             let source = try openSource(path: path, inflater: inflater)
             var st = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
-            try LineReader(source: source, maxLineBytes: limits.maxLineBytes).forEachLine(
+            try LineCursor(source: source, maxLineBytes: limits.maxLineBytes).forEachLine(
                 { line, number in
-                    if LineReader.isBlank(line) { return }
+                    if Whitespace.isBlank(line) { return }
                     st.rows += 1
                     switch decode(line, scanner: scanner, lists: lists) {
                     case .success(let (orig, info)):

@@ -128,6 +128,24 @@ package final class FileRows: @unchecked Sendable {
         if rows.count == spillAt { try spill?(self) }
     }
 
+    /// What the decoder made of a row: keeps a row (``add(_:)``) and counts one that is not a
+    /// subscription's; returns why a rejected one was rejected.
+    @inline(__always)
+    func take(_ outcome: TransactionDecoder.Outcome) throws -> String? {
+        switch outcome {
+        case .row(let t): try add(t)
+        case .nonSubscription: nonSubscription += 1
+        case .rejected(let reason): return reason
+        }
+        return nil
+    }
+
+    /// ``take(_:)``, rejecting a rejected row as line `line` of the file, whose bytes are `raw`.
+    @inline(__always)
+    func take(_ outcome: TransactionDecoder.Outcome, line: Int, raw: UnsafeRawBufferPointer) throws {
+        if let reason = try take(outcome) { rejects.add(Reject(file: path, line: line, reason: reason, bytes: raw)) }
+    }
+
     /// Forgets the rows (written elsewhere): they go to a fresh store of their own, and the old
     /// one's pages back to the system.
     package func dropRows() throws { rows = RowChunks(store: try TransactionRows(reservingForRead: ())) }
@@ -162,16 +180,11 @@ struct NDJSONFormat: RowFormat {
         let source = try openSource(path: path, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         decoder.environment = out.environment
-        try LineReader(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
+        try LineCursor(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
             { line, number in
-                if LineReader.isBlank(line) { return }
+                if Whitespace.isBlank(line) { return }
                 out.stats.rows += 1
-                switch decoder.decode(line) {
-                case .row(let t): try out.add(t)
-                case .nonSubscription: out.nonSubscription += 1
-                case .rejected(let reason):
-                    out.rejects.add(Reject(file: path, line: number, reason: reason, bytes: line))
-                }
+                try out.take(decoder.decode(line), line: number, raw: line)
             }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
         out.finish(source)
     }

@@ -7,9 +7,8 @@ enum JSONArrayElements {
         guard let base = raw.baseAddress else { return }
         let n = raw.count
         var i = 1  // after `[`
-        @inline(__always) func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D }
         while i < n {
-            while i < n && isSpace(raw[i]) { i += 1 }
+            while i < n && Whitespace.contains(raw[i]) { i += 1 }
             guard i < n, raw[i] != UInt8(ascii: "]") else { return }
             let start = i
             var depth = 0
@@ -43,7 +42,7 @@ enum JSONArrayElements {
                 i += 1
             }
             var end = min(i, n)
-            while end > start && isSpace(raw[end - 1]) { end -= 1 }
+            while end > start && Whitespace.contains(raw[end - 1]) { end -= 1 }
             body(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
             i += 1  // past `,` (or `]`, which ends the loop)
         }

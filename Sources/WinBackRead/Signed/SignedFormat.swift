@@ -12,9 +12,9 @@ package struct SignedFormat: RowFormat {
         let source = try openSource(path: path, inflater: inflater)
         let line = SignedLine(settings: settings, into: out)
         line.keepTransactions = keepTransactions
-        try LineReader(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
+        try LineCursor(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
             { bytes, number in
-                if LineReader.isBlank(bytes) { return }
+                if Whitespace.isBlank(bytes) { return }
                 out.stats.rows += 1
                 if let reason = try line.read(bytes) {
                     out.rejects.add(

@@ -132,9 +132,8 @@ final class SignedLine {
     private static func trimmed(_ s: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         var a = 0
         var b = s.count
-        @inline(__always) func space(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D || c == 0x0A }
-        while a < b && space(s[a]) { a += 1 }
-        while b > a && space(s[b - 1]) { b -= 1 }
+        while a < b && Whitespace.contains(s[a]) { a += 1 }
+        while b > a && Whitespace.contains(s[b - 1]) { b -= 1 }
         return UnsafeRawBufferPointer(rebasing: s[a..<b])
     }
 
@@ -280,12 +279,10 @@ final class SignedLine {
 
     private func transaction(_ f: UnsafeMutableBufferPointer<ScannedValue>) {
         guard checkBundle(f[Extra.bundleId.rawValue]), keepTransactions else { return }
-        switch decoder.build(UnsafeBufferPointer(rebasing: f[0..<TransactionDecoder.Key.allCases.count])) {
-        case .row(let t):
-            do { try out.add(t) } catch { fatal = fatal ?? error }
-        case .nonSubscription: out.nonSubscription += 1
-        case .rejected(let reason): note(reason)
-        }
+        do {
+            let outcome = decoder.build(UnsafeBufferPointer(rebasing: f[0..<TransactionDecoder.Key.allCases.count]))
+            if let reason = try out.take(outcome) { note(reason) }
+        } catch { fatal = fatal ?? error }
     }
 
     private func notification(_ f: UnsafeMutableBufferPointer<ScannedValue>, level: Int) {

@@ -64,7 +64,34 @@ public struct CustomerRows: @unchecked Sendable {
     /// Groups `rows` (whose ids are in `strings`) by customer, taking them over: they are
     /// reordered in place, so that only one copy of the rows is ever held.
     public static func build(rows store: TransactionRows, strings: StringTable, threads: Int) -> CustomerRows {
-        let input = store.buffer
+        var numbering = numberCustomers(store.buffer, threads: threads)
+        let keys = sortKeys(numbering.groups, numbering.originals, strings: strings, threads: threads)
+        let order = outputOrder(keys, originals: numbering.originals, strings: strings, threads: threads)
+        let starts = rankRows(&numbering, order: order, threads: threads)
+        placeRows(store.buffer, ranks: &numbering.customerOfRow, starts: starts, strings: strings, threads: threads)
+        numbering.customerOfRow = []
+        return CustomerRows(
+            strings: strings, rows: store, starts: starts, groups: order.map { numbering.groups[$0] },
+            originalTransactionIds: order.map { numbering.originals[$0] })
+    }
+
+    /// Every row's customer, numbered by hash shard (``numberCustomers(_:threads:)``).
+    private struct Numbering {
+        /// Row i's customer is `offsets[shardOfRow[i]] + customerOfRow[i]`; ``rankRows`` then
+        /// turns it into the customer's rank in output order.
+        var customerOfRow: [Int32]
+        /// Each row's shard, so that later passes need not read the rows again.
+        var shardOfRow: [UInt8]
+        /// Where each shard's customers start among all of them.
+        var offsets: [Int]
+        /// Customer c's group and originalTransactionId.
+        var groups: [Int32]
+        var originals: [TransactionKey]
+    }
+
+    /// Customer ids: each shard (a hash class of the customer key) numbers its own customers in
+    /// row order, on its own thread; customer c of shard s is offsets[s] + c.
+    private static func numberCustomers(_ input: UnsafeMutableBufferPointer<Transaction>, threads: Int) -> Numbering {
         let total = input.count
         let shards = max(1, min(threads, 64))
         @Sendable @inline(__always) func key(_ r: Transaction) -> Int64 {
@@ -73,95 +100,105 @@ public struct CustomerRows: @unchecked Sendable {
         @Sendable @inline(__always) func shard(_ key: Int64) -> Int {
             Int(truncatingIfNeeded: (UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15) >> 40) % shards
         }
-        // Customer ids: each shard (a hash class of the customer key) numbers its own customers
-        // in row order, on its own thread; customer c of shard s is offsets[s] + c.
         // Left unfilled here: every row is numbered by exactly one shard, which writes both
         // (and the pages are first touched by the threads, not zeroed on this one).
         var of = [Int32](unsafeUninitializedCapacity: total) { _, n in n = total }
-        // Each row's shard, so that later passes need not read the rows again.
         var shardOf = [UInt8](unsafeUninitializedCapacity: total) { _, n in n = total }
         let found = ResultSlots<(groups: [Int32], originals: [TransactionKey])>(count: shards)
-        do {
-            let r = UnsafeBufferPointer(input)
-            of.withUnsafeMutableBufferPointer { o in
-                shardOf.withUnsafeMutableBufferPointer { sh in
-                    nonisolated(unsafe) let rows = r
-                    nonisolated(unsafe) let local = o
-                    nonisolated(unsafe) let shardOfRow = sh
-                    try? parallelFor(count: shards, threads: threads) { s in
-                        var index = Int64Map(capacity: total / (8 * shards))
-                        var groups: [Int32] = []
-                        var originals: [TransactionKey] = []
-                        var collided: [Customer: Int] = [:]
-                        for i in 0..<rows.count {
-                            if i + 8 < rows.count, case let ahead = key(rows[i + 8]), shard(ahead) == s {
-                                index.prefetch(ahead)
-                            }
-                            let k = key(rows[i])
-                            guard shard(k) == s else { continue }
-                            let group = rows[i].subscriptionGroupId
-                            let original = rows[i].originalTransactionId
-                            var c = Int(index.insert(k, UInt32(groups.count)))
-                            if c < groups.count && (groups[c] != group || originals[c] != original) {
-                                c = collided[Customer(group: group, original: original), default: groups.count]
-                                collided[Customer(group: group, original: original)] = c
-                            }
-                            if c == groups.count {
-                                groups.append(group)
-                                originals.append(original)
-                            }
-                            local[i] = Int32(c)
-                            shardOfRow[i] = UInt8(s)
+        let r = UnsafeBufferPointer(input)
+        of.withUnsafeMutableBufferPointer { o in
+            shardOf.withUnsafeMutableBufferPointer { sh in
+                nonisolated(unsafe) let rows = r
+                nonisolated(unsafe) let local = o
+                nonisolated(unsafe) let shardOfRow = sh
+                try? parallelFor(count: shards, threads: threads) { s in
+                    var index = Int64Map(capacity: total / (8 * shards))
+                    var groups: [Int32] = []
+                    var originals: [TransactionKey] = []
+                    var collided: [Customer: Int] = [:]
+                    for i in 0..<rows.count {
+                        if i + 8 < rows.count, case let ahead = key(rows[i + 8]), shard(ahead) == s {
+                            index.prefetch(ahead)
                         }
-                        found[s] = (groups, originals)
+                        let k = key(rows[i])
+                        guard shard(k) == s else { continue }
+                        let group = rows[i].subscriptionGroupId
+                        let original = rows[i].originalTransactionId
+                        var c = Int(index.insert(k, UInt32(groups.count)))
+                        if c < groups.count && (groups[c] != group || originals[c] != original) {
+                            c = collided[Customer(group: group, original: original), default: groups.count]
+                            collided[Customer(group: group, original: original)] = c
+                        }
+                        if c == groups.count {
+                            groups.append(group)
+                            originals.append(original)
+                        }
+                        local[i] = Int32(c)
+                        shardOfRow[i] = UInt8(s)
                     }
+                    found[s] = (groups, originals)
                 }
             }
         }
-        var offsets = [0]
-        var firstGroup: [Int32] = []
-        var firstOrig: [TransactionKey] = []
+        var numbering = Numbering(customerOfRow: of, shardOfRow: shardOf, offsets: [0], groups: [], originals: [])
+        of = []
+        shardOf = []
         for f in found.all {
-            firstGroup += f.groups
-            firstOrig += f.originals
-            offsets.append(firstGroup.count)
+            numbering.groups += f.groups
+            numbering.originals += f.originals
+            numbering.offsets.append(numbering.groups.count)
         }
-        let n = firstGroup.count
-        // Bytewise by (group, originalTransactionId) through integer keys: the group's rank
-        // among the few groups, then the id's first 16 bytes big-endian (ids hold no NUL, so
-        // zero padding orders a prefix first); only ids equal in those bytes compare in full.
-        let groupIds = Array(Set(firstGroup)).sorted { strings.less($0, $1) }
+        return numbering
+    }
+
+    /// Each customer's place in output order as integer keys: bytewise by (group,
+    /// originalTransactionId) through the group's rank among the few groups, then the id's first
+    /// 16 bytes big-endian (ids hold no NUL, so zero padding orders a prefix first); only ids
+    /// equal in those bytes compare in full (``before(_:_:originals:strings:)``).
+    private static func sortKeys(
+        _ groups: [Int32], _ originals: [TransactionKey], strings: StringTable, threads: Int
+    ) -> [SortKey] {
+        let n = groups.count
+        let groupIds = Array(Set(groups)).sorted { strings.less($0, $1) }
         var groupRank: [Int32: Int32] = [:]
         for (r, g) in groupIds.enumerated() { groupRank[g] = Int32(r) }
-        // Keys, then each thread's share sorted on its own and the shares merged: customers
-        // differ in (group, id), so the order is total and any sort gives the same. The keys
-        // are sorted themselves, not indices to them, so that comparisons read no other array.
         var keys = [SortKey](unsafeUninitializedCapacity: n) { _, count in count = n }  // all written below
         keys.withUnsafeMutableBufferPointer { out in
             nonisolated(unsafe) let out = out
             let ranks = groupRank
-            let groupOf = firstGroup
-            let origOf = firstOrig
             let pieces = chunks(n, pieces: threads * 4)
             try? parallelFor(count: pieces.count, threads: threads) { p in
                 for k in pieces[p] {
-                    let (hi, lo) = origOf[k].withBytes(in: strings) { CustomerRows.prefixKey($0) }
-                    out[k] = SortKey(group: ranks[groupOf[k]]!, index: Int32(k), hi: hi, lo: lo)
+                    let (hi, lo) = originals[k].withBytes(in: strings) { CustomerRows.prefixKey($0) }
+                    out[k] = SortKey(group: ranks[groups[k]]!, index: Int32(k), hi: hi, lo: lo)
                 }
             }
         }
-        let sortOrig = firstOrig
-        @Sendable func before(_ a: SortKey, _ b: SortKey) -> Bool {
-            if a.group != b.group { return a.group < b.group }
-            if a.hi != b.hi { return a.hi < b.hi }
-            if a.lo != b.lo { return a.lo < b.lo }
-            return strings.less(sortOrig[Int(a.index)], sortOrig[Int(b.index)])
-        }
-        let shares = chunks(n, pieces: threads)
+        return keys
+    }
+
+    /// Output order of two customers' keys.
+    @inline(__always)
+    private static func before(
+        _ a: SortKey, _ b: SortKey, originals: [TransactionKey], strings: StringTable
+    ) -> Bool {
+        if a.group != b.group { return a.group < b.group }
+        if a.hi != b.hi { return a.hi < b.hi }
+        if a.lo != b.lo { return a.lo < b.lo }
+        return strings.less(originals[Int(a.index)], originals[Int(b.index)])
+    }
+
+    /// The customers in output order: each thread's share of the keys sorted on its own, then
+    /// the shares merged. Customers differ in (group, id), so the order is total and any sort
+    /// gives the same. The keys are sorted themselves, not indices to them, so that
+    /// comparisons read no other array.
+    private static func outputOrder(
+        _ keys: [SortKey], originals: [TransactionKey], strings: StringTable, threads: Int
+    ) -> [Int] {
+        let shares = chunks(keys.count, pieces: threads)
         let sortedShares = ResultSlots<[SortKey]>(count: shares.count)
-        let unsorted = keys
         try? parallelFor(count: shares.count, threads: threads) { p in
-            sortedShares[p] = unsorted[shares[p]].sorted(by: before)
+            sortedShares[p] = keys[shares[p]].sorted { before($0, $1, originals: originals, strings: strings) }
         }
         let sorted = sortedShares.all
         var merged: [SortKey] = sorted.first ?? []
@@ -171,7 +208,7 @@ public struct CustomerRows: @unchecked Sendable {
             var i = 0
             var j = 0
             while i < merged.count && j < share.count {
-                if before(share[j], merged[i]) {
+                if before(share[j], merged[i], originals: originals, strings: strings) {
                     next.append(share[j])
                     j += 1
                 } else {
@@ -183,34 +220,46 @@ public struct CustomerRows: @unchecked Sendable {
             next += share[j...]
             merged = next
         }
-        let order = merged.map { Int($0.index) }
-        merged = []
+        return merged.map { Int($0.index) }
+    }
+
+    /// Each row's customer number becomes that customer's rank in output order (`order[rank]`
+    /// is the customer); returns where each customer's rows start, once placed.
+    private static func rankRows(_ numbering: inout Numbering, order: [Int], threads: Int) -> [Int] {
+        let n = order.count
+        let total = numbering.customerOfRow.count
         var rank = [Int32](repeating: 0, count: n)
         for (r, k) in order.enumerated() { rank[k] = Int32(r) }
-
-        // Each row's customer rank, then where each customer's rows start.
         let pieces = chunks(total, pieces: max(1, threads) * 4)
-        of.withUnsafeMutableBufferPointer { o in
+        let shardStart = numbering.offsets
+        let shardOfRow = numbering.shardOfRow
+        numbering.customerOfRow.withUnsafeMutableBufferPointer { o in
             nonisolated(unsafe) let ranks = o
-            let shardStart = offsets
             let rankOf = rank
-            let shardOfRow = shardOf
             try? parallelFor(count: pieces.count, threads: threads) { p in
                 for i in pieces[p] {
                     ranks[i] = rankOf[shardStart[Int(shardOfRow[i])] + Int(ranks[i])]
                 }
             }
         }
-        shardOf = []
+        numbering.shardOfRow = []
         var starts = [Int](repeating: 0, count: n + 1)
-        for c in of { starts[Int(c) + 1] += 1 }
+        for c in numbering.customerOfRow { starts[Int(c) + 1] += 1 }
         for k in 0..<n { starts[k + 1] += starts[k] }
+        return starts
+    }
 
-        // Rows to their customers' places, in place: first into one contiguous region per
-        // thread (whole customers, about equal rows), then each region on its own thread by
-        // following the cycles of its permutation (every move puts one row where it belongs).
-        // No second copy of the rows is ever made. Rows of a customer end in any order; they
-        // are sorted as each bucket is placed.
+    /// Rows to their customers' places, in place: first into one contiguous region per thread
+    /// (whole customers, about equal rows), then each region on its own thread by following the
+    /// cycles of its permutation (every move puts one row where it belongs). No second copy of
+    /// the rows is ever made. Each customer's rows are sorted by (purchaseDate, transactionId)
+    /// as their bucket is placed.
+    private static func placeRows(
+        _ rows: UnsafeMutableBufferPointer<Transaction>, ranks of: inout [Int32], starts: [Int],
+        strings: StringTable, threads: Int
+    ) {
+        let total = rows.count
+        let n = starts.count - 1
         let parts = max(1, min(threads, n))
         var bounds = [0]  // customer ranks where regions start
         for p in 1..<parts {
@@ -219,111 +268,135 @@ public struct CustomerRows: @unchecked Sendable {
             bounds.append(c)
         }
         bounds.append(n)
-        do {
-            let rows = input
-            of.withUnsafeMutableBufferPointer { ranks in
-                // Each row to its region: with two, by swapping strays in pairs; otherwise by
-                // ``distribute``, regions for buckets.
-                @inline(__always) func region(_ c: Int32) -> Int {
-                    var p = 0
-                    while Int(c) >= bounds[p + 1] { p += 1 }
-                    return p
-                }
-                nonisolated(unsafe) let rowsAll = rows
-                nonisolated(unsafe) let ranksAll = ranks
-                if parts == 2 {
-                    // Two regions hold as many rows of the other as the other holds of them:
-                    // each thread finds its region's strays, then the pairs are swapped, also
-                    // on both threads.
-                    let mid = starts[bounds[1]]
-                    let firstOfSecond = Int32(bounds[1])
-                    let strays = ResultSlots<[Int32]>(count: 2)
-                    try? parallelFor(count: 2, threads: threads) { p in
-                        var found: [Int32] = []
-                        for i in (p == 0 ? 0..<mid : mid..<total) where (ranksAll[i] >= firstOfSecond) == (p == 0) {
-                            found.append(Int32(i))
-                        }
-                        strays[p] = found
-                    }
-                    let (a, b) = (strays[0]!, strays[1]!)
-                    precondition(a.count == b.count, "two regions hold as many strays of each other")
-                    let pairs = chunks(a.count, pieces: threads * 4)
-                    try? parallelFor(count: pairs.count, threads: threads) { k in
-                        for j in pairs[k] {
-                            let x = Int(a[j])
-                            let y = Int(b[j])
-                            swap(&rowsAll[x], &rowsAll[y])
-                            swap(&ranksAll[x], &ranksAll[y])
-                        }
-                    }
-                } else {
-                    var next = (0..<parts).map { starts[bounds[$0]] }
-                    CustomerRows.distribute(
-                        rows, ranks, next: &next, end: (0..<parts).map { starts[bounds[$0 + 1]] },
-                        bucket: { region($0) }, done: { _ in })
-                }
-                let customerStarts = starts
-                let regionBounds = bounds
-                try? parallelFor(count: parts, threads: threads) { p in
-                    let hi = customerStarts[regionBounds[p + 1]]
-                    let first = regionBounds[p]
-                    let customersHere = regionBounds[p + 1] - first
-                    var fill = Array(customerStarts[first..<regionBounds[p + 1]])
-                    // Rows from..<to (whole customers), each moved to its place: its
-                    // destination kept in `ranksAll` (the rank is no longer needed once read),
-                    // then the cycles of that permutation followed.
-                    func place(rows from: Int, _ to: Int) {
-                        for i in from..<to {
-                            let c = Int(ranksAll[i]) - first
-                            ranksAll[i] = Int32(fill[c])
-                            fill[c] += 1
-                        }
-                        for i in from..<to where ranksAll[i] != Int32(i) {
-                            var carry = rowsAll[i]
-                            var j = Int(ranksAll[i])
-                            ranksAll[i] = Int32(i)
-                            while j != i {
-                                let next = Int(ranksAll[j])
-                                swap(&carry, &rowsAll[j])
-                                ranksAll[j] = Int32(j)
-                                j = next
-                            }
-                            rowsAll[i] = carry
-                        }
-                    }
-                    // First to buckets of about a thousand consecutive customers, each bucket
-                    // then placed while its rows are still in the caches: following single
-                    // rows through the whole region would miss the caches on nearly every row.
-                    var shift = 0
-                    while customersHere >> shift > 1024 { shift += 1 }
-                    let buckets = customersHere > 0 ? (customersHere - 1) >> shift + 1 : 0
-                    var next = (0..<buckets).map { customerStarts[first + $0 << shift] }
-                    let end = (0..<buckets).map { $0 + 1 < buckets ? customerStarts[first + ($0 + 1) << shift] : hi }
-                    // Each bucket's customers are also sorted as soon as it is placed, while
-                    // its rows are still in the caches.
-                    CustomerRows.distribute(
-                        rowsAll, ranksAll, next: &next, end: end, bucket: { (Int($0) - first) >> shift },
-                        done: { b in
-                            place(rows: customerStarts[first + b << shift], end[b])
-                            for k in (first + b << shift)..<min(first + (b + 1) << shift, regionBounds[p + 1]) {
-                                let lo = customerStarts[k]
-                                let hi = customerStarts[k + 1]
-                                if hi - lo < 2 { continue }
-                                var customer = UnsafeMutableBufferPointer(rebasing: rowsAll[lo..<hi])
-                                customer.sort { a, b in
-                                    a.purchaseDate != b.purchaseDate
-                                        ? a.purchaseDate < b.purchaseDate
-                                        : strings.less(a.transactionId, b.transactionId)
-                                }
-                            }
-                        })
-                }
+        of.withUnsafeMutableBufferPointer { ranks in
+            toRegions(rows, ranks, starts: starts, bounds: bounds, threads: threads)
+            nonisolated(unsafe) let rowsAll = rows
+            nonisolated(unsafe) let ranksAll = ranks
+            let regionBounds = bounds
+            try? parallelFor(count: parts, threads: threads) { p in
+                placeRegion(
+                    rowsAll, ranksAll, customers: regionBounds[p]..<regionBounds[p + 1], starts: starts,
+                    strings: strings)
             }
         }
-        of = []
-        return CustomerRows(
-            strings: strings, rows: store, starts: starts, groups: order.map { firstGroup[$0] },
-            originalTransactionIds: order.map { firstOrig[$0] })
+    }
+
+    /// Each row to its region (customer ranks `bounds[p]..<bounds[p + 1]`): with two, by
+    /// swapping strays in pairs; otherwise by ``distribute``, regions for buckets.
+    private static func toRegions(
+        _ rows: UnsafeMutableBufferPointer<Transaction>, _ ranks: UnsafeMutableBufferPointer<Int32>, starts: [Int],
+        bounds: [Int], threads: Int
+    ) {
+        let parts = bounds.count - 1
+        let total = rows.count
+        nonisolated(unsafe) let rowsAll = rows
+        nonisolated(unsafe) let ranksAll = ranks
+        if parts == 2 {
+            // Two regions hold as many rows of the other as the other holds of them: each
+            // thread finds its region's strays, then the pairs are swapped, also on both threads.
+            let mid = starts[bounds[1]]
+            let firstOfSecond = Int32(bounds[1])
+            let strays = ResultSlots<[Int32]>(count: 2)
+            try? parallelFor(count: 2, threads: threads) { p in
+                var found: [Int32] = []
+                for i in (p == 0 ? 0..<mid : mid..<total) where (ranksAll[i] >= firstOfSecond) == (p == 0) {
+                    found.append(Int32(i))
+                }
+                strays[p] = found
+            }
+            let (a, b) = (strays[0]!, strays[1]!)
+            precondition(a.count == b.count, "two regions hold as many strays of each other")
+            let pairs = chunks(a.count, pieces: threads * 4)
+            try? parallelFor(count: pairs.count, threads: threads) { k in
+                for j in pairs[k] {
+                    let x = Int(a[j])
+                    let y = Int(b[j])
+                    swap(&rowsAll[x], &rowsAll[y])
+                    swap(&ranksAll[x], &ranksAll[y])
+                }
+            }
+        } else {
+            @inline(__always) func region(_ c: Int32) -> Int {
+                var p = 0
+                while Int(c) >= bounds[p + 1] { p += 1 }
+                return p
+            }
+            var next = (0..<parts).map { starts[bounds[$0]] }
+            distribute(
+                rows, ranks, next: &next, end: (0..<parts).map { starts[bounds[$0 + 1]] },
+                bucket: { region($0) }, done: { _ in })
+        }
+    }
+
+    /// Places one region's rows (those of `customers`, already in the region): first to buckets
+    /// of about a thousand consecutive customers, each bucket then placed and its customers
+    /// sorted while its rows are still in the caches: following single rows through the whole
+    /// region would miss the caches on nearly every row.
+    private static func placeRegion(
+        _ rows: UnsafeMutableBufferPointer<Transaction>, _ ranks: UnsafeMutableBufferPointer<Int32>,
+        customers: Range<Int>, starts: [Int], strings: StringTable
+    ) {
+        let first = customers.lowerBound
+        let hi = starts[customers.upperBound]
+        var fill = Array(starts[customers])
+        var shift = 0
+        while customers.count >> shift > 1024 { shift += 1 }
+        let buckets = customers.isEmpty ? 0 : (customers.count - 1) >> shift + 1
+        var next = (0..<buckets).map { starts[first + $0 << shift] }
+        let end = (0..<buckets).map { $0 + 1 < buckets ? starts[first + ($0 + 1) << shift] : hi }
+        distribute(
+            rows, ranks, next: &next, end: end, bucket: { (Int($0) - first) >> shift },
+            done: { b in
+                place(rows, ranks, range: starts[first + b << shift]..<end[b], first: first, fill: &fill)
+                sortByDate(
+                    rows, customers: (first + b << shift)..<min(first + (b + 1) << shift, customers.upperBound),
+                    starts: starts, strings: strings)
+            })
+    }
+
+    /// The rows of `range` (whole customers of a region whose first customer is `first`), each moved
+    /// to its place: its destination (the next free one of its customer, in `fill`) kept in
+    /// `ranks` (the rank is no longer needed once read), then the cycles of that permutation
+    /// followed.
+    @inline(__always)
+    private static func place(
+        _ rows: UnsafeMutableBufferPointer<Transaction>, _ ranks: UnsafeMutableBufferPointer<Int32>,
+        range: Range<Int>, first: Int, fill: inout [Int]
+    ) {
+        for i in range {
+            let c = Int(ranks[i]) - first
+            ranks[i] = Int32(fill[c])
+            fill[c] += 1
+        }
+        for i in range where ranks[i] != Int32(i) {
+            var carry = rows[i]
+            var j = Int(ranks[i])
+            ranks[i] = Int32(i)
+            while j != i {
+                let next = Int(ranks[j])
+                swap(&carry, &rows[j])
+                ranks[j] = Int32(j)
+                j = next
+            }
+            rows[i] = carry
+        }
+    }
+
+    /// Each of `customers`' rows, once placed, by (purchaseDate, transactionId).
+    @inline(__always)
+    private static func sortByDate(
+        _ rows: UnsafeMutableBufferPointer<Transaction>, customers: Range<Int>, starts: [Int], strings: StringTable
+    ) {
+        for k in customers {
+            let lo = starts[k]
+            let hi = starts[k + 1]
+            if hi - lo < 2 { continue }
+            var customer = UnsafeMutableBufferPointer(rebasing: rows[lo..<hi])
+            customer.sort { a, b in
+                a.purchaseDate != b.purchaseDate
+                    ? a.purchaseDate < b.purchaseDate : strings.less(a.transactionId, b.transactionId)
+            }
+        }
     }
 
     /// The American-flag method on rows and their ranks: bucket b (of `bucket(rank)`) ends in

@@ -238,7 +238,7 @@ extension ReadStageTests {
                     let path = try ReadSupport.write(b, to: dir.appendingPathComponent("m\(i).jsonl.gz"))
                     do {
                         var lines = 0
-                        try LineReader(source: try openSource(path: path), chunkSize: 64).forEachLine { _, _ in
+                        try LineCursor(source: try openSource(path: path), chunkSize: 64).forEachLine { _, _ in
                             lines += 1
                         }
                         let set = try TransactionReader.read(paths: [path], threads: 1)

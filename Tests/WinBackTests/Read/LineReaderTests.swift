@@ -45,10 +45,11 @@ extension ReadStageTests {
         }
 
         @Test(arguments: [
-            ("", true), (" ", true), ("\t \t", true), ("\r", true), (" x ", false), ("{}", false), ("\u{0B}", false),
+            ("", true), (" ", true), ("\t \t", true), ("\r", true), (" \r\n", true), (" x ", false), ("{}", false),
+            ("\u{0B}", false),
         ])
         func blankMeansOnlySpacesAndTabs(line: String, blank: Bool) {
-            #expect(Array(line.utf8).withUnsafeBytes { LineReader.isBlank($0) } == blank)
+            #expect(Array(line.utf8).withUnsafeBytes { Whitespace.isBlank($0) } == blank)
         }
 
         @Test func blankLinesAreNotCountedButKeepTheLineNumbers() throws {
