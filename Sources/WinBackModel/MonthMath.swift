@@ -109,14 +109,7 @@ public enum MonthMath {
     public static func addMonths(_ t: Int64, _ k: Int64) -> Int64 {
         let (days, ms) = split(t)
         let c = civilFromDays(days)
-        let m0 = c.month - 1 + k
-        var y = c.year + m0 / 12
-        var m = m0 % 12
-        if m < 0 {
-            m += 12
-            y -= 1
-        }
-        let month = m + 1
+        let (y, month) = shifted(year: c.year, month: c.month, by: k)
         let d = min(c.day, daysInMonth(year: y, month: month))
         return daysFromCivil(year: y, month: month, day: d) * day + ms
     }
@@ -168,13 +161,20 @@ public enum MonthMath {
     @inlinable
     public static func monthStart(_ t: Int64, offset k: Int64 = 0) -> Int64 {
         let c = civilFromDays(split(t).days)
-        let m0 = c.month - 1 + k
-        var y = c.year + m0 / 12
+        let (y, m) = shifted(year: c.year, month: c.month, by: k)
+        return daysFromCivil(year: y, month: m, day: 1) * day
+    }
+
+    /// The year and month (1–12) `k` months after month `month` of `year`.
+    @inlinable
+    package static func shifted(year: Int64, month: Int64, by k: Int64) -> (year: Int64, month: Int64) {
+        let m0 = month - 1 + k
+        var y = year + m0 / 12
         var m = m0 % 12
         if m < 0 {
             m += 12
             y -= 1
         }
-        return daysFromCivil(year: y, month: m + 1, day: 1) * day
+        return (y, m + 1)
     }
 }

@@ -13,15 +13,36 @@ struct CSVFormat: RowFormat {
         let decoder = TransactionDecoder(table: out.table)
         decoder.environment = out.environment
         var columns: [Key?] = []
-        var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
+        try CSVFormat.forEachRow(
+            path: path, source: source, into: out, progress: progress,
+            header: { fields in columns = fields.map { f in Key.allCases.first { k in CSVFormat.equals(f, k.name) } } },
+            row: { fields, line, raw in
+                for i in values.indices { values[i] = .absent }
+                for (i, f) in fields.enumerated() {
+                    guard let k = columns[i], f.count > 0 else { continue }
+                    values[k.rawValue] = CSVFormat.typed(f, as: k)
+                }
+                try out.take(decoder.build(values), line: line, raw: raw)
+            })
+    }
+
+    /// Reads a CSV file with a header row (docs/rules.md §2.3): `header` gets the header's
+    /// fields; every other record counts as a row of the file and goes to `row` when it is
+    /// well-formed CSV with as many fields as the header, else it is rejected.
+    static func forEachRow(
+        path: String, source: ByteSource, into out: FileRows, progress: @escaping @Sendable (Int) -> Void,
+        header: ([UnsafeRawBufferPointer]) throws -> Void,
+        row: ([UnsafeRawBufferPointer], Int, UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        var headerCount = 0
         try CSVRecordReader(source: source, maxRecordBytes: out.limits.maxLineBytes).forEachRecord(
             { fields, line, raw, malformed in
                 if headerCount == 0 {
                     guard malformed == nil else {
                         throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
                     }
-                    columns = fields.map { f in Key.allCases.first { k in CSVFormat.equals(f, k.name) } }
+                    try header(fields)
                     headerCount = fields.count
                     return
                 }
@@ -37,12 +58,7 @@ struct CSVFormat: RowFormat {
                             bytes: raw))
                     return
                 }
-                for i in values.indices { values[i] = .absent }
-                for (i, f) in fields.enumerated() {
-                    guard let k = columns[i], f.count > 0 else { continue }
-                    values[k.rawValue] = CSVFormat.typed(f, as: k)
-                }
-                try out.take(decoder.build(values), line: line, raw: raw)
+                try row(fields, line, raw)
             }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
         out.finish(source)
     }
@@ -150,37 +166,27 @@ struct RevenueCatFormat: RowFormat {
         let freeTrial = constants.intern("FREE_TRIAL")
 
         var at: [Column: Int] = [:]
-        var headerCount = 0
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
-        try CSVRecordReader(source: source, maxRecordBytes: out.limits.maxLineBytes).forEachRecord(
-            { fields, line, raw, malformed in
-                if headerCount == 0 {
-                    guard malformed == nil else {
-                        throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
-                    }
-                    for (i, f) in fields.enumerated() {
-                        if let c = Column.allCases.first(where: { CSVFormat.equals(f, $0.rawValue) }) { at[c] = i }
-                    }
-                    headerCount = fields.count
-                    let missing = [
-                        Column.store, .storeTransactionId, .originalStoreTransactionId, .productIdentifier, .startTime,
-                    ]
-                    .filter { at[$0] == nil }
-                    if !missing.isEmpty {
-                        throw WinBackError(
-                            .badData,
-                            "not a RevenueCat export: no column \(missing.map(\.rawValue).joined(separator: ", "))",
-                            path: path)
-                    }
-                    return
+        try CSVFormat.forEachRow(
+            path: path, source: source, into: out, progress: progress,
+            header: { fields in
+                for (i, f) in fields.enumerated() {
+                    if let c = Column.allCases.first(where: { CSVFormat.equals(f, $0.rawValue) }) { at[c] = i }
                 }
-                out.stats.rows += 1
+                let missing = [
+                    Column.store, .storeTransactionId, .originalStoreTransactionId, .productIdentifier, .startTime,
+                ]
+                .filter { at[$0] == nil }
+                if !missing.isEmpty {
+                    throw WinBackError(
+                        .badData,
+                        "not a RevenueCat export: no column \(missing.map(\.rawValue).joined(separator: ", "))",
+                        path: path)
+                }
+            },
+            row: { fields, line, raw in
                 func reject(_ why: String) {
                     out.rejects.add(Reject(file: path, line: line, reason: why, bytes: raw))
-                }
-                if let malformed { return reject(malformed) }
-                guard fields.count == headerCount else {
-                    return reject("expected \(headerCount) fields, found \(fields.count)")
                 }
                 func cell(_ c: Column) -> UnsafeRawBufferPointer? {
                     guard let i = at[c], fields[i].count > 0 else { return nil }
@@ -241,8 +247,7 @@ struct RevenueCatFormat: RowFormat {
                     outcome = .row(t)
                 }
                 try out.take(outcome, line: line, raw: raw)
-            }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))
-        out.finish(source)
+            })
     }
 
     /// RevenueCat's offer_type names; nil for a name it does not document.

@@ -67,18 +67,16 @@ public struct FunnelRow: Sendable, Equatable, Codable {
     public var waitBetweenOffers = 0
     public var eligible = 0
 
+    /// Every count of the row: rows over disjoint customers add field by field.
+    static var counts: [WritableKeyPath<FunnelRow, Int>] {
+        [
+            \.customersInGroup, \.active, \.billingRetry, \.churned, \.otherProduct, \.territory, \.paidDuration,
+            \.tooRecent, \.tooLongAgo, \.waitBetweenOffers, \.eligible,
+        ]
+    }
+
     package mutating func add(_ o: FunnelRow) {
-        customersInGroup += o.customersInGroup
-        active += o.active
-        billingRetry += o.billingRetry
-        churned += o.churned
-        otherProduct += o.otherProduct
-        territory += o.territory
-        paidDuration += o.paidDuration
-        tooRecent += o.tooRecent
-        tooLongAgo += o.tooLongAgo
-        waitBetweenOffers += o.waitBetweenOffers
-        eligible += o.eligible
+        for k in FunnelRow.counts { self[keyPath: k] += o[keyPath: k] }
     }
 }
 
@@ -98,12 +96,13 @@ public struct StateCounts: Sendable, Equatable, Codable {
         self.notSubscriber = notSubscriber
     }
 
+    /// Every count: counts over disjoint customers add field by field.
+    static var counts: [WritableKeyPath<StateCounts, Int>] {
+        [\.customers, \.active, \.billingRetry, \.churned, \.notSubscriber]
+    }
+
     package mutating func add(_ o: StateCounts) {
-        customers += o.customers
-        active += o.active
-        billingRetry += o.billingRetry
-        churned += o.churned
-        notSubscriber += o.notSubscriber
+        for k in StateCounts.counts { self[keyPath: k] += o[keyPath: k] }
     }
 }
 
