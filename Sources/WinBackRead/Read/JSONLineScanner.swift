@@ -848,37 +848,40 @@ final class JSONLineScanner {
         JSONLineScanner(keys: []).stringArray(raw)
     }
 
-    /// The strings of `raw`, a JSON array of strings (a value of the last scanned line, whose
-    /// other values stay valid), or nil when it is something else.
+    /// The strings of `raw`, a JSON array of strings (a value some scanner has validated; the
+    /// values of this one's last line stay valid), or nil when it is something else. The
+    /// elements are found by ``JSONArrayElements``; each string is decoded, escapes and all.
     func stringArray(_ raw: UnsafeRawBufferPointer) -> [String]? {
-        guard let b = raw.baseAddress else { return nil }
+        guard raw.first == UInt8(ascii: "[") else { return nil }
         if scratchUsed + raw.count > scratch.count {
             // Only a fresh scanner can be short: decoded strings never outgrow their line.
             guard scratchUsed == 0 else { return nil }
             scratch.deallocate()
             scratch = .allocate(byteCount: raw.count, alignment: 8)
         }
-        let saved = (base, count, pos)
-        defer { (base, count, pos) = saved }
-        base = b
-        count = raw.count
-        pos = 0
-        skipWS()
-        guard pos < count, byte(pos) == UInt8(ascii: "[") else { return nil }
-        pos += 1
-        skipWS()
+        let saved = (base, count, pos, scratchUsed)
+        defer { (base, count, pos, scratchUsed) = saved }
         var out: [String] = []
-        if pos < count && byte(pos) == UInt8(ascii: "]") { return out }
-        while true {
-            skipWS()
-            guard pos < count, byte(pos) == UInt8(ascii: "\""), let s = try? parseString() else { return nil }
+        var strings = true
+        JSONArrayElements.forEach(raw) { e in
+            guard strings else { return }
+            guard let s = wholeString(e) else {
+                strings = false
+                return
+            }
             out.append(String(decoding: s, as: UTF8.self))
-            skipWS()
-            guard pos < count else { return nil }
-            let c = byte(pos)
-            pos += 1
-            if c == UInt8(ascii: "]") { return out }
-            if c != UInt8(ascii: ",") { return nil }
+            scratchUsed = saved.3
         }
+        return strings ? out : nil
+    }
+
+    /// The decoded bytes of `e` when it is exactly one string, quotes included, or nil.
+    private func wholeString(_ e: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard let b = e.baseAddress, e.first == UInt8(ascii: "\"") else { return nil }
+        base = b
+        count = e.count
+        pos = 0
+        guard let s = try? parseString(), pos == count else { return nil }
+        return s
     }
 }
