@@ -16,9 +16,9 @@ mkdir -p "$out"
 # `import WinBack...` lines resolve to empty stand-ins, and `-package-name` lets `package`
 # declarations compile.
 sources=(
-    Sources/WinBackRead/Read/JSONLineScanner.swift Sources/WinBackRead/Read/TransactionDecoder.swift
-    Sources/WinBackRead/Read/LineReader.swift Sources/WinBackRead/Read/ByteSource.swift
-    Sources/WinBackRead/Read/GzipFileSource.swift
+    Sources/WinBackRead/Read/JSONLineScanner.swift Sources/WinBackRead/Read/JSONArrayElements.swift
+    Sources/WinBackRead/Read/TransactionDecoder.swift Sources/WinBackRead/Read/LineReader.swift
+    Sources/WinBackRead/Read/ByteSource.swift Sources/WinBackRead/Read/GzipFileSource.swift
     Sources/WinBackModel/StringTable.swift Sources/WinBackModel/Identifier.swift
     Sources/WinBackModel/Transaction.swift Sources/WinBackModel/TransactionKey.swift
     Sources/WinBackModel/AppAccountToken.swift Sources/WinBackModel/Digits.swift
@@ -29,10 +29,10 @@ sources=(
 )
 # What the JWS target needs: the signed-line pieces that neither verify nor decode rows.
 jws_sources=(
-    Sources/WinBackRead/Read/JSONLineScanner.swift Sources/WinBackModel/StringTable.swift
-    Sources/WinBackModel/Digits.swift Sources/WinBackSupport/ControlEscape.swift
-    Sources/WinBackRead/Signed/Base64URL.swift Sources/WinBackRead/Signed/CompactJWS.swift
-    Sources/WinBackRead/Signed/JSONArrayElements.swift
+    Sources/WinBackRead/Read/JSONLineScanner.swift Sources/WinBackRead/Read/JSONArrayElements.swift
+    Sources/WinBackModel/StringTable.swift Sources/WinBackModel/Digits.swift
+    Sources/WinBackSupport/ControlEscape.swift Sources/WinBackRead/Signed/Base64URL.swift
+    Sources/WinBackRead/Signed/CompactJWS.swift
 )
 # The part-file reader: the read sources, and the part file and row codec of Shard/.
 part_sources=(

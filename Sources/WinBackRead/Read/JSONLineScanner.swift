@@ -312,25 +312,89 @@ final class JSONLineScanner {
 
     /// The top-level object, on a local cursor. The common shapes of an export line (keys and
     /// string values of printable ASCII without escapes, integers of up to 18 digits without a
-    /// leading zero) are read here in one pass; any other value, or a string with an escape or
-    /// multi-byte UTF-8, is handed to the general parser (``parseValue()``, ``skipValue(depth:)``,
-    /// ``parseString()``) at the same position, so every byte of the line is validated.
+    /// leading zero) are read here in one pass (``plainValue(at:key:_:)``); any other value, or a
+    /// string with an escape or multi-byte UTF-8, is handed to the general parser
+    /// (``generalValue(at:key:)``: ``parseValue()``, ``skipValue(depth:)``, ``parseString()``) at
+    /// the same position, so every byte of the line is validated.
     ///
     /// Keys are predicted: the lines of an export repeat their keys in much the same order, so
     /// each key is expected to be followed by the key that followed it last time. When the
     /// bytes at the cursor are exactly that key's, quotes and colon included, its index is
-    /// known without reading it again; any other key is read in full, and becomes the
-    /// prediction.
+    /// known without reading it again (``predictedKey(at:after:way:_:)``); any other key is read
+    /// in full (``readKey(at:_:)``), and becomes the prediction (``learn(_:after:way:)``).
     private func parseTopObject() throws {
-        let b = base.assumingMemoryBound(to: UInt8.self)
-        let n = count
-        var p = pos &+ 1  // {
-        let specials = self.specials
-        let words = (n &+ 63) >> 6
+        let line = Line(
+            bytes: base.assumingMemoryBound(to: UInt8.self), count: count, specials: specials,
+            words: (count &+ 63) >> 6)
+        var p = line.spaces(pos &+ 1)  // after {
+        if p < line.count && line.bytes[p] == UInt8(ascii: "}") {
+            pos = p &+ 1
+            return
+        }
+        var previous = JSONLineScanner.maxKnown  // the start of the line
+        var way = 0
+        while true {
+            p = line.spaces(p)
+            let k: Int
+            let guess = previous >= 0 ? predictedKey(at: p, after: previous, way: &way, line.count) : -1
+            if guess >= 0 {
+                k = Int(knownIndex[guess])
+                p &+= Int(knownLength[guess])
+                previous = guess
+            } else {
+                let key = try readKey(at: p, line)
+                if previous >= 0 && key.known >= 0 { learn(key.known, after: previous, way: &way) }
+                k = key.index
+                previous = key.known
+                p = key.end
+            }
+            p = line.spaces(p)
+            guard p < line.count else {
+                pos = p
+                throw fail("expected a value")
+            }
+            let end = plainValue(at: p, key: k, line)
+            p = end >= 0 ? end : try generalValue(at: p, key: k)
+            p = line.spaces(p)
+            guard p < line.count else {
+                pos = p
+                throw fail("unterminated object")
+            }
+            let d = line.bytes[p]
+            p &+= 1
+            if d == UInt8(ascii: "}") {
+                pos = p
+                return
+            }
+            if d != UInt8(ascii: ",") {
+                pos = p &- 1
+                throw fail("expected ',' or '}'")
+            }
+        }
+    }
+
+    /// The line being scanned by ``parseTopObject()``, in values a step can keep in registers.
+    private struct Line {
+        let bytes: UnsafePointer<UInt8>
+        let count: Int
+        /// The line's special bits (see ``JSONLineScanner/specials``) and their number of words.
+        let specials: UnsafeMutablePointer<UInt64>
+        let words: Int
+
+        /// The first index at or after `p` that is not white space. One comparison for the bytes
+        /// that follow a token in an export line, which are never white space.
+        @inline(__always) func spaces(_ p: Int) -> Int {
+            var p = p
+            while p < count, Whitespace.contains(bytes[p]) {
+                p &+= 1
+            }
+            return p
+        }
+
         /// The end of a plain string whose content starts at `from`: the index of its closing
         /// quote, or -1 when it has a special byte before (escape, control, non-ASCII) or none.
         @inline(__always) func plainEnd(_ from: Int) -> Int {
-            guard from < n else { return -1 }
+            guard from < count else { return -1 }
             var w = from >> 6
             let m = specials[w] >> UInt64(from & 63)
             let q: Int
@@ -342,158 +406,143 @@ final class JSONLineScanner {
                 guard w < words else { return -1 }
                 q = w << 6 &+ specials[w].trailingZeroBitCount
             }
-            return b[q] == 0x22 ? q : -1
+            return bytes[q] == 0x22 ? q : -1
         }
-        while p < n && Whitespace.contains(b[p]) { p &+= 1 }
-        if p < n && b[p] == UInt8(ascii: "}") {
-            pos = p &+ 1
-            return
-        }
-        let values = slotsOfValues
-        let successor = self.successor
-        var previous = JSONLineScanner.maxKnown  // the start of the line
-        var way = 0
-        while true {
-            while p < n && Whitespace.contains(b[p]) { p &+= 1 }
-            let k: Int
-            var guess = -1
-            if previous >= 0 {
-                // The way that held the last key first: a line's keys follow one order.
-                let ways = successor + JSONLineScanner.ways &* previous
-                let e = Int(ways[way])
-                if e >= 0 && matches(e, at: p, n) {
-                    guess = e
-                } else {
-                    for w in 0..<JSONLineScanner.ways where w != way {
-                        let e = Int(ways[w])
-                        if e >= 0 && matches(e, at: p, n) {
-                            guess = e
-                            way = w
-                            break
-                        }
-                    }
+
+        /// The integer at `p` when it is plain, `-?[1-9][0-9]{0,17}` not followed by a digit,
+        /// '.', 'e' or 'E': its value and the index past it; nil for any other number.
+        @inline(__always) func plainInteger(at p: Int) -> (value: Int64, end: Int)? {
+            let negative = bytes[p] == UInt8(ascii: "-")
+            var q = negative ? p &+ 1 : p
+            guard q < count, bytes[q] >= 0x31, bytes[q] <= 0x39 else { return nil }
+            let first = q
+            var v: Int64 = 0
+            // Up to sixteen digits a word at a time, any rest one by one.
+            if q &+ 8 <= count {
+                let (digits, value) = Digits.leading(UnsafeRawPointer(bytes + q).loadUnaligned(as: UInt64.self))
+                v = Int64(value)
+                q &+= digits
+                if digits == 8, q &+ 8 <= count {
+                    let (more, rest) = Digits.leading(UnsafeRawPointer(bytes + q).loadUnaligned(as: UInt64.self))
+                    v = v &* Int64(Digits.power(more)) &+ Int64(rest)
+                    q &+= more
                 }
             }
-            if guess >= 0 {
-                k = Int(knownIndex[guess])
-                p &+= Int(knownLength[guess])
-                previous = guess
+            while q < count, q &- first < 18, case let d = bytes[q] &- 0x30, d < 10 {
+                v = v &* 10 &+ Int64(d)
+                q &+= 1
+            }
+            let next = q < count ? bytes[q] : 0x20
+            if next &- 0x30 < 10 || next == UInt8(ascii: ".") || next | 0x20 == UInt8(ascii: "e") { return nil }
+            return (negative ? -v : v, q)
+        }
+    }
+
+    /// The known key that the bytes at `p` are, among those seen to follow known key `previous`
+    /// (the start of a line: ``maxKnown``), or -1. The way that held the last key is tried
+    /// first, since a line's keys follow one order; `way` becomes the one that matched.
+    @inline(__always)
+    private func predictedKey(at p: Int, after previous: Int, way: inout Int, _ n: Int) -> Int {
+        let ways = successor + JSONLineScanner.ways &* previous
+        let e = Int(ways[way])
+        if e >= 0 && matches(e, at: p, n) { return e }
+        for w in 0..<JSONLineScanner.ways where w != way {
+            let e = Int(ways[w])
+            if e >= 0 && matches(e, at: p, n) {
+                way = w
+                return e
+            }
+        }
+        return -1
+    }
+
+    /// A key not predicted, read in full from its opening quote at `start` to past its colon:
+    /// its index among the keys looked for (-1 when it is not one), the known key it is (-1
+    /// when it cannot be one: see ``known(start:length:index:)``) and the index past the colon.
+    private func readKey(at start: Int, _ line: Line) throws -> (index: Int, known: Int, end: Int) {
+        let n = line.count
+        guard start < n, line.bytes[start] == 0x22 else {
+            pos = start
+            throw fail("expected a key string")
+        }
+        var p: Int
+        let key: UnsafeRawBufferPointer
+        let keyPrefix: UInt64
+        let keyEnd = line.plainEnd(start &+ 1)
+        if keyEnd >= 0 {
+            key = UnsafeRawBufferPointer(start: base + (start &+ 1), count: keyEnd &- start &- 1)
+            if start &+ 9 <= n {
+                // Eight bytes at once, the bytes past a short key masked off.
+                let w = (base + (start &+ 1)).loadUnaligned(as: UInt64.self)
+                keyPrefix = key.count >= 8 ? w : w & ((1 &<< UInt64(8 &* key.count)) &- 1)
             } else {
-                guard p < n, b[p] == 0x22 else {
-                    pos = p
-                    throw fail("expected a key string")
-                }
-                let keyStart = p
-                let key: UnsafeRawBufferPointer
-                let keyPrefix: UInt64
-                let keyEnd = plainEnd(p &+ 1)
-                if keyEnd >= 0 {
-                    key = UnsafeRawBufferPointer(start: base + (p &+ 1), count: keyEnd &- p &- 1)
-                    if p &+ 9 <= n {
-                        // Eight bytes at once, the bytes past a short key masked off.
-                        let w = (base + (p &+ 1)).loadUnaligned(as: UInt64.self)
-                        keyPrefix = key.count >= 8 ? w : w & ((1 &<< UInt64(8 &* key.count)) &- 1)
-                    } else {
-                        keyPrefix = JSONLineScanner.prefix(key)
-                    }
-                    p = keyEnd &+ 1
-                } else {
-                    pos = p
-                    key = try parseString()
-                    keyPrefix = JSONLineScanner.prefix(key)
-                    p = pos
-                }
-                let afterKey = p
-                while p < n && Whitespace.contains(b[p]) { p &+= 1 }
-                guard p < n, b[p] == UInt8(ascii: ":") else {
-                    pos = p
-                    throw fail("expected ':'")
-                }
-                p &+= 1
-                k = key.count > 0 ? keyIndex(key, prefix: keyPrefix) : -1
-                let current =
-                    keyEnd >= 0 && afterKey == p &- 1 && key.count > 0
-                    ? known(start: keyStart, length: p &- keyStart, index: k) : -1
-                if previous >= 0 && current >= 0 {
-                    // Into the first free way, or else the last: ways keep the orders in which
-                    // they were learnt, so that one way tends to hold one order for all keys.
-                    let ways = successor + JSONLineScanner.ways * previous
-                    way = JSONLineScanner.ways - 1
-                    for w in 0..<JSONLineScanner.ways where ways[w] < 0 {
-                        way = w
-                        break
-                    }
-                    ways[way] = Int8(current)
-                }
-                previous = current
+                keyPrefix = JSONLineScanner.prefix(key)
             }
-            while p < n && Whitespace.contains(b[p]) { p &+= 1 }
-            guard p < n else {
-                pos = p
-                throw fail("expected a value")
-            }
-            let c = b[p]
-            var done = false
-            if c == 0x22 {
-                let end = plainEnd(p &+ 1)
-                if end >= 0 {
-                    if k >= 0 {
-                        values[k] = .string(UnsafeRawBufferPointer(start: base + (p &+ 1), count: end &- p &- 1))
-                    }
-                    p = end &+ 1
-                    done = true
-                }
-            } else if c == UInt8(ascii: "-") || (c >= 0x31 && c <= 0x39) {
-                // -?[1-9][0-9]{0,17}, not followed by a digit, '.', 'e' or 'E'.
-                let negative = c == UInt8(ascii: "-")
-                var q = negative ? p &+ 1 : p
-                if q < n, b[q] >= 0x31, b[q] <= 0x39 {
-                    let first = q
-                    var v: Int64 = 0
-                    // Up to sixteen digits a word at a time, any rest one by one.
-                    if q &+ 8 <= n {
-                        let (count, value) = Digits.leading((base + q).loadUnaligned(as: UInt64.self))
-                        v = Int64(value)
-                        q &+= count
-                        if count == 8, q &+ 8 <= n {
-                            let (more, rest) = Digits.leading((base + q).loadUnaligned(as: UInt64.self))
-                            v = v &* Int64(Digits.power(more)) &+ Int64(rest)
-                            q &+= more
-                        }
-                    }
-                    while q < n, q &- first < 18, case let d = b[q] &- 0x30, d < 10 {
-                        v = v &* 10 &+ Int64(d)
-                        q &+= 1
-                    }
-                    let next = q < n ? b[q] : 0x20
-                    if !(next &- 0x30 < 10 || next == UInt8(ascii: ".") || next | 0x20 == UInt8(ascii: "e")) {
-                        if k >= 0 { values[k] = .int(negative ? -v : v) }
-                        p = q
-                        done = true
-                    }
-                }
-            }
-            if !done {
-                pos = p
-                if k >= 0 { values[k] = try parseValue() } else { try skipValue(depth: 1) }
-                p = pos
-            }
-            while p < n && Whitespace.contains(b[p]) { p &+= 1 }
-            guard p < n else {
-                pos = p
-                throw fail("unterminated object")
-            }
-            let d = b[p]
-            p &+= 1
-            if d == UInt8(ascii: "}") {
-                pos = p
-                return
-            }
-            if d != UInt8(ascii: ",") {
-                pos = p &- 1
-                throw fail("expected ',' or '}'")
-            }
+            p = keyEnd &+ 1
+        } else {
+            pos = start
+            key = try parseString()
+            keyPrefix = JSONLineScanner.prefix(key)
+            p = pos
         }
+        let afterKey = p
+        p = line.spaces(p)
+        guard p < n, line.bytes[p] == UInt8(ascii: ":") else {
+            pos = p
+            throw fail("expected ':'")
+        }
+        p &+= 1
+        let index = key.count > 0 ? keyIndex(key, prefix: keyPrefix) : -1
+        let current =
+            keyEnd >= 0 && afterKey == p &- 1 && key.count > 0
+            ? known(start: start, length: p &- start, index: index) : -1
+        return (index, current, p)
+    }
+
+    /// Remembers known key `current` as one that follows known key `previous`: into the first
+    /// free way, or else the last, so that ways keep the orders in which they were learnt and
+    /// one way tends to hold one order for all keys. `way` becomes the one written.
+    @inline(__always)
+    private func learn(_ current: Int, after previous: Int, way: inout Int) {
+        let ways = successor + JSONLineScanner.ways * previous
+        way = JSONLineScanner.ways - 1
+        for w in 0..<JSONLineScanner.ways where ways[w] < 0 {
+            way = w
+            break
+        }
+        ways[way] = Int8(current)
+    }
+
+    /// The value at `p` (not white space) when it is a plain string or integer, kept in slot `k`
+    /// when it is a key looked for (`k` ≥ 0): the index past it, or -1 for any other value (for
+    /// ``generalValue(at:key:)``).
+    ///
+    /// `@inline(always)`, not `@inline(__always)`: with the latter the optimizer left this a
+    /// call of its own from the loop, and a run took 1.6 % more instructions (callgrind).
+    @inline(always)
+    private func plainValue(at p: Int, key k: Int, _ line: Line) -> Int {
+        let c = line.bytes[p]
+        if c == 0x22 {
+            let end = line.plainEnd(p &+ 1)
+            if end >= 0 {
+                if k >= 0 {
+                    slotsOfValues[k] = .string(UnsafeRawBufferPointer(start: base + (p &+ 1), count: end &- p &- 1))
+                }
+                return end &+ 1
+            }
+        } else if c == UInt8(ascii: "-") || (c >= 0x31 && c <= 0x39), let integer = line.plainInteger(at: p) {
+            if k >= 0 { slotsOfValues[k] = .int(integer.value) }
+            return integer.end
+        }
+        return -1
+    }
+
+    /// Any value at `p` but a plain string or integer, by the general parser: kept in slot `k`
+    /// when `k` ≥ 0, else validated and skipped. Returns the index past it.
+    private func generalValue(at p: Int, key k: Int) throws -> Int {
+        pos = p
+        if k >= 0 { slotsOfValues[k] = try parseValue() } else { try skipValue(depth: 1) }
+        return pos
     }
 
     private func parseValue() throws -> ScannedValue {
@@ -843,37 +892,40 @@ final class JSONLineScanner {
         JSONLineScanner(keys: []).stringArray(raw)
     }
 
-    /// The strings of `raw`, a JSON array of strings (a value of the last scanned line, whose
-    /// other values stay valid), or nil when it is something else.
+    /// The strings of `raw`, a JSON array of strings (a value some scanner has validated; the
+    /// values of this one's last line stay valid), or nil when it is something else. The
+    /// elements are found by ``JSONArrayElements``; each string is decoded, escapes and all.
     func stringArray(_ raw: UnsafeRawBufferPointer) -> [String]? {
-        guard let b = raw.baseAddress else { return nil }
+        guard raw.first == UInt8(ascii: "[") else { return nil }
         if scratchUsed + raw.count > scratch.count {
             // Only a fresh scanner can be short: decoded strings never outgrow their line.
             guard scratchUsed == 0 else { return nil }
             scratch.deallocate()
             scratch = .allocate(byteCount: raw.count, alignment: 8)
         }
-        let saved = (base, count, pos)
-        defer { (base, count, pos) = saved }
-        base = b
-        count = raw.count
-        pos = 0
-        skipWS()
-        guard pos < count, byte(pos) == UInt8(ascii: "[") else { return nil }
-        pos += 1
-        skipWS()
+        let saved = (base, count, pos, scratchUsed)
+        defer { (base, count, pos, scratchUsed) = saved }
         var out: [String] = []
-        if pos < count && byte(pos) == UInt8(ascii: "]") { return out }
-        while true {
-            skipWS()
-            guard pos < count, byte(pos) == UInt8(ascii: "\""), let s = try? parseString() else { return nil }
+        var strings = true
+        JSONArrayElements.forEach(raw) { e in
+            guard strings else { return }
+            guard let s = wholeString(e) else {
+                strings = false
+                return
+            }
             out.append(String(decoding: s, as: UTF8.self))
-            skipWS()
-            guard pos < count else { return nil }
-            let c = byte(pos)
-            pos += 1
-            if c == UInt8(ascii: "]") { return out }
-            if c != UInt8(ascii: ",") { return nil }
+            scratchUsed = saved.3
         }
+        return strings ? out : nil
+    }
+
+    /// The decoded bytes of `e` when it is exactly one string, quotes included, or nil.
+    private func wholeString(_ e: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard let b = e.baseAddress, e.first == UInt8(ascii: "\"") else { return nil }
+        base = b
+        count = e.count
+        pos = 0
+        guard let s = try? parseString(), pos == count else { return nil }
+        return s
     }
 }

@@ -386,6 +386,9 @@ extension ReadStageTests {
             #expect(Array("[]".utf8).withUnsafeBytes { JSONLineScanner.stringArray($0) } == [])
             #expect(Array(#"["a",1]"#.utf8).withUnsafeBytes { JSONLineScanner.stringArray($0) } == nil)
             #expect(Array(#"{"a":"b"}"#.utf8).withUnsafeBytes { JSONLineScanner.stringArray($0) } == nil)
+            let quoted = Array(#"[ "x\"],", "\\" ]"#.utf8)
+            #expect(quoted.withUnsafeBytes { JSONLineScanner.stringArray($0) } == [#"x"],"#, "\\"])
+            #expect(Array(#"["a",["b"]]"#.utf8).withUnsafeBytes { JSONLineScanner.stringArray($0) } == nil)
         }
     }
 }

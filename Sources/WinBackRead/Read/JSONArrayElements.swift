@@ -1,10 +1,18 @@
 import Foundation
 
 /// The elements of a JSON array already validated by a ``JSONLineScanner`` (the raw bytes of
-/// an `.other(.array, …)` value), each as its raw bytes, whitespace trimmed.
+/// an `.other(.array, …)` value), each as its raw bytes, whitespace trimmed: the one walker of
+/// arrays, for signed lines' `signedTransactions` and `data` and for the scanner's own
+/// ``JSONLineScanner/stringArray(_:)``.
+///
+/// The array was validated when it was scanned (every string, escape and UTF-8 sequence, and
+/// nesting up to the scanner's limit), so the walk only finds where each element ends: a
+/// string (a JWS is thousands of bytes) is crossed from quote to quote with `memchr`, brackets
+/// and braces are counted, and a comma outside them ends the element.
 enum JSONArrayElements {
+    /// Calls `body` with each element of `raw`, which starts with `[` (nothing when it does not).
     static func forEach(_ raw: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
-        guard let base = raw.baseAddress else { return }
+        guard let base = raw.baseAddress, raw.first == UInt8(ascii: "[") else { return }
         let n = raw.count
         var i = 1  // after `[`
         while i < n {
