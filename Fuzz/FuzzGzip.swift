@@ -10,11 +10,11 @@ nonisolated(unsafe) private let decoder = TransactionDecoder(table: StringTable(
 private func lines(_ inflater: Inflater) -> [UInt8]? {
     do {
         var out: [UInt8] = []
-        let reader = LineReader(source: try openSource(path: path, inflater: inflater), chunkSize: 1024)
+        let reader = LineCursor(source: try openSource(path: path, inflater: inflater), chunkSize: 1024)
         try reader.forEachLine { line, _ in
             out.append(contentsOf: line)
             out.append(0x0A)
-            if !LineReader.isBlank(line) { _ = decoder.decode(line) }
+            if !Whitespace.isBlank(line) { _ = decoder.decode(line) }
         }
         return out
     } catch let e as WinBackError {

@@ -17,7 +17,8 @@ mkdir -p "$out"
 # declarations compile.
 sources=(
     Sources/WinBackRead/Read/JSONLineScanner.swift Sources/WinBackRead/Read/JSONArrayElements.swift
-    Sources/WinBackRead/Read/TransactionDecoder.swift Sources/WinBackRead/Read/LineReader.swift
+    Sources/WinBackRead/Read/TransactionDecoder.swift Sources/WinBackRead/Read/LineCursor.swift
+    Sources/WinBackRead/Read/Whitespace.swift
     Sources/WinBackRead/Read/ByteSource.swift Sources/WinBackRead/Read/GzipFileSource.swift
     Sources/WinBackModel/StringTable.swift Sources/WinBackModel/Identifier.swift
     Sources/WinBackModel/Transaction.swift Sources/WinBackModel/TransactionKey.swift
@@ -30,6 +31,7 @@ sources=(
 # What the JWS target needs: the signed-line pieces that neither verify nor decode rows.
 jws_sources=(
     Sources/WinBackRead/Read/JSONLineScanner.swift Sources/WinBackRead/Read/JSONArrayElements.swift
+    Sources/WinBackRead/Read/Whitespace.swift
     Sources/WinBackModel/StringTable.swift Sources/WinBackModel/Digits.swift
     Sources/WinBackSupport/ControlEscape.swift Sources/WinBackRead/Signed/Base64URL.swift
     Sources/WinBackRead/Signed/CompactJWS.swift
