@@ -3,7 +3,7 @@
 @usableFromInline package enum Digits {
     /// The value of eight ASCII digits (the first in the lowest byte of `w`, as loaded from
     /// memory on a little-endian machine), or nil when one of the bytes is not a digit.
-    @inlinable
+    @inlinable @inline(__always)
     package static func eight(_ w: UInt64) -> UInt64? {
         // Every byte 0x30...0x39: its high nibble is 3, and still 3 once 6 is added.
         let high: UInt64 = 0xF0F0_F0F0_F0F0_F0F0
@@ -14,7 +14,7 @@
 
     /// The eight-digit number whose digit values (0–9) are the bytes of `x`, the most
     /// significant in the lowest byte.
-    @inlinable
+    @inlinable @inline(__always)
     static func value(ofDigitValues x: UInt64) -> UInt64 {
         let pairs = x &* 10 &+ x >> 8  // each even byte: two digits
         return
@@ -24,7 +24,7 @@
 
     /// The leading ASCII digits of `w` (the first byte lowest, as in ``eight(_:)``): how many
     /// there are (0 to 8) and their value, in a few operations and no branch per digit.
-    @inlinable
+    @inlinable @inline(__always)
     package static func leading(_ w: UInt64) -> (count: Int, value: UInt64) {
         let high: UInt64 = 0xF0F0_F0F0_F0F0_F0F0
         let threes: UInt64 = 0x3030_3030_3030_3030
@@ -40,7 +40,7 @@
     }
 
     /// 10 to the power `k`, for k in 0...8.
-    @inlinable
+    @inlinable @inline(__always)
     package static func power(_ k: Int) -> UInt64 {
         switch k {
         case 0: return 1

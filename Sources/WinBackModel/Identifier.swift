@@ -1,12 +1,12 @@
 /// The identifier patterns of docs/rules.md §2.1 and §2.4, checked on bytes.
 public enum Identifier {
-    @inline(__always)
-    static func isAlnum(_ c: UInt8) -> Bool {
+    @inlinable @inline(__always)
+    package static func isAlnum(_ c: UInt8) -> Bool {
         (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
     }
 
     /// `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func isValid(_ b: UnsafeRawBufferPointer) -> Bool {
         guard b.count >= 1, b.count <= 128, isAlnum(b[0]) else { return false }
         var i = 1
@@ -23,8 +23,8 @@ public enum Identifier {
 
     /// Whether all eight bytes of `w` are `[A-Za-z0-9._:-]`. Bytes below 0x80 plus a constant
     /// below 0x80 never carry into the next byte, so each range test is exact per byte.
-    @inline(__always)
-    static func idBytes8(_ w: UInt64) -> Bool {
+    @inlinable @inline(__always)
+    package static func idBytes8(_ w: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
         guard w & high == 0 else { return false }
@@ -38,8 +38,8 @@ public enum Identifier {
     }
 
     /// `[A-Za-z0-9._:-]`, as two 64-bit masks over ASCII (no table, no lazy global).
-    @inline(__always)
-    static func isIdByte(_ c: UInt8) -> Bool {
+    @inlinable @inline(__always)
+    package static func isIdByte(_ c: UInt8) -> Bool {
         let low: UInt64 = 0x07FF_6000_0000_0000  // - . 0-9 :
         let high: UInt64 = 0x07FF_FFFE_87FF_FFFE  // A-Z _ a-z
         if c < 64 { return low & (1 << UInt64(c)) != 0 }
@@ -60,13 +60,13 @@ public enum Identifier {
     }
 
     /// `^[A-Z]{3}$`
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func isStorefront(_ b: UnsafeRawBufferPointer) -> Bool {
         b.count == 3 && b.allSatisfy { $0 >= 65 && $0 <= 90 }
     }
 
     /// A UUID, any case: 8-4-4-4-12 hex digits.
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func isUUID(_ b: UnsafeRawBufferPointer) -> Bool {
         guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return false }
         // Eight (or four) bytes at a time: 0–7, 9–12, 14–17, 19–22, 24–31, 28–35.
@@ -80,8 +80,8 @@ public enum Identifier {
 
     /// Whether all eight bytes of `w` are ASCII hex digits (either case). Bytes below 0x80 plus
     /// a constant below 0x80 never carry into the next byte, so each byte is tested alone.
-    @inline(__always)
-    static func hex8(_ w: UInt64) -> Bool {
+    @inlinable @inline(__always)
+    package static func hex8(_ w: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
         guard w & high == 0 else { return false }

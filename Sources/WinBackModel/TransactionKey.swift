@@ -14,7 +14,7 @@ public struct TransactionKey: Hashable, Sendable {
     @inlinable package init(raw: Int64) { self.raw = raw }
 
     /// The key of an id string, interning it in `table` only when it is not a canonical decimal.
-    @inline(__always)
+    @inlinable @inline(__always)
     public init(_ bytes: UnsafeRawBufferPointer, table: StringTable) {
         if let v = TransactionKey.decimal(bytes) {
             raw = v
@@ -39,7 +39,7 @@ public struct TransactionKey: Hashable, Sendable {
     }
 
     /// The value of a canonical decimal of at most 18 digits, or nil.
-    @inlinable
+    @inlinable @inline(__always)
     package static func decimal(_ p: UnsafeRawBufferPointer) -> Int64? {
         let n = p.count
         guard n > 0, n <= 18 else { return nil }

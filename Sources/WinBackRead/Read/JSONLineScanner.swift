@@ -411,7 +411,7 @@ final class JSONLineScanner {
 
         /// The integer at `p` when it is plain, `-?[1-9][0-9]{0,17}` not followed by a digit,
         /// '.', 'e' or 'E': its value and the index past it; nil for any other number.
-        @inline(__always) func plainInteger(at p: Int) -> (value: Int64, end: Int)? {
+        @inline(always) func plainInteger(at p: Int) -> (value: Int64, end: Int)? {
             let negative = bytes[p] == UInt8(ascii: "-")
             var q = negative ? p &+ 1 : p
             guard q < count, bytes[q] >= 0x31, bytes[q] <= 0x39 else { return nil }
