@@ -40,7 +40,11 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ]),
-        .target(name: "WinBackRules", dependencies: ["WinBackModel", "WinBackSupport", "CWinBackShims"]),
+        .target(
+            name: "WinBackRules",
+            dependencies: [
+                "WinBackModel", "WinBackSupport", "CWinBackShims", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .target(
             name: "WinBackWrite",
             dependencies: [

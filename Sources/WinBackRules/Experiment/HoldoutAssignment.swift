@@ -1,0 +1,32 @@
+import Crypto
+import Foundation
+
+/// Which arm of a holdout experiment a customer is in: a pure function of the experiment's name,
+/// the customer's subscription group and originalTransactionId, the same in every run, thread,
+/// shard and machine, and reproducible in SQL.
+///
+/// bucket = the first 8 bytes of SHA-256(name + "\n" + group + "\n" + originalTransactionId)
+/// (UTF-8), read as a big-endian unsigned integer, mod 10 000. A customer is held out when the
+/// bucket is below the holdout in basis points (10 % = 1 000), else in treatment.
+package struct HoldoutAssignment: Sendable, Equatable {
+    package let name: String
+    /// The share held out, in basis points (1–5 000).
+    package let basisPoints: Int
+
+    package init(name: String, basisPoints: Int) {
+        self.name = name
+        self.basisPoints = basisPoints
+    }
+
+    /// The customer's bucket, 0..<10 000.
+    package func bucket(group: String, originalTransactionId: String) -> Int {
+        let digest = SHA256.hash(data: Data((name + "\n" + group + "\n" + originalTransactionId).utf8))
+        let first = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return Int(first % 10_000)
+    }
+
+    /// Whether the customer is held out (in no audience).
+    package func isHeldOut(group: String, originalTransactionId: String) -> Bool {
+        bucket(group: group, originalTransactionId: originalTransactionId) < basisPoints
+    }
+}
