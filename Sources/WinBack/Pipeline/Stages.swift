@@ -148,11 +148,17 @@ extension Stage {
         if p.threads > 1 { reporting.wait() } else { writeReports() }
         var outputs = try segments.get()
         outputs += try reportFiles[0]!.get()
-        outputs.append(
-            try writeFile(
-                directory, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
-                rows: rejects.count + (rejects.omitted > 0 ? 1 : 0), sync: sync))
+        outputs.append(try writeRejects(rejects, p, to: directory, sync: sync))
         return outputs
+    }
+
+    /// `rejects.csv` (docs/rules.md §6.1): the listed rejects, and a row counting the rest.
+    static func writeRejects(
+        _ rejects: RejectList, _ p: ResolvedPipeline, to directory: String, sync: DiskSync
+    ) throws -> OutputStats {
+        try writeFile(
+            directory, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
+            rows: rejects.count + (rejects.omitted > 0 ? 1 : 0), sync: sync)
     }
 
     /// A run's files staged and published (docs/rules.md §4, §6): the one sequence of every

@@ -77,10 +77,7 @@ public enum Merge {
             manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))
             var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
-            outputs.append(
-                try Stage.writeFile(
-                    staging, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
-                    rows: rejects.count + (rejects.omitted > 0 ? 1 : 0), sync: sync))
+            outputs.append(try Stage.writeRejects(rejects, p, to: staging, sync: sync))
             manifest.outputs = outputs
             manifest.stages = [
                 ("partition", partitions.reduce(0) { $0 + $1.0.seconds }),

@@ -166,11 +166,7 @@ public struct WorkFolder: Sendable {
         guard System.kind(path, followLinks: false) != .missing else {
             throw WinBackError(.noInput, "an output of this task is missing", path: path)
         }
-        let source: PlainFileSource
-        do { source = try PlainFileSource(path: path, followLinks: false) } catch let e as WinBackError {
-            throw e.code == .noInput && System.kind(path, followLinks: false) != .file
-                ? WinBackError(.badData, "intermediate file is not a regular file", path: path) : e
-        }
+        let source = try IntermediateFile.open(path)
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
         defer { chunk.deallocate() }
         while try source.read(into: chunk) > 0 {

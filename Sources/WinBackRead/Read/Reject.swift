@@ -83,7 +83,7 @@ public struct RejectList: Sendable, Equatable, Codable, RandomAccessCollection {
     public subscript(i: Int) -> Reject { held[i] }
 
     /// Rejected rows not listed.
-    public var omitted: Int { total - Swift.min(total, listed.count) }
+    public var omitted: Int { total - Swift.min(total, held.count, limit) }
 
     /// Adds one reject of a file whose rejects come in line order (`make` runs only when it
     /// can be listed).
