@@ -6,8 +6,14 @@ import WinBackRules
 public struct ReportWriter {
     public static let files = [
         "redemptions-by-offer-type.csv", "winback-redemption-rates.csv", "eligibility-funnel.csv",
-        "winback-eligibility-summary.csv", "apple-agreement.csv", "apple-disagreements.csv", "report.html",
+        "winback-eligibility-summary.csv", "apple-agreement.csv", "apple-disagreements.csv",
+        "retention-after-return.csv", "report.html",
     ]
+    /// Written beside ``files`` when the run has an experiment (docs/rules.md §9.2).
+    public static let uplift = "winback-uplift.csv"
+
+    /// The report files of a run, with or without an experiment.
+    public static func files(experiment: Bool) -> [String] { experiment ? [uplift] + files : files }
 
     let reports: Reports
     /// Names the page (the pipeline name).
@@ -18,19 +24,26 @@ public struct ReportWriter {
         self.title = title
     }
 
-    /// Each file's bytes and data rows, in ``files`` order (the page counts no rows).
+    /// Each file's bytes and data rows, in ``files(experiment:)`` order (the page counts no rows).
     public func contents() -> [(name: String, bytes: [UInt8], rows: Int)] {
         let r = reports
-        let bytes = [
+        var bytes = [
             RedemptionReport.csv(r.redemptions), RedemptionRatesReport.csv(r.rates), FunnelReport.csv(r.funnel),
             EligibilitySummaryReport.csv(r.summary), AppleAgreementReport.csv(r.apple),
-            AppleAgreementReport.disagreementsCSV(r.apple), ReportPage.html(r, title: title),
+            AppleAgreementReport.disagreementsCSV(r.apple), RetentionReport.csv(r.retention),
+            ReportPage.html(r, title: title),
         ]
-        let rows = [
+        var rows = [
             r.redemptions.count, r.rates.count, r.funnel.count, r.summary.count, AppleAgreementReport.rowCount(r.apple),
-            r.apple.disagreements.count, 0,
+            r.apple.disagreements.count, r.retention.count + 1, 0,
         ]
-        return (0..<ReportWriter.files.count).map { (ReportWriter.files[$0], bytes[$0], rows[$0]) }
+        if r.experiment != nil {
+            let offerIds = r.funnel.map(\.offerId)
+            bytes.insert(UpliftReport.csv(r.uplift, offerIds: offerIds), at: 0)
+            rows.insert(UpliftReport.table(r.uplift, offerIds: offerIds).count, at: 0)
+        }
+        let names = ReportWriter.files(experiment: r.experiment != nil)
+        return names.indices.map { (names[$0], bytes[$0], rows[$0]) }
     }
 
     /// Writes every report file into `directory/reports/`, each synced before it is counted

@@ -12,6 +12,15 @@ public struct SegmentWriter: Sendable {
         "offer_rank", "eligible_offer_ids", "offer_url", "apple_eligible",
     ]
 
+    /// The segment of the held-out customers (docs/rules.md §9.1), written with an experiment.
+    public static let holdout = "holdout"
+
+    /// The segments a run writes, but for their extensions: one per catalog offer, best-offer,
+    /// and with an experiment the holdout.
+    public static func names(offerIds: [String], experiment: Bool) -> [String] {
+        offerIds + ["best-offer"] + (experiment ? [holdout] : [])
+    }
+
     let customers: CustomerRows
     let audience: Audience
     let book: OfferBook
@@ -66,15 +75,24 @@ public struct SegmentWriter: Sendable {
         let n = book.offers.count
         var perOffer = [[Entry]](repeating: [], count: n)
         var best: [Entry] = []
+        // The rows best-offer would have held for the customers the experiment holds out
+        // (docs/rules.md §9.1); they are in no other segment.
+        var holdout: [Entry] = []
         for (ri, r) in audience.results.enumerated() {
+            let leftOut = audience.isLeftOut(r)
             for (rank, o) in r.eligible.enumerated() where requireApple.keeps(r.apple(rank: rank + 1)) {
+                if leftOut {
+                    if rank == 0 { holdout.append(Entry(result: ri, offer: Int(o), rank: 1)) }
+                    continue
+                }
                 perOffer[Int(o)].append(Entry(result: ri, offer: Int(o), rank: rank + 1))
                 // The best-offer list follows the rank-1 offer's row.
                 if rank == 0 { best.append(Entry(result: ri, offer: Int(o), rank: 1)) }
             }
         }
-        let jobs: [(name: String, entries: [Entry], offer: Int?)] =
+        var jobs: [(name: String, entries: [Entry], offer: Int?)] =
             book.offers.indices.map { (book.offers[$0].offer.offerId, perOffer[$0], $0) } + [("best-offer", best, nil)]
+        if audience.experiment != nil { jobs.append((SegmentWriter.holdout, holdout, nil)) }
         let tasks = jobs.flatMap { job in formats.map { (job, $0) } }
         let slots = ResultSlots<OutputStats>(count: tasks.count)
         // Largest lists first (XML before CSV), so no thread is left with a big one at the end.

@@ -27,6 +27,10 @@ public struct Manifest {
     /// best-offer list (docs/rules.md §4.5).
     public var requireApple = AppleRequirement.off
     public var droppedByApple: [(String, Int)] = []
+    /// The experiment, and the segment rows it held out: per catalog offer, then best-offer
+    /// (docs/rules.md §9.1).
+    public var experiment: Experiment?
+    public var heldOut: [(String, Int)] = []
     public var outputs: [OutputStats] = []
     public var stages: [(String, Double)] = []
     /// The transactions' format, and for signed inputs how they were verified.
@@ -47,6 +51,7 @@ public struct Manifest {
         inflater = p.inflater.rawValue
         format = p.config.format
         signed = p.signed
+        experiment = p.config.experiment
     }
 
     /// After a failure: the manifest says why, and it and the rejects are kept in the failed
@@ -75,6 +80,8 @@ public struct Manifest {
         self.requireApple = requireApple
         let dropped = audience.droppedByApple(requireApple, offers: catalog.offers.count)
         droppedByApple = zip(catalog.offers, dropped.perOffer).map { ($0.offerId, $1) } + [("best-offer", dropped.best)]
+        let held = audience.heldOut(requireApple, offers: catalog.offers.count)
+        heldOut = zip(catalog.offers, held.perOffer).map { ($0.offerId, $1) } + [("best-offer", held.best)]
     }
 
     static func iso(_ d: Date) -> String { Timestamp.iso(Int64((d.timeIntervalSince1970 * 1000).rounded())) }
@@ -113,6 +120,14 @@ public struct Manifest {
             d["memory"] = [
                 "limitBytes": memory.limit, "shards": memory.shards, "peakResidentBytes": memory.peakResidentBytes,
             ]
+        }
+        if let experiment {
+            d["experiment"] =
+                [
+                    "name": experiment.name, "holdoutBasisPoints": experiment.basisPoints,
+                    "start": Timestamp.date(experiment.start), "appliesAtAsOf": experiment.applies(at: asOf),
+                    "heldOut": heldOut.map { ["segment": $0.0, "rows": $0.1] as [String: Any] },
+                ] as [String: Any]
         }
         d["format"] = format.rawValue
         if let signed {

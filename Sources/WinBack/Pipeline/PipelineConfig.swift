@@ -62,6 +62,11 @@ public struct PipelineConfig: Sendable {
     /// `limits.maxRejectsListed`: rejects.csv lists at most this many rows, then a count.
     public var maxRejectsListed = 100_000
     public var windowMonths: Int = 12
+    /// `reports.retentionMonths`: how far back returns count in retention-after-return.csv
+    /// (docs/rules.md §9.3).
+    public var retentionMonths: Int = 24
+    /// `experiment:`: the holdout that measures the campaign (docs/rules.md §9); nil = none.
+    public var experiment: Experiment?
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
     public var threads: Int?
@@ -116,7 +121,7 @@ public struct PipelineConfig: Sendable {
             root,
             [
                 "name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
-                "reports", "limits", "threads", "inflater", "audience", "environment", "apple",
+                "reports", "limits", "threads", "inflater", "audience", "environment", "apple", "experiment",
             ], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
@@ -203,7 +208,7 @@ public struct PipelineConfig: Sendable {
         }
         if let r = p.field(root, "reports") {
             if let m = r.mapping {
-                p.allow(m, ["windowMonths"], at: "reports.")
+                p.allow(m, ["windowMonths", "retentionMonths"], at: "reports.")
                 if let w = p.int(m, "windowMonths", at: "reports.") {
                     if w < 1 || w > 120 {
                         p.fail("reports.windowMonths", "must be 1–120, found \(w)")
@@ -211,10 +216,18 @@ public struct PipelineConfig: Sendable {
                         c.windowMonths = w
                     }
                 }
+                if let w = p.int(m, "retentionMonths", at: "reports.") {
+                    if w < 1 || w > 240 {
+                        p.fail("reports.retentionMonths", "must be 1–240, found \(w)")
+                    } else {
+                        c.retentionMonths = w
+                    }
+                }
             } else {
                 p.fail("reports", "expected a mapping with windowMonths")
             }
         }
+        if let e = p.field(root, "experiment") { c.experiment = p.experiment(e) }
         if let a = p.field(root, "audience") {
             if let m = a.mapping {
                 p.allow(m, ["requireApple"], at: "audience.")
@@ -303,6 +316,45 @@ public struct PipelineConfig: Sendable {
 /// Reads typed fields out of YAML nodes, collecting a message per problem.
 struct YAMLChecker {
     var problems: [String] = []
+
+    /// The `experiment:` block (docs/rules.md §9.1): name, holdout and start, all required.
+    mutating func experiment(_ node: Node) -> Experiment? {
+        guard let m = node.mapping else {
+            fail("experiment", "expected a mapping with name, holdout and start")
+            return nil
+        }
+        allow(m, ["name", "holdout", "start"], at: "experiment.")
+        var name: String?
+        if let n = string(m, "name", at: "experiment.", required: true) {
+            if Experiment.isValidName(n) {
+                name = n
+            } else {
+                fail("experiment.name", "'\(n)' must match [A-Za-z0-9._-]{1,64}")
+            }
+        }
+        var basisPoints: Int?
+        if let h = string(m, "holdout", at: "experiment.", required: true) {
+            basisPoints = Experiment.basisPoints(h)
+            if basisPoints == nil {
+                fail(
+                    "experiment.holdout",
+                    "'\(h)' is not a share from 0.01% to 50% in steps of 0.01% (write 10%, 2.5% or 0.1)")
+            }
+        }
+        var start: Int64?
+        if let s = string(m, "start", at: "experiment.", required: true) {
+            if let d = Timestamp.parseDate(s) {
+                start = d * MonthMath.day
+            } else {
+                fail(
+                    "experiment.start",
+                    Timestamp.whyNotADate(s).map { "'\(s)' is not a date (\($0))" }
+                        ?? "'\(s)' is not a date YYYY-MM-DD")
+            }
+        }
+        guard let name, let basisPoints, let start else { return nil }
+        return Experiment(name: name, basisPoints: basisPoints, start: start)
+    }
 
     mutating func fail(_ field: String, _ why: String) { problems.append("field '\(field)': \(why)") }
 

@@ -107,7 +107,7 @@ extension Stage {
     ) -> Audience {
         Audience.evaluate(
             customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,
-            threads: p.threads)
+            experiment: p.config.experiment, threads: p.threads)
     }
 
     /// Computes the reports (docs/rules.md §4.3, §4.5) from the customers, their evaluation and
@@ -117,7 +117,8 @@ extension Stage {
     ) -> Reports {
         Reports.compute(
             customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
-            gapDays: p.config.consecutiveGapDays, renewals: renewals, threads: p.threads)
+            gapDays: p.config.consecutiveGapDays, retentionMonths: p.config.retentionMonths, renewals: renewals,
+            threads: p.threads)
     }
 
     /// Writes segments, reports and rejects into `directory` (docs/rules.md §4), every file

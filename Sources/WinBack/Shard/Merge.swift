@@ -71,10 +71,11 @@ public enum Merge {
             manifest.states = states
             try Stage.checkRejectBudget(counters, limit: p.config.maxRejectedFraction)
 
-            let (reports, dropped) = try sum(p, work: work, shards: shards)
+            let (reports, dropped, held) = try sum(p, work: work, shards: shards)
             manifest.eligible = zip(p.catalog.offers, reports.funnel).map { ($0.offerId, $1.funnel.eligible) }
             manifest.requireApple = p.config.requireApple
             manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))
+            manifest.heldOut = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], held))
             var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
             outputs.append(try Stage.writeRejects(rejects, p, to: staging, sync: sync))
@@ -92,11 +93,7 @@ public enum Merge {
     /// (docs/rules.md §8.1), before any of them is read: a damaged, missing or unlisted file is
     /// bad data (65) naming it.
     static func checkOutputs(_ p: ResolvedPipeline, _ markers: [ShardMarker], work: WorkFolder, shards: Int) throws {
-        let names =
-            (p.catalog.offers.map(\.offerId) + ["best-offer"]).flatMap { n in
-                p.config.formats.map { "segments/\(n).\($0)" }
-            }
-            + [reports, disagreements]
+        let names = segmentFiles(p) + [reports, disagreements]
         let jobs = (0..<shards).flatMap { k in names.map { (k, $0) } }
         try parallelFor(count: jobs.count, threads: p.threads) { j in
             let (k, name) = jobs[j]
@@ -124,7 +121,9 @@ public enum Merge {
     /// (``ShardReports/merged(with:)``), in the orders of docs/rules.md §4.3 and §4.5 (but for
     /// the disagreements, merged from files); and the segment rows `audience.requireApple` left
     /// out, per catalog offer, then best-offer.
-    static func sum(_ p: ResolvedPipeline, work: WorkFolder, shards: Int) throws -> (Reports, [Int]) {
+    ///
+    /// Also the segment rows the experiment held out, per catalog offer, then best-offer.
+    static func sum(_ p: ResolvedPipeline, work: WorkFolder, shards: Int) throws -> (Reports, [Int], [Int]) {
         var total: ShardReports?
         for k in 0..<shards {
             let path = work.shard(k) + "/" + reports
@@ -137,7 +136,16 @@ public enum Merge {
             total = sum
         }
         guard let total else { throw WinBackError(.noInput, "no shard reports to merge", path: work.root) }
-        return (total.reports(window: ReportWindow(asOf: p.asOf, months: p.config.windowMonths)), total.droppedByApple)
+        let window = ReportWindow(asOf: p.asOf, months: p.config.windowMonths)
+        return (
+            total.reports(window: window, experiment: p.config.experiment), total.droppedByApple, total.heldOut
+        )
+    }
+
+    /// The segment files of a run of `p`, each shard's and the merged.
+    static func segmentFiles(_ p: ResolvedPipeline) -> [String] {
+        SegmentWriter.names(offerIds: p.catalog.offers.map(\.offerId), experiment: p.config.experiment != nil)
+            .flatMap { n in p.config.formats.map { "segments/\(n).\($0)" } }
     }
 
     /// Every segment file, merged from the shards'.
@@ -145,8 +153,7 @@ public enum Merge {
         _ p: ResolvedPipeline, work: WorkFolder, shards: Int, into directory: String, sync: DiskSync
     ) throws -> [OutputStats] {
         try OutputFile.makeFolder(directory + "/segments")
-        let names = p.catalog.offers.map(\.offerId) + ["best-offer"]
-        let jobs = names.flatMap { name in p.config.formats.map { "segments/\(name).\($0)" } }
+        let jobs = segmentFiles(p)
         let slots = ResultSlots<OutputStats>(count: jobs.count)
         try parallelFor(count: jobs.count, threads: p.threads) { j in
             let rel = jobs[j]

@@ -57,10 +57,19 @@ struct ShardReports: Codable {
     var funnel: [Funnel]
     var summary: [EligibilitySummaryRow]
     var apple: Apple
+    /// The uplift's cells (cohort months × catalog offers) and retention's rows (docs/rules.md
+    /// §9): counts, summed before any rate or interval is computed.
+    var uplift: [UpliftRow]
+    var retention: [RetentionRow]
     /// Segment rows `audience.requireApple` left out, per catalog offer, then best-offer.
     var droppedByApple: [Int]
+    /// Segment rows the experiment held out, per catalog offer, then best-offer (docs/rules.md §9.1).
+    var heldOut: [Int]
 
-    init(_ r: Reports, droppedByApple: [Int]) {
+    init(_ r: Reports, droppedByApple: [Int], heldOut: [Int]) {
+        uplift = r.uplift
+        retention = r.retention
+        self.heldOut = heldOut
         redemptions = r.redemptions
         rates = r.rates
         funnel = r.funnel.map { Funnel(offerId: $0.offerId, funnel: $0.funnel) }
@@ -77,7 +86,8 @@ struct ShardReports: Codable {
     /// line-by-line lists do not line up).
     func merged(with o: ShardReports) -> ShardReports? {
         guard let rates = rates.summed(lineByLine: o.rates), let funnel = funnel.summed(lineByLine: o.funnel),
-            let apple = apple.merged(with: o.apple), droppedByApple.count == o.droppedByApple.count
+            let apple = apple.merged(with: o.apple), droppedByApple.count == o.droppedByApple.count,
+            let uplift = uplift.summed(lineByLine: o.uplift), heldOut.count == o.heldOut.count
         else { return nil }
         var sum = self
         sum.redemptions = redemptions.summed(byKey: o.redemptions)
@@ -86,18 +96,22 @@ struct ShardReports: Codable {
         sum.summary = summary.summed(byKey: o.summary)
         sum.apple = apple
         sum.droppedByApple = zip(droppedByApple, o.droppedByApple).map(+)
+        sum.uplift = uplift
+        sum.retention = retention.summed(byKey: o.retention)
+        sum.heldOut = zip(heldOut, o.heldOut).map(+)
         return sum
     }
 
     /// The run's reports from the summed rows, each in its report's own order (docs/rules.md
     /// §4.3, §4.5); the disagreements, a file of their own, are not among them.
-    func reports(window: ReportWindow) -> Reports {
+    func reports(window: ReportWindow, experiment: Experiment?) -> Reports {
         Reports(
             window: window, redemptions: RedemptionReport.sorted(redemptions), rates: rates,
             funnel: funnel.map { ($0.offerId, $0.funnel) }, summary: EligibilitySummaryReport.sorted(summary),
             apple: AppleAgreement(
                 offers: apple.offers.map { ($0.offerId, $0.counts) },
                 unknownIds: AppleAgreement.sorted(unknownIds: apple.unknownIds.map { ($0.id, $0.customers) }),
-                overall: apple.overall, topAgreement: apple.topAgreement, disagreements: []))
+                overall: apple.overall, topAgreement: apple.topAgreement, disagreements: []),
+            experiment: experiment, uplift: uplift, retention: RetentionReport.sorted(retention))
     }
 }

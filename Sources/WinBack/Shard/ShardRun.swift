@@ -41,8 +41,11 @@ public enum ShardRun {
         ).write(to: staged, threads: p.threads)
         let reports = Stage.report(customers, audience: audience, book: book, renewals: inputs.renewals, p)
         let dropped = audience.droppedByApple(p.config.requireApple, offers: p.catalog.offers.count)
+        let held = audience.heldOut(p.config.requireApple, offers: p.catalog.offers.count)
         let json = try WorkFolder.writeJSON(
-            ShardReports(reports, droppedByApple: dropped.perOffer + [dropped.best]), to: staged + "/" + Merge.reports)
+            ShardReports(
+                reports, droppedByApple: dropped.perOffer + [dropped.best], heldOut: held.perOffer + [held.best]),
+            to: staged + "/" + Merge.reports)
         outputs.append(OutputStats(path: Merge.reports, bytes: json.bytes, rows: 0, sha256: json.sha256))
         // The disagreements, sorted by customer like the segments: the merge merges them alike.
         try OutputFile.makeFolder(staged + "/reports")

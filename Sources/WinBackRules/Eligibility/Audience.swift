@@ -8,6 +8,9 @@ public struct CustomerResult: Sendable {
     /// Whether the renewal info known at T carries Apple's `eligibleWinBackOfferIds`
     /// (docs/rules.md §4.5). Beside `customer`, it takes no room of its own.
     public var appleAnswered = false
+    /// In the holdout of the run's experiment (docs/rules.md §9.1), whether or not it applies
+    /// yet; false without an experiment. Beside `customer`, it takes no room of its own.
+    public var heldOut = false
     public var timeline: CustomerTimeline
     /// Catalog indices, rank 1 first.
     public var eligible: [Int16]
@@ -114,13 +117,22 @@ public struct Audience: Sendable {
     public var counts: StateCounts
     /// Per catalog offer.
     public var funnel: [FunnelRow]
+    /// The run's experiment (docs/rules.md §9); nil = none.
+    public var experiment: Experiment?
+
+    /// Whether the audiences leave `r` out: the experiment applies at T and holds `r` out.
+    @inline(__always)
+    public func isLeftOut(_ r: CustomerResult) -> Bool {
+        r.heldOut && experiment?.applies(at: asOf) == true
+    }
 
     /// Evaluates all customers at `t`, spread over `threads` threads (customers are split into
     /// contiguous shards; each shard's results land in its own slot, so no locks are taken).
     public static func evaluate(
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
-        threads: Int
+        experiment: Experiment? = nil, threads: Int
     ) -> Audience {
+        let assignment = experiment?.assignment
         let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
         let slots = ResultSlots<(results: Int, StateCounts, [FunnelRow])>(count: pieces.count)
         let day = MonthMath.dayNumber(t)
@@ -132,6 +144,7 @@ public struct Audience: Sendable {
             nonisolated(unsafe) let out = buffer.baseAddress
             try? parallelFor(count: pieces.count, threads: threads) { p in
                 var periods: [Period] = []
+                var key: [UInt8] = []
                 var next = pieces[p].lowerBound
                 var counts = StateCounts()
                 var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
@@ -158,6 +171,9 @@ public struct Audience: Sendable {
                     }
                     var result = CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible)
                     if let listed = renewal?.eligibleWinBackOfferIds { result.markApple(listed, book: book) }
+                    if let assignment {
+                        result.heldOut = assignment.isHeldOut(customer: k, of: customers, scratch: &key)
+                    }
                     (out! + next).initialize(to: result)
                     next += 1
                 }
@@ -180,7 +196,7 @@ public struct Audience: Sendable {
             counts.add(c)
             for i in funnel.indices { funnel[i].add(f[i]) }
         }
-        return Audience(asOf: t, results: all, counts: counts, funnel: funnel)
+        return Audience(asOf: t, results: all, counts: counts, funnel: funnel, experiment: experiment)
     }
 
     /// The segment rows `requirement` leaves out (docs/rules.md §4.5): per catalog offer, then
@@ -191,6 +207,21 @@ public struct Audience: Sendable {
         guard requirement != .off else { return (perOffer, best) }
         for r in results {
             for (j, i) in r.eligible.enumerated() where !requirement.keeps(r.apple(rank: j + 1)) {
+                perOffer[Int(i)] += 1
+                if j == 0 { best += 1 }
+            }
+        }
+        return (perOffer, best)
+    }
+
+    /// The segment rows the experiment leaves out (docs/rules.md §9.1) among those
+    /// `requirement` keeps: per catalog offer, then of the best-offer list (the rows of
+    /// holdout.csv). All zero unless the experiment applies at T.
+    public func heldOut(_ requirement: AppleRequirement, offers: Int) -> (perOffer: [Int], best: Int) {
+        var perOffer = [Int](repeating: 0, count: offers)
+        var best = 0
+        for r in results where isLeftOut(r) {
+            for (j, i) in r.eligible.enumerated() where requirement.keeps(r.apple(rank: j + 1)) {
                 perOffer[Int(i)] += 1
                 if j == 0 { best += 1 }
             }

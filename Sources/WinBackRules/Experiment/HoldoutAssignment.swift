@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WinBackModel
 
 /// Which arm of a holdout experiment a customer is in: a pure function of the experiment's name,
 /// the customer's subscription group and originalTransactionId, the same in every run, thread,
@@ -20,13 +21,33 @@ package struct HoldoutAssignment: Sendable, Equatable {
 
     /// The customer's bucket, 0..<10 000.
     package func bucket(group: String, originalTransactionId: String) -> Int {
-        let digest = SHA256.hash(data: Data((name + "\n" + group + "\n" + originalTransactionId).utf8))
-        let first = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        return Int(first % 10_000)
+        HoldoutAssignment.bucket(SHA256.hash(data: Data((name + "\n" + group + "\n" + originalTransactionId).utf8)))
     }
 
     /// Whether the customer is held out (in no audience).
     package func isHeldOut(group: String, originalTransactionId: String) -> Bool {
         bucket(group: group, originalTransactionId: originalTransactionId) < basisPoints
+    }
+
+    /// The bucket of customer `k` of `customers`; `scratch` holds the hashed bytes (reused).
+    package func bucket(customer k: Int, of customers: CustomerRows, scratch: inout [UInt8]) -> Int {
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: name.utf8)
+        scratch.append(0x0A)
+        customers.strings.withBytes(customers.groups[k]) { scratch.append(contentsOf: $0) }
+        scratch.append(0x0A)
+        customers.originalTransactionIds[k].withBytes(in: customers.strings) { scratch.append(contentsOf: $0) }
+        return HoldoutAssignment.bucket(SHA256.hash(data: scratch))
+    }
+
+    /// Whether customer `k` of `customers` is held out.
+    package func isHeldOut(customer k: Int, of customers: CustomerRows, scratch: inout [UInt8]) -> Bool {
+        bucket(customer: k, of: customers, scratch: &scratch) < basisPoints
+    }
+
+    /// The first 8 bytes of a digest, big-endian, mod 10 000.
+    static func bucket(_ digest: SHA256.Digest) -> Int {
+        let first = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return Int(first % 10_000)
     }
 }

@@ -73,9 +73,14 @@ public enum RedemptionRatesReport {
     /// The customer is reconstructed at each month's first instant from the same rows, with no
     /// renewal info (docs/rules.md §4.3), and evaluated against their group's offers; their
     /// redemptions come from the episodes found at T.
+    ///
+    /// With an experiment (`cohorts` the window's cohort months, docs/rules.md §9.2), the
+    /// customer is also counted into `uplift` in each cohort month they are eligible at, under
+    /// their rank-1 offer and their arm.
     static func count<C: RandomAccessCollection>(
         rows: C, group: Int32, episodes: [Episode], book: OfferBook, window: ReportWindow, gapDays: Int64,
-        scratch: inout Scratch, into tally: inout [Counts]
+        scratch: inout Scratch, into tally: inout [Counts], cohorts: Range<Int> = 0..<0, heldOut: Bool = false,
+        uplift: inout [UpliftRow]
     ) where C.Element == Transaction, C.Index == Int {
         guard let ranked = book.rankedByGroup[group], let first = rows.first else { return }
         let n = book.offers.count
@@ -102,8 +107,10 @@ public enum RedemptionRatesReport {
                 rows: rows, at: tm, gapDays: gapDays, unlessUnchanged: ranked.count <= 64 && settled == all)
             if scratch.timelines.rebuilt { settled = 0 }
             guard let tl, tl.state == .churned else { continue }
+            var best = -1  // the rank-1 offer at tm
             book.evaluate(group: group, tl, asOf: tm, skipping: settled) { j, o, failed in
                 if failed.isEmpty {
+                    if best < 0 { best = o }
                     tally[m * n + o].eligible += 1
                     if scratch.redeemed.contains(where: { $0.month == m && $0.offer == o }) {
                         tally[m * n + o].redeemedByEligible += 1
@@ -111,6 +118,11 @@ public enum RedemptionRatesReport {
                 } else if j < 64 && !failed.isDisjoint(with: RedemptionRatesReport.fixedByReconstruction) {
                     settled |= 1 << UInt64(j)
                 }
+            }
+            if best >= 0 && cohorts.contains(m) {
+                UpliftReport.count(
+                    rows: rows, episodes: episodes, month: m, offer: best, heldOut: heldOut, window: window, offers: n,
+                    into: &uplift)
             }
         }
     }

@@ -28,6 +28,11 @@ public enum ReportPage {
             .total{fill:#1d1d1f}.state{fill:#8e8e93}.drop{fill:#ff9f0a}.eligible{fill:#30d158}
             .tag{font-size:12px;color:#6e6e73;font-weight:normal}
             .both{fill:#30d158}.apple{fill:#0a84ff}.winback{fill:#ff9f0a}.neither{fill:#c7c7cc}
+            .zero{stroke:#1d1d1f;stroke-dasharray:4 3}.interval{stroke:#0a84ff;stroke-width:3}.point{fill:#1d1d1f}
+            .treatment{fill:#0a84ff}.holdout{fill:#aeaeb2}
+            .kind0{fill:#30d158;stroke:#30d158}.kind1{fill:#0a84ff;stroke:#0a84ff}.kind2{fill:#bf5af2;stroke:#bf5af2}
+            .kind3{fill:#ff9f0a;stroke:#ff9f0a}.kind4{fill:#ff375f;stroke:#ff375f}.kind5{fill:#8e8e93;stroke:#8e8e93}
+            .line{fill:none;stroke-width:2}
             </style>
             </head>
             <body>
@@ -61,6 +66,9 @@ public enum ReportPage {
             h.line("<h3>\(escape(id)) <span class=\"tag\">\(f.live ? "live" : "not live")</span></h3>")
             funnelChart(f, offerId: id, into: &h)
         }
+
+        experimentSections(reports, into: &h)
+        retentionSection(reports.retention, into: &h)
 
         let a = reports.apple
         h.line("<h2>Agreement with Apple</h2>")

@@ -11,8 +11,12 @@ import WinBackSupport
 public struct Reports: Sendable {
     package init(
         window: ReportWindow, redemptions: [RedemptionRow], rates: [RedemptionRateRow],
-        funnel: [(offerId: String, funnel: FunnelRow)], summary: [EligibilitySummaryRow], apple: AppleAgreement
+        funnel: [(offerId: String, funnel: FunnelRow)], summary: [EligibilitySummaryRow], apple: AppleAgreement,
+        experiment: Experiment? = nil, uplift: [UpliftRow] = [], retention: [RetentionRow] = []
     ) {
+        self.experiment = experiment
+        self.uplift = uplift
+        self.retention = retention
         self.window = window
         self.redemptions = redemptions
         self.rates = rates
@@ -29,6 +33,13 @@ public struct Reports: Sendable {
     public var summary: [EligibilitySummaryRow]
     /// Apple's `eligibleWinBackOfferIds` beside winback's evaluation at their signedDate (§4.5).
     public var apple: AppleAgreement
+    /// The run's experiment (docs/rules.md §9); nil = none, and no uplift.
+    public var experiment: Experiment?
+    /// The uplift's counted rows: per cohort month, one per catalog offer in catalog order
+    /// (``UpliftReport/table(_:offerIds:)`` adds the `*` rows).
+    public var uplift: [UpliftRow]
+    /// Retention after a return, by kind and offer, in report order, without the `*` row.
+    public var retention: [RetentionRow]
 
     /// What one worker counts over its shard.
     struct Tally {
@@ -36,13 +47,21 @@ public struct Reports: Sendable {
         /// Months × catalog offers, month-major.
         var rates: [RedemptionRatesReport.Counts]
         var summary: [EligibilitySummaryReport.Key: Int] = [:]
+        /// Window months × catalog offers, month-major; empty without an experiment.
+        var uplift: [UpliftRow]
+        var retention: [RetentionReport.Key: RetentionRow] = [:]
 
-        init(cells: Int) { rates = Array(repeating: .init(), count: cells) }
+        init(cells: Int, uplift: [UpliftRow]) {
+            rates = Array(repeating: .init(), count: cells)
+            self.uplift = uplift
+        }
 
         mutating func add(_ o: Tally) {
             for (k, c) in o.redemptions { redemptions[k, default: .init()].add(c) }
             for i in rates.indices { rates[i].add(o.rates[i]) }
             for (k, n) in o.summary { summary[k, default: 0] += n }
+            for i in uplift.indices { uplift[i] = uplift[i] + o.uplift[i] }
+            for (k, r) in o.retention { retention[k] = retention[k].map { $0 + r } ?? r }
         }
     }
 
@@ -82,19 +101,25 @@ public struct Reports: Sendable {
     ///   - renewals: the run's renewal info, for the agreement with Apple; nil compares nobody.
     public static func compute(
         customers: CustomerRows, audience: Audience, book: OfferBook, windowMonths: Int, gapDays: Int64,
-        renewals: RenewalIndex? = nil, threads: Int
+        retentionMonths: Int = 24, renewals: RenewalIndex? = nil, threads: Int
     ) -> Reports {
         let t = audience.asOf
         let window = ReportWindow(asOf: t, months: windowMonths)
         let results = audience.results
         let cells = window.months.count * book.offers.count
+        let experiment = audience.experiment
+        let upliftCells = UpliftReport.cells(window, book: book, experiment: experiment)
+        let cohorts = experiment.map { UpliftReport.cohorts(window, $0) } ?? 0..<0
+        let since = RetentionReport.since(asOf: t, months: retentionMonths)
         // No id is -3: without an interned "" nothing matches.
         let emptyId = customers.strings.lookup("") ?? -3
         let pieces = chunks(results.count, pieces: max(1, threads) * 8)
         let pool = TallyPool()
         try? parallelFor(count: pieces.count, threads: threads) { p in
-            var tally = pool.take() ?? Tally(cells: cells)
+            var tally = pool.take() ?? Tally(cells: cells, uplift: upliftCells)
             var episodes: [Episode] = []
+            var periods: [Period] = []
+            var returns: [Return] = []
             var seen: [RedemptionReport.Key] = []
             var scratch = RedemptionRatesReport.Scratch()
             for i in pieces[p] {
@@ -107,7 +132,9 @@ public struct Reports: Sendable {
                     episodes, window: window, emptyId: emptyId, into: &tally.redemptions, seen: &seen)
                 RedemptionRatesReport.count(
                     rows: rows, group: group, episodes: episodes, book: book, window: window, gapDays: gapDays,
-                    scratch: &scratch, into: &tally.rates)
+                    scratch: &scratch, into: &tally.rates, cohorts: cohorts, heldOut: r.heldOut, uplift: &tally.uplift)
+                RetentionReport.returns(rows: rows, asOf: t, since: since, periods: &periods, into: &returns)
+                RetentionReport.count(returns, into: &tally.retention)
                 if r.timeline.state == .churned {
                     EligibilitySummaryReport.count(
                         group: group, r.timeline,
@@ -118,7 +145,7 @@ public struct Reports: Sendable {
             pool.put(tally)
         }
         var tallies = pool.tallies
-        var total = tallies.popLast() ?? Tally(cells: cells)
+        var total = tallies.popLast() ?? Tally(cells: cells, uplift: upliftCells)
         for s in tallies { total.add(s) }
         return Reports(
             window: window,
@@ -128,6 +155,8 @@ public struct Reports: Sendable {
             summary: EligibilitySummaryReport.rows(total.summary, strings: customers.strings),
             apple: AppleAgreement.compute(
                 customers: customers, audience: audience, book: book, renewals: renewals, gapDays: gapDays,
-                threads: threads))
+                threads: threads),
+            experiment: experiment, uplift: UpliftReport.rows(total.uplift, window: window, experiment: experiment),
+            retention: RetentionReport.rows(total.retention, strings: customers.strings))
     }
 }

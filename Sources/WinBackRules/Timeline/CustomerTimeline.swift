@@ -63,14 +63,9 @@ public struct CustomerTimeline: Sendable, Equatable {
         rows: C, asOf t: Int64, gapDays: Int64, renewal: RenewalInfo?, periods: inout [Period],
         months monthsOf: inout PeriodMonths
     ) -> CustomerTimeline? where C.Element == Transaction, C.Index == Int {
-        periods.removeAll(keepingCapacity: true)
         var token = AppAccountToken.none
         var winBack: [(offerId: Int32, end: Int64)] = []
-        var i = 0
-        for r in rows {
-            defer { i += 1 }
-            // Rule 1: only rows purchased before T exist at T.
-            guard r.isKnownPurchase(at: t) else { continue }
+        collectPeriods(rows: rows, at: t, into: &periods) { r in
             if !r.appAccountToken.isNone { token = r.appAccountToken }
             if r.offerType == OfferType.winBack.rawValue, r.offerIdentifier >= 0 {
                 if let k = winBack.firstIndex(where: { $0.offerId == r.offerIdentifier }) {
@@ -79,20 +74,6 @@ public struct CustomerTimeline: Sendable, Equatable {
                     winBack.append((r.offerIdentifier, r.expiresDate))
                 }
             }
-            // Rule 3: a period per row; revocation known at T cuts it and makes it unpaid.
-            let end = r.accessEnd(at: t)
-            guard end > r.purchaseDate else { continue }
-            periods.append(
-                Period(
-                    start: r.purchaseDate, end: end, paid: r.isPaid(at: t), revoked: r.isRevoked(at: t),
-                    row: Int32(i)))
-        }
-        // Overlaps (upgrades): cut each period at the next one's start, then drop the emptied.
-        if periods.count > 1 {
-            for k in 0..<(periods.count - 1) where periods[k].end > periods[k + 1].start {
-                periods[k].end = periods[k + 1].start
-            }
-            periods.removeAll { $0.end <= $0.start }
         }
         guard let last = periods.last else { return nil }
 
@@ -138,6 +119,40 @@ public struct CustomerTimeline: Sendable, Equatable {
             paidMonths: paidMonths, paidRunStart: paidRunStart, productId: lastRow.productId,
             storefront: lastRow.storefront, appAccountToken: token, winBackEnds: winBack,
             lastRunFirstPeriod: lastRunFirst)
+    }
+}
+
+extension CustomerTimeline {
+    /// The customer's periods at `t` (docs/rules.md §3 rule 3) into `periods` (cleared first):
+    /// one per PURCHASED row known at T, cut by a revocation known at T, empty ones dropped,
+    /// each cut at the next one's start where they overlap (an upgrade). `visit` sees every
+    /// PURCHASED row known at T, in order.
+    @inline(__always)
+    static func collectPeriods<C: RandomAccessCollection>(
+        rows: C, at t: Int64, into periods: inout [Period], _ visit: (Transaction) -> Void = { _ in }
+    ) where C.Element == Transaction, C.Index == Int {
+        periods.removeAll(keepingCapacity: true)
+        var i = 0
+        for r in rows {
+            defer { i += 1 }
+            // Rule 1: only rows purchased before T exist at T.
+            guard r.isKnownPurchase(at: t) else { continue }
+            visit(r)
+            // Rule 3: a period per row; revocation known at T cuts it and makes it unpaid.
+            let end = r.accessEnd(at: t)
+            guard end > r.purchaseDate else { continue }
+            periods.append(
+                Period(
+                    start: r.purchaseDate, end: end, paid: r.isPaid(at: t), revoked: r.isRevoked(at: t),
+                    row: Int32(i)))
+        }
+        // Overlaps (upgrades): cut each period at the next one's start, then drop the emptied.
+        if periods.count > 1 {
+            for k in 0..<(periods.count - 1) where periods[k].end > periods[k + 1].start {
+                periods[k].end = periods[k + 1].start
+            }
+            periods.removeAll { $0.end <= $0.start }
+        }
     }
 }
 

@@ -166,12 +166,13 @@ struct ReportSuccessiveTimelinesTests {
         var episodes: [Episode] = []
         var expected = [Int](repeating: 0, count: tally.count)
         var periods: [Period] = []
+        var none: [UpliftRow] = []
         for k in 0..<customers.count {
             let rows = customers.rows(of: k)
             Episode.scan(rows, asOf: ms("2026-11-22"), gapDays: 60, into: &episodes)
             RedemptionRatesReport.count(
                 rows: rows, group: customers.groups[k], episodes: episodes, book: book, window: window, gapDays: 60,
-                scratch: &scratch, into: &tally)
+                scratch: &scratch, into: &tally, uplift: &none)
             for (m, tm) in window.months.enumerated() {
                 guard
                     let tl = CustomerTimeline.build(rows: rows, asOf: tm, gapDays: 60, renewal: nil, periods: &periods),
