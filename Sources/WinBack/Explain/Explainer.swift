@@ -7,8 +7,12 @@ import WinBackSupport
 /// reading only one customer's rows with the run's own reader (`winback explain`).
 public enum Explainer {
     /// Explains customer `k` of `customers` at `t`.
+    ///
+    /// With an experiment, the customer's bucket and arm; returns are marked counted when they
+    /// began within `retentionMonths` months before T's month (docs/rules.md §9.3).
     public static func explain(
-        _ k: Int, customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64
+        _ k: Int, customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
+        experiment: Experiment? = nil, retentionMonths: Int = 24
     ) -> Explanation {
         let s = customers.strings
         let rows = Array(customers.rows(of: k))
@@ -95,6 +99,24 @@ public enum Explainer {
         }
         // Listed in catalog order; the rank says the order of preference.
         e.offers = verdicts.keys.sorted().map { verdicts[$0]! }
+        if let experiment {
+            var scratch: [UInt8] = []
+            let bucket = experiment.assignment.bucket(customer: k, of: customers, scratch: &scratch)
+            e.experiment = Explanation.ExperimentView(
+                name: experiment.name, holdout: experiment.percent, start: experiment.start, bucket: bucket,
+                heldOut: bucket < experiment.basisPoints, applies: experiment.applies(at: t))
+        }
+        var returns: [Return] = []
+        RetentionReport.returns(rows: rows, asOf: t, since: .min, periods: &periods, into: &returns)
+        let since = RetentionReport.since(asOf: t, months: retentionMonths)
+        e.returns = returns.map { r in
+            Explanation.ReturnView(
+                start: r.start, reach: r.reach, kind: r.kind(strings: s),
+                offerId: r.reportedOffer >= 0 ? s.string(r.reportedOffer) : "", counted: r.start >= since,
+                retained: RetentionReport.horizons.indices.map {
+                    (RetentionReport.horizons[$0], r.observable[$0] ? r.retained[$0] : nil)
+                })
+        }
         if let renewal {
             e.apple = appleView(rows: rows, group: group, renewal: renewal, book: book, gapDays: gapDays, strings: s)
         }
@@ -241,7 +263,8 @@ public enum Explainer {
         return (0..<customers.count).map {
             var e = explain(
                 $0, customers: customers, book: book, renewals: inputs.renewals, asOf: p.asOf,
-                gapDays: p.config.consecutiveGapDays)
+                gapDays: p.config.consecutiveGapDays, experiment: p.config.experiment,
+                retentionMonths: p.config.retentionMonths)
             if let signed = p.signed { e.markSignatures(signed) }
             return e
         }

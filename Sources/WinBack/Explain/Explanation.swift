@@ -81,6 +81,33 @@ public struct Explanation: Sendable {
         public var failures: [Failure]
     }
 
+    /// The customer's arm of the run's experiment (docs/rules.md §9.1).
+    public struct ExperimentView: Sendable {
+        public var name: String
+        public var holdout: String
+        public var start: Int64
+        /// 0..<10 000.
+        public var bucket: Int
+        public var heldOut: Bool
+        /// Whether the experiment leaves the holdout out of the audiences at T.
+        public var applies: Bool
+    }
+
+    /// One return (docs/rules.md §9.3): a period starting at least a whole month after every
+    /// earlier one ended.
+    public struct ReturnView: Sendable {
+        public var start: Int64
+        /// When the customer had left: the latest end among the earlier periods.
+        public var reach: Int64
+        /// `win_back`, `promotional`, `offer_code`, `introductory`, `unknown:N` or `none`.
+        public var kind: String
+        public var offerId: String
+        /// Whether retention-after-return.csv counts it (it began in its months).
+        public var counted: Bool
+        /// Per horizon in months: nil when not yet observable, else whether subscribed then.
+        public var retained: [(months: Int64, retained: Bool?)]
+    }
+
     public var subscriptionGroupId: String
     public var originalTransactionId: String
     public var asOf: Int64
@@ -106,6 +133,10 @@ public struct Explanation: Sendable {
     public var apple: AppleView?
     /// For signed inputs, how the rows' signatures were checked; nil for decoded ones.
     public var signatures: String? = nil
+    /// The customer's bucket and arm, when the pipeline has an experiment.
+    public var experiment: ExperimentView? = nil
+    /// Every return of the customer at T, with its kind.
+    public var returns: [ReturnView] = []
 
     /// The eligible offer ids in rank order, as the segments list them.
     public var eligibleOfferIds: [String] {

@@ -64,6 +64,29 @@ extension Explanation {
             }
         }
         out.append("")
+        out.append("Returns (a period starting at least a whole month after every earlier one ended):")
+        if returns.isEmpty { out.append("  (none)") }
+        for r in returns {
+            let offer = r.offerId.isEmpty ? "" : " \(r.offerId)"
+            let horizons = r.retained.map { h in
+                "\(h.months)m " + (h.retained.map { $0 ? "retained" : "gone" } ?? "not yet")
+            }
+            out.append(
+                "  \(iso(r.start))  \(r.kind)\(offer), after leaving \(iso(r.reach)); "
+                    + horizons.joined(separator: ", ") + (r.counted ? "" : " (before the report's months)"))
+        }
+
+        if let x = experiment {
+            out.append("")
+            out.append(
+                "Experiment \(x.name) (\(x.holdout) held out from \(Timestamp.date(x.start))): bucket \(x.bucket), "
+                    + (x.heldOut
+                        ? "held out: "
+                            + (x.applies ? "in no audience, listed in segments/holdout.csv" : "not yet applied")
+                        : "treatment: in the audiences it is eligible for"))
+        }
+
+        out.append("")
         out.append("Win-back history:")
         if winBackHistory.isEmpty { out.append("  (no win-back redemption)") }
         for w in winBackHistory { out.append("  \(w.offerId): last redemption ended \(iso(w.end))") }
@@ -174,6 +197,23 @@ extension Explanation {
         d["ignoredRows"] = rows.compactMap { r -> [String: Any]? in
             guard let why = r.ignored else { return nil }
             return ["transactionId": r.transactionId, "reason": why]
+        }
+        if let x = experiment {
+            d["experiment"] =
+                [
+                    "name": x.name, "holdout": x.holdout, "start": Timestamp.date(x.start), "bucket": x.bucket,
+                    "arm": x.heldOut ? "holdout" : "treatment", "appliesAtAsOf": x.applies,
+                ] as [String: Any]
+        }
+        d["returns"] = returns.map { r -> [String: Any] in
+            var x: [String: Any] = [
+                "start": iso(r.start), "after": iso(r.reach), "kind": r.kind, "countedInReport": r.counted,
+            ]
+            if !r.offerId.isEmpty { x["offerId"] = r.offerId }
+            for h in r.retained {
+                x["retained\(h.months)m"] = h.retained.map { $0 ? "yes" : "no" } ?? "not_yet_observable"
+            }
+            return x
         }
         d["winBackHistory"] = winBackHistory.map { ["offerId": $0.offerId, "lastRedemptionEnd": iso($0.end)] }
         d["offers"] = offers.map { v -> [String: Any] in
