@@ -7,7 +7,39 @@ import WinBackRules
 struct CustomerSimulator {
     let asOf: Int64
     let seed: UInt64
+    /// A campaign to simulate (docs/rules.md §9.4): from its start, a treatment customer who is
+    /// eligible at a month's first instant returns with the rank-1 offer that month with
+    /// ``campaignPull`` odds, beside the returns everyone makes anyway.
+    var experiment: Experiment? = nil
     static let day = MonthMath.day
+    /// The monthly odds that the campaign brings back an eligible treatment customer.
+    static let campaignPull = 0.05
+
+    /// When the campaign brings back a customer who left at `left` and would otherwise come back
+    /// at `until` (or never, `asOf`): the first month from the experiment's start at whose first
+    /// instant they are eligible and the draw succeeds; then the instant and the offer.
+    func campaignReturn(
+        left: Int64, until: Int64, group: String, original: UInt64, rows: [GeneratedTransaction],
+        rng: inout SplitMix64
+    ) -> (at: Int64, offer: String, free: Bool)? {
+        guard let e = experiment,
+            !e.assignment.isHeldOut(group: group, originalTransactionId: String(original))
+        else { return nil }
+        // The first cohort month begins on or after the start.
+        let first = MonthMath.monthStart(e.start) == e.start ? e.start : MonthMath.monthStart(e.start, offset: 1)
+        var m = max(MonthMath.monthStart(left, offset: 1), first)
+        while m < min(until, asOf) {
+            if let best = GeneratedAppleList.eligible(rows, at: m).first, rng.chance(Self.campaignPull) {
+                let at = Self.seconds(m + Int64(rng.int(0...27)) * Self.day + Int64(rng.int(0...86_399)) * 1000)
+                guard at < until && at < asOf else { return nil }
+                let free =
+                    GeneratedAppleList.rules.catalog.offers.first { $0.offerId == best }?.offerMode == "FREE_TRIAL"
+                return (at, best, free)
+            }
+            m = MonthMath.monthStart(m, offset: 1)
+        }
+        return nil
+    }
 
     static let storefronts: [(String, Int)] = [
         ("USA", 35), ("GBR", 10), ("CAN", 8), ("DEU", 8), ("FRA", 7), ("JPN", 7), ("AUS", 5), ("BRA", 5),
@@ -43,6 +75,9 @@ struct CustomerSimulator {
 
     func simulate(_ c: Int) -> Result {
         var rng = SplitMix64(seed: seed, index: UInt64(c))
+        // The campaign's draws come from a generator of their own: without an experiment the
+        // world is the same as ever.
+        var campaign = SplitMix64(seed: seed ^ 0xCA3B_A16E, index: UInt64(c))
         typealias P = GeneratedCatalog
         let photo = rng.chance(0.3)
         var product =
@@ -130,12 +165,30 @@ struct CustomerSimulator {
             t = end
             let churn = product.months == 12 ? 0.3 : 0.07
             if pendingWinBack == nil && rng.chance(churn) {
-                guard comebacks < 3 && rng.chance(0.45) else { break }
+                guard comebacks < 3 && rng.chance(0.45) else {
+                    guard
+                        let c = campaignReturn(
+                            left: t, until: asOf, group: product.group, original: original, rows: out.rows,
+                            rng: &campaign)
+                    else { break }
+                    comebacks += 1
+                    t = c.at
+                    pendingWinBack = (c.offer, c.free, c.free ? 1 : (product.months == 12 ? 1 : 3))
+                    continue
+                }
                 comebacks += 1
                 let long = rng.chance(0.65)
                 // A short gap is a late renewal after billing retry; a long one a come-back.
                 let gapDays = long ? rng.int(61...540) : rng.int(2...60)
-                t = Self.seconds(t + Int64(gapDays) * Self.day + Int64(rng.int(0...86_000)) * 1000)
+                let back = Self.seconds(t + Int64(gapDays) * Self.day + Int64(rng.int(0...86_000)) * 1000)
+                if let c = campaignReturn(
+                    left: t, until: back, group: product.group, original: original, rows: out.rows, rng: &campaign)
+                {
+                    t = c.at
+                    pendingWinBack = (c.offer, c.free, c.free ? 1 : (product.months == 12 ? 1 : 3))
+                    continue
+                }
+                t = back
                 let offers = P.winBackOffers(for: product.id)
                 if long && !offers.isEmpty && rng.chance(0.5) {
                     let o = offers[rng.int(0...(offers.count - 1))]

@@ -80,6 +80,21 @@ enum GeneratedAppleList {
         return out
     }
 
+    /// The offers winback finds `rows`' customer eligible for at `t` with no renewal info, as
+    /// the uplift report evaluates them at a month's first instant (docs/rules.md §9.2), best first.
+    static func eligible(_ rows: [GeneratedTransaction], at t: Int64) -> [String] {
+        let own = transactions(rows)
+        guard let last = own.last else { return [] }
+        var periods: [Period] = []
+        guard let tl = CustomerTimeline.build(rows: own, asOf: t, gapDays: gapDays, renewal: nil, periods: &periods)
+        else { return [] }
+        var out: [String] = []
+        rules.book.evaluate(group: last.subscriptionGroupId, tl, asOf: t) { _, i, failed in
+            if failed.isEmpty { out.append(rules.book.offers[i].offer.offerId) }
+        }
+        return out
+    }
+
     /// Apple's list for the customer: `eligible`, except for a few customers whose list drops
     /// its last id, gains an offer of their group it lacks, or gains an id the catalog lacks.
     static func apple(_ rows: [GeneratedTransaction], renewal: RenewalInfo, rng: inout SplitMix64) -> [String] {

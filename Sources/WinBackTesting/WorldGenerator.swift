@@ -1,6 +1,7 @@
 import Foundation
 import WinBackModel
 import WinBackRead
+import WinBackRules
 import WinBackSupport
 import WinBackWrite
 
@@ -13,6 +14,8 @@ public struct GenerateOptions: Sendable {
     /// `appstore-ndjson`, `csv`, `revenuecat` or `appstore-signed`.
     public var format: InputFormat = .appstoreNDJSON
     public var threads = ProcessInfo.processInfo.activeProcessorCount
+    /// A holdout experiment to simulate and to write into the pipeline (docs/rules.md §9.4).
+    public var experiment: Experiment?
 
     public init(customers: Int, seed: UInt64 = 1, asOf: Int64, format: InputFormat = .appstoreNDJSON) {
         self.customers = customers
@@ -59,7 +62,7 @@ public enum WorldGenerator {
             throw WinBackError(
                 .cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: directory)
         }
-        let sim = CustomerSimulator(asOf: o.asOf, seed: o.seed)
+        let sim = CustomerSimulator(asOf: o.asOf, seed: o.seed, experiment: o.experiment)
         var writers: [String: GzipWriter] = [:]
         let renewalWriter = o.format == .revenuecat ? nil : try GzipWriter(path: directory + "/renewal-info.jsonl.gz")
         var transactions = 0
@@ -175,8 +178,13 @@ public enum WorldGenerator {
     /// A pipeline file that runs on the generated folder.
     static func pipeline(_ o: GenerateOptions, format: WorldFormat) -> String {
         let glob = format.fileName(month: "*")
+        let flags =
+            o.experiment.map {
+                " --experiment \($0.name) --holdout \($0.percent) --experiment-start \(Timestamp.date($0.start))"
+            } ?? ""
         var s = """
-            # Written by `winback generate --customers \(o.customers) --seed \(o.seed)`; runs on this folder.
+            # Written by `winback generate --customers \(o.customers) --seed \(o.seed) --format \(o.format.rawValue)\(flags)`;
+            # runs on this folder.
             name: generated
             transactions:
               format: \(o.format.rawValue)
@@ -205,6 +213,15 @@ public enum WorldGenerator {
               directory: out
 
             """
+        if let e = o.experiment {
+            s += """
+                experiment:               # a campaign that works was simulated for the treatment
+                  name: \(e.name)
+                  holdout: \(e.percent)
+                  start: \(Timestamp.date(e.start))
+
+                """
+        }
         return s
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import WinBack
 import WinBackTesting
 
@@ -27,21 +28,62 @@ struct GenerateCommand: ParsableCommand {
     @Option(help: "Export format (appstore-signed: signed by a test chain).")
     var format: InputFormat = .appstoreNDJSON
 
+    @Option(
+        help: ArgumentHelp(
+            "Simulate a win-back campaign measured by a holdout experiment of this name, and write the experiment into the pipeline.",
+            discussion:
+                "From the experiment's start, a treatment customer eligible at a month's first instant is more likely to return with their best offer that month.",
+            valueName: "name"))
+    var experiment: String?
+
+    @Option(help: ArgumentHelp("The share held out, e.g. 10% or 2.5% (with --experiment).", valueName: "share"))
+    var holdout: String = "10%"
+
+    @Option(
+        name: .customLong("experiment-start"),
+        help: ArgumentHelp(
+            "The first day the audiences left the holdout out, YYYY-MM-DD (with --experiment; default: the first day of the month six months before --as-of).",
+            valueName: "date"))
+    var experimentStart: String?
+
+    /// The experiment the options ask for; nil without --experiment.
+    func resolvedExperiment(asOf t: Int64) throws -> Experiment? {
+        guard let name = experiment else {
+            if experimentStart != nil { throw ValidationError("--experiment-start needs --experiment NAME") }
+            return nil
+        }
+        guard Experiment.isValidName(name) else {
+            throw ValidationError("--experiment '\(name)' must match [A-Za-z0-9._-]{1,64}")
+        }
+        guard let bp = Experiment.basisPoints(holdout) else {
+            throw ValidationError("--holdout '\(holdout)' is not a share from 0.01% to 50% (write 10%, 2.5% or 0.1)")
+        }
+        var start = MonthMath.monthStart(t, offset: -6)
+        if let s = experimentStart {
+            guard let d = Timestamp.parseDate(s) else {
+                throw ValidationError("--experiment-start '\(s)' is not a date YYYY-MM-DD")
+            }
+            start = d * MonthMath.day
+        }
+        return Experiment(name: name, basisPoints: bp, start: start)
+    }
+
     func validate() throws {
         if customers < 1 { throw ValidationError("--customers must be at least 1") }
         guard let v = PipelineConfig.AsOf.parse(asOf), case .instant = v else {
             throw ValidationError("--as-of must be a date YYYY-MM-DD or an instant YYYY-MM-DDTHH:MM:SSZ")
         }
+        _ = try resolvedExperiment(asOf: 0)
     }
 
     func run() throws {
         guard case .instant(let t) = PipelineConfig.AsOf.parse(asOf) else { return }
-        let summary = try reportingErrors {
-            try WorldGenerator.generate(
-                GenerateOptions(customers: customers, seed: seed, asOf: t, format: format), to: out)
-        }
+        var options = GenerateOptions(customers: customers, seed: seed, asOf: t, format: format)
+        options.experiment = try resolvedExperiment(asOf: t)
+        let summary = try reportingErrors { try WorldGenerator.generate(options, to: out) }
         print(
             "wrote \(summary.files.count) files, \(summary.transactions) transactions, \(summary.customers) customers to \(out)"
         )
+        print("run it with: winback run \((out as NSString).appendingPathComponent("pipeline.yaml"))")
     }
 }
