@@ -64,6 +64,53 @@ struct GoldenWorldTests {
         #expect(pages[0] != nil && pages[0] == pages[1])
     }
 
+    @Test(
+        "with a 50 % holdout: held-out customers in no segment and exactly in holdout.csv, the uplift and retention golden"
+    )
+    func goldenExperiment() throws {
+        let world = try Paths.copyFixture("golden")
+        let expected = Paths.fixtures + "/golden/expected-experiment"
+        let plain = try run(world + "/pipeline.yaml", threads: 2, output: world + "/plain").published
+        for threads in [1, 3] {
+            let out = try run(world + "/pipeline-experiment.yaml", threads: threads, output: world + "/x\(threads)")
+                .published
+            #expect(filesBelow(out + "/segments") == filesBelow(expected + "/segments"))
+            for f in filesBelow(expected + "/segments") {
+                expectSameFile(out + "/segments/" + f, golden: expected + "/segments/" + f)
+            }
+            for f in ["winback-uplift.csv", "retention-after-return.csv"] {
+                expectSameFile(out + "/reports/" + f, golden: expected + "/reports/" + f)
+            }
+            // best-offer without the experiment = best-offer with it + holdout, row for row.
+            func lines(_ path: String) throws -> [Substring] {
+                try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").dropFirst().map { $0 }
+            }
+            let all = try lines(plain + "/segments/best-offer.csv")
+            let kept = try lines(out + "/segments/best-offer.csv")
+            let held = try lines(out + "/segments/holdout.csv")
+            #expect(!held.isEmpty && !kept.isEmpty)
+            #expect((kept + held).sorted() == all.sorted())
+            let heldIds = Set(held.map { $0.split(separator: ",")[1] })
+            for f in filesBelow(out + "/segments") where f.hasSuffix(".csv") && f != "holdout.csv" {
+                for line in try lines(out + "/segments/" + f) {
+                    #expect(!heldIds.contains(line.split(separator: ",")[1]), "\(f): \(line)")
+                }
+            }
+            // Each held-out customer's bucket is below 5 000 by SHA-256 computed here.
+            let experiment = HoldoutAssignment(name: "golden-2026", basisPoints: 5_000)
+            for line in held {
+                let f = line.split(separator: ",").map(String.init)
+                #expect(experiment.bucket(group: f[0], originalTransactionId: f[1]) < 5_000)
+            }
+            let manifest = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")))
+            let x = (manifest as? [String: Any])?["experiment"] as? [String: Any]
+            #expect(x?["holdoutBasisPoints"] as? Int == 5_000)
+            let rows = (x?["heldOut"] as? [[String: Any]])?.last?["rows"] as? Int
+            #expect(rows == held.count)
+        }
+    }
+
     @Test("every XML segment is valid against Data/schemas/segment.xsd")
     func xmlValidAgainstSchema() throws {
         let world = try Paths.copyFixture("golden")

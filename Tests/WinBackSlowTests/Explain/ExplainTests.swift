@@ -103,6 +103,17 @@ struct ExplainTests {
             let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             fromRun[f[0] + "/" + f[1]] = (f[11], f[5], f[8])
         }
+        // Customers the experiment holds out are in holdout.csv instead (docs/rules.md §9.1).
+        var heldOut: Set<String> = []
+        if let holdout = try? String(contentsOfFile: summary.published + "/segments/holdout.csv", encoding: .utf8) {
+            for line in holdout.split(separator: "\n").dropFirst() {
+                let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                #expect(fromRun[f[0] + "/" + f[1]] == nil, "\(f[1]) is in holdout.csv and best-offer.csv")
+                fromRun[f[0] + "/" + f[1]] = (f[11], f[5], f[8])
+                heldOut.insert(f[0] + "/" + f[1])
+            }
+        }
+        #expect((world == "sample") == !heldOut.isEmpty)
         // Explain every customer from one read of the same inputs.
         let p = try ResolvedPipeline.resolve(o)
         let set = try TransactionReader.read(paths: p.transactionFiles, format: p.config.format, threads: 2)
@@ -113,8 +124,9 @@ struct ExplainTests {
         for k in 0..<customers.count {
             let e = Explainer.explain(
                 k, customers: customers, book: book, renewals: renewals, asOf: p.asOf,
-                gapDays: p.config.consecutiveGapDays)
+                gapDays: p.config.consecutiveGapDays, experiment: p.config.experiment)
             let key = e.subscriptionGroupId + "/" + e.originalTransactionId
+            #expect((e.experiment?.heldOut ?? false) == heldOut.contains(key) || e.eligibleOfferIds.isEmpty, "\(key)")
             if let r = fromRun[key] {
                 eligibleSeen += 1
                 #expect(e.eligibleOfferIds.joined(separator: ";") == r.ids, "\(key)")

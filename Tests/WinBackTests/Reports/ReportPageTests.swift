@@ -27,8 +27,10 @@ struct ReportPageTests {
     @Test("a rate chart, a funnel chart and an agreement bar per catalog offer, with the numbers of the CSV files")
     func chartsPerOffer() {
         let html = page()
-        // Three offers × (rate, funnel, agreement), and the agreement legend.
-        #expect(html.components(separatedBy: "<svg ").count - 1 == 10)
+        // Three offers × (rate, funnel, agreement), the agreement legend, and retention after a
+        // return (no experiment: no lift or arms chart).
+        #expect(html.components(separatedBy: "<svg ").count - 1 == 11)
+        #expect(html.contains("No experiment is configured"))
         for id in ["wb.a", "wb.b", "wb.c"] { #expect(html.contains("<h3>\(id)")) }
         // 2026-09 for wb.a: 1 of 3 eligible redeemed, 2 in all.
         #expect(html.contains("2026-09: 1 of 3 eligible redeemed (33.3%), 2 redeemed in all"))
