@@ -96,6 +96,8 @@ struct GoldenWorldTests {
                     #expect(!heldIds.contains(line.split(separator: ",")[1]), "\(f): \(line)")
                 }
             }
+            #expect(
+                XMLSchemaValidator.validate(xmlPath: out + "/segments/holdout.xml", xsdPath: Paths.segmentXSD) == [])
             // Each held-out customer's bucket is below 5 000 by SHA-256 computed here.
             let experiment = HoldoutAssignment(name: "golden-2026", basisPoints: 5_000)
             for line in held {

@@ -15,12 +15,13 @@ import Testing
 struct ShardedRunTests {
     static let asOf = ms("2026-11-22")
 
-    /// A generated world (with duplicates across files, renewal info, rejects-free) and its
-    /// pipeline file.
+    /// A generated world (with duplicates across files, renewal info, rejects-free, and a 15 %
+    /// holdout experiment: docs/rules.md §9) and its pipeline file.
     static func world(customers: Int = 600, seed: UInt64 = 5) throws -> String {
         let dir = Paths.temporary() + "/world"
         var o = GenerateOptions(customers: customers, seed: seed, asOf: asOf)
         o.threads = 2
+        o.experiment = Experiment(name: "shard-test", basisPoints: 1_500, start: ms("2026-02-01"))
         _ = try WorldGenerator.generate(o, to: dir)
         return dir + "/pipeline.yaml"
     }
@@ -60,6 +61,12 @@ struct ShardedRunTests {
     func threeTasksFourShards() throws {
         let pipeline = try Self.world()
         let reference = try Self.inMemory(pipeline)
+        // The experiment's files are among those compared, with rows to compare.
+        for f in ["segments/holdout.csv", "reports/winback-uplift.csv", "reports/retention-after-return.csv"] {
+            #expect(
+                (reference[f].map { String(decoding: $0, as: UTF8.self) }?.split(separator: "\n").count ?? 0) > 3,
+                "\(f)")
+        }
         for threads in [1, 3] {
             let work = Paths.temporary() + "/work"
             let o = Self.options(pipeline, output: Paths.temporary(), threads: threads)
