@@ -227,6 +227,14 @@ package enum System {
         if fchmod(fd, mode) != 0 { throw SystemError("fchmod") }
     }
 
+    /// Gives the file at `path` (never through a link) `mode`, and `group` when given.
+    package static func secureFile(_ path: String, mode: mode_t, group: gid_t?) throws {
+        let fd = try open(path, O_RDONLY | O_NOFOLLOW)
+        defer { closeQuietly(fd) }
+        if let group, fchown(fd, uid_t.max, group) != 0 { throw SystemError("fchown") }
+        if fchmod(fd, mode) != 0 { throw SystemError("fchmod") }
+    }
+
     /// The id of group `name`; nil when there is no such group.
     package static func groupID(_ name: String) -> gid_t? {
         var group = group()

@@ -16,6 +16,8 @@ public struct GenerateOptions: Sendable {
     public var threads = ProcessInfo.processInfo.activeProcessorCount
     /// A holdout experiment to simulate and to write into the pipeline (docs/rules.md §9.4).
     public var experiment: Experiment?
+    /// Called with the customers simulated so far, after each block of them.
+    public var progress: (@Sendable (Int) -> Void)?
 
     public init(customers: Int, seed: UInt64 = 1, asOf: Int64, format: InputFormat = .appstoreNDJSON) {
         self.customers = customers
@@ -66,12 +68,14 @@ public enum WorldGenerator {
         var writers: [String: GzipWriter] = [:]
         let renewalWriter = o.format == .revenuecat ? nil : try GzipWriter(path: directory + "/renewal-info.jsonl.gz")
         var transactions = 0
+        let identityWriter = try GzipWriter(path: directory + "/identities.csv.gz")
+        try identityWriter.write(Array("original_transaction_id,app_account_token,external_id,email\n".utf8))
 
         var start = 0
         while start < o.customers {
             let range = start..<min(o.customers, start + block)
             // Simulate and encode in parallel; each customer's lines land in its own slot.
-            let slots = ResultSlots<([(String, [UInt8])], [UInt8])>(count: range.count)
+            let slots = ResultSlots<([(String, [UInt8])], [UInt8], [UInt8])>(count: range.count)
             try parallelFor(count: range.count, threads: o.threads) { i in
                 let c = range.lowerBound + i
                 let result = sim.simulate(c)
@@ -110,15 +114,18 @@ public enum WorldGenerator {
                             variant: Int(r.originalTransactionId % 3))
                     }
                 }
-                slots[i] = (lines, renewal)
+                slots[i] = (lines, renewal, identityLine(c, result.rows))
             }
             // Bucket by month, shuffle each bucket, append to its file.
             var buckets: [String: [[UInt8]]] = [:]
             var renewals: [[UInt8]] = []
-            for (lines, renewal) in slots.all {
+            var identities: [UInt8] = []
+            for (lines, renewal, identity) in slots.all {
                 for (month, line) in lines { buckets[month, default: []].append(line) }
                 if !renewal.isEmpty { renewals.append(renewal) }
+                identities += identity
             }
+            try identityWriter.write(identities)
             var shuffler = SplitMix64(seed: o.seed ^ 0x5EED, index: UInt64(start))
             let months = buckets.keys.sorted()
             for m in months where writers[m] == nil {
@@ -141,8 +148,10 @@ public enum WorldGenerator {
                 try renewalWriter.write(chunk)
             }
             start = range.upperBound
+            o.progress?(start)
         }
-        var files: [String] = []
+        try identityWriter.close()
+        var files: [String] = ["identities.csv.gz"]
         var bytes = 0
         for m in writers.keys.sorted() {
             try writers[m]!.close()
@@ -173,6 +182,16 @@ public enum WorldGenerator {
         }
         s += ",\"signedDate\":\(r.signedDate),\"environment\":\"Production\"}\n"
         return Array(s.utf8)
+    }
+
+    /// The identities file's row for customer `c` (docs/rules.md §10.1): nine customers in ten
+    /// have one, a team's user id and email; every tenth token is upper-case, as some apps
+    /// store them.
+    static func identityLine(_ c: Int, _ rows: [GeneratedTransaction]) -> [UInt8] {
+        guard c % 10 != 9, let first = rows.first else { return [] }
+        var token = rows.lazy.compactMap(\.appAccountToken).first ?? ""
+        if c % 10 == 3 { token = token.uppercased() }
+        return Array("\(first.originalTransactionId),\(token),user-\(c),user\(c)@example.com\n".utf8)
     }
 
     /// A pipeline file that runs on the generated folder.

@@ -80,10 +80,26 @@ struct GenerateCommand: ParsableCommand {
         guard case .instant(let t) = PipelineConfig.AsOf.parse(asOf) else { return }
         var options = GenerateOptions(customers: customers, seed: seed, asOf: t, format: format)
         options.experiment = try resolvedExperiment(asOf: t)
+        // A line at each tenth, on stderr: a large world takes a while.
+        let total = customers
+        let step = max(1, total / 10)
+        let noted = Tenths()
+        options.progress = { done in
+            let tenth = done / step
+            guard tenth > noted.last || done == total else { return }
+            noted.last = tenth
+            FileHandleStderr.write("winback: generate: \(done) of \(total) customers simulated\n")
+        }
         let summary = try reportingErrors { try WorldGenerator.generate(options, to: out) }
         print(
-            "wrote \(summary.files.count) files, \(summary.transactions) transactions, \(summary.customers) customers to \(out)"
+            "wrote \(summary.files.count) files, \(summary.transactions) transactions of \(summary.customers) simulated people to \(out) "
+                + "(a run counts customers: subscription group and originalTransactionId pairs with a period before the as-of)"
         )
         print("run it with: winback run \((out as NSString).appendingPathComponent("pipeline.yaml"))")
     }
+}
+
+/// The last tenth of the world reported (the generator calls back from one thread at a time).
+private final class Tenths: @unchecked Sendable {
+    var last = 0
 }

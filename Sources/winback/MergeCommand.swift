@@ -24,14 +24,14 @@ struct MergeCommand: ParsableCommand {
     @Option(name: .customLong("output"), help: "Output directory, overriding the file's output.directory.")
     var output: String?
 
-    @Flag(help: "No progress or stage lines on stderr.")
-    var quiet = false
+    @OptionGroup var log: LogOptions
 
     func run() throws {
-        let summary = try reportingErrors {
+        let progress = log.progress()
+        let summary = try reportingErrors(progress) {
             try ShardedRun.merge(
                 RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output), work: work,
-                shards: shards, progress: .automatic(quiet: quiet))
+                shards: shards, progress: progress)
         }
         print(summary.published)
     }

@@ -32,14 +32,14 @@ struct PartitionCommand: ParsableCommand {
     @Option(help: "Worker threads (default: the file's threads, else one per core).")
     var threads: Int?
 
-    @Flag(help: "No progress or stage lines on stderr.")
-    var quiet = false
+    @OptionGroup var log: LogOptions
 
     func run() throws {
-        try reportingErrors {
+        let progress = log.progress()
+        try reportingErrors(progress) {
             _ = try ShardedRun.partition(
                 RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, threads: threads), work: work,
-                shards: shards, task: task, tasks: tasks, progress: .automatic(quiet: quiet))
+                shards: shards, task: task, tasks: tasks, progress: progress)
         }
     }
 }

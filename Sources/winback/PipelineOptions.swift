@@ -1,4 +1,5 @@
 import ArgumentParser
+import WinBack
 
 /// Options shared by the commands that read a pipeline file.
 struct PipelineOptions: ParsableArguments {
@@ -11,4 +12,25 @@ struct PipelineOptions: ParsableArguments {
             "Evaluate at this instant instead of the file's asOf: today (00:00 UTC), now, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ."
     )
     var asOf: String?
+}
+
+/// How a long-running command tells what it is doing, on stderr (docs/rules.md §10.4).
+struct LogOptions: ParsableArguments {
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    @Flag(help: "No progress or stage lines on stderr (errors and warnings are still printed).")
+    var quiet = false
+
+    @Option(
+        name: .customLong("log-format"),
+        help: """
+            text (default): a progress line on a terminal, one line per stage otherwise; json: one JSON \
+            object per line (time, level, event, pipeline and the event's fields), for log collectors.
+            """)
+    var format: Format = .text
+
+    /// The progress reporter these options ask for.
+    func progress() -> WinBack.Progress { .automatic(quiet: quiet, json: format == .json) }
 }

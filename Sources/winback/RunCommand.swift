@@ -29,8 +29,7 @@ struct RunCommand: ParsableCommand {
             """)
     var inflater: InflaterChoice?
 
-    @Flag(help: "No progress or stage lines on stderr (errors are still printed).")
-    var quiet = false
+    @OptionGroup var log: LogOptions
 
     @Option(
         help: """
@@ -58,15 +57,16 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        let progress = log.progress()
         Allocator.configureForBatch()
-        try reportingErrors {
+        try reportingErrors(progress) {
             var options = RunOptions(
                 pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output, threads: threads)
             options.inflater = inflater?.resolved()
             options.memory = memory.flatMap(MemorySize.parse)
             if let work, let shards {
                 _ = try ShardedRun.shard(
-                    options, work: work, shard: shard, shards: shards, progress: .automatic(quiet: quiet))
+                    options, work: work, shard: shard, shards: shards, progress: progress)
                 return
             }
             // Published: print the folder and end, leaving the run's memory to the system.
@@ -74,7 +74,7 @@ struct RunCommand: ParsableCommand {
                 print(summary.published)
                 Foundation.exit(0)
             }
-            _ = try PipelineRun.run(options, progress: .automatic(quiet: quiet))
+            _ = try PipelineRun.run(options, progress: progress)
         }
     }
 }

@@ -19,12 +19,17 @@ struct Winback: ParsableCommand {
         ])
 }
 
-/// Runs `body`, turning a ``WinBackError`` into its message on stderr and its exit code.
-func reportingErrors<T>(_ body: () throws -> T) throws -> T {
+/// Runs `body`, turning a ``WinBackError`` into its message on stderr (through `progress`, as
+/// text or JSON) and its exit code.
+func reportingErrors<T>(_ progress: WinBack.Progress? = nil, _ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let e as WinBackError {
-        FileHandleStderr.write("winback: error (\(e.code)): \(e)\n")
+        if let progress {
+            progress.error("\(e)", code: "\(e.code)", exitCode: e.code.exitCode)
+        } else {
+            FileHandleStderr.write("winback: error (\(e.code)): \(e)\n")
+        }
         throw ExitCode(e.code.exitCode)
     }
 }

@@ -31,6 +31,9 @@ public struct Manifest {
     /// (docs/rules.md §9.1).
     public var experiment: Experiment?
     public var heldOut: [(String, Int)] = []
+    /// What each destination received, and what the identities file held (docs/rules.md §10).
+    public var destinations: [DestinationCount] = []
+    public var identities: IdentityCount?
     public var outputs: [OutputStats] = []
     public var stages: [(String, Double)] = []
     /// The transactions' format, and for signed inputs how they were verified.
@@ -84,6 +87,13 @@ public struct Manifest {
         heldOut = zip(catalog.offers, held.perOffer).map { ($0.offerId, $1) } + [("best-offer", held.best)]
     }
 
+    /// What the destinations received (docs/rules.md §10.2).
+    mutating func record(_ delivered: (outputs: [OutputStats], counts: [DestinationCount], identities: IdentityCount?))
+    {
+        destinations = delivered.counts
+        identities = delivered.identities
+    }
+
     static func iso(_ d: Date) -> String { Timestamp.iso(Int64((d.timeIntervalSince1970 * 1000).rounded())) }
 
     func input(_ s: InputStats) -> [String: Any] {
@@ -128,6 +138,21 @@ public struct Manifest {
                     "start": Timestamp.date(experiment.start), "appliesAtAsOf": experiment.applies(at: asOf),
                     "heldOut": heldOut.map { ["segment": $0.0, "rows": $0.1] as [String: Any] },
                 ] as [String: Any]
+        }
+        if let identities {
+            d["identities"] =
+                [
+                    "path": identities.path, "rows": identities.rows, "duplicates": identities.duplicates,
+                    "rejected": identities.rejected,
+                ] as [String: Any]
+        }
+        if !destinations.isEmpty {
+            d["destinations"] = destinations.map {
+                [
+                    "type": $0.type.rawValue, "audience": $0.audience.rawValue, "files": $0.files, "rows": $0.rows,
+                    "unaddressable": $0.unaddressable,
+                ] as [String: Any]
+            }
         }
         d["format"] = format.rawValue
         if let signed {

@@ -67,6 +67,12 @@ public struct PipelineConfig: Sendable {
     public var retentionMonths: Int = 24
     /// `experiment:`: the holdout that measures the campaign (docs/rules.md §9); nil = none.
     public var experiment: Experiment?
+    /// `identities:`: the team's own ids, joined to the audiences (docs/rules.md §10.1).
+    public var identities: IdentitiesSource?
+    /// `output.destinations`: the tools that get import files (docs/rules.md §10.2).
+    public var destinations: [Destination] = []
+    /// `output.metrics`: where the Prometheus textfile goes after every run (docs/rules.md §10.3).
+    public var metricsPath: String?
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
     public var threads: Int?
@@ -122,6 +128,7 @@ public struct PipelineConfig: Sendable {
             [
                 "name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
                 "reports", "limits", "threads", "inflater", "audience", "environment", "apple", "experiment",
+                "identities",
             ], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
@@ -182,7 +189,17 @@ public struct PipelineConfig: Sendable {
         }
         if let out = p.field(root, "output", required: true) {
             if let m = out.mapping {
-                p.allow(m, ["directory", "formats", "group"], at: "output.")
+                p.allow(m, ["directory", "formats", "group", "destinations", "metrics"], at: "output.")
+                if let d = p.field(m, "destinations") { c.destinations = p.destinations(d) }
+                if let path = p.string(m, "metrics", at: "output.") {
+                    if path.isEmpty || path.hasSuffix("/") {
+                        p.fail(
+                            "output.metrics",
+                            "expected a file path such as /var/lib/node_exporter/textfile/winback.prom")
+                    } else {
+                        c.metricsPath = path
+                    }
+                }
                 if let d = p.string(m, "directory", at: "output.", required: true) { c.outputDirectory = d }
                 if let g = p.string(m, "group", at: "output.") {
                     if g.isEmpty || g.contains(where: { $0 == "/" || $0 == ":" || $0.isWhitespace }) {
@@ -228,6 +245,13 @@ public struct PipelineConfig: Sendable {
             }
         }
         if let e = p.field(root, "experiment") { c.experiment = p.experiment(e) }
+        if let i = p.field(root, "identities") { c.identities = p.identities(i) }
+        if !c.destinations.isEmpty && c.identities == nil {
+            p.fail("output.destinations", "needs identities: (the file that maps customers to the tools' ids)")
+        }
+        if !c.destinations.isEmpty && !c.formats.contains("csv") {
+            p.fail("output.destinations", "are made from the CSV segments: add csv to output.formats")
+        }
         if let a = p.field(root, "audience") {
             if let m = a.mapping {
                 p.allow(m, ["requireApple"], at: "audience.")
@@ -316,6 +340,86 @@ public struct PipelineConfig: Sendable {
 /// Reads typed fields out of YAML nodes, collecting a message per problem.
 struct YAMLChecker {
     var problems: [String] = []
+
+    /// The `identities:` block (docs/rules.md §10.1): path and key.
+    mutating func identities(_ node: Node) -> IdentitiesSource? {
+        guard let m = node.mapping else {
+            fail("identities", "expected a mapping with path and key")
+            return nil
+        }
+        allow(m, ["path", "key"], at: "identities.")
+        let path = string(m, "path", at: "identities.", required: true)
+        var key = IdentitiesSource.Key.originalTransactionId
+        if let k = string(m, "key", at: "identities.") {
+            if let known = IdentitiesSource.Key(rawValue: k) {
+                key = known
+            } else {
+                fail("identities.key", "expected original_transaction_id or app_account_token, found '\(k)'")
+            }
+        }
+        guard let path, !path.isEmpty else { return nil }
+        return IdentitiesSource(path: path, key: key)
+    }
+
+    /// `output.destinations` (docs/rules.md §10.2): tool names, or entries with type, audience,
+    /// maxRows and maxBytes.
+    mutating func destinations(_ node: Node) -> [Destination] {
+        guard let seq = node.sequence else {
+            fail("output.destinations", "expected a list such as [braze, klaviyo]")
+            return []
+        }
+        let known = DestinationType.allCases.map(\.rawValue).joined(separator: ", ")
+        var out: [Destination] = []
+        for (i, item) in seq.enumerated() {
+            let at = "output.destinations[\(i)]"
+            if let name = item.scalar?.string {
+                guard let type = DestinationType(rawValue: name) else {
+                    fail(at, "unknown destination '\(name)'; known: \(known)")
+                    continue
+                }
+                out.append(Destination(type: type))
+                continue
+            }
+            guard let m = item.mapping else {
+                fail(at, "expected a destination name or a mapping with type")
+                continue
+            }
+            allow(m, ["type", "audience", "maxRows", "maxBytes"], at: at + ".")
+            guard let name = string(m, "type", at: at + ".", required: true) else { continue }
+            guard let type = DestinationType(rawValue: name) else {
+                fail(at + ".type", "unknown destination '\(name)'; known: \(known)")
+                continue
+            }
+            var d = Destination(type: type)
+            if let a = string(m, "audience", at: at + ".") {
+                if let audience = Destination.Audience(rawValue: a) {
+                    d.audience = audience
+                } else {
+                    fail(at + ".audience", "expected best-offer or per-offer, found '\(a)'")
+                }
+            }
+            if let v = string(m, "maxRows", at: at + ".") {
+                if let n = Int(v), n >= 1 {
+                    d.maxRows = n
+                } else {
+                    fail(at + ".maxRows", "expected a count of rows of 1 or more")
+                }
+            }
+            if let v = string(m, "maxBytes", at: at + ".") {
+                if let n = MemorySize.bytes(v), n >= 1024 {
+                    d.maxBytes = n
+                } else {
+                    fail(at + ".maxBytes", "expected a size of at least 1KiB, such as 50MB")
+                }
+            }
+            out.append(d)
+        }
+        var seen: Set<String> = []
+        for d in out where !seen.insert(d.type.rawValue + "/" + d.audience.rawValue).inserted {
+            fail("output.destinations", "\(d.type.rawValue) with audience \(d.audience.rawValue) is listed twice")
+        }
+        return out
+    }
 
     /// The `experiment:` block (docs/rules.md §9.1): name, holdout and start, all required.
     mutating func experiment(_ node: Node) -> Experiment? {

@@ -71,6 +71,13 @@ public struct ResolvedPipeline: Sendable {
         let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
         let inflater = try self.inflater(asked: o.inflater, file: config.inflater, path: o.pipelinePath)
+        if let i = config.identities {
+            let path = config.resolve(i.path)
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue else {
+                throw WinBackError(.noInput, "the identities file is missing", path: path)
+            }
+        }
         let signed =
             config.format == .appstoreSigned
             ? try SignedReading.resolve(config.apple, folder: config.folder, now: o.now) : nil
@@ -113,11 +120,24 @@ public struct ResolvedPipeline: Sendable {
 /// The nightly job: the stages of ``Stage`` composed — read → group → evaluate → report and
 /// write → publish — with the manifest kept along the way.
 public enum PipelineRun {
+    ///
+    /// Writes `output.metrics` after the run, failed or not, once the pipeline file was read
+    /// (docs/rules.md §10.3).
     public static func run(_ options: RunOptions, progress: Progress) throws -> RunSummary {
         let started = Date()
+        do {
+            return try runPipeline(options, started: started, progress: progress)
+        } catch {
+            MetricsFile.failed(pipelinePath: options.pipelinePath, started: started, error: error, progress: progress)
+            throw error
+        }
+    }
+
+    static func runPipeline(_ options: RunOptions, started: Date, progress: Progress) throws -> RunSummary {
         let p = try ResolvedPipeline.resolve(options)
+        progress.pipeline = p.config.name
         if let memory = options.memory ?? p.config.memoryLimit {
-            let summary = try ShardedRun.bounded(options, memory: memory, progress: progress)
+            let summary = try ShardedRun.bounded(options, memory: memory, progress: progress, started: started)
             options.published?(summary)
             return summary
         }
@@ -147,8 +167,8 @@ public enum PipelineRun {
 
             progress.begin("write")
             manifest.outputs = try Stage.write(
-                customers, audience: audience, book: book, renewals: inputs.renewals, rejects: rejects, p,
-                to: staging, sync: sync)
+                customers, audience: audience, book: book, renewals: inputs.renewals, rejects: &rejects,
+                manifest: &manifest, p, to: staging, sync: sync)
             manifest.stages.append(("write", progress.end("\(manifest.outputs.count) files")))
             // Held until the summary is handed over: releasing them takes a while.
             return (inputs, customers, audience)

@@ -1,15 +1,31 @@
 import Foundation
+import WinBackModel
 import WinBackSupport
 
 /// Tells the operator what a run is doing, on stderr only (stdout is for results).
 ///
 /// On a terminal: a progress line redrawn in place (bytes read of total, rate, ETA). Without
-/// one (cron): one concise line per finished stage. Quiet: nothing.
+/// one (cron): one concise line per finished stage. JSON (`--log-format json`, docs/rules.md
+/// §10.4): the same events, one JSON object per line. Quiet: nothing.
 // Counters are touched under `lock` (advance) or by the pipeline's own thread between stages.
 public final class Progress: @unchecked Sendable {
-    public enum Mode: Sendable { case quiet, terminal, log }
+    public enum Mode: Sendable { case quiet, terminal, log, json }
 
     public let mode: Mode
+    /// The pipeline's name, for JSON lines; set once the pipeline file is read.
+    public var pipeline: String {
+        get {
+            lock.lock()
+            defer { lock.unlock() }
+            return pipelineName
+        }
+        set {
+            lock.lock()
+            pipelineName = newValue
+            lock.unlock()
+        }
+    }
+    private var pipelineName = ""
     private let lock = NSLock()
     private var total = 0
     private var done = 0
@@ -21,8 +37,8 @@ public final class Progress: @unchecked Sendable {
     public init(mode: Mode) { self.mode = mode }
 
     /// Terminal mode when stderr is a TTY, log mode otherwise; quiet when asked.
-    public static func automatic(quiet: Bool) -> Progress {
-        Progress(mode: quiet ? .quiet : (System.isTerminal(2) ? .terminal : .log))
+    public static func automatic(quiet: Bool, json: Bool = false) -> Progress {
+        Progress(mode: quiet ? .quiet : json ? .json : (System.isTerminal(2) ? .terminal : .log))
     }
 
     public func begin(_ stage: String, totalBytes: Int = 0) {
@@ -65,6 +81,13 @@ public final class Progress: @unchecked Sendable {
         lock.unlock()
         switch mode {
         case .quiet: break
+        case .json:
+            emit(
+                "info", "stage_finished",
+                [
+                    "stage": name, "summary": summary, "seconds": (seconds * 1000).rounded() / 1000,
+                    "peakResidentBytes": Progress.peakRSS(),
+                ])
         case .terminal, .log:
             let prefix = clear ? "\r\u{1B}[K" : ""
             note(
@@ -89,6 +112,49 @@ public final class Progress: @unchecked Sendable {
     public func note(_ line: String) {
         guard mode != .quiet else { return }
         FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// An event: `winback: <message>` in the text log, or a JSON line with the event's name
+    /// and fields (docs/rules.md §10.4).
+    public func event(_ name: String, _ message: String, fields: [String: Any] = [:]) {
+        switch mode {
+        case .quiet: break
+        case .json: emit("info", name, fields.merging(["message": message]) { a, _ in a })
+        case .terminal, .log: note("winback: " + message)
+        }
+    }
+
+    /// A warning: printed even when quiet (it asks for action).
+    public func warn(_ name: String, _ message: String, fields: [String: Any] = [:]) {
+        if mode == .json {
+            emit("warning", name, fields.merging(["message": message]) { a, _ in a })
+        } else {
+            FileHandle.standardError.write(Data(("winback: warning: " + message + "\n").utf8))
+        }
+    }
+
+    /// An error that ends the command: printed even when quiet.
+    public func error(_ message: String, code: String, exitCode: Int32) {
+        if mode == .json {
+            emit("error", "failed", ["message": message, "code": code, "exitCode": Int(exitCode)])
+        } else {
+            FileHandle.standardError.write(Data("winback: error (\(code)): \(message)\n".utf8))
+        }
+    }
+
+    /// One JSON object on a line: time, level, event, pipeline, then the event's fields.
+    private func emit(_ level: String, _ event: String, _ fields: [String: Any]) {
+        var object = fields
+        object["time"] = Timestamp.iso(Int64((Date().timeIntervalSince1970 * 1000).rounded()))
+        object["level"] = level
+        object["event"] = event
+        object["pipeline"] = pipeline
+        guard
+            var data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return }
+        data.append(0x0A)
+        FileHandle.standardError.write(data)
     }
 
     static func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }

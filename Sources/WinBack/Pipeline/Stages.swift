@@ -127,9 +127,13 @@ extension Stage {
     /// With several threads the report stage runs, and its files are written, while the segments
     /// are written: each job has a long last piece (the best-offer list, the busiest customers)
     /// that the other fills in. With one thread, one after the other.
+    ///
+    /// Then the destinations' files from the segments (docs/rules.md §10.2), recorded in
+    /// `manifest`; their identities' rejected rows join `rejects`, written last.
     static func write(
-        _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?, rejects: RejectList,
-        _ p: ResolvedPipeline, to directory: String, sync: DiskSync
+        _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?,
+        rejects: inout RejectList, manifest: inout Manifest, _ p: ResolvedPipeline, to directory: String,
+        sync: DiskSync
     ) throws -> [OutputStats] {
         let reportFiles = ResultSlots<Result<[OutputStats], Error>>(count: 1)
         let writeReports: @Sendable () -> Void = {
@@ -149,6 +153,9 @@ extension Stage {
         if p.threads > 1 { reporting.wait() } else { writeReports() }
         var outputs = try segments.get()
         outputs += try reportFiles[0]!.get()
+        let delivered = try writeDestinations(p, to: directory, rejects: &rejects, sync: sync)
+        manifest.record(delivered)
+        outputs += delivered.outputs
         outputs.append(try writeRejects(rejects, p, to: directory, sync: sync))
         return outputs
     }
@@ -197,7 +204,12 @@ extension Stage {
             let held = try stages(&manifest, &rejects, publisher.staging, sync)
             manifest.finished = Date()
             let folder = try publish(manifest, with: publisher, sync: sync)
-            progress.note("winback: published \(folder)")
+            progress.event("published", "published \(folder)", fields: ["folder": folder])
+            if let metrics = p.config.metricsPath {
+                MetricsFile.write(
+                    MetricsFile.run(manifest, exitCode: 0, counted: true), to: p.config.resolve(metrics),
+                    group: p.config.outputGroup, progress: progress)
+            }
             let summary = RunSummary(
                 published: folder, asOf: p.asOf, states: manifest.states, counters: manifest.counters,
                 eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))

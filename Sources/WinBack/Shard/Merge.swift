@@ -19,12 +19,12 @@ public enum Merge {
 
     /// Merges `shards` shards of `work` and publishes; returns the published folder. With a
     /// `publisher` already begun (a memory-bounded run holds the lock throughout), publishes
-    /// through it.
+    /// through it. `started` is when the run began: for a memory-bounded run, before its
+    /// partition.
     public static func run(
         _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher? = nil,
-        memoryLimit: Int? = nil
+        memoryLimit: Int? = nil, started: Date = Date()
     ) throws -> RunSummary {
-        let started = Date()
         let fingerprint = RunFingerprint(p, shards: shards)
         let partitions = try Partition.markers(work, expecting: fingerprint)
         let digests = partitions.map(\.digest)
@@ -78,6 +78,9 @@ public enum Merge {
             manifest.heldOut = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], held))
             var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
+            let delivered = try Stage.writeDestinations(p, to: staging, rejects: &rejects, sync: sync)
+            manifest.record(delivered)
+            outputs += delivered.outputs
             outputs.append(try Stage.writeRejects(rejects, p, to: staging, sync: sync))
             manifest.outputs = outputs
             manifest.stages = [

@@ -59,7 +59,7 @@ public enum ShardRun {
             renewalRejects: inputs.renewalRejects, seconds: Date().timeIntervalSince(started), outputs: outputs)
         try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
-        return Summary(customers: customers.count, rows: inputs.transactions.rows.count)
+        return Summary(customers: audience.counts.customers, rows: inputs.transactions.rows.count)
     }
 
     /// The read stage of a shard: every task's part file of the shard, merged file by file in

@@ -11,6 +11,7 @@ public enum ShardedRun {
     ) throws -> Partition.Summary {
         try checkCounts(shards: shards, tasks: tasks)
         let p = try ResolvedPipeline.resolve(options)
+        progress.pipeline = p.config.name
         let i = try WorkFolder.index(task, option: "--task", count: tasks)
         let total = p.transactionFiles.indices.filter { $0 % tasks == i }.reduce(0) {
             $0 + InputFiles.size(p.transactionFiles[$1])
@@ -30,6 +31,7 @@ public enum ShardedRun {
         try checkCounts(shards: shards, tasks: 1)
         let folder = WorkFolder(work)
         let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
+        progress.pipeline = p.config.name
         let k = try WorkFolder.index(shard, option: "--shard", count: shards)
         progress.begin("shard \(k) of \(shards)")
         let s = try ShardRun.run(p, work: folder, shard: k, shards: shards)
@@ -40,19 +42,29 @@ public enum ShardedRun {
     /// `winback merge`.
     public static func merge(_ options: RunOptions, work: String, shards: Int, progress: Progress) throws -> RunSummary
     {
-        try checkCounts(shards: shards, tasks: 1)
-        let folder = WorkFolder(work)
-        let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
-        return try Merge.run(p, work: folder, shards: shards, progress: progress)
+        let started = Date()
+        do {
+            try checkCounts(shards: shards, tasks: 1)
+            let folder = WorkFolder(work)
+            let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
+            progress.pipeline = p.config.name
+            return try Merge.run(p, work: folder, shards: shards, progress: progress)
+        } catch {
+            MetricsFile.failed(pipelinePath: options.pipelinePath, started: started, error: error, progress: progress)
+            throw error
+        }
     }
 
     /// `winback run --memory`: partition, every shard one after the other, and merge, in this
     /// process, with the parts in a folder beside the output that is removed afterwards (and,
     /// after a killed run, by the next run under the lock).
+    ///
+    /// `started` is when the run began (the manifest's `started`).
     public static func bounded(
-        _ options: RunOptions, memory: Int, progress: Progress, shards chosen: Int? = nil
+        _ options: RunOptions, memory: Int, progress: Progress, shards chosen: Int? = nil, started: Date = Date()
     ) throws -> RunSummary {
         let p = try ResolvedPipeline.resolve(options)
+        progress.pipeline = p.config.name
         var shards = chosen ?? shardCount(p, memory: memory)
         let publisher = p.publisher()
         try publisher.begin()  // removes the work folders of killed runs
@@ -74,9 +86,10 @@ public enum ShardedRun {
                     Int((Double(shards) * Double(s.largestShardRows) / Double(maxRows(memory)) * 1.25).rounded(.up))),
                 more > shards
             {
-                progress.note(
-                    "winback: \(s.largestShardRows) rows in one shard do not fit; partitioning again into \(more) shards"
-                )
+                progress.event(
+                    "repartition",
+                    "\(s.largestShardRows) rows in one shard do not fit; partitioning again into \(more) shards",
+                    fields: ["largestShardRows": s.largestShardRows, "shards": more])
                 shards = more
                 progress.begin(
                     "partition into \(shards) shards",
@@ -86,12 +99,12 @@ public enum ShardedRun {
                 _ = progress.end("\(s.rows) rows, \(Progress.mb(s.partBytes)) of parts")
             }
             for k in 0..<shards {
-                progress.begin("shard \(k + 1) of \(shards)")
+                progress.begin("shard \(k) of \(shards)")
                 let r = try ShardRun.run(p, work: work, shard: k, shards: shards, maxRows: maxRows(memory))
                 _ = progress.end("\(r.customers) customers")
             }
         } catch {
-            var manifest = Manifest(p, started: Date())
+            var manifest = Manifest(p, started: started)
             let rejects =
                 (try? WorkFolder.readJSON(RejectList.self, from: work.task(0) + "/rejects.json"))??.0
                 ?? RejectList(limit: p.config.maxRejectsListed)
@@ -99,7 +112,8 @@ public enum ShardedRun {
             throw error
         }
         return try Merge.run(
-            p, work: work, shards: shards, progress: progress, publisher: publisher, memoryLimit: memory)
+            p, work: work, shards: shards, progress: progress, publisher: publisher, memoryLimit: memory,
+            started: started)
     }
 
     /// Shards enough that one shard's customers fit in `memory`: a run holds about twice the

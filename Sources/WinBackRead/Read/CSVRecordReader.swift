@@ -6,7 +6,7 @@ import Foundation
 /// Each record is handed over as field slices valid only during the call, with the line number
 /// it starts on. A record that is not well-formed CSV is handed over with `malformed` set, so the
 /// caller can reject it with its line number and go on.
-final class CSVRecordReader {
+package final class CSVRecordReader {
     @exclusivity(unchecked) private var buffer: UnsafeMutableRawBufferPointer
     @exclusivity(unchecked) private var scratch: UnsafeMutableRawBufferPointer
     private let source: ByteSource
@@ -16,7 +16,7 @@ final class CSVRecordReader {
     /// held whole (docs/rules.md §6.1).
     let maxRecordBytes: Int
 
-    init(source: ByteSource, chunkSize: Int = 1 << 20, maxRecordBytes: Int = ReadLimits.default.maxLineBytes) {
+    package init(source: ByteSource, chunkSize: Int = 1 << 20, maxRecordBytes: Int = ReadLimits.default.maxLineBytes) {
         self.source = source
         self.maxRecordBytes = maxRecordBytes
         buffer = .allocate(byteCount: chunkSize, alignment: 16)
@@ -31,7 +31,7 @@ final class CSVRecordReader {
     /// Calls `body(fields, line, raw, malformed)` per non-blank record; `tooLong(line, first
     /// bytes)` per record longer than `maxRecordBytes` (skipped to the next line feed);
     /// `afterChunk` after each read.
-    func forEachRecord(
+    package func forEachRecord(
         _ body: ([UnsafeRawBufferPointer], Int, UnsafeRawBufferPointer, String?) throws -> Void,
         tooLong: (Int, UnsafeRawBufferPointer) throws -> Void = { _, _ in },
         afterChunk: () -> Void = {}
