@@ -16,6 +16,7 @@ struct ValidateCommand: ParsableCommand {
         let report = PipelineValidation.check(pipelinePath: pipeline)
         // Problems quote paths and values: their control characters are escaped (docs/rules.md §6).
         for line in report.problems { FileHandleStderr.write("winback: \(ControlEscape.escaped(line))\n") }
+        for line in report.warnings { FileHandleStderr.write("winback: warning: \(ControlEscape.escaped(line))\n") }
         if report.problems.isEmpty {
             print("\(pipeline): valid — \(report.summary)")
         } else {

@@ -266,6 +266,9 @@ public enum Explainer {
                 gapDays: p.config.consecutiveGapDays, experiment: p.config.experiment,
                 retentionMonths: p.config.retentionMonths)
             if let signed = p.signed { e.markSignatures(signed) }
+            var ids = [e.originalTransactionId]
+            if let token = e.appAccountToken { ids.append(token) }
+            e.rejectedLines = RejectedLines.mentioning(ids, in: inputs.rejects.listed, limits: p.limits)
             return e
         }
     }

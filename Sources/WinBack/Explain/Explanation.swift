@@ -1,3 +1,4 @@
+import WinBackRead
 import WinBackRules
 
 /// Why one customer is or is not in each audience: the readable form of the reconstruction,
@@ -137,6 +138,8 @@ public struct Explanation: Sendable {
     public var experiment: ExperimentView? = nil
     /// Every return of the customer at T, with its kind.
     public var returns: [ReturnView] = []
+    /// Rejected lines that name the customer: rows the timeline does not have.
+    public var rejectedLines: [Reject] = []
 
     /// The eligible offer ids in rank order, as the segments list them.
     public var eligibleOfferIds: [String] {

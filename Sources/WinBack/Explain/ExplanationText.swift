@@ -63,6 +63,12 @@ extension Explanation {
                 )
             }
         }
+        if !rejectedLines.isEmpty {
+            out.append("")
+            out.append("Rejected lines that name this customer (their rows are not in the timeline above):")
+            for r in rejectedLines { out.append("  \(r.file):\(r.line): \(r.reason)") }
+        }
+
         out.append("")
         out.append("Returns (a period starting at least a whole month after every earlier one ended):")
         if returns.isEmpty { out.append("  (none)") }
@@ -214,6 +220,11 @@ extension Explanation {
                 x["retained\(h.months)m"] = h.retained.map { $0 ? "yes" : "no" } ?? "not_yet_observable"
             }
             return x
+        }
+        if !rejectedLines.isEmpty {
+            d["rejectedLines"] = rejectedLines.map {
+                ["file": $0.file, "line": $0.line, "reason": $0.reason] as [String: Any]
+            }
         }
         d["winBackHistory"] = winBackHistory.map { ["offerId": $0.offerId, "lastRedemptionEnd": iso($0.end)] }
         d["offers"] = offers.map { v -> [String: Any] in

@@ -11,6 +11,9 @@ public enum PipelineValidation {
         public var summary = ""
         /// How many of `problems` are inputs that are missing or not readable regular files.
         public var inputProblems = 0
+        /// What is allowed but probably not meant (an offer without appleId); the exit code
+        /// does not change.
+        public var warnings: [String] = []
 
         /// The exit code: 0 when valid, 66 when only inputs are at fault (docs/rules.md §6.1:
         /// a FIFO, a device or a folder given as input), else 78.
@@ -56,8 +59,20 @@ public enum PipelineValidation {
                 data, folder: (catalogPath as NSString).deletingLastPathComponent)
             report.problems += problems.map { "\(catalogPath): \($0)" }
             offers = catalog.offers.count
+            for o in catalog.offers where (o.appleId ?? "").isEmpty {
+                report.warnings.append(
+                    "\(catalogPath): offer '\(o.offerId)' has no appleId: its rows' offer_url will be empty "
+                        + "(the id is on the offer's page in App Store Connect)")
+            }
         } else {
             report.problems.append("\(catalogPath): offer catalog is missing or unreadable")
+        }
+        if let i = config.identities {
+            let path = config.resolve(i.path)
+            if System.kind(path) != .file || !System.isReadable(path) {
+                report.problems.append("\(path): identities file is missing or not a readable file")
+                report.inputProblems += 1
+            }
         }
         var files = 0
         for pattern in config.transactionPaths + config.renewalInfoPaths {
