@@ -43,7 +43,10 @@ public enum Merge {
         try checkOutputs(p, markers, work: work, shards: shards)
         work.removeLeftovers()
 
-        return try Stage.publishing(p, started: started, publisher: given, progress: progress) {
+        // An array job began when its first partition task did; a memory-bounded run passes its own start.
+        let first = partitions.compactMap { $0.0.started }.min().map { Date(timeIntervalSince1970: $0) }
+        let began = given == nil ? min(first ?? started, started) : started
+        return try Stage.publishing(p, started: began, publisher: given, progress: progress) {
             manifest, rejects, staging, sync in
             progress.begin("merge")
             for (m, _) in partitions {

@@ -87,7 +87,8 @@ public enum Partition {
                     shard: $0.offset, bytes: $0.element.compressedBytes, rows: $0.element.rows,
                     sha256: $0.element.sha256)
             },
-            rejected: rejects.total, seconds: Date().timeIntervalSince(started))
+            rejected: rejects.total, seconds: Date().timeIntervalSince(started),
+            started: started.timeIntervalSince1970)
         try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
         return Summary(

@@ -260,6 +260,9 @@ struct PartitionMarker: Codable {
     var parts: [Part]
     var rejected: Int
     var seconds: Double
+    /// When the task began, in seconds since the epoch: the merge's manifest starts at the
+    /// earliest (docs/rules.md §4.4).
+    var started: Double?
 }
 
 /// A shard run's `_SUCCESS`.
