@@ -32,10 +32,15 @@ let package = Package(
         // reach back up does not compile (docs/architecture.md, "Targets").
         .target(name: "WinBackSupport", dependencies: ["CWinBackShims"]),
         .target(name: "WinBackModel", dependencies: ["WinBackSupport", "CWinBackShims"]),
+        // Object storage: AWS Signature Version 4, credentials, and an S3 client on
+        // FoundationNetworking (docs/architecture.md, "Object storage").
+        .target(
+            name: "WinBackS3",
+            dependencies: ["WinBackSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "WinBackRead",
             dependencies: [
-                "WinBackModel", "WinBackSupport", "CZlib", "CIsal", "CWinBackShims",
+                "WinBackS3", "WinBackModel", "WinBackSupport", "CZlib", "CIsal", "CWinBackShims",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -48,7 +53,7 @@ let package = Package(
         .target(
             name: "WinBackWrite",
             dependencies: [
-                "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport", "CZlib", "CLibXML2",
+                "WinBackRules", "WinBackRead", "WinBackS3", "WinBackModel", "WinBackSupport", "CZlib", "CLibXML2",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .target(

@@ -18,8 +18,8 @@ public struct OfferCatalog: Sendable, Equatable {
     static let paidDurations: Set<Int64> = Set(1...24).union([36, 48, 60])
 
     /// Loads and validates a catalog file; throws a configuration error listing every problem.
-    public static func load(path: String) throws -> OfferCatalog {
-        guard let data = FileManager.default.contents(atPath: path) else {
+    public static func load(path: String, contents: Data? = nil) throws -> OfferCatalog {
+        guard let data = contents ?? FileManager.default.contents(atPath: path) else {
             throw WinBackError(.configuration, "offer catalog is missing or unreadable", path: path)
         }
         let (catalog, problems) = parse(data, folder: (path as NSString).deletingLastPathComponent)

@@ -6,7 +6,8 @@ public struct WinBackError: Error, CustomStringConvertible, Sendable {
     /// What kind of failure, which decides the exit code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         fileprivate enum Kind: Hashable, Sendable {
-            case usage, badData, noInput, cannotCreateOutput, locked, configuration, software
+            case usage, badData, noInput, cannotCreateOutput, locked, configuration, software, ioError, temporary,
+                noPermission
         }
         fileprivate let kind: Kind
 
@@ -24,6 +25,12 @@ public struct WinBackError: Error, CustomStringConvertible, Sendable {
         public static let configuration = Code(kind: .configuration)
         /// 70: a defect in the tool itself.
         public static let software = Code(kind: .software)
+        /// 74: a read or write failed part way (an object whose bytes ended early).
+        public static let ioError = Code(kind: .ioError)
+        /// 75: a service failed for now (throttled, unreachable) after every retry: run again later.
+        public static let temporary = Code(kind: .temporary)
+        /// 77: credentials were refused or the request is not allowed.
+        public static let noPermission = Code(kind: .noPermission)
 
         /// The sysexits(3) value.
         public var exitCode: Int32 {
@@ -33,7 +40,9 @@ public struct WinBackError: Error, CustomStringConvertible, Sendable {
             case .noInput: return 66
             case .software: return 70
             case .cannotCreateOutput: return 73
-            case .locked: return 75
+            case .ioError: return 74
+            case .locked, .temporary: return 75
+            case .noPermission: return 77
             case .configuration: return 78
             }
         }
@@ -46,6 +55,9 @@ public struct WinBackError: Error, CustomStringConvertible, Sendable {
             case .software: return "internal error"
             case .cannotCreateOutput: return "cannot create output"
             case .locked: return "locked"
+            case .ioError: return "i/o error"
+            case .temporary: return "temporary failure"
+            case .noPermission: return "permission denied"
             case .configuration: return "configuration"
             }
         }

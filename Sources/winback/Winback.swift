@@ -9,13 +9,14 @@ struct Winback: ParsableCommand {
         abstract: "Win-back offer audiences and redemption reports from App Store transaction exports.",
         discussion: """
             Exit codes: 0 success, 64 usage, 65 bad data (reject budget exceeded, corrupt gzip), \
-            66 input missing or unreadable, 73 cannot create output, 75 another run holds the lock, \
+            66 input missing or unreadable, 73 cannot create output, 74 an object read ended early, \
+            75 another run holds the lock or S3 failed for now (run again later), 77 S3 refused the credentials, \
             78 bad configuration.
             """,
         version: Manifest.toolVersion,
         subcommands: [
             RunCommand.self, ValidateCommand.self, ExplainCommand.self, GenerateCommand.self, BenchCommand.self,
-            PartitionCommand.self, MergeCommand.self,
+            PartitionCommand.self, MergeCommand.self, UploadCommand.self,
         ])
 }
 

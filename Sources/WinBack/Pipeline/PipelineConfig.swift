@@ -2,6 +2,7 @@ import Foundation
 import WinBackModel
 import WinBackRead
 import WinBackRules
+import WinBackS3
 import WinBackSupport
 import Yams
 
@@ -73,6 +74,8 @@ public struct PipelineConfig: Sendable {
     public var destinations: [Destination] = []
     /// `output.metrics`: where the Prometheus textfile goes after every run (docs/rules.md §10.3).
     public var metricsPath: String?
+    /// `output.upload`: where published runs are copied in S3 (docs/rules.md §11).
+    public var upload: S3Location?
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
     public var threads: Int?
@@ -189,7 +192,14 @@ public struct PipelineConfig: Sendable {
         }
         if let out = p.field(root, "output", required: true) {
             if let m = out.mapping {
-                p.allow(m, ["directory", "formats", "group", "destinations", "metrics"], at: "output.")
+                p.allow(m, ["directory", "formats", "group", "destinations", "metrics", "upload"], at: "output.")
+                if let u = p.string(m, "upload", at: "output.") {
+                    if let location = S3Location(uri: u) {
+                        c.upload = location
+                    } else {
+                        p.fail("output.upload", "expected s3://bucket/prefix, found '\(u)'")
+                    }
+                }
                 if let d = p.field(m, "destinations") { c.destinations = p.destinations(d) }
                 if let path = p.string(m, "metrics", at: "output.") {
                     if path.isEmpty || path.hasSuffix("/") {

@@ -2,6 +2,7 @@ import Foundation
 import WinBackModel
 import WinBackRead
 import WinBackRules
+import WinBackS3
 import WinBackSupport
 import WinBackWrite
 
@@ -66,12 +67,14 @@ public struct ResolvedPipeline: Sendable {
             }
             asOf = v
         }
-        let catalog = try OfferCatalog.load(path: config.resolve(config.offersPath))
+        let catalogPath = config.resolve(config.offersPath)
+        let catalog = try OfferCatalog.load(
+            path: catalogPath, contents: S3Location.isURI(catalogPath) ? try S3Inputs.contents(catalogPath) : nil)
         let cwd = FileManager.default.currentDirectoryPath
         let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
         let inflater = try self.inflater(asked: o.inflater, file: config.inflater, path: o.pipelinePath)
-        if let i = config.identities {
+        if let i = config.identities, !S3Location.isURI(i.path) {
             let path = config.resolve(i.path)
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue else {

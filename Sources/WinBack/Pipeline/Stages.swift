@@ -197,28 +197,37 @@ extension Stage {
         let publisher = given ?? p.publisher()
         if given == nil { try publisher.begin() }
         var rejects = RejectList(limit: p.config.maxRejectsListed)
+        let held: Held
+        let folder: String
         do {
             // Files are synced on a thread of their own while the next ones are written.
             let sync = DiskSync()
             defer { try? sync.wait() }  // no descriptor outlives a failed run
-            let held = try stages(&manifest, &rejects, publisher.staging, sync)
+            held = try stages(&manifest, &rejects, publisher.staging, sync)
             manifest.finished = Date()
-            let folder = try publish(manifest, with: publisher, sync: sync)
-            progress.event("published", "published \(folder)", fields: ["folder": folder])
-            if let metrics = p.config.metricsPath {
-                MetricsFile.write(
-                    MetricsFile.run(manifest, exitCode: 0, counted: true), to: p.config.resolve(metrics),
-                    group: p.config.outputGroup, progress: progress)
-            }
-            let summary = RunSummary(
-                published: folder, asOf: p.asOf, states: manifest.states, counters: manifest.counters,
-                eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
-            withExtendedLifetime(held) { published?(summary) }
-            return summary
+            folder = try publish(manifest, with: publisher, sync: sync)
         } catch {
             manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
         }
+        progress.event("published", "published \(folder)", fields: ["folder": folder])
+        // Published: an upload that fails from here leaves the local publish as it is
+        // (docs/rules.md §11), and the run's exit code says why.
+        if let upload = p.config.upload {
+            try Upload.run(
+                folder: folder, to: upload, name: p.config.name, date: publisher.date, threads: p.threads,
+                progress: progress)
+        }
+        if let metrics = p.config.metricsPath {
+            MetricsFile.write(
+                MetricsFile.run(manifest, exitCode: 0, counted: true), to: p.config.resolve(metrics),
+                group: p.config.outputGroup, progress: progress)
+        }
+        let summary = RunSummary(
+            published: folder, asOf: p.asOf, states: manifest.states, counters: manifest.counters,
+            eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
+        withExtendedLifetime(held) { published?(summary) }
+        return summary
     }
 
     /// Writes the manifest, waits until every file is on disk, then publishes the staging folder

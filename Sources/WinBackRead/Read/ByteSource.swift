@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WinBackS3
 import WinBackSupport
 
 /// A stream of a file's (decompressed) bytes, read in chunks.
@@ -14,8 +15,18 @@ package protocol ByteSource: AnyObject {
     func fileSHA256() -> String
 }
 
+/// The raw bytes of an input, before any inflating: a local file or an object in S3.
+protocol RawInput: AnyObject {
+    /// The file's path or the object's URI, for messages.
+    var path: String { get }
+    /// Reads up to `buffer.count` bytes; 0 at the end.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Hex SHA-256 of every byte read so far.
+    func sha256() -> String
+}
+
 /// An open file descriptor, closed when the owner goes away.
-final class FileHandleFD {
+final class FileHandleFD: RawInput {
     let fd: Int32
     let path: String
     @exclusivity(unchecked) private var hasher = SHA256()
@@ -105,7 +116,29 @@ func progressTap(_ source: ByteSource, _ progress: @escaping @Sendable (Int) -> 
 /// Opens `path` as a byte source: gzip (inflated by `inflater`) when it ends in `.gz` (any
 /// case), plain otherwise.
 package func openSource(path: String, inflater: Inflater = .zlib) throws -> ByteSource {
-    isGzipName(path) ? try GzipFileSource(path: path, inflater: inflater) : try PlainFileSource(path: path)
+    if S3Location.isURI(path) {
+        let input = try S3Input(uri: path)
+        return isGzipName(path) ? try GzipFileSource(input: input, inflater: inflater) : RawSource(input)
+    }
+    return isGzipName(path) ? try GzipFileSource(path: path, inflater: inflater) : try PlainFileSource(path: path)
+}
+
+/// Any raw input as it is (an uncompressed object in S3).
+final class RawSource: ByteSource {
+    private let input: RawInput
+    @exclusivity(unchecked) private(set) var fileBytesConsumed = 0
+
+    init(_ input: RawInput) { self.input = input }
+
+    func fileSHA256() -> String { input.sha256() }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let n = try input.read(into: buffer)
+        fileBytesConsumed += n
+        return n
+    }
+
+    var bytesProduced: Int { fileBytesConsumed }
 }
 
 /// Whether a file's name says gzip: `.gz`, `.GZ`, `.Gz`.

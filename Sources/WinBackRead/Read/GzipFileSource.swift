@@ -162,7 +162,7 @@ final class IsalEngine: InflateEngine {
 ///
 /// A corrupt or truncated member fails with the file and the compressed byte offset.
 final class GzipFileSource: ByteSource {
-    private let file: FileHandleFD
+    private let file: RawInput
     private let engine: InflateEngine
     private let buffer: UnsafeMutableRawBufferPointer
     /// The compressed bytes read but not yet inflated, within `buffer`.
@@ -176,15 +176,20 @@ final class GzipFileSource: ByteSource {
 
     static let inputSize = 1 << 18
 
-    init(path: String, inflater: Inflater = .zlib) throws {
+    convenience init(path: String, inflater: Inflater = .zlib) throws {
         try inflater.requireAvailable()
-        file = try FileHandleFD(path: path)
+        try self.init(input: try FileHandleFD(path: path), inflater: inflater)
+    }
+
+    init(input raw: RawInput, inflater: Inflater = .zlib) throws {
+        try inflater.requireAvailable()
+        file = raw
         guard let engine: InflateEngine = inflater == .isal ? IsalEngine() : ZlibEngine() else {
-            throw WinBackError(.software, "cannot start the \(inflater.rawValue) inflater", path: path)
+            throw WinBackError(.software, "cannot start the \(inflater.rawValue) inflater", path: raw.path)
         }
         self.engine = engine
         buffer = .allocate(byteCount: GzipFileSource.inputSize, alignment: 16)
-        input = UnsafeRawBufferPointer(start: buffer.baseAddress, count: 0)
+        self.input = UnsafeRawBufferPointer(start: buffer.baseAddress, count: 0)
     }
 
     deinit { buffer.deallocate() }

@@ -1,5 +1,6 @@
 import Foundation
 import WinBackModel
+import WinBackS3
 import WinBackSupport
 
 /// The team's own ids for App Store customers (docs/rules.md §10.1), read from a CSV file with a
@@ -32,7 +33,7 @@ public enum IdentityReader {
     public static func read(
         path: String, key: IdentitiesSource.Key, inflater: Inflater = .zlib, limits: ReadLimits = .default
     ) throws -> IdentityTable {
-        guard FileManager.default.fileExists(atPath: path) else {
+        guard S3Location.isURI(path) || FileManager.default.fileExists(atPath: path) else {
             throw WinBackError(.noInput, "the identities file is missing", path: path)
         }
         let source = try openSource(path: path, inflater: inflater)

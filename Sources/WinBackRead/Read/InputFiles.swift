@@ -1,4 +1,5 @@
 import Foundation
+import WinBackS3
 import WinBackSupport
 
 /// Resolves the input globs of a pipeline to files: relative to the pipeline's folder, each
@@ -6,13 +7,17 @@ import WinBackSupport
 public enum InputFiles {
     /// Makes `path` absolute against `base` and normalises it (`.`/`..`, repeated slashes).
     public static func absolute(_ path: String, base: String) -> String {
-        FilePaths.absolute(path, base: base)
+        S3Location.isURI(path) ? path : FilePaths.absolute(path, base: base)
     }
 
     /// Files matching `patterns`; a pattern matching nothing fails with exit 66 naming it.
     public static func resolve(_ patterns: [String], base: String) throws -> [String] {
         var found = Set<String>()
         for pattern in patterns {
+            if S3Location.isURI(pattern) {
+                found.formUnion(try S3Inputs.resolve(pattern))
+                continue
+            }
             let abs = absolute(pattern, base: base)
             // The base folder is a path, not a pattern: its `[`, `*`, `?` and `\` are literal.
             let isPattern = pattern.contains { "*?[".contains($0) }
@@ -73,7 +78,7 @@ public enum InputFiles {
 
     /// Size in bytes of a file, 0 when it cannot be read (the read reports that).
     package static func size(_ path: String) -> Int {
-        System.fileSize(path) ?? 0
+        S3Location.isURI(path) ? S3Inputs.size(path) : System.fileSize(path) ?? 0
     }
 
     /// The indices of `paths`, largest file first (ties in path order): the order to hand
