@@ -140,13 +140,16 @@ public enum MetricsFile {
     }
 
     /// After a run of the pipeline at `path` failed with `error`: the file, when the pipeline
-    /// file could be read and names one.
+    /// file could be read and names one (and the pipeline's name for the log's failure line).
     public static func failed(pipelinePath path: String, started: Date, error: Error, progress: Progress) {
         let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
         guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8)
         else { return }
         let (config, _) = PipelineConfig.parse(text, path: abs)
-        guard let config, let metrics = config.metricsPath else { return }
+        guard let config else { return }
+        // The failure's log line names the pipeline even when it failed before resolving it.
+        if progress.pipeline.isEmpty { progress.pipeline = config.name }
+        guard let metrics = config.metricsPath else { return }
         let r = Run(
             pipeline: config.name.isEmpty ? "unknown" : config.name, started: started, finished: Date(),
             exitCode: exitCode(error))

@@ -43,17 +43,32 @@ package final class CSVRecordReader {
         var first = true
         while true {
             // Find the end of the record at `start`: a LF outside quotes.
+            // A quote opens a quoted field only at the field's start (or right after a closing
+            // quote: a doubled quote); one inside an unquoted field is a character of a malformed
+            // row (`split` says so), which must not carry the rows after it along.
             var p = start
             var inQuotes = false
+            var atFieldStart = true
+            var justClosed = false
             var end = -1
             let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
             while p < filled {
                 let c = base[p]
-                if c == 0x22 {
-                    inQuotes.toggle()
-                } else if c == 0x0A && !inQuotes {
+                if inQuotes {
+                    if c == 0x22 {
+                        inQuotes = false
+                        justClosed = true
+                    }
+                } else if c == 0x22 && (atFieldStart || justClosed) {
+                    inQuotes = true
+                    atFieldStart = false
+                    justClosed = false
+                } else if c == 0x0A {
                     end = p
                     break
+                } else {
+                    atFieldStart = c == 0x2C
+                    justClosed = false
                 }
                 p += 1
             }
