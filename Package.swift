@@ -59,7 +59,7 @@ let package = Package(
         .target(
             name: "WinBack",
             dependencies: [
-                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport",
+                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackS3", "WinBackModel", "WinBackSupport",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),

@@ -3,5 +3,6 @@
 @_exported import WinBackModel
 @_exported import WinBackRead
 @_exported import WinBackRules
+@_exported import WinBackS3
 @_exported import WinBackSupport
 @_exported import WinBackWrite

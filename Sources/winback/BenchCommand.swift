@@ -60,6 +60,15 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "With --shards: partition tasks.")
     var tasks = 2
 
+    @Option(
+        name: .customLong("from-s3"),
+        help: """
+            Instead of the floor: the world read from disk against the same world read from S3, in \
+            turn: s3://bucket/prefix, where the inputs are copied once (credentials and endpoint from \
+            the environment, e.g. AWS_ENDPOINT_URL_S3 for a server on loopback).
+            """)
+    var fromS3: String?
+
     func validate() throws {
         if format != .appstoreNDJSON && format != .appstoreSigned {
             throw ValidationError(
@@ -67,7 +76,10 @@ struct BenchCommand: ParsableCommand {
         }
         if let m = memory, case .problem(let why) = MemorySize.read(m) { throw ValidationError("--memory \(why)") }
         if let s = shards, s < 1 { throw ValidationError("--shards must be at least 1") }
-        if memory != nil && shards != nil { throw ValidationError("--memory and --shards are separate benchmarks") }
+        if [memory != nil, shards != nil, fromS3 != nil].filter({ $0 }).count > 1 {
+            throw ValidationError("--memory, --shards and --from-s3 are separate benchmarks")
+        }
+        if let u = fromS3, S3Location(uri: u) == nil { throw ValidationError("--from-s3 expects s3://bucket/prefix") }
         if tasks < 1 { throw ValidationError("--tasks must be at least 1") }
     }
 
@@ -84,6 +96,9 @@ struct BenchCommand: ParsableCommand {
         let lines = try reportingErrors {
             if let m = memory.flatMap(MemorySize.parse) { return try Benchmark.partitioned(o, .memory(m), log: log) }
             if let shards { return try Benchmark.partitioned(o, .shards(shards, tasks: tasks), log: log) }
+            if let u = fromS3.flatMap(S3Location.init(uri:)) {
+                return try Benchmark.partitioned(o, .fromS3(u), log: log)
+            }
             return try Benchmark.run(o, log: log)
         }
         for l in lines { print(l) }

@@ -97,10 +97,13 @@ public struct Manifest {
     static func iso(_ d: Date) -> String { Timestamp.iso(Int64((d.timeIntervalSince1970 * 1000).rounded())) }
 
     func input(_ s: InputStats) -> [String: Any] {
-        [
+        var d: [String: Any] = [
             "path": s.path, "bytes": s.bytes, "uncompressedBytes": s.uncompressedBytes, "sha256": s.sha256,
             "rows": s.rows, "rejected": s.rejected,
         ]
+        // An object in S3 (docs/rules.md §11): its ETag too.
+        if let etag = S3Inputs.etag(s.path) { d["etag"] = etag }
+        return d
     }
 
     public func json() -> [UInt8] {

@@ -85,6 +85,9 @@ public enum S3Inputs {
         return matches.map(\.location.uri)
     }
 
+    /// The object's ETag as its listing gave it, for the manifest; nil for a local path.
+    public static func etag(_ uri: String) -> String? { known(uri)?.etag }
+
     /// The object's size, from its listing or a HEAD request; 0 when it cannot be had (the read
     /// reports why).
     public static func size(_ uri: String) -> Int {

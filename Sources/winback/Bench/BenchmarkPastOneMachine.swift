@@ -9,6 +9,9 @@ extension Benchmark {
         /// The array job's stages as separate processes, one after another: `partition` with
         /// `tasks` tasks, `run --shard` for each of `shards` shards, `merge`.
         case shards(Int, tasks: Int)
+        /// The same world read from S3 (docs/rules.md §11): copied once under `s3://bucket/prefix`,
+        /// then a run from disk and a run from S3 in turn in every round.
+        case fromS3(S3Location)
     }
 
     /// Rounds of the run in memory and the partitioned run in turn; returns the report's lines:
@@ -23,6 +26,8 @@ extension Benchmark {
         let threads = ["--threads", String(o.threads)]
         func fresh(_ path: String) { try? FileManager.default.removeItem(atPath: path) }
 
+        var other = pipeline
+        if case .fromS3(let base) = how { other = try s3World(dir, files: files, base: base, log: log) }
         var memoryRuns: [ChildRun] = []
         var partRuns: [ChildRun] = []
         var partBytes = 0
@@ -34,6 +39,9 @@ extension Benchmark {
                 try child(o.executable, ["run", pipeline, "--quiet", "--output", dir + "/out"] + threads))
             fresh(dir + "/out-partitioned")
             switch how {
+            case .fromS3:
+                partRuns.append(
+                    try child(o.executable, ["run", other, "--quiet", "--output", dir + "/out-partitioned"] + threads))
             case .memory(let bytes):
                 partRuns.append(
                     try child(
@@ -82,6 +90,13 @@ extension Benchmark {
             line("in memory:     ", memoryRuns),
         ]
         switch how {
+        case .fromS3(let base):
+            lines.append(line("from \(base.uri):", partRuns))
+            lines.append(
+                String(
+                    format: "from S3 / from disk: %.2f × wall, %.2f × CPU; published files %@", wall, cpu,
+                    identical ? "identical (manifest aside)" : "DIFFER"))
+            return lines
         case .memory(let bytes):
             lines.append(line("--memory \(mb(bytes)):", partRuns))
         case .shards(let n, let tasks):
@@ -96,6 +111,37 @@ extension Benchmark {
                 format: "partitioned / in memory: %.2f × wall, %.2f × CPU; published files %@", wall, cpu,
                 identical ? "identical (manifest aside)" : "DIFFER"))
         return lines
+    }
+
+    /// The world's inputs copied under `base` (objects already there with the same size are
+    /// kept), and a pipeline file beside the world's that reads them from there.
+    static func s3World(_ dir: String, files: [String], base: S3Location, log: (String) -> Void) throws -> String {
+        let client = try S3Client.shared()
+        let prefix = base.key.isEmpty || base.key.hasSuffix("/") ? base.key : base.key + "/"
+        let inputs = files + [dir + "/data/renewal-info.jsonl.gz", dir + "/data/offers.json"]
+        let there = Dictionary(
+            try client.list(bucket: base.bucket, prefix: prefix).map { ($0.location.key, $0.size) },
+            uniquingKeysWith: { a, _ in a })
+        var copied = 0
+        for path in inputs {
+            let key = prefix + (path as NSString).lastPathComponent
+            let size = InputFiles.size(path)
+            if there[key] == size { continue }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw WinBackError(.noInput, "cannot read", path: path)
+            }
+            try client.put(S3Location(bucket: base.bucket, key: key), data)
+            copied += 1
+        }
+        if copied > 0 { log("copied \(copied) input files to s3://\(base.bucket)/\(prefix)") }
+        let uri = "s3://\(base.bucket)/\(prefix)"
+        let text = try String(contentsOfFile: dir + "/pipeline.yaml", encoding: .utf8)
+            .replacingOccurrences(of: "\"data/transactions-", with: "\"\(uri)transactions-")
+            .replacingOccurrences(of: "\"data/renewal-info", with: "\"\(uri)renewal-info")
+            .replacingOccurrences(of: "offers: data/offers.json", with: "offers: \(uri)offers.json")
+        let path = dir + "/pipeline-s3.yaml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 
     /// Whether two published runs hold the same files with the same bytes, manifest aside.
