@@ -27,6 +27,7 @@ public final class S3Client: @unchecked Sendable {
     public var tries = 5
     /// The first wait before a retry; it doubles each time (with jitter).
     public var backoff: TimeInterval = 0.2
+    let trace = ProcessInfo.processInfo.environment["WINBACK_S3_TRACE"] != nil
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         chain = CredentialChain(environment: environment)
@@ -98,6 +99,13 @@ public final class S3Client: @unchecked Sendable {
             request.setValue(host, forHTTPHeaderField: "Host")
             if let body { request.httpBody = body }
             let r: HTTP.Response
+            let sent = Date()
+            defer {
+                if trace {
+                    FileHandle.standardError.write(
+                        Data("s3 \(method) \(key) \(Int(Date().timeIntervalSince(sent) * 1000)) ms\n".utf8))
+                }
+            }
             do { r = try HTTP.send(request) } catch {
                 lastProblem = "\(error)"
                 continue
