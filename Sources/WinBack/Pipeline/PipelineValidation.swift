@@ -1,6 +1,7 @@
 import Foundation
 import WinBackModel
 import WinBackRead
+import WinBackS3
 import WinBackSupport
 
 /// `winback validate`: every problem of a pipeline file, its catalog and its inputs, at once.
@@ -54,7 +55,9 @@ public enum PipelineValidation {
         var offers = 0
         if config.offersPath.isEmpty {
             // Already reported as a missing field.
-        } else if let data = FileManager.default.contents(atPath: catalogPath) {
+        } else if let data = S3Location.isURI(catalogPath)
+            ? try? S3Inputs.contents(catalogPath) : FileManager.default.contents(atPath: catalogPath)
+        {
             let (catalog, problems) = OfferCatalog.parse(
                 data, folder: (catalogPath as NSString).deletingLastPathComponent)
             report.problems += problems.map { "\(catalogPath): \($0)" }
@@ -69,7 +72,12 @@ public enum PipelineValidation {
         }
         if let i = config.identities {
             let path = config.resolve(i.path)
-            if System.kind(path) != .file || !System.isReadable(path) {
+            if S3Location.isURI(path) {
+                do { _ = try S3Inputs.resolve(path) } catch {
+                    report.problems.append("\(error)")
+                    report.inputProblems += 1
+                }
+            } else if System.kind(path) != .file || !System.isReadable(path) {
                 report.problems.append("\(path): identities file is missing or not a readable file")
                 report.inputProblems += 1
             }
@@ -78,7 +86,7 @@ public enum PipelineValidation {
         for pattern in config.transactionPaths + config.renewalInfoPaths {
             do {
                 for path in try InputFiles.resolve([pattern], base: config.folder) {
-                    if !System.isReadable(path) {
+                    if !S3Location.isURI(path) && !System.isReadable(path) {
                         report.problems.append("\(path): input is not readable")
                         report.inputProblems += 1
                     }

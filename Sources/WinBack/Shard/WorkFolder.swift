@@ -3,6 +3,7 @@ import Foundation
 import WinBackModel
 import WinBackRead
 import WinBackRules
+import WinBackS3
 import WinBackSupport
 import WinBackWrite
 
@@ -195,7 +196,10 @@ struct RunFingerprint: Codable, Equatable {
 
     init(_ p: ResolvedPipeline, shards: Int) {
         func digest(_ path: String) -> String {
-            Hex.string(SHA256.hash(data: FileManager.default.contents(atPath: path) ?? Data()))
+            let data =
+                S3Location.isURI(path)
+                ? (try? S3Inputs.contents(path)) : FileManager.default.contents(atPath: path)
+            return Hex.string(SHA256.hash(data: data ?? Data()))
         }
         pipelineSHA256 = digest(p.config.path)
         catalogSHA256 = digest(p.config.resolve(p.config.offersPath))
