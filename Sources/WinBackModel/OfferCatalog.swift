@@ -18,6 +18,9 @@ public struct OfferCatalog: Sendable, Equatable {
     static let paidDurations: Set<Int64> = Set(1...24).union([36, 48, 60])
 
     /// Loads and validates a catalog file; throws a configuration error listing every problem.
+    /// An offer id no catalog may use: the experiment's segment has it (docs/rules.md §9.1).
+    public static let reservedOfferId = "holdout"
+
     public static func load(path: String, contents: Data? = nil) throws -> OfferCatalog {
         guard let data = contents ?? FileManager.default.contents(atPath: path) else {
             throw WinBackError(.configuration, "offer catalog is missing or unreadable", path: path)
@@ -251,6 +254,10 @@ struct FieldChecker {
         let offerId = string(
             "offerId", required: true, pattern: Identifier.isOfferId,
             what: "a valid offer id (letters, digits, '.', '_'; at most 100; it names files)")
+        // `holdout` names the held-out customers' segment (docs/rules.md §9.1).
+        if offerId == OfferCatalog.reservedOfferId {
+            fail("offerId", "'\(OfferCatalog.reservedOfferId)' is reserved: it names the segment of held-out customers")
+        }
         let group = string(
             "subscriptionGroupId", required: true, pattern: Identifier.isValid, what: "a valid identifier")
         let product = string("productId", required: true, pattern: Identifier.isValid, what: "a valid identifier")

@@ -28,6 +28,14 @@ public final class CredentialChain: @unchecked Sendable {
         return configValue("region") ?? "us-east-1"
     }
 
+    /// Forgets the credentials found, so the next request looks for them again (temporary ones
+    /// that S3 said have expired).
+    public func forget() {
+        lock.lock()
+        cached = nil
+        lock.unlock()
+    }
+
     /// The credentials, and where they came from; 77 when none is found.
     public func credentials() throws -> (AWSCredentials, source: String) {
         lock.lock()
@@ -194,12 +202,11 @@ public final class CredentialChain: @unchecked Sendable {
             r.setValue(token, forHTTPHeaderField: "X-aws-ec2-metadata-token")
             return try HTTP.send(r, timeout: 2)
         }
-        let roles = try get("/latest/meta-data/iam/security-credentials/")
-        guard roles.status == 200,
-            let role = String(decoding: roles.body, as: UTF8.self).split(separator: "\n").first
+        // A service that stops answering part way gives no credentials, like none at all.
+        guard let roles = try? get("/latest/meta-data/iam/security-credentials/"), roles.status == 200,
+            let role = String(decoding: roles.body, as: UTF8.self).split(separator: "\n").first,
+            let r = try? get("/latest/meta-data/iam/security-credentials/\(role)"), r.status == 200
         else { return nil }
-        let r = try get("/latest/meta-data/iam/security-credentials/\(role)")
-        guard r.status == 200 else { return nil }
         return try CredentialChain.json(r.body, what: "the instance metadata service")
     }
 

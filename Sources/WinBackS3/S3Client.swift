@@ -79,24 +79,35 @@ public final class S3Client: @unchecked Sendable {
     }
 
     /// Sends one request, retried as the type says; returns a 2xx answer or throws.
+    ///
+    /// `acceptable` may refuse a 2xx answer (S3 can answer 200 with an error in the body): its
+    /// reason makes the request be tried again like a 5xx.
     func send(
         _ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
-        headers: [(String, String)] = [], body: Data? = nil, what: String
+        headers: [(String, String)] = [], body: Data? = nil, what: String,
+        acceptable: (HTTP.Response) -> String? = { _ in nil }
     ) throws -> HTTP.Response {
         let (url, host, path) = address(bucket: bucket, key: key, query: query)
-        let uri = "s3://\(bucket)/\(key)"
+        // What the message names: the object, or for a listing the prefix listed.
+        let uri = "s3://\(bucket)/" + (key.isEmpty ? query.first { $0.0 == "prefix" }?.1 ?? "" : key)
         var lastProblem = ""
+        var retryAfter: Double?
+        var refreshed = false
+        let payload = body.map { SigV4.sha256Hex($0) } ?? SigV4.sha256Hex([UInt8]())
         for attempt in 0..<max(1, tries) {
-            if attempt > 0 { Thread.sleep(forTimeInterval: wait(attempt, retryAfter: nil)) }
+            if attempt > 0 { Thread.sleep(forTimeInterval: wait(attempt, retryAfter: retryAfter)) }
+            retryAfter = nil
             let (credentials, _) = try chain.credentials()
             var request = URLRequest(url: url)
             request.httpMethod = method
-            let payload = body.map { SigV4.sha256Hex(Array($0)) } ?? SigV4.sha256Hex([UInt8]())
             let signed = SigV4.sign(
                 method: method, host: host, path: path, query: query, headers: headers, payloadHash: payload,
                 credentials: credentials, region: region, date: Date())
             for (k, v) in headers + signed { request.setValue(v, forHTTPHeaderField: k) }
             request.setValue(host, forHTTPHeaderField: "Host")
+            // The bytes as stored: a `.gz` object kept with Content-Encoding gzip must not be
+            // inflated on the way (docs/rules.md §11).
+            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
             if let body { request.httpBody = body }
             let r: HTTP.Response
             let sent = Date()
@@ -110,23 +121,39 @@ public final class S3Client: @unchecked Sendable {
                 lastProblem = "\(error)"
                 continue
             }
-            if (200..<300).contains(r.status) { return r }
+            if (200..<300).contains(r.status) {
+                guard let why = acceptable(r) else { return r }
+                lastProblem = why
+                continue
+            }
             let xml = S3XML.parse(r.body) ?? []
             let code = S3XML.first(xml, "Error/Code") ?? "HTTP \(r.status)"
             let message = S3XML.first(xml, "Error/Message").map { ": " + $0 } ?? ""
-            switch r.status {
-            case 429, 500, 502, 503, 504:
+            if [429, 500, 502, 503, 504].contains(r.status) || ["RequestTimeout", "SlowDown"].contains(code) {
                 lastProblem = "\(code)\(message)"
-                if let after = r.headers["retry-after"].flatMap(Double.init), attempt + 1 < tries {
-                    Thread.sleep(forTimeInterval: min(after, 30))
-                }
+                retryAfter = r.headers["retry-after"].flatMap(Double.init).map { min(max($0, 0), 60) }
                 continue
+            }
+            if ["ExpiredToken", "InvalidToken", "RequestExpired"].contains(code) && !refreshed {
+                // Temporary credentials that ran out: fetched again once.
+                chain.forget()
+                refreshed = true
+                lastProblem = "\(code)\(message)"
+                continue
+            }
+            switch r.status {
             case 401, 403:
+                throw WinBackError(.noPermission, "S3 refused to \(what) (\(code)\(message))", path: uri)
+            case 400 where ["ExpiredToken", "InvalidToken", "RequestExpired", "InvalidAccessKeyId"].contains(code):
                 throw WinBackError(.noPermission, "S3 refused to \(what) (\(code)\(message))", path: uri)
             case 404:
                 throw WinBackError(
-                    .noInput, code == "NoSuchBucket" ? "no such bucket: \(bucket)" : "no such object (\(code))",
-                    path: uri)
+                    .noInput,
+                    code == "NoSuchBucket"
+                        ? "no such bucket: \(bucket)"
+                        : code == "NoSuchKey" ? "no such object" : "no such bucket or object (\(code))", path: uri)
+            case 412, 416:
+                throw WinBackError(.ioError, "the object changed while it was read (\(code)); run again", path: uri)
             default:
                 throw WinBackError(
                     .configuration, "S3 would not \(what) (HTTP \(r.status), \(code)\(message))", path: uri)
@@ -137,11 +164,12 @@ public final class S3Client: @unchecked Sendable {
         )
     }
 
-    /// Exponential backoff with full jitter: up to backoff × 2^(attempt − 1), at most 10 s.
+    /// Exponential backoff with full jitter: a random wait up to backoff × 2^(attempt − 1), at
+    /// most 10 s; or what `Retry-After` asked for.
     func wait(_ attempt: Int, retryAfter: Double?) -> TimeInterval {
         if let retryAfter { return retryAfter }
         let cap = min(10, backoff * pow(2, Double(attempt - 1)))
-        return Double.random(in: cap / 2...cap)
+        return Double.random(in: 0...cap)
     }
 
     /// The SHA-256 of `bytes`.
@@ -198,11 +226,19 @@ public final class S3Client: @unchecked Sendable {
         return S3Object(location: o, size: size, etag: r.headers["etag"] ?? "")
     }
 
-    /// Bytes `from ..< from + count` of the object; 74 when fewer come.
-    public func read(_ o: S3Location, from: Int, count: Int) throws -> Data {
-        let r = try send(
-            "GET", bucket: o.bucket, key: o.key, headers: [("range", "bytes=\(from)-\(from + count - 1)")], what: "read"
-        )
+    /// Bytes `from ..< from + count` of the object, which must still be the one listed (its
+    /// `etag`, its `size`): 74 when fewer bytes come, or the object changed since.
+    public func read(_ o: S3Location, from: Int, count: Int, etag: String? = nil, size: Int? = nil) throws -> Data {
+        var headers = [("range", "bytes=\(from)-\(from + count - 1)")]
+        if let etag, !etag.isEmpty { headers.append(("if-match", etag)) }
+        let r = try send("GET", bucket: o.bucket, key: o.key, headers: headers, what: "read")
+        if let size, r.status == 206, let range = r.headers["content-range"],
+            let total = range.split(separator: "/").last.flatMap({ Int($0) }), total != size
+        {
+            throw WinBackError(
+                .ioError, "the object is \(total) bytes now, not the \(size) listed: it changed while it was read",
+                path: o.uri)
+        }
         guard r.body.count == count else {
             throw WinBackError(
                 .ioError, "S3 sent \(r.body.count) bytes for a range of \(count) at \(from): the read ended early",
@@ -211,9 +247,14 @@ public final class S3Client: @unchecked Sendable {
         return r.body
     }
 
+    /// Deletes the object (a missing one is no error).
+    public func delete(_ o: S3Location) throws {
+        _ = try send("DELETE", bucket: o.bucket, key: o.key, what: "delete")
+    }
+
     /// Puts `data` at `o`, with its SHA-256 for the server to check.
     public func put(_ o: S3Location, _ data: Data, contentType: String = "application/octet-stream") throws {
-        let sha = Data(S3Client.sha256(Array(data))).base64EncodedString()
+        let sha = Data(SHA256.hash(data: data)).base64EncodedString()
         _ = try send(
             "PUT", bucket: o.bucket, key: o.key,
             headers: [("content-type", contentType), ("x-amz-checksum-sha256", sha)], body: data, what: "write")
@@ -227,17 +268,17 @@ public final class S3Client: @unchecked Sendable {
         guard let xml = S3XML.parse(created.body),
             let id = S3XML.first(xml, "InitiateMultipartUploadResult/UploadId")
         else { throw WinBackError(.badData, "S3 gave no upload id", path: o.uri) }
-        guard let handle = FileHandle(forReadingAtPath: file) else {
-            throw WinBackError(.noInput, "cannot read", path: file)
-        }
-        defer { try? handle.close() }
         var parts: [(Int, String, String)] = []
         do {
+            guard let handle = FileHandle(forReadingAtPath: file) else {
+                throw WinBackError(.noInput, "cannot read", path: file)
+            }
+            defer { try? handle.close() }
             var number = 1
             var offset = 0
             while offset < size || number == 1 {
                 let chunk = handle.readData(ofLength: min(partSize, size - offset))
-                let sha = Data(S3Client.sha256(Array(chunk))).base64EncodedString()
+                let sha = Data(SHA256.hash(data: chunk)).base64EncodedString()
                 let r = try send(
                     "PUT", bucket: o.bucket, key: o.key,
                     query: [("partNumber", String(number)), ("uploadId", id)],
@@ -256,8 +297,14 @@ public final class S3Client: @unchecked Sendable {
             body += "</CompleteMultipartUpload>"
             _ = try send(
                 "POST", bucket: o.bucket, key: o.key, query: [("uploadId", id)],
-                headers: [("content-type", "application/xml")], body: Data(body.utf8), what: "finish a multipart upload"
-            )
+                headers: [("content-type", "application/xml")], body: Data(body.utf8),
+                what: "finish a multipart upload",
+                acceptable: { r in
+                    // A 200 whose body is an error: the upload did not finish.
+                    let xml = S3XML.parse(r.body) ?? []
+                    return S3XML.first(xml, "CompleteMultipartUploadResult/ETag") != nil
+                        ? nil : "finishing the upload failed: \(S3XML.first(xml, "Error/Code") ?? "no result")"
+                })
         } catch {
             _ = try? send("DELETE", bucket: o.bucket, key: o.key, query: [("uploadId", id)], what: "abort an upload")
             throw error

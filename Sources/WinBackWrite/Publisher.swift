@@ -121,7 +121,8 @@ public final class Publisher: @unchecked Sendable {
         }
     }
 
-    func unlock() {
+    /// Releases the lock (also when the process ends).
+    public func unlock() {
         if lockFD >= 0 {
             System.closeQuietly(lockFD)
             lockFD = -1
@@ -138,7 +139,10 @@ public final class Publisher: @unchecked Sendable {
     /// Moves the staged run into place and points `<date>` and `latest` at it. Everything that
     /// could stop the swap is checked first: `<date>` and `latest` must be links (or missing),
     /// so a failure leaves the previous run published as it was (docs/rules.md §6.1).
-    public func publish() throws {
+    ///
+    /// With `keepingLock`, the lock is still held afterwards (an upload follows), until
+    /// ``unlock()``.
+    public func publish(keepingLock: Bool = false) throws {
         for name in [date, "latest"] {
             if let kind = System.linkKind(root + "/" + name), kind != System.symbolicLinkType {
                 throw WinBackError(
@@ -162,7 +166,7 @@ public final class Publisher: @unchecked Sendable {
             try? FileManager.default.removeItem(atPath: root + "/" + e)
         }
         System.syncDirectory(root)
-        unlock()
+        if !keepingLock { unlock() }
     }
 
     /// Dates (`YYYY-MM-DD` symlinks) published under the root.

@@ -80,12 +80,16 @@ public enum MetricsFile {
             lastSuccess = previousSuccess(previous, pipeline: r.pipeline) ?? 0
         }
         let folder = (path as NSString).deletingLastPathComponent
-        let tmp = (folder.isEmpty ? "." : folder) + "/.\((path as NSString).lastPathComponent).tmp-\(getpid())"
+        // A fresh name nobody can have planted a file or a link at (created exclusively, never
+        // through a link), 0640 whatever the umask, then renamed over the old file.
+        let tmp =
+            (folder.isEmpty ? "." : folder)
+            + "/.\((path as NSString).lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
-            let f = try OutputFile(path: tmp)
+            let f = try OutputFile(path: tmp, exclusive: true)
             try f.write(Array(text(r, lastSuccess: lastSuccess).utf8))
             _ = try f.finish()
-            if let group, let gid = System.groupID(group) { try System.secureFile(tmp, mode: 0o640, group: gid) }
+            try System.secureFile(tmp, mode: 0o640, group: group.flatMap(System.groupID))
             try System.rename(tmp, path)
         } catch {
             System.unlinkIfPresent(tmp)

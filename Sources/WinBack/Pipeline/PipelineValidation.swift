@@ -75,7 +75,7 @@ public enum PipelineValidation {
             if S3Location.isURI(path) {
                 do { _ = try S3Inputs.resolve(path) } catch {
                     report.problems.append("\(error)")
-                    report.inputProblems += 1
+                    if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
                 }
             } else if System.kind(path) != .file || !System.isReadable(path) {
                 report.problems.append("\(path): identities file is missing or not a readable file")

@@ -205,7 +205,7 @@ extension Stage {
             defer { try? sync.wait() }  // no descriptor outlives a failed run
             held = try stages(&manifest, &rejects, publisher.staging, sync)
             manifest.finished = Date()
-            folder = try publish(manifest, with: publisher, sync: sync)
+            folder = try publish(manifest, with: publisher, sync: sync, keepingLock: p.config.upload != nil)
         } catch {
             manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
@@ -214,6 +214,8 @@ extension Stage {
         // Published: an upload that fails from here leaves the local publish as it is
         // (docs/rules.md §11), and the run's exit code says why.
         if let upload = p.config.upload {
+            // Under the run's lock: no other run replaces the folder while it is read.
+            defer { publisher.unlock() }
             try Upload.run(
                 folder: folder, to: upload, name: p.config.name, date: publisher.date, threads: p.threads,
                 progress: progress)
@@ -232,10 +234,12 @@ extension Stage {
 
     /// Writes the manifest, waits until every file is on disk, then publishes the staging folder
     /// atomically (docs/rules.md §4). Returns the published folder.
-    static func publish(_ manifest: Manifest, with publisher: Publisher, sync: DiskSync) throws -> String {
+    static func publish(
+        _ manifest: Manifest, with publisher: Publisher, sync: DiskSync, keepingLock: Bool = false
+    ) throws -> String {
         _ = try writeFile(publisher.staging, "manifest.json", manifest.json(), rows: 0, sync: sync)
         try sync.wait()
-        try publisher.publish()
+        try publisher.publish(keepingLock: keepingLock)
         return publisher.root + "/" + publisher.date
     }
 

@@ -21,8 +21,14 @@ public enum Upload {
         let files = try listFiles(root)
         let base = (prefix.key.isEmpty ? "" : (prefix.key.hasSuffix("/") ? prefix.key : prefix.key + "/")) + name + "/"
         let started = Date()
+        // A run of this date uploaded before: its `_SUCCESS` goes first, so no reader takes the
+        // mix of old and new files for a whole run; what it had and this run lacks goes after.
+        let success = S3Location(bucket: prefix.bucket, key: base + date + "/_SUCCESS")
+        let before = try client.list(bucket: prefix.bucket, prefix: base + date + "/")
+        if before.contains(where: { $0.location == success }) { try client.delete(success) }
         let digests = ResultSlots<(String, Int, String)>(count: files.count)
-        try parallelFor(count: files.count, threads: max(1, min(threads * 2, 8))) { i in
+        // A few at once: each file up to 64 MiB is held while it goes up.
+        try parallelFor(count: files.count, threads: max(1, min(threads * 2, 4))) { i in
             let rel = files[i]
             let path = root + "/" + rel
             let size = System.fileSize(path) ?? 0
@@ -40,13 +46,15 @@ public enum Upload {
             }
             digests[i] = (rel, size, sha)
         }
+        let uploaded = Set(files.map { base + date + "/" + $0 })
+        for old in before where old.location != success && !uploaded.contains(old.location.key) {
+            try client.delete(old.location)
+        }
         let listed = digests.all.map { ["path": $0.0, "bytes": $0.1, "sha256": $0.2] as [String: Any] }
-        let success = try JSONSerialization.data(
+        let marker = try JSONSerialization.data(
             withJSONObject: ["files": listed, "date": date, "pipeline": name] as [String: Any],
             options: [.prettyPrinted, .sortedKeys])
-        try client.put(
-            S3Location(bucket: prefix.bucket, key: base + date + "/_SUCCESS"), success,
-            contentType: "application/json")
+        try client.put(success, marker, contentType: "application/json")
         // `latest` names the newest run, as the local `latest` link does: an older run uploaded
         // again leaves it alone.
         let local = (folder as NSString).deletingLastPathComponent + "/latest"
@@ -108,6 +116,12 @@ public enum Upload {
             throw WinBackError(.configuration, "the pipeline has no output.upload", path: options.pipelinePath)
         }
         let publisher = p.publisher()
+        // The run's lock: no run replaces the folder while it goes up.
+        try publisher.begin()
+        defer {
+            try? FileManager.default.removeItem(atPath: publisher.staging)
+            publisher.unlock()
+        }
         let folder = publisher.root + "/" + publisher.date
         guard FileManager.default.fileExists(atPath: folder + "/manifest.json") else {
             throw WinBackError(.noInput, "no published run for \(publisher.date): run it first", path: folder)

@@ -11,6 +11,8 @@ final class S3Input: RawInput {
     let path: String
     let location: S3Location
     let size: Int
+    /// The object as listed: every range must come from it (If-Match).
+    let etag: String
     private let client: S3Client
     @exclusivity(unchecked) private var hasher = SHA256()
     @exclusivity(unchecked) private var chunk = Data()
@@ -29,9 +31,11 @@ final class S3Input: RawInput {
 
         /// Fetched on a thread of its own: the pipeline's workers fill Dispatch's pool and wait
         /// for these ranges, and a pool that must grow first would make them wait whole seconds.
-        init(_ client: S3Client, _ location: S3Location, from: Int, count: Int) {
+        init(_ client: S3Client, _ location: S3Location, from: Int, count: Int, etag: String, size: Int) {
             Thread.detachNewThread {
-                self.result = Result { try client.read(location, from: from, count: count) }
+                self.result = Result {
+                    try client.read(location, from: from, count: count, etag: etag, size: size)
+                }
                 self.done.signal()
             }
         }
@@ -49,7 +53,9 @@ final class S3Input: RawInput {
         path = uri
         self.location = location
         client = try S3Client.shared()
-        size = try S3Inputs.known(uri)?.size ?? client.head(location).size
+        let object = try S3Inputs.known(uri) ?? client.head(location)
+        size = object.size
+        etag = object.etag
     }
 
     deinit {
@@ -60,7 +66,7 @@ final class S3Input: RawInput {
     private func askAhead() {
         while inFlight.count < S3Input.readAhead && requested < size {
             let count = min(S3Input.rangeSize, size - requested)
-            inFlight.append(Fetch(client, location, from: requested, count: count))
+            inFlight.append(Fetch(client, location, from: requested, count: count, etag: etag, size: size))
             requested += count
         }
     }
@@ -140,7 +146,7 @@ public enum S3Inputs {
             throw WinBackError(.configuration, "not an s3://bucket/key URI", path: uri)
         }
         let client = try S3Client.shared()
-        let size = try known(uri)?.size ?? client.head(l).size
-        return size == 0 ? Data() : try client.read(l, from: 0, count: size)
+        let o = try known(uri) ?? client.head(l)
+        return o.size == 0 ? Data() : try client.read(l, from: 0, count: o.size, etag: o.etag, size: o.size)
     }
 }
