@@ -231,7 +231,11 @@ public final class S3Client: @unchecked Sendable {
     public func read(_ o: S3Location, from: Int, count: Int, etag: String? = nil, size: Int? = nil) throws -> Data {
         var headers = [("range", "bytes=\(from)-\(from + count - 1)")]
         if let etag, !etag.isEmpty { headers.append(("if-match", etag)) }
-        let r = try send("GET", bucket: o.bucket, key: o.key, headers: headers, what: "read")
+        // The answer says `Content-Encoding: identity` whatever the object was stored with, so
+        // the HTTP layer (which inflates gzip answers on its own) hands over the bytes as stored.
+        let r = try send(
+            "GET", bucket: o.bucket, key: o.key, query: [("response-content-encoding", "identity")], headers: headers,
+            what: "read")
         if let size, r.status == 206, let range = r.headers["content-range"],
             let total = range.split(separator: "/").last.flatMap({ Int($0) }), total != size
         {
@@ -241,7 +245,9 @@ public final class S3Client: @unchecked Sendable {
         }
         guard r.body.count == count else {
             throw WinBackError(
-                .ioError, "S3 sent \(r.body.count) bytes for a range of \(count) at \(from): the read ended early",
+                .ioError,
+                "S3 sent \(r.body.count) bytes for a range of \(count) at \(from)"
+                    + (r.body.count < count ? ": the read ended early" : ", not the bytes as stored"),
                 path: o.uri)
         }
         return r.body

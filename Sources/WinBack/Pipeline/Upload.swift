@@ -28,7 +28,7 @@ public enum Upload {
         if before.contains(where: { $0.location == success }) { try client.delete(success) }
         let digests = ResultSlots<(String, Int, String)>(count: files.count)
         // A few at once: each file up to 64 MiB is held while it goes up.
-        try parallelFor(count: files.count, threads: max(1, min(threads * 2, 4))) { i in
+        @Sendable func upload(_ i: Int) throws {
             let rel = files[i]
             let path = root + "/" + rel
             let size = System.fileSize(path) ?? 0
@@ -45,6 +45,15 @@ public enum Upload {
                 try client.put(target, data, contentType: contentType(rel))
             }
             digests[i] = (rel, size, sha)
+        }
+        let failed = Flag()
+        try parallelFor(count: files.count, threads: max(1, min(threads * 2, 4))) { i in
+            // Once one file could not go up, the run's answer is known: the rest are not tried.
+            guard !failed.isSet else { return }
+            do { try upload(i) } catch {
+                failed.set()
+                throw error
+            }
         }
         let uploaded = Set(files.map { base + date + "/" + $0 })
         for old in before where old.location != success && !uploaded.contains(old.location.key) {
@@ -130,5 +139,23 @@ public enum Upload {
             folder: folder, to: upload, name: p.config.name, date: publisher.date, threads: p.threads,
             progress: progress)
         return "s3://\(upload.bucket)/\(upload.key.isEmpty ? "" : upload.key + "/")\(p.config.name)/\(publisher.date)/"
+    }
+}
+
+/// A flag set once, read from any thread.
+private final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
+
+    func set() {
+        lock.lock()
+        value = true
+        lock.unlock()
     }
 }
