@@ -172,9 +172,6 @@ public final class S3Client: @unchecked Sendable {
         return Double.random(in: 0...cap)
     }
 
-    /// The SHA-256 of `bytes`.
-    static func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
-
     // MARK: Operations
 
     /// Every object whose key starts with `prefix`, in key order, across every page

@@ -103,23 +103,14 @@ extension ReportPage {
         let pitch = 64
         let width = left + rows.count * pitch + 8
         let height = top + plot + 56
-        let steps = [(1, 100), (2, 100), (5, 100), (1, 10), (2, 10), (1, 4), (1, 2), (1, 1)]
-        let scale =
-            steps.first { s in
-                rows.allSatisfy { r in
-                    [r.treatment, r.holdout].allSatisfy { $0.customers == 0 || $0.returned * s.1 <= s.0 * $0.customers }
-                }
-            } ?? (1, 1)
+        let scale = rateScale(
+            rows.flatMap {
+                [($0.treatment.returned, $0.treatment.customers), ($0.holdout.returned, $0.holdout.customers)]
+            })
         h.line(
             "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
                 + " role=\"img\" aria-label=\"Return rate of treatment and holdout by cohort month\">")
-        for (k, label) in [(0, "0%"), (1, percent(scale.0, 2 * scale.1)), (2, percent(scale.0, scale.1))] {
-            let y = top + plot - plot * k / 2
-            h.line(
-                "<line class=\"\(k == 0 ? "axis" : "grid")\" x1=\"\(left)\" y1=\"\(y)\" x2=\"\(width - 8)\" y2=\"\(y)\"/>"
-            )
-            h.line("<text x=\"\(left - 6)\" y=\"\(y + 4)\" text-anchor=\"end\">\(label)</text>")
-        }
+        rateGrid(left: left, right: width - 8, top: top, plot: plot, scale: scale, into: &h)
         for (i, r) in rows.enumerated() {
             for (j, (arm, name)) in [(r.treatment, "treatment"), (r.holdout, "holdout")].enumerated() {
                 let x = left + i * pitch + pitch / 2 - bar + j * bar
@@ -132,8 +123,7 @@ extension ReportPage {
                     )
                     continue
                 }
-                let num = 2 * plot * arm.returned * scale.1 + arm.customers * scale.0
-                let bh = min(plot, num / (2 * arm.customers * scale.0))
+                let bh = barHeight(arm.returned, of: arm.customers, scale: scale, plot: plot)
                 h.line(
                     "<rect class=\"\(name)\" x=\"\(x)\" y=\"\(top + plot - bh)\" width=\"\(bar)\" height=\"\(bh)\"><title>\(escape(tip))</title></rect>"
                 )

@@ -98,14 +98,29 @@ public enum ReportPage {
 
     /// A rate scale: the smallest of these at or above every rate (bars use the full height).
     static func rateScale(_ rows: [RedemptionRateRow]) -> (num: Int, den: Int) {
+        rateScale(rows.map { ($0.redeemedByEligible, $0.eligibleAtMonthStart) })
+    }
+
+    /// The smallest step at or above every fraction n / d (those with d = 0 aside).
+    static func rateScale(_ fractions: [(n: Int, d: Int)]) -> (num: Int, den: Int) {
         let steps = [(1, 100), (2, 100), (5, 100), (1, 10), (2, 10), (1, 4), (1, 2), (1, 1)]
-        for s in steps
-        where rows.allSatisfy({
-            $0.eligibleAtMonthStart == 0 || $0.redeemedByEligible * s.1 <= s.0 * $0.eligibleAtMonthStart
-        }) {
-            return s
+        return steps.first { s in fractions.allSatisfy { $0.d == 0 || $0.n * s.1 <= s.0 * $0.d } } ?? (1, 1)
+    }
+
+    /// The height of a bar for n / d (d > 0) on a plot of `plot` pixels for `scale`: plot × rate /
+    /// scale, rounded half up on integers, at most the plot.
+    static func barHeight(_ n: Int, of d: Int, scale: (num: Int, den: Int), plot: Int) -> Int {
+        min(plot, (2 * plot * n * scale.den + d * scale.num) / (2 * d * scale.num))
+    }
+
+    /// Gridlines at 0, half and full scale from `left` to `right`, labelled in percent.
+    static func rateGrid(left: Int, right: Int, top: Int, plot: Int, scale: (num: Int, den: Int), into h: inout HTML) {
+        for (k, label) in [(0, "0%"), (1, percent(scale.num, 2 * scale.den)), (2, percent(scale.num, scale.den))] {
+            let y = top + plot - plot * k / 2
+            h.line(
+                "<line class=\"\(k == 0 ? "axis" : "grid")\" x1=\"\(left)\" y1=\"\(y)\" x2=\"\(right)\" y2=\"\(y)\"/>")
+            h.line("<text x=\"\(left - 6)\" y=\"\(y + 4)\" text-anchor=\"end\">\(label)</text>")
         }
-        return (1, 1)
     }
 
     static func rateChart(_ rows: [RedemptionRateRow], scale: (num: Int, den: Int), offerId: String, into h: inout HTML)
@@ -120,14 +135,7 @@ public enum ReportPage {
         h.line(
             "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
                 + " role=\"img\" aria-label=\"Redemption rate of \(escape(offerId)) by month\">")
-        // Grid at 0, half and full scale, labelled in percent.
-        for (k, label) in [(0, "0%"), (1, percent(scale.num, 2 * scale.den)), (2, percent(scale.num, scale.den))] {
-            let y = top + plot - plot * k / 2
-            h.line(
-                "<line class=\"\(k == 0 ? "axis" : "grid")\" x1=\"\(left)\" y1=\"\(y)\" x2=\"\(width - 8)\" y2=\"\(y)\"/>"
-            )
-            h.line("<text x=\"\(left - 6)\" y=\"\(y + 4)\" text-anchor=\"end\">\(label)</text>")
-        }
+        rateGrid(left: left, right: width - 8, top: top, plot: plot, scale: scale, into: &h)
         for (i, r) in rows.enumerated() {
             let x = left + i * pitch + (pitch - bar) / 2
             let cx = x + bar / 2
@@ -141,9 +149,7 @@ public enum ReportPage {
                 )
                 h.line("<text x=\"\(cx)\" y=\"\(top + plot - 6)\" text-anchor=\"middle\">n/a</text>")
             } else {
-                // height = plot × rate / scale, rounded half up, on integers.
-                let num = 2 * plot * r.redeemedByEligible * scale.den + r.eligibleAtMonthStart * scale.num
-                let bh = min(plot, num / (2 * r.eligibleAtMonthStart * scale.num))
+                let bh = barHeight(r.redeemedByEligible, of: r.eligibleAtMonthStart, scale: scale, plot: plot)
                 h.line(
                     "<rect class=\"rate\" x=\"\(x)\" y=\"\(top + plot - bh)\" width=\"\(bar)\" height=\"\(bh)\"><title>\(escape(tip))</title></rect>"
                 )

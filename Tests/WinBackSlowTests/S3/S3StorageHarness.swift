@@ -259,7 +259,15 @@ enum Helper {
 
     static func sha256(_ data: Data) -> String { SigV4.sha256Hex(Array(data)) }
 
-    static func sha256Base64(_ data: Data) -> String { Data(S3Client.sha256(Array(data))).base64EncodedString() }
+    /// The bytes a lowercase hex string spells.
+    static func hexBytes(_ hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count, by: 2).map {
+            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+        }
+    }
+
+    static func sha256Base64(_ data: Data) -> String { Data(hexBytes(SigV4.sha256Hex(data))).base64EncodedString() }
 }
 
 /// A Python test double on loopback (Tests/Reference/s3_proxy.py, aws_credential_server.py):

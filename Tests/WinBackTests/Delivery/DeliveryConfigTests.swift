@@ -47,7 +47,7 @@ struct DeliveryConfigTests {
         problems.contains { p in p.contains("'\(field)'") && words.allSatisfy { p.contains($0) } }
     }
 
-    @Test("SPEC §10.2's table: first column, identity column and default limit of each of the seven tools")
+    @Test("docs/rules.md §10.2's table: first column, identity column and default limit of each of the seven tools")
     func typeTable() {
         typealias Row = (type: DestinationType, first: String, identity: String, rows: Int?, bytes: Int?)
         let table: [Row] = [
