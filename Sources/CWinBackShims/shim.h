@@ -64,4 +64,23 @@ static inline void winback_special_bits(const uint8_t *p, size_t n, uint64_t *ou
     }
 }
 
+
+// Swaps two paths in one step (renameat2 with RENAME_EXCHANGE, Linux 3.15+); -1 with errno
+// ENOSYS where the system lacks it.
+#include <errno.h>
+#include <fcntl.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+static inline int winback_rename_exchange(const char *a, const char *b) {
+#if defined(__linux__) && defined(SYS_renameat2)
+    return (int)syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, 1 << 1);
+#else
+    (void)a; (void)b;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 #endif

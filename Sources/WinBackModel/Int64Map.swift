@@ -43,7 +43,7 @@ import CWinBackShims
 
     /// The value of `key`, or nil.
     @inline(__always)
-    func find(_ key: Int64) -> UInt32? {
+    package func find(_ key: Int64) -> UInt32? {
         slots.withUnsafeBufferPointer { s in
             var i = Int64Map.slot(key, mask)
             while true {

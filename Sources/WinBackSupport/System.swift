@@ -251,12 +251,25 @@ package enum System {
     }
 
     package static let symbolicLinkType = S_IFLNK
-    static let folderType = S_IFDIR
+    package static let folderType = S_IFDIR
 
     /// The permission bits of `path` (following links), nil when it cannot be examined.
     static func permissions(_ path: String) -> mode_t? {
         var st = stat()
         return stat(path, &st) == 0 ? st.st_mode & 0o7777 : nil
+    }
+
+    /// What says that the file at `path` (a link followed) is still the one seen before without
+    /// reading it: device, inode, size, and modification and change times to the nanosecond.
+    /// The change time cannot be set back by a user, so a rewritten file shows a new one.
+    /// Nil when it cannot be examined.
+    package static func fileIdentity(_ path: String) -> [Int64]? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return [
+            Int64(bitPattern: UInt64(st.st_dev)), Int64(bitPattern: UInt64(st.st_ino)), Int64(st.st_size),
+            Int64(st.st_mtim.tv_sec), Int64(st.st_mtim.tv_nsec), Int64(st.st_ctim.tv_sec), Int64(st.st_ctim.tv_nsec),
+        ]
     }
 
     /// rename(2).

@@ -42,6 +42,9 @@ public struct Manifest {
     /// A memory-bounded run: its limit, the shards it chose, and the peak resident memory the
     /// process kept (docs/rules.md §8.1).
     public var memory: (limit: Int, shards: Int, peakResidentBytes: Int)?
+    /// An incremental run: how it used its state, files read and taken from it, rows kept
+    /// (docs/rules.md §12).
+    public var incremental: IncrementalSummary?
 
     public init() {}
 
@@ -129,6 +132,14 @@ public struct Manifest {
             "stageSeconds": stages.map { ["stage": $0.0, "seconds": ($0.1 * 1000).rounded() / 1000] as [String: Any] },
         ]
         if let error { d["error"] = error }
+        if let incremental {
+            var block: [String: Any] = [
+                "state": incremental.state, "filesRead": incremental.filesRead,
+                "filesFromState": incremental.filesFromState, "rowsInState": incremental.rowsInState,
+            ]
+            if let reason = incremental.reason { block["reason"] = reason }
+            d["incremental"] = block
+        }
         if let memory {
             d["memory"] = [
                 "limitBytes": memory.limit, "shards": memory.shards, "peakResidentBytes": memory.peakResidentBytes,

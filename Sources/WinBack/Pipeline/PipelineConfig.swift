@@ -88,6 +88,9 @@ public struct PipelineConfig: Sendable {
     public var requireApple: AppleRequirement = .off
     /// Which rows count: Production or Sandbox (docs/rules.md §2.7).
     public var environment = "Production"
+    /// `incremental: true`: keep a state of the transaction files read, and read only new ones
+    /// the next time (docs/rules.md §12).
+    public var incremental = false
     /// How signed inputs are verified.
     public var apple = AppleSettings()
 
@@ -131,7 +134,7 @@ public struct PipelineConfig: Sendable {
             [
                 "name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
                 "reports", "limits", "threads", "inflater", "audience", "environment", "apple", "experiment",
-                "identities",
+                "identities", "incremental",
             ], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
@@ -338,6 +341,13 @@ public struct PipelineConfig: Sendable {
             }
         }
         if let a = p.field(root, "apple") { c.apple = p.apple(a) }
+        if let v = p.string(root, "incremental") {
+            switch v {
+            case "true": c.incremental = true
+            case "false": c.incremental = false
+            default: p.fail("incremental", "expected true or false, found '\(v)'")
+            }
+        }
         // The configuration is returned even with problems, so `validate` can go on to check
         // the catalog and the inputs; `load` refuses it.
         return (c, p.problems.map { "\(path): \($0)" })

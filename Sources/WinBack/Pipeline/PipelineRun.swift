@@ -144,20 +144,29 @@ public enum PipelineRun {
             options.published?(summary)
             return summary
         }
-        return try Stage.publishing(p, started: started, progress: progress, published: options.published) {
+        var keeper: StateKeeper?
+        defer { keeper?.discard() }
+        // Once published, under the lock: the next state replaces the previous one.
+        let commit = { keeper?.commit(progress: progress) }
+        return try Stage.publishing(
+            p, started: started, progress: progress, published: options.published, afterPublish: commit
+        ) {
             manifest, rejects, staging, sync in
-            let totalBytes = p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
-            progress.begin("read", totalBytes: totalBytes)
-            let inputs = try Stage.read(p, progress: { progress.advance($0) })
+            if p.config.incremental { keeper = StateKeeper(p, root: (staging as NSString).deletingLastPathComponent) }
+            let (inputs, totalBytes) = try Stage.read(p, keeper: keeper, progress: progress)
             rejects = inputs.rejects
             manifest.record(inputs)
+            if let keeper {
+                manifest.incremental = keeper.summary
+                progress.event("incremental", keeper.line, fields: ["state": keeper.use.rawValue])
+            }
             let c = inputs.transactions.counters
             manifest.stages.append(
                 (
                     "read",
                     progress.end(
-                        "\(p.transactionFiles.count) files, \(Progress.mb(totalBytes)), \(c.rowsRead) rows, "
-                            + "\(c.rejected) rejected, \(c.duplicates) duplicates")
+                        "\(keeper?.filesRead ?? p.transactionFiles.count) files, \(Progress.mb(totalBytes)), "
+                            + "\(c.rowsRead) rows, \(c.rejected) rejected, \(c.duplicates) duplicates")
                 ))
             try Stage.checkRejectBudget(c, limit: p.config.maxRejectedFraction)
 

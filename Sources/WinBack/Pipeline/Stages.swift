@@ -48,6 +48,15 @@ extension Stage {
     public static func read(
         _ p: ResolvedPipeline, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws -> Inputs {
+        try read(p, only: only, state: nil, progress: progress)
+    }
+
+    /// ``read(_:only:progress:)`` of an incremental run (docs/rules.md §12): the files the state
+    /// absorbed are not read, their rows and counts come from it.
+    static func read(
+        _ p: ResolvedPipeline, only: [String]? = nil, state: IncrementalState? = nil,
+        progress: @escaping @Sendable (Int) -> Void = { _ in }
+    ) throws -> Inputs {
         let renewalRead = ResultSlots<Result<RenewalRead, Error>>(count: 1)
         let readRenewals: @Sendable () -> Void = {
             renewalRead[0] = Result {
@@ -63,7 +72,7 @@ extension Stage {
             set = try TransactionReader.read(
                 paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
                 inflater: p.inflater, only: only, progress: progress, environment: p.config.environment,
-                signed: p.signed, limits: p.limits)
+                signed: p.signed, limits: p.limits, state: state)
         }
         if p.threads == 1 { readRenewals() }
         let renewals = try renewalRead[0]!.get()
@@ -72,6 +81,31 @@ extension Stage {
         index.merge(renewals.index(in: set.strings))
         return Inputs(
             transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
+    }
+
+    /// The read stage of a run, with its progress: with a state keeper (an incremental run,
+    /// docs/rules.md §12) only the files its state did not absorb are read, and the next state
+    /// is written as the rows are merged; a state found damaged while it is read is given up,
+    /// said in the log, and every file read. Returns the inputs and the bytes of the files read.
+    static func read(_ p: ResolvedPipeline, keeper: StateKeeper?, progress: Progress) throws -> (Inputs, Int) {
+        func attempt() throws -> (Inputs, Int) {
+            let state = try keeper?.forRead()
+            let reading = p.transactionFiles.indices.filter { !(state?.absorbed.contains($0) ?? false) }
+            let totalBytes = reading.reduce(0) { $0 + InputFiles.size(p.transactionFiles[$1]) }
+            progress.begin("read", totalBytes: totalBytes)
+            let inputs = try read(p, state: state, progress: { progress.advance($0) })
+            try keeper?.finish(inputs.transactions)
+            return (inputs, totalBytes)
+        }
+        do {
+            return try attempt()
+        } catch let damaged as StateDamaged {
+            guard let keeper else { throw damaged }
+            let why = "the state is damaged (\(damaged.why))"
+            progress.warn("state_rebuilt", "incremental state rebuilt: \(why)", fields: ["path": keeper.folder])
+            keeper.rebuild(why)
+            return try attempt()
+        }
     }
 
     /// Fails the run (exit 65) when more lines were rejected than the pipeline allows
@@ -189,7 +223,7 @@ extension Stage {
     /// - Returns: the run's summary, as `published` got it.
     static func publishing<Held>(
         _ p: ResolvedPipeline, started: Date, publisher given: Publisher? = nil, progress: Progress,
-        published: ((RunSummary) -> Void)? = nil,
+        published: ((RunSummary) -> Void)? = nil, afterPublish: (() -> Void)? = nil,
         _ stages: (_ manifest: inout Manifest, _ rejects: inout RejectList, _ staging: String, _ sync: DiskSync)
             throws -> Held
     ) throws -> RunSummary {
@@ -205,12 +239,16 @@ extension Stage {
             defer { try? sync.wait() }  // no descriptor outlives a failed run
             held = try stages(&manifest, &rejects, publisher.staging, sync)
             manifest.finished = Date()
-            folder = try publish(manifest, with: publisher, sync: sync, keepingLock: p.config.upload != nil)
+            folder = try publish(
+                manifest, with: publisher, sync: sync, keepingLock: p.config.upload != nil || afterPublish != nil)
         } catch {
             manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
         }
         progress.event("published", "published \(folder)", fields: ["folder": folder])
+        // Still under the lock: an incremental run's next state replaces the previous one.
+        afterPublish?()
+        if p.config.upload == nil { publisher.unlock() }
         // Published: an upload that fails from here leaves the local publish as it is
         // (docs/rules.md §11), and the run's exit code says why.
         if let upload = p.config.upload {

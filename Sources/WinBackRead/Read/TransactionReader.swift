@@ -82,6 +82,16 @@ package final class FileRows: @unchecked Sendable {
     /// are kept (`explain` reads one customer with the same reader).
     private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
 
+    /// Incremental runs (docs/rules.md §12). The rows of files absorbed earlier, taken from the
+    /// state: each row's file, as its index in sorted path order (the row's place in the order
+    /// deduplication goes by); nil for the rows of one file read now, whose index is the one
+    /// it is merged with.
+    package var rowRanks: [UInt32]?
+    /// A file absorbed earlier, whose rows are in the state: the rows it gave when it was read
+    /// (duplicates are counted of them); nil for a file read now. The state's rows count as
+    /// none: they are the winners among those rows.
+    package var absorbedRows: Int?
+
     package init(path: String, store: TransactionRows, only: [String]? = nil, limits: ReadLimits = .default) {
         self.path = path
         self.limits = limits
@@ -216,17 +226,36 @@ public enum TransactionReader {
         inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
         environment: String = "Production", signed: SignedReading? = nil, limits: ReadLimits = .default
     ) throws -> TransactionSet {
+        try read(
+            paths: paths, format: name, products: products, threads: threads, inflater: inflater, only: only,
+            progress: progress, environment: environment, signed: signed, limits: limits, state: nil)
+    }
+
+    /// ``read(paths:format:products:threads:inflater:only:progress:environment:signed:limits:)``
+    /// of an incremental run (docs/rules.md §12): the files `state` absorbed are not read; its
+    /// rows and counts stand for them.
+    package static func read(
+        paths: [String], format name: InputFormat, products: [String: String], threads: Int,
+        inflater: Inflater, only: [String]?, progress: @escaping @Sendable (Int) -> Void,
+        environment: String, signed: SignedReading?, limits: ReadLimits, state: IncrementalState?
+    ) throws -> TransactionSet {
         let fmt = format(name, products: products, signed: signed)
+        let reading = paths.indices.filter { !(state?.absorbed.contains($0) ?? false) }
         let merger = try Merger(
-            count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) }, limits: limits)
-        let bySize = InputFiles.largestFirst(paths)
-        try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
+            count: paths.count + (state == nil ? 0 : 1),
+            totalBytes: reading.reduce(0) { $0 + InputFiles.size(paths[$1]) }, limits: limits)
+        let bySize = InputFiles.largestFirst(reading.map { paths[$0] }).map { reading[$0] }
+        try parallelFor(count: reading.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], store: merger.store, only: only, limits: limits)
             out.environment = environment
             try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)
             merger.add(out, index: i)
         }
-        return merger.finish(threads: threads)
+        guard let state else { return merger.finish(threads: threads) }
+        // Then what the state holds: each absorbed file in its place, and its rows, which must
+        // come after every file read now.
+        try state.add(merger, paths.count)
+        return merger.finish(threads: threads, capture: state.capture)
     }
 }
 
@@ -292,6 +321,11 @@ package final class Merger: @unchecked Sendable {
         precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
         merged.append((first, index))
         rowsMerged += f.rows.count
+        if let ranks = f.rowRanks {
+            absorb(f, first: first, ranks: ranks)
+            return
+        }
+        if f.absorbedRows != nil { return }  // its rows are among the state's
         bytesMerged += f.stats.bytes
         if bytesMerged > 0 && bytesMerged < totalBytes {
             winners.reserve(Int(Double(rowsMerged) * Double(totalBytes) / Double(bytesMerged)))
@@ -322,7 +356,7 @@ package final class Merger: @unchecked Sendable {
                     let other = files[fo]!
                     let a = row(i).pointee.signedDate
                     let b = other.rows[j].signedDate
-                    if a > b || (a == b && (index, i) > (fo, j)) {
+                    if a > b || (a == b && (index, i) > (Merger.rank(other, fo, j), j)) {
                         other.supersede(j)
                         winners.update(key.raw, here)
                     } else {
@@ -333,8 +367,56 @@ package final class Merger: @unchecked Sendable {
         }
     }
 
+    /// The place in the order deduplication goes by of row `j` of `f`, merged as file `slot`:
+    /// the file's index in sorted path order (for a state's rows, that of the file each came from).
+    @inline(__always)
+    private static func rank(_ f: FileRows, _ slot: Int, _ j: Int) -> Int {
+        if let ranks = f.rowRanks { return Int(ranks[j]) }
+        return slot
+    }
+
+    /// Merges an incremental run's state rows (docs/rules.md §12), once every file read now was
+    /// added: they are the winners among the absorbed files, so each meets at most the rows of
+    /// the files read now, found by looking its transactionId up. No row of the state enters
+    /// the index: the index stays the size of the night's files.
+    private func absorb(_ f: FileRows, first: Int, ranks: [UInt32]) {
+        let map = f.map
+        let ahead = 8
+        let count = f.rows.count
+        f.rows.withChunks { chunks in
+            map.withUnsafeBufferPointer { map in
+                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<Transaction> {
+                    chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
+                }
+                @inline(__always) func key(_ i: Int) -> TransactionKey {
+                    var key = row(i).pointee.transactionId
+                    key.remap(map)
+                    return key
+                }
+                for i in 0..<count {
+                    if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
+                    let key = key(i)
+                    guard let there = winners.find(key.raw) else { continue }
+                    let (fo, j) = locate(Int(there))
+                    let other = files[fo]!
+                    let a = row(i).pointee.signedDate
+                    let b = other.rows[j].signedDate
+                    // A row of the state and a row read now are of different files.
+                    if a > b || (a == b && Int(ranks[i]) > Merger.rank(other, fo, j)) {
+                        other.supersede(j)
+                        winners.update(key.raw, UInt32(first + i))
+                    } else {
+                        f.supersede(i)
+                    }
+                }
+            }
+        }
+    }
+
     /// Renumbers ids, then gathers the winning Production rows of every file, in path order.
-    package func finish(threads: Int) -> TransactionSet {
+    /// With `capture` (an incremental run), every winner, of any environment, and every renewal
+    /// info found among the transactions is handed to it first, by file, with the run's ids.
+    package func finish(threads: Int, capture: WinnerCapture? = nil) -> TransactionSet {
         let files = self.files.map { $0! }
         winners = Int64Map(capacity: 1)
         // Run ids in order of first appearance by (file, local id).
@@ -353,6 +435,7 @@ package final class Merger: @unchecked Sendable {
             let f = files[fi]
             for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
         }
+        if let capture { self.capture(files, strings: run, into: capture) }
         // Each chunk's file and place in it, then the winning Production rows packed where
         // they were read. The files' superseded bits and id maps are laid end to end in two
         // buffers, so that deciding a row's fate takes no reference to its file.
@@ -397,9 +480,9 @@ package final class Merger: @unchecked Sendable {
                 return true
             })
         var counters = ReadCounters()
-        for f in files {
+        for f in files where f.rowRanks == nil {
             counters.add(file: f.stats, extraRows: f.extraRows, nonSubscription: f.nonSubscription)
-            counters.duplicates += f.rows.count
+            counters.duplicates += f.absorbedRows ?? f.rows.count
         }
         for t in tallies {
             counters.duplicates -= t.winners
@@ -408,7 +491,7 @@ package final class Merger: @unchecked Sendable {
         }
         rejects.normalize()
         let set = TransactionSet(
-            strings: run, rows: store, inputs: files.map(\.stats), rejects: rejects,
+            strings: run, rows: store, inputs: files.filter { $0.rowRanks == nil }.map(\.stats), rejects: rejects,
             counters: counters, renewals: RenewalIndex(files.map { ($0.renewals, $0.map) }))
         for f in files {
             f.rows = RowChunks(store: store)
@@ -417,5 +500,106 @@ package final class Merger: @unchecked Sendable {
             f.superseded = []
         }
         return set  // files are in path order, their rejects' lines ascending
+    }
+}
+
+/// An incremental run's state, as the read stage takes it (docs/rules.md §12).
+package struct IncrementalState {
+    /// Indices, in sorted path order, of the files the state absorbed: they are not read.
+    package var absorbed: Set<Int>
+    /// Adds to the merger a ``FileRows`` for every absorbed file at its index (no rows: its
+    /// counts, rejects and renewal info), then the state's rows at index `rowsIndex`, their
+    /// ``FileRows/rowRanks`` set.
+    package var add: (_ merger: Merger, _ rowsIndex: Int) throws -> Void
+    /// Takes the winners for the next state; nil when no state is to be written.
+    package var capture: WinnerCapture?
+
+    package init(
+        absorbed: Set<Int>, add: @escaping (Merger, Int) throws -> Void, capture: WinnerCapture?
+    ) {
+        self.absorbed = absorbed
+        self.add = add
+        self.capture = capture
+    }
+}
+
+/// What an incremental run keeps of its merge for the next night's state (docs/rules.md §12):
+/// ``Merger/finish(threads:capture:)`` hands it the winners and the renewal info found among
+/// the transactions, file by file in path order, with the run's string ids.
+package struct WinnerCapture {
+    /// Winning rows of file `file` (its index in sorted path order): any number of calls a file.
+    package var rows: (_ file: Int, _ rows: UnsafeBufferPointer<Transaction>, _ strings: StringTable) -> Void
+    /// One renewal info of file `file`, in the order it was read.
+    package var renewal:
+        (_ file: Int, _ originalTransactionId: TransactionKey, _ info: RenewalInfo, _ strings: StringTable) -> Void
+
+    /// What file `file` gave besides rows (of an absorbed one, what it gave when it was read).
+    package var file: (_ file: Int, _ read: FileCounts) -> Void
+
+    package init(
+        rows: @escaping (Int, UnsafeBufferPointer<Transaction>, StringTable) -> Void,
+        renewal: @escaping (Int, TransactionKey, RenewalInfo, StringTable) -> Void,
+        file: @escaping (Int, FileCounts) -> Void
+    ) {
+        self.rows = rows
+        self.renewal = renewal
+        self.file = file
+    }
+}
+
+/// What reading one transaction file counted: its stats, the rows it gave (before
+/// deduplication), those that were not a subscription's, and the transactions beyond one a line.
+package struct FileCounts: Sendable {
+    package var stats: InputStats
+    package var rows: Int
+    package var nonSubscription: Int
+    package var extraRows: Int
+
+    package init(stats: InputStats, rows: Int, nonSubscription: Int, extraRows: Int) {
+        self.stats = stats
+        self.rows = rows
+        self.nonSubscription = nonSubscription
+        self.extraRows = extraRows
+    }
+}
+
+extension Merger {
+    /// Hands every winner and every renewal info to `capture`, after ids were renumbered.
+    fileprivate func capture(_ files: [FileRows], strings: StringTable, into capture: WinnerCapture) {
+        let piece = 1 << 16
+        var buffer: [Transaction] = []
+        buffer.reserveCapacity(piece)
+        var file = -1
+        func flush() {
+            if !buffer.isEmpty { buffer.withUnsafeBufferPointer { capture.rows(file, $0, strings) } }
+            buffer.removeAll(keepingCapacity: true)
+        }
+        for (slot, f) in files.enumerated() {
+            if f.rowRanks == nil {
+                capture.file(
+                    slot,
+                    FileCounts(
+                        stats: f.stats, rows: f.absorbedRows ?? f.rows.count, nonSubscription: f.nonSubscription,
+                        extraRows: f.extraRows))
+            }
+            f.map.withUnsafeBufferPointer { map in
+                for (key, info) in f.renewals {
+                    var k = key
+                    k.remap(map)
+                    capture.renewal(slot, k, info, strings)
+                }
+                for i in 0..<f.rows.count where f.superseded[i >> 6] & (1 << UInt64(i & 63)) == 0 {
+                    let rank = Merger.rank(f, slot, i)
+                    if rank != file || buffer.count == piece {
+                        flush()
+                        file = rank
+                    }
+                    var r = f.rows[i]
+                    r.remap(map)
+                    buffer.append(r)
+                }
+            }
+        }
+        flush()
     }
 }

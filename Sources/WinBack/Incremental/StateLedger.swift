@@ -1,0 +1,105 @@
+import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackS3
+import WinBackSupport
+
+/// `ledger.json` of an incremental pipeline's state (docs/rules.md §12): the settings its rows
+/// are valid under, every transaction file it absorbed, and what reading them gave besides
+/// rows. Written by ``WorkFolder/writeJSON(_:to:)`` (a checksum line ends it).
+struct StateLedger: Codable {
+    /// The layout of the state; another one is rebuilt.
+    static let layout = 1
+
+    /// A transaction file the state absorbed.
+    struct File: Codable, Equatable {
+        /// The path, or the `s3://` URI, as the globs gave it.
+        var path: String
+        /// An object's ETag when it was read; nil for a local file.
+        var etag: String?
+        /// ``System/fileIdentity(_:)`` of a local file, taken before it was read: while it is the
+        /// same, the file is not read again to check its SHA-256.
+        var identity: [Int64]?
+        /// Size and SHA-256 of its bytes as stored, lines and rejects.
+        var stats: InputStats
+        var nonSubscription: Int
+        /// Transactions beyond one a line (signed lines that hold several).
+        var extraRows: Int
+        /// Rows it gave (before deduplication).
+        var rows: Int
+    }
+
+    var layout: Int
+    var settings: StateSettings
+    /// In sorted path order; a section of `rows.part` names its file by index here.
+    var files: [File]
+    /// `rows.part`: its size, SHA-256 and rows (the winners of every absorbed file).
+    var rowsFile: OutputStats
+    /// The absorbed files' rejects, as many as rejects.csv may list, and how many in all.
+    var rejects: RejectList
+    /// Renewal info found among the absorbed files' transactions (signed files), `file` an
+    /// index in `files`, in the order read.
+    var renewals: [PartitionMarker.Renewal]
+}
+
+/// What makes a state's rows valid (docs/rules.md §12): reading the same files under other
+/// settings could give other rows, other rejects or other counts.
+struct StateSettings: Codable, Equatable {
+    var toolVersion: String
+    var format: String
+    var environment: String
+    /// RevenueCat's product map.
+    var products: [String: String]
+    /// Signed input: verified or not, the roots' SHA-256 and the app checks.
+    var verify: Bool
+    var roots: [String]
+    var bundleId: String?
+    var appAppleId: Int64?
+    var consecutiveGapDays: Int64
+    var maxLineBytes: Int
+    var maxRejectsListed: Int
+    /// A memory-bounded run's shard count: the state is kept per shard.
+    var shards: Int?
+
+    init(_ p: ResolvedPipeline, shards: Int? = nil) {
+        toolVersion = Manifest.toolVersion
+        format = p.config.format.rawValue
+        environment = p.config.environment
+        products = p.config.format == .revenuecat ? p.config.products : [:]
+        verify = p.signed?.verifies ?? false
+        roots = p.signed?.roots.map(\.sha256) ?? []
+        bundleId = p.signed?.bundleId
+        appAppleId = p.signed?.appAppleId
+        consecutiveGapDays = p.config.consecutiveGapDays
+        maxLineBytes = p.config.maxLineBytes
+        maxRejectsListed = p.config.maxRejectsListed
+        self.shards = shards
+    }
+
+    /// What differs from `old` (the state's), in words; empty when nothing does.
+    func changes(from old: StateSettings) -> [String] {
+        var out: [String] = []
+        if toolVersion != old.toolVersion { out.append("winback \(old.toolVersion) wrote it, this is \(toolVersion)") }
+        if format != old.format { out.append("the format changed from \(old.format) to \(format)") }
+        if environment != old.environment {
+            out.append("the environment changed from \(old.environment) to \(environment)")
+        }
+        if products != old.products { out.append("the product map changed") }
+        if verify != old.verify {
+            out.append(verify ? "signatures are now verified" : "signatures are no longer verified")
+        }
+        if roots != old.roots { out.append("the apple roots changed") }
+        if bundleId != old.bundleId || appAppleId != old.appAppleId { out.append("the apple app checks changed") }
+        if consecutiveGapDays != old.consecutiveGapDays {
+            out.append("consecutiveGapDays changed from \(old.consecutiveGapDays) to \(consecutiveGapDays)")
+        }
+        if maxLineBytes != old.maxLineBytes { out.append("limits.maxLineBytes changed") }
+        if maxRejectsListed != old.maxRejectsListed { out.append("limits.maxRejectsListed changed") }
+        if shards != old.shards {
+            out.append(
+                "the shard count changed from \(old.shards.map(String.init) ?? "none") to \(shards.map(String.init) ?? "none")"
+            )
+        }
+        return out
+    }
+}
