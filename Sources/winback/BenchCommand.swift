@@ -57,6 +57,14 @@ struct BenchCommand: ParsableCommand {
             """)
     var shards: Int?
 
+    @Flag(
+        help: """
+            Instead of the floor: the full run against the night after (incremental: true), in turn: every \
+            month before the as-of month kept in a state the night before, the as-of month's files read that night; \
+            wall, CPU, peak memory, the state's size, identical outputs. With --format for a signed world.
+            """)
+    var incremental = false
+
     @Option(help: "With --shards: partition tasks.")
     var tasks = 2
 
@@ -76,8 +84,8 @@ struct BenchCommand: ParsableCommand {
         }
         if let m = memory, case .problem(let why) = MemorySize.read(m) { throw ValidationError("--memory \(why)") }
         if let s = shards, s < 1 { throw ValidationError("--shards must be at least 1") }
-        if [memory != nil, shards != nil, fromS3 != nil].filter({ $0 }).count > 1 {
-            throw ValidationError("--memory, --shards and --from-s3 are separate benchmarks")
+        if [memory != nil, shards != nil, fromS3 != nil, incremental].filter({ $0 }).count > 1 {
+            throw ValidationError("--memory, --shards, --from-s3 and --incremental are separate benchmarks")
         }
         if let u = fromS3, S3Location(uri: u) == nil { throw ValidationError("--from-s3 expects s3://bucket/prefix") }
         if tasks < 1 { throw ValidationError("--tasks must be at least 1") }
@@ -94,6 +102,7 @@ struct BenchCommand: ParsableCommand {
         o.format = format
         let log = { (s: String) in FileHandleStderr.write(s + "\n") }
         let lines = try reportingErrors {
+            if incremental { return try Benchmark.incremental(o, log: log) }
             if let m = memory.flatMap(MemorySize.parse) { return try Benchmark.partitioned(o, .memory(m), log: log) }
             if let shards { return try Benchmark.partitioned(o, .shards(shards, tasks: tasks), log: log) }
             if let u = fromS3.flatMap(S3Location.init(uri:)) {

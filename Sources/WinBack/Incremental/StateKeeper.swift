@@ -36,7 +36,7 @@ final class StateKeeper {
     /// `<output>/<name>` (or a shard's folder under it), where `.state` is.
     let root: String
     var folder: String { root + "/" + StateKeeper.folderName }
-    let settings: StateSettings
+    private(set) var settings: StateSettings
     private(set) var use = Use.created
     private(set) var reason: String?
     /// The state found, when it can be used; and each of its files' index in the run's paths.
@@ -47,12 +47,9 @@ final class StateKeeper {
 
     /// The next state, staged in a folder of its own under the root.
     private var staged: String?
-    private var writer: PartWriter?
-    private var stringsWritten = 0
+    private var writer: StateRowsWriter?
     private var next: [StateLedger.File?] = []
-    private var renewals: [PartitionMarker.Renewal] = []
     private var rowsWritten = 0
-    private var writeError: Error?
 
     /// Examines the state of `p` under `root` (the run's lock held).
     init(_ p: ResolvedPipeline, root: String, shards: Int? = nil) {
@@ -88,6 +85,13 @@ final class StateKeeper {
         }
         let changes = settings.changes(from: found.settings)
         guard changes.isEmpty else { return rebuild(changes.joined(separator: "; ")) }
+        // One rows file a piece; a memory-bounded run's, one a shard.
+        let listed =
+            settings.shards.map { found.rowsFiles.count == $0 && found.shardRows?.count == $0 }
+            ?? (found.shardRows == nil)
+        guard listed, Set(found.rowsFiles.map(\.path)).count == found.rowsFiles.count,
+            found.rowsFiles.allSatisfy({ !$0.path.contains("/") && $0.path.hasSuffix(".part") })
+        else { return rebuild("the state's ledger does not list its rows files") }
         let index = Dictionary(p.transactionFiles.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         var paths: [Int] = []
         for f in found.files {
@@ -128,6 +132,14 @@ final class StateKeeper {
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
     }
 
+    /// A memory-bounded run that needs more shards than its state was kept in: the state is
+    /// given up, and the next one kept in `shards`.
+    func reshard(_ shards: Int) {
+        let old = settings.shards ?? 1
+        settings.shards = shards
+        if use == .absorbed { rebuild("the rows no longer fit in \(old) shards; kept in \(shards) now") }
+    }
+
     /// Gives the state up: the run reads every file.
     func rebuild(_ why: String) {
         use = .rebuilt
@@ -136,8 +148,8 @@ final class StateKeeper {
         pathOfLedgerFile = []
     }
 
-    /// The state as the read stage takes it, and a fresh next state to capture into.
-    func forRead() throws -> IncrementalState {
+    /// A fresh, empty folder for the next state.
+    private func stage() throws -> String {
         discard()
         let staged = root + "/.staging-state-\(System.processID)"
         try? FileManager.default.removeItem(atPath: staged)
@@ -145,24 +157,23 @@ final class StateKeeper {
             throw e.winBack(.cannotCreateOutput, "cannot create the next state's folder", path: staged)
         }
         self.staged = staged
-        writer = try PartWriter(path: staged + "/" + StateKeeper.rowsName)
-        stringsWritten = 0
-        rowsWritten = 0
-        renewals = []
-        writeError = nil
+        return staged
+    }
+
+    /// The state as the read stage takes it, and a fresh next state to capture into.
+    func forRead() throws -> IncrementalState {
+        let staged = try stage()
+        let writer = StateRowsWriter(folder: staged) { "rows-\($0).part" }
+        self.writer = writer
         next = Array(repeating: nil, count: p.transactionFiles.count)
         let ledger = self.ledger
         let pathOf = pathOfLedgerFile
-        let rowsPath = folder + "/" + StateKeeper.rowsName
+        let folder = self.folder
         let paths = p.transactionFiles
         let limits = p.limits
+        let threads = p.threads
         let add: (Merger, Int) throws -> Void = { merger, rowsIndex in
-            let rows = FileRows(path: "", store: merger.store, limits: limits)
-            rows.rowRanks = []
-            guard let ledger else {
-                merger.add(rows, index: rowsIndex)
-                return
-            }
+            guard let ledger else { return }
             // Each absorbed file in its place: its counts and renewal info, no rows.
             var found = [[PartitionMarker.Renewal]](repeating: [], count: pathOf.count)
             for r in ledger.renewals {
@@ -182,53 +193,72 @@ final class StateKeeper {
                 }
                 merger.add(file, index: pathOf[li])
             }
-            // Then the rows, each with its file's place in the run's order.
-            rows.rejects = ledger.rejects
-            var ranks: [UInt32] = []
-            ranks.reserveCapacity(ledger.rowsFile.rows)
-            do {
-                let reader = try PartReader(
-                    path: rowsPath, bytes: ledger.rowsFile.bytes, sha256: ledger.rowsFile.sha256)
-                while let (li, _) = try reader.next(into: { _ in rows }) {
-                    guard li < pathOf.count else {
-                        throw StateDamaged(why: "a section names a file the ledger does not list")
-                    }
-                    let rank = UInt32(pathOf[li])
-                    for _ in ranks.count..<rows.rows.count { ranks.append(rank) }
-                }
-            } catch let e as WinBackError {
-                throw StateDamaged(why: e.message)
+            // Then the rows, each with its file's place in the run's order, piece by piece on
+            // several threads; the first piece carries the rejects.
+            let pieces = ledger.rowsFiles
+            try parallelFor(count: pieces.count, threads: threads) { k in
+                let rows = FileRows(path: "", store: merger.store, limits: limits)
+                rows.fromState = true
+                if k == 0 { rows.rejects = ledger.rejects }
+                try StateKeeper.load(rows, from: folder + "/" + pieces[k].path, pieces[k], pathOf: pathOf)
+                merger.add(rows, index: rowsIndex + k)
             }
-            guard ranks.count == ledger.rowsFile.rows else {
-                throw StateDamaged(why: "it holds \(ranks.count) rows where its ledger says \(ledger.rowsFile.rows)")
-            }
-            rows.rowRanks = ranks
-            merger.add(rows, index: rowsIndex)
         }
+        let lock = NSLock()
+        nonisolated(unsafe) var renewals: [PartitionMarker.Renewal] = []
+        nonisolated(unsafe) var files = [StateLedger.File?](repeating: nil, count: paths.count)
+        let identities = self.identities
         let capture = WinnerCapture(
-            rows: { [unowned self] file, rows, strings in
-                guard writeError == nil, let writer else { return }
-                do {
-                    try writer.append(file: file, table: strings, from: stringsWritten, rows: rows)
-                    stringsWritten = strings.count
-                    rowsWritten += rows.count
-                } catch {
-                    writeError = error
-                }
+            pieceRows: StateKeeper.pieceRows, rows: writer.append,
+            renewal: { file, key, info, strings in
+                let r = PartitionMarker.Renewal(file: file, originalTransactionId: key.string(in: strings), info: info)
+                lock.withLock { renewals.append(r) }
             },
-            renewal: { [unowned self] file, key, info, strings in
-                renewals.append(
-                    PartitionMarker.Renewal(file: file, originalTransactionId: key.string(in: strings), info: info))
-            },
-            file: { [unowned self] i, read in
+            file: { i, read in
                 let path = paths[i]
                 let absorbed = ledger.flatMap { l in pathOf.firstIndex(of: i).map { l.files[$0] } }
-                next[i] = StateLedger.File(
+                let entry = StateLedger.File(
                     path: path, etag: absorbed?.etag ?? (S3Location.isURI(path) ? S3Inputs.etag(path) : nil),
                     identity: identities[i], stats: read.stats, nonSubscription: read.nonSubscription,
                     extraRows: read.extraRows, rows: read.rows)
+                lock.withLock { files[i] = entry }
             })
-        return IncrementalState(absorbed: Set(pathOf), add: add, capture: capture)
+        collected = {
+            lock.withLock { (renewals, files) }
+        }
+        return IncrementalState(
+            absorbed: Set(pathOf), slots: max(1, ledger?.rowsFiles.count ?? 0), add: add, capture: capture)
+    }
+
+    /// Rows a piece of the state holds at most (about 11 MB): pieces are written and read on
+    /// several threads.
+    static let pieceRows = 1 << 18
+
+    /// What the capture gathered besides rows: renewal info and each file's ledger entry.
+    private var collected: (() -> ([PartitionMarker.Renewal], [StateLedger.File?]))?
+
+    /// Reads a rows file of the state into `rows` (of the state: merged after the files read
+    /// now), each row's rank the index in the run's paths of the file it came from. Anything
+    /// wrong with it (size, SHA-256, a section, a count) is ``StateDamaged``.
+    static func load(_ rows: FileRows, from path: String, _ expected: OutputStats, pathOf: [Int]) throws {
+        var ranks: [UInt32] = []
+        ranks.reserveCapacity(min(expected.rows, expected.bytes / 2))
+        do {
+            let reader = try PartReader(path: path, bytes: expected.bytes, sha256: expected.sha256)
+            while let (li, _) = try reader.next(into: { _ in rows }) {
+                guard li < pathOf.count else {
+                    throw StateDamaged(why: "a section names a file the ledger does not list")
+                }
+                let rank = UInt32(pathOf[li])
+                for _ in ranks.count..<rows.rows.count { ranks.append(rank) }
+            }
+        } catch let e as WinBackError {
+            throw StateDamaged(why: e.message)
+        }
+        guard ranks.count == expected.rows else {
+            throw StateDamaged(why: "it holds \(ranks.count) rows where its ledger says \(expected.rows)")
+        }
+        rows.rowRanks = ranks
     }
 
     /// Files the run took from the state, and files it read.
@@ -237,31 +267,115 @@ final class StateKeeper {
     /// Rows in the next state.
     var rowsInState: Int { rowsWritten }
 
-    /// Completes the next state once the read stage is over: its rows file closed, its ledger
+    /// Completes the next state once the read stage is over: its rows files closed, its ledger
     /// written. The rejects are the transaction files' (all of them, as rejects.csv lists them).
     func finish(_ set: TransactionSet) throws {
-        guard let staged, let writer else { return }
-        if let writeError { throw writeError }
-        try writer.close()
-        let files = next.compactMap { $0 }
+        guard let staged, let writer, let collected else { return }
+        let pieces = try writer.finish()
+        rowsWritten = pieces.reduce(0) { $0 + $1.rows }
+        let (renewals, entries) = collected()
+        let files = entries.compactMap { $0 }
         guard files.count == p.transactionFiles.count else {
             throw WinBackError(.software, "the next state misses a file's counts", path: staged)
         }
         let ledger = StateLedger(
-            layout: StateLedger.layout, settings: settings, files: files,
-            rowsFile: OutputStats(
-                path: StateKeeper.rowsName, bytes: writer.compressedBytes, rows: rowsWritten, sha256: writer.sha256),
+            layout: StateLedger.layout, settings: settings, files: files, rowsFiles: pieces, shardRows: nil,
             rejects: set.rejects, renewals: renewals)
         try WorkFolder.writeJSON(ledger, to: staged + "/" + StateKeeper.ledgerName)
-        System.syncDirectory(staged)
         self.writer = nil
+        self.collected = nil
+    }
+
+    // MARK: Memory-bounded runs: the rows kept per shard
+
+    /// The ledger's renewal info with `file` the index in the run's paths.
+    private var absorbedRenewals: [PartitionMarker.Renewal] {
+        (ledger?.renewals ?? []).compactMap { r in
+            guard r.file >= 0, r.file < pathOfLedgerFile.count else { return nil }
+            var r = r
+            r.file = pathOfLedgerFile[r.file]
+            return r
+        }
+    }
+
+    /// Begins the next state of a memory-bounded run; returns the indices of the files the
+    /// state absorbed, which are not partitioned.
+    func beginShards() throws -> Set<Int> {
+        _ = try stage()
+        shardFiles = Array(repeating: nil, count: settings.shards ?? 1)
+        return Set(pathOfLedgerFile)
+    }
+
+    private var shardFiles: [OutputStats?] = []
+
+    /// What shard `k` takes from the state, and where it writes its rows of the next one.
+    func shard(_ k: Int) -> ShardState {
+        ShardState(
+            rows: ledger.map { (folder + "/" + $0.rowsFiles[k].path, $0.rowsFiles[k]) },
+            pathOfLedgerFile: pathOfLedgerFile, absorbedRows: ledger?.shardRows?[k] ?? 0,
+            renewals: absorbedRenewals, next: (staged ?? root) + "/rows-\(k).part")
+    }
+
+    /// Records the rows file shard `k` wrote for the next state.
+    func shard(_ k: Int, wrote stats: OutputStats) { shardFiles[k] = stats }
+
+    /// The absorbed files as a partition task's marker lists its inputs (`file` the index in
+    /// the run's paths), and their rejects: a merge counts them with the files read now.
+    var absorbedInputs: [PartitionMarker.Input] {
+        guard let ledger else { return [] }
+        return zip(ledger.files, pathOfLedgerFile).map {
+            PartitionMarker.Input(
+                file: $1, stats: $0.stats, nonSubscription: $0.nonSubscription, extraRows: $0.extraRows, rows: $0.rows)
+        }
+    }
+    var absorbedRejects: RejectList? { ledger?.rejects }
+
+    /// Completes the next state of a memory-bounded run once its one partition task and every
+    /// shard are done: the files read now as `marker` lists them, with the partition's
+    /// rejects and renewal info.
+    func finishShards(
+        _ marker: PartitionMarker, rejects: RejectList, renewals found: [PartitionMarker.Renewal]
+    ) throws {
+        guard let staged else { return }
+        let written = shardFiles.compactMap { $0 }
+        guard written.count == shardFiles.count, marker.parts.count == shardFiles.count else {
+            throw WinBackError(.software, "a shard wrote no rows for the next state", path: staged)
+        }
+        rowsWritten = written.reduce(0) { $0 + $1.rows }
+        var files = [StateLedger.File?](repeating: nil, count: p.transactionFiles.count)
+        for input in absorbedInputs + marker.inputs where input.file < files.count {
+            let path = p.transactionFiles[input.file]
+            let old = ledger.flatMap { l in pathOfLedgerFile.firstIndex(of: input.file).map { l.files[$0] } }
+            files[input.file] = StateLedger.File(
+                path: path, etag: old?.etag ?? (S3Location.isURI(path) ? S3Inputs.etag(path) : nil),
+                identity: identities[input.file], stats: input.stats, nonSubscription: input.nonSubscription,
+                extraRows: input.extraRows, rows: input.rows ?? 0)
+        }
+        let listed = files.compactMap { $0 }
+        guard listed.count == files.count else {
+            throw WinBackError(.software, "the next state misses a file's counts", path: staged)
+        }
+        var all = rejects
+        if let old = ledger?.rejects { all.merge(old) }
+        all.normalize()
+        let shardRows = marker.parts.map { part in (ledger?.shardRows?[part.shard] ?? 0) + part.rows }
+        let renewals = (absorbedRenewals + found).enumerated().sorted {
+            ($0.element.file, $0.offset) < ($1.element.file, $1.offset)
+        }.map(\.element)
+        let next = StateLedger(
+            layout: StateLedger.layout, settings: settings, files: listed, rowsFiles: written, shardRows: shardRows,
+            rejects: all, renewals: renewals)
+        try WorkFolder.writeJSON(next, to: staged + "/" + StateKeeper.ledgerName)
+        System.syncDirectory(staged)
     }
 
     /// Replaces the state by the next one (after the run published, under its lock): swapped
     /// in one step where the file system can, so that no moment leaves no state. A failure
     /// leaves the previous state, which the next run can still use; it is reported, not thrown.
     func commit(progress: Progress) {
-        guard let staged, writer == nil else { return discard() }
+        guard let staged, writer == nil, System.kind(staged + "/" + StateKeeper.ledgerName) == .file else {
+            return discard()
+        }
         do {
             switch System.linkKind(folder) {
             case nil:
@@ -292,6 +406,7 @@ final class StateKeeper {
         if let staged { try? FileManager.default.removeItem(atPath: staged) }
         staged = nil
         writer = nil
+        collected = nil
     }
 
     /// What the manifest records (docs/rules.md §4.4, §12).
@@ -313,6 +428,72 @@ final class StateKeeper {
             return "incremental: state rebuilt (\(reason ?? "")); every file read, \(rowsInState) rows in the new state"
         }
     }
+}
+
+/// The rows files of the next state, one a piece, written from several threads at once (one
+/// thread a piece at a time), unsynced: a state cut short by a crash fails its checks and is
+/// rebuilt (docs/rules.md §12).
+final class StateRowsWriter: @unchecked Sendable {
+    private let folder: String
+    private let name: @Sendable (Int) -> String
+    private let lock = NSLock()
+    /// Each piece's file and the strings written to it so far.
+    private var pieces: [Int: (writer: PartWriter, strings: Int)] = [:]
+    private var failure: Error?
+
+    init(folder: String, name: @escaping @Sendable (Int) -> String) {
+        self.folder = folder
+        self.name = name
+    }
+
+    /// Appends rows of `file` to piece `piece` (its strings first, those it lacks).
+    @Sendable func append(_ piece: Int, _ file: Int, _ rows: UnsafeBufferPointer<Transaction>, _ strings: StringTable) {
+        let got: (writer: PartWriter, strings: Int)? = lock.withLock {
+            if failure != nil { return nil }
+            if let w = pieces[piece] { return w }
+            do {
+                let w = (try PartWriter(path: folder + "/" + name(piece)), 0)
+                pieces[piece] = w
+                return w
+            } catch {
+                failure = error
+                return nil
+            }
+        }
+        guard let (writer, from) = got else { return }
+        do {
+            try writer.append(file: file, table: strings, from: from, rows: rows)
+            lock.withLock { pieces[piece]?.strings = strings.count }
+        } catch {
+            lock.withLock { failure = failure ?? error }
+        }
+    }
+
+    /// Closes every piece; returns their names, sizes, rows and SHA-256, by piece.
+    func finish() throws -> [OutputStats] {
+        if let failure { throw failure }
+        var out: [OutputStats] = []
+        for (k, (writer, _)) in pieces.sorted(by: { $0.key < $1.key }) {
+            try writer.close(sync: false)
+            out.append(
+                OutputStats(path: name(k), bytes: writer.compressedBytes, rows: writer.rows, sha256: writer.sha256))
+        }
+        return out
+    }
+}
+
+/// What one shard of a memory-bounded run takes from the state (docs/rules.md §12).
+struct ShardState {
+    /// The shard's rows file in the state and what the ledger says of it; nil when none.
+    var rows: (path: String, stats: OutputStats)?
+    /// Each ledger file's index in the run's paths.
+    var pathOfLedgerFile: [Int]
+    /// Rows the absorbed files gave this shard, before deduplication.
+    var absorbedRows: Int
+    /// Renewal info found among the absorbed files' transactions, `file` the index in the run's paths.
+    var renewals: [PartitionMarker.Renewal]
+    /// Where the shard writes its rows of the next state.
+    var next: String
 }
 
 /// The state's rows could not be trusted while they were read: the run reads every file.

@@ -33,8 +33,11 @@ struct StateLedger: Codable {
     var settings: StateSettings
     /// In sorted path order; a section of `rows.part` names its file by index here.
     var files: [File]
-    /// `rows.part`: its size, SHA-256 and rows (the winners of every absorbed file).
-    var rowsFile: OutputStats
+    /// The rows files: `rows.part`, or for a memory-bounded run `rows-<k>.part` for every
+    /// shard k: size, SHA-256 and rows (the winners of every absorbed file).
+    var rowsFiles: [OutputStats]
+    /// A memory-bounded run's: rows the absorbed files gave each shard (before deduplication).
+    var shardRows: [Int]?
     /// The absorbed files' rejects, as many as rejects.csv may list, and how many in all.
     var rejects: RejectList
     /// Renewal info found among the absorbed files' transactions (signed files), `file` an

@@ -147,7 +147,7 @@ public enum PipelineRun {
         var keeper: StateKeeper?
         defer { keeper?.discard() }
         // Once published, under the lock: the next state replaces the previous one.
-        let commit = { keeper?.commit(progress: progress) }
+        let commit: () -> Void = { keeper?.commit(progress: progress) }
         return try Stage.publishing(
             p, started: started, progress: progress, published: options.published, afterPublish: commit
         ) {

@@ -25,6 +25,19 @@ public enum Merge {
         _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher? = nil,
         memoryLimit: Int? = nil, started: Date = Date()
     ) throws -> RunSummary {
+        try run(
+            p, work: work, shards: shards, progress: progress, publisher: given, memoryLimit: memoryLimit,
+            started: started, state: nil)
+    }
+
+    /// ``run(_:work:shards:progress:publisher:memoryLimit:started:)`` of an incremental
+    /// memory-bounded run: the files its state absorbed are counted with those read now, their
+    /// rejects listed with theirs, and once published the next state replaces the previous one
+    /// (docs/rules.md §12).
+    static func run(
+        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher?,
+        memoryLimit: Int?, started: Date, state keeper: StateKeeper?
+    ) throws -> RunSummary {
         let fingerprint = RunFingerprint(p, shards: shards)
         let partitions = try Partition.markers(work, expecting: fingerprint)
         let digests = partitions.map(\.digest)
@@ -46,9 +59,14 @@ public enum Merge {
         // An array job began when its first partition task did; a memory-bounded run passes its own start.
         let first = partitions.compactMap { $0.0.started }.min().map { Date(timeIntervalSince1970: $0) }
         let began = given == nil ? min(first ?? started, started) : started
-        return try Stage.publishing(p, started: began, publisher: given, progress: progress) {
+        let commit: () -> Void = { keeper?.commit(progress: progress) }
+        return try Stage.publishing(
+            p, started: began, publisher: given, progress: progress, afterPublish: keeper == nil ? nil : commit
+        ) {
             manifest, rejects, staging, sync in
             progress.begin("merge")
+            if let absorbed = keeper?.absorbedRejects { rejects.merge(absorbed) }
+            let absorbedInputs = keeper?.absorbedInputs ?? []
             for (m, _) in partitions {
                 if let (list, _) = try WorkFolder.readJSON(RejectList.self, from: work.task(m.task) + "/rejects.json") {
                     rejects.merge(list)
@@ -57,8 +75,8 @@ public enum Merge {
             rejects.merge(markers[0].renewalRejects)
             rejects.normalize()
             var counters = ReadCounters()
-            for (m, _) in partitions {
-                for input in m.inputs {
+            for inputs in [absorbedInputs] + partitions.map(\.0.inputs) {
+                for input in inputs {
                     counters.add(file: input.stats, extraRows: input.extraRows, nonSubscription: input.nonSubscription)
                 }
             }
@@ -67,7 +85,9 @@ public enum Merge {
                 counters.add(deduplicationOf: m.counters)
                 states.add(m.states)
             }
-            manifest.inputs = partitions.flatMap { $0.0.inputs }.sorted { $0.file < $1.file }.map(\.stats)
+            manifest.inputs = (absorbedInputs + partitions.flatMap { $0.0.inputs }).sorted { $0.file < $1.file }.map(
+                \.stats)
+            if let keeper { manifest.incremental = keeper.summary }
             manifest.counters = counters
             manifest.renewalInputs = markers[0].renewalInputs
             manifest.renewalRejected = markers[0].renewalRejects.total

@@ -107,13 +107,13 @@ final class PartWriter: @unchecked Sendable {
         return Hex.string(hasher.finalize())
     }
 
-    /// Syncs and closes the file.
-    func close() throws {
+    /// Syncs (unless `sync` is false) and closes the file.
+    func close(sync: Bool = true) throws {
         lock.lock()
         defer { lock.unlock() }
         let fd = self.fd
         self.fd = -1
-        if case let rc = System.fsync(fd), rc != 0 {
+        if sync, case let rc = System.fsync(fd), rc != 0 {
             System.closeQuietly(fd)
             throw SystemError("fsync", errno: rc).winBack(.cannotCreateOutput, "cannot sync", path: path)
         }

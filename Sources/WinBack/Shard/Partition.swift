@@ -15,6 +15,8 @@ public enum Partition {
         public var partBytes: Int
         /// Rows of the shard given the most.
         public var largestShardRows: Int
+        /// Rows given each shard.
+        var shardRows: [Int] = []
     }
 
     /// Rows of one file a partition task holds before writing them out.
@@ -24,7 +26,8 @@ public enum Partition {
     /// replaces its own outputs).
     public static func run(
         _ p: ResolvedPipeline, work: WorkFolder, shards: Int, task: Int, tasks: Int,
-        progress: @escaping @Sendable (Int) -> Void = { _ in }, spillRows: Int = Partition.spillRows
+        progress: @escaping @Sendable (Int) -> Void = { _ in }, spillRows: Int = Partition.spillRows,
+        skipping absorbed: Set<Int> = []
     ) throws -> Summary {
         let started = Date()
         let final = work.task(task)
@@ -32,7 +35,8 @@ public enum Partition {
         let staged = try WorkFolder.staging(for: final)
         let writers = try (0..<shards).map { try PartWriter(path: staged + "/shard-\($0).part") }
         let files = p.transactionFiles
-        let mine = files.indices.filter { $0 % tasks == task }
+        // An incremental run's absorbed files are in its state, not read (docs/rules.md §12).
+        let mine = files.indices.filter { $0 % tasks == task && !absorbed.contains($0) }
         let format = TransactionReader.format(p.config.format, products: p.config.products, signed: p.signed)
         let done = ResultSlots<(PartitionMarker.Input, RejectList, [PartitionMarker.Renewal])>(count: mine.count)
         let bySize = InputFiles.largestFirst(mine.map { files[$0] })
@@ -45,7 +49,9 @@ public enum Partition {
             // The rows read so far go to the part files every `spillRows` rows, each part file
             // getting the strings its earlier sections of the file did not have.
             var sent = [Int](repeating: 0, count: shards)
+            var rows = 0
             let flush = { (out: FileRows) throws in
+                rows += out.rows.count
                 var byShard = [[Transaction]](repeating: [], count: shards)
                 for i in 0..<out.rows.count {
                     let r = out.rows[i]
@@ -69,7 +75,9 @@ public enum Partition {
                     file: fi, originalTransactionId: $0.key.string(in: out.table), info: $0.info)
             }
             done[j] = (
-                .init(file: fi, stats: out.stats, nonSubscription: out.nonSubscription, extraRows: out.extraRows),
+                .init(
+                    file: fi, stats: out.stats, nonSubscription: out.nonSubscription, extraRows: out.extraRows,
+                    rows: rows),
                 out.rejects, renewals
             )
         }
@@ -93,7 +101,8 @@ public enum Partition {
         try WorkFolder.replace(final, with: staged)
         return Summary(
             files: mine.count, rows: inputs.reduce(0) { $0 + $1.stats.rows }, rejected: rejects.total,
-            partBytes: marker.parts.reduce(0) { $0 + $1.bytes }, largestShardRows: marker.parts.map(\.rows).max() ?? 0)
+            partBytes: marker.parts.reduce(0) { $0 + $1.bytes }, largestShardRows: marker.parts.map(\.rows).max() ?? 0,
+            shardRows: marker.parts.map(\.rows))
     }
 
     /// The partition markers of every task, checked against this run (exit 66 when a task has

@@ -12,6 +12,8 @@ public enum ShardRun {
     public struct Summary: Sendable {
         public var customers: Int
         public var rows: Int
+        /// An incremental run's: the shard's rows file of the next state.
+        var state: OutputStats?
     }
 
     /// Runs shard `shard` of `shards`. `p.asOf` must already be the run's (``agree(_:work:shards:asOfGiven:)``).
@@ -20,14 +22,36 @@ public enum ShardRun {
     public static func run(
         _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, maxRows: Int? = nil
     ) throws -> Summary {
+        try run(p, work: work, shard: shard, shards: shards, maxRows: maxRows, state: nil)
+    }
+
+    /// ``run(_:work:shard:shards:maxRows:)`` of an incremental memory-bounded run: the shard's
+    /// rows of the state are merged with those of its part file, and its winners written to
+    /// the next state (docs/rules.md §12).
+    static func run(
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, maxRows: Int?, state: ShardState?
+    ) throws -> Summary {
         let started = Date()
         let fingerprint = RunFingerprint(p, shards: shards)
         let partitions = try Partition.markers(work, expecting: fingerprint)
         if let maxRows {
-            let rows = partitions.reduce(0) { $0 + ($1.0.parts.first { $0.shard == shard }?.rows ?? 0) }
+            let rows =
+                partitions.reduce(0) { $0 + ($1.0.parts.first { $0.shard == shard }?.rows ?? 0) }
+                + (state?.rows?.stats.rows ?? 0)
             if rows > maxRows { throw try tooLarge(work, shard: shard, partitions: partitions.map(\.0), rows: rows) }
         }
-        let inputs = try read(p, work: work, shard: shard, shards: shards, partitions: partitions.map(\.0))
+        let next = state.map { s in
+            StateRowsWriter(folder: (s.next as NSString).deletingLastPathComponent) { _ in
+                (s.next as NSString).lastPathComponent
+            }
+        }
+        let inputs = try read(
+            p, work: work, shard: shard, shards: shards, partitions: partitions.map(\.0), state: state, next: next)
+        // A shard with no rows writes an empty rows file all the same.
+        if let next, let state, System.kind(state.next) == .missing {
+            next.append(0, 0, UnsafeBufferPointer(start: nil, count: 0), inputs.strings)
+        }
+        let kept = try next?.finish().first
         let customers = Stage.group(inputs, threads: p.threads)
         let book = Stage.offers(p, strings: inputs.strings)
         let audience = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
@@ -56,26 +80,34 @@ public enum ShardRun {
         let marker = ShardMarker(
             fingerprint: fingerprint, shard: shard, partitions: partitions.map(\.digest),
             counters: inputs.transactions.counters, states: audience.counts, renewalInputs: inputs.renewalStats,
-            renewalRejects: inputs.renewalRejects, seconds: Date().timeIntervalSince(started), outputs: outputs)
+            renewalRejects: inputs.renewalRejects, seconds: Date().timeIntervalSince(started), outputs: outputs,
+            state: kept)
         try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
-        return Summary(customers: audience.counts.customers, rows: inputs.transactions.rows.count)
+        return Summary(customers: audience.counts.customers, rows: inputs.transactions.rows.count, state: kept)
     }
 
     /// The read stage of a shard: every task's part file of the shard, merged file by file in
     /// sorted path order as ``TransactionReader`` merges input files, and the renewal info of
     /// the shard's customers.
+    ///
+    /// With `state` (an incremental memory-bounded run, docs/rules.md §12) the shard's rows of
+    /// the state are merged after those of the part file, and the winners written to `next`.
     static func read(
-        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, partitions: [PartitionMarker]
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, partitions: [PartitionMarker],
+        state: ShardState? = nil, next: StateRowsWriter? = nil
     ) throws -> Inputs {
+        guard state == nil || partitions.count == 1 else {
+            throw WinBackError(.software, "an incremental state is kept by runs of one partition task")
+        }
         var set =
             partitions.count == 1
-            ? try readInFileOrder(p, work: work, shard: shard, part: partitions[0])
+            ? try readInFileOrder(p, work: work, shard: shard, part: partitions[0], state: state, next: next)
             : try readByFile(p, work: work, shard: shard, partitions: partitions)
         let keep = customerFilter(set)
         // Renewal info found among the transactions (signed files), as the read stage gathers
         // it: file after file in path order.
-        var found: [PartitionMarker.Renewal] = []
+        var found: [PartitionMarker.Renewal] = state?.renewals ?? []
         for i in 0..<partitions.count {
             let path = work.task(i) + "/renewals.json"
             found += try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: path)?.0 ?? []
@@ -100,8 +132,12 @@ public enum ShardRun {
     /// pages), which deduplicates as the files one by one would, since its row order is the
     /// (file, line) order and every input file is in it (docs/rules.md §8.1). The part file is
     /// read and checked whole first, then each file's sections are read again where they are.
+    ///
+    /// The rows carry their files' indices (``FileRows/rowRanks``), so that the rows of a
+    /// state merge with them in the same order.
     static func readInFileOrder(
-        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, part marker: PartitionMarker
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, part marker: PartitionMarker, state: ShardState? = nil,
+        next: StateRowsWriter? = nil
     ) throws -> TransactionSet {
         let path = work.part(task: 0, shard: shard)
         guard let part = marker.parts.first(where: { $0.shard == shard }) else {
@@ -112,9 +148,10 @@ public enum ShardRun {
             throw WinBackError(.badData, "part file names an input this task did not read", path: path)
         }
         let reader = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256)
-        let merger = try Merger(count: 1, totalBytes: max(1, part.rows))
+        let merger = try Merger(count: state == nil ? 1 : 3, totalBytes: max(1, part.rows))
         let all = FileRows(path: "", store: merger.store)
-        for (_, offsets) in sections {
+        var ranks: [UInt32] = []
+        for (file, offsets) in sections {
             // The file's own ids, and the ids of the same strings in the shard's table.
             let local = StringTable()
             var map: [Int32] = []
@@ -128,10 +165,28 @@ public enum ShardRun {
                     try all.add(r)
                 }
             }
+            ranks += repeatElement(UInt32(file), count: all.rows.count - ranks.count)
         }
         all.stats.bytes = all.rows.count
+        all.rowRanks = ranks
         merger.add(all, index: 0)
-        return merger.finish(threads: p.threads)
+        guard let state else { return merger.finish(threads: p.threads) }
+        // The absorbed files' rows of this shard: counted (duplicates are of them), then the
+        // winners among them, from the state.
+        let absorbed = FileRows(path: "", store: merger.store)
+        absorbed.absorbedRows = state.absorbedRows
+        merger.add(absorbed, index: 1)
+        let kept = FileRows(path: "", store: merger.store)
+        kept.fromState = true
+        if let (path, stats) = state.rows {
+            try StateKeeper.load(kept, from: path, stats, pathOf: state.pathOfLedgerFile)
+        }
+        merger.add(kept, index: 2)
+        let capture = WinnerCapture(
+            pieceRows: Int.max, rows: { piece, file, rows, strings in next?.append(piece, file, rows, strings) },
+            renewal: { _, _, _, _ in }, file: { _, _ in })
+        let set = merger.finish(threads: p.threads, capture: capture)
+        return set
     }
 
     /// The rows of a shard whose inputs several partition tasks read: each input file's

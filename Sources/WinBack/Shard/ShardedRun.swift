@@ -71,37 +71,35 @@ public enum ShardedRun {
         let fm = FileManager.default
         let work = WorkFolder(publisher.root + "/.work-\(System.processID)")
         defer { try? fm.removeItem(atPath: work.root) }
+        // An incremental run keeps its state per shard (docs/rules.md §12).
+        let keeper = p.config.incremental ? StateKeeper(p, root: publisher.root, shards: shards) : nil
+        defer { keeper?.discard() }
         do {
-            progress.begin(
-                "partition into \(shards) shards", totalBytes: p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) }
-            )
-            var s = try Partition.run(
-                p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) })
-            _ = progress.end("\(s.rows) rows, \(Progress.mb(s.partBytes)) of parts")
-            // The estimate went by bytes; the rows now known may ask for more shards (inputs
-            // that compress far better than exports do). Once.
-            if chosen == nil, s.largestShardRows > maxRows(memory),
-                case let more = min(
-                    4096,
-                    Int((Double(shards) * Double(s.largestShardRows) / Double(maxRows(memory)) * 1.25).rounded(.up))),
-                more > shards
-            {
-                progress.event(
-                    "repartition",
-                    "\(s.largestShardRows) rows in one shard do not fit; partitioning again into \(more) shards",
-                    fields: ["largestShardRows": s.largestShardRows, "shards": more])
-                shards = more
-                progress.begin(
-                    "partition into \(shards) shards",
-                    totalBytes: p.transactionFiles.reduce(0) { $0 + InputFiles.size($1) })
-                s = try Partition.run(
-                    p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) })
-                _ = progress.end("\(s.rows) rows, \(Progress.mb(s.partBytes)) of parts")
+            do {
+                shards = try partitionAndShards(
+                    p, work: work, shards: shards, chosen: chosen != nil, memory: memory, keeper: keeper,
+                    progress: progress)
+            } catch let damaged as StateDamaged {
+                guard let keeper else { throw damaged }
+                let why = "the state is damaged (\(damaged.why))"
+                progress.warn("state_rebuilt", "incremental state rebuilt: \(why)", fields: ["path": keeper.folder])
+                keeper.rebuild(why)
+                shards = try partitionAndShards(
+                    p, work: work, shards: shards, chosen: true, memory: memory, keeper: keeper, progress: progress)
             }
-            for k in 0..<shards {
-                progress.begin("shard \(k) of \(shards)")
-                let r = try ShardRun.run(p, work: work, shard: k, shards: shards, maxRows: maxRows(memory))
-                _ = progress.end("\(r.customers) customers")
+            if let keeper {
+                guard
+                    let (marker, _) = try WorkFolder.readJSON(
+                        PartitionMarker.self, from: work.task(0) + "/" + WorkFolder.marker)
+                else { throw WinBackError(.software, "the partition task left no marker", path: work.task(0)) }
+                let rejects =
+                    try WorkFolder.readJSON(RejectList.self, from: work.task(0) + "/rejects.json")?.0
+                    ?? RejectList(limit: p.config.maxRejectsListed)
+                let renewals =
+                    try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: work.task(0) + "/renewals.json")?.0
+                    ?? []
+                try keeper.finishShards(marker, rejects: rejects, renewals: renewals)
+                progress.event("incremental", keeper.line, fields: ["state": keeper.use.rawValue])
             }
         } catch {
             var manifest = Manifest(p, started: started)
@@ -113,7 +111,57 @@ public enum ShardedRun {
         }
         return try Merge.run(
             p, work: work, shards: shards, progress: progress, publisher: publisher, memoryLimit: memory,
-            started: started)
+            started: started, state: keeper)
+    }
+
+    /// The partition and every shard of a memory-bounded run, one after the other; returns the
+    /// shards used. With a state keeper, files the state absorbed are not partitioned, and each
+    /// shard merges its rows of the state and writes those of the next one.
+    private static func partitionAndShards(
+        _ p: ResolvedPipeline, work: WorkFolder, shards initial: Int, chosen: Bool, memory: Int, keeper: StateKeeper?,
+        progress: Progress
+    ) throws -> Int {
+        var shards = initial
+        var absorbed = try keeper?.beginShards() ?? []
+        func partition() throws -> Partition.Summary {
+            let reading = p.transactionFiles.indices.filter { !absorbed.contains($0) }
+            progress.begin(
+                "partition into \(shards) shards",
+                totalBytes: reading.reduce(0) { $0 + InputFiles.size(p.transactionFiles[$1]) })
+            let s = try Partition.run(
+                p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) },
+                skipping: absorbed)
+            _ = progress.end("\(s.rows) rows, \(Progress.mb(s.partBytes)) of parts")
+            return s
+        }
+        let s = try partition()
+        // The estimate went by bytes; the rows now known (with the state's) may ask for more
+        // shards (inputs that compress far better than exports do). Once.
+        let largest = zip(s.shardRows, 0..<shards).map { $0 + (keeper?.shard($1).rows?.stats.rows ?? 0) }.max() ?? 0
+        if !chosen, largest > maxRows(memory),
+            case let more = min(
+                4096, Int((Double(shards) * Double(largest) / Double(maxRows(memory)) * 1.25).rounded(.up))),
+            more > shards
+        {
+            progress.event(
+                "repartition",
+                "\(largest) rows in one shard do not fit; partitioning again into \(more) shards",
+                fields: ["largestShardRows": largest, "shards": more])
+            shards = more
+            if let keeper {
+                keeper.reshard(more)
+                absorbed = try keeper.beginShards()
+            }
+            _ = try partition()
+        }
+        for k in 0..<shards {
+            progress.begin("shard \(k) of \(shards)")
+            let r = try ShardRun.run(
+                p, work: work, shard: k, shards: shards, maxRows: maxRows(memory), state: keeper?.shard(k))
+            if let keeper, let kept = r.state { keeper.shard(k, wrote: kept) }
+            _ = progress.end("\(r.customers) customers")
+        }
+        return shards
     }
 
     /// Shards enough that one shard's customers fit in `memory`: a run holds about twice the

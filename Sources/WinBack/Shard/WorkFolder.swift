@@ -240,6 +240,8 @@ struct PartitionMarker: Codable {
         var nonSubscription: Int
         /// Transactions beyond one a line (signed lines that hold several).
         var extraRows: Int
+        /// Rows the file gave, before deduplication (an incremental state keeps it).
+        var rows: Int?
     }
 
     /// Renewal info found among the transactions (signed files), which every shard reads and
@@ -284,4 +286,6 @@ struct ShardMarker: Codable {
     /// Every file of the shard's folder but this marker (segments, reports), with its size and
     /// SHA-256, checked by the merge before it reads any of them.
     var outputs: [OutputStats]
+    /// An incremental run's: the shard's rows file of the next state (docs/rules.md §12).
+    var state: OutputStats?
 }

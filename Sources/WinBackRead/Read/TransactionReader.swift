@@ -82,11 +82,14 @@ package final class FileRows: @unchecked Sendable {
     /// are kept (`explain` reads one customer with the same reader).
     private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
 
-    /// Incremental runs (docs/rules.md §12). The rows of files absorbed earlier, taken from the
-    /// state: each row's file, as its index in sorted path order (the row's place in the order
-    /// deduplication goes by); nil for the rows of one file read now, whose index is the one
-    /// it is merged with.
+    /// Each row's file, as its index in sorted path order (the row's place in the order
+    /// deduplication goes by), when the rows are of several files, in (file, line) order; nil
+    /// for the rows of one file, whose index is the one it is merged with.
     package var rowRanks: [UInt32]?
+    /// The rows of an incremental run's state (docs/rules.md §12): the winners among the rows
+    /// of the files absorbed earlier, with their ``rowRanks``. Merged after every file read
+    /// now; not a file of the run.
+    package var fromState = false
     /// A file absorbed earlier, whose rows are in the state: the rows it gave when it was read
     /// (duplicates are counted of them); nil for a file read now. The state's rows count as
     /// none: they are the winners among those rows.
@@ -242,7 +245,7 @@ public enum TransactionReader {
         let fmt = format(name, products: products, signed: signed)
         let reading = paths.indices.filter { !(state?.absorbed.contains($0) ?? false) }
         let merger = try Merger(
-            count: paths.count + (state == nil ? 0 : 1),
+            count: paths.count + (state?.slots ?? 0),
             totalBytes: reading.reduce(0) { $0 + InputFiles.size(paths[$1]) }, limits: limits)
         let bySize = InputFiles.largestFirst(reading.map { paths[$0] }).map { reading[$0] }
         try parallelFor(count: reading.count, threads: threads, order: bySize) { i in
@@ -255,6 +258,12 @@ public enum TransactionReader {
         // Then what the state holds: each absorbed file in its place, and its rows, which must
         // come after every file read now.
         try state.add(merger, paths.count)
+        // A slot the state left empty (no state yet) holds no rows.
+        for k in paths.count..<paths.count + state.slots where !merger.filled(k) {
+            let none = FileRows(path: "", store: merger.store, limits: limits)
+            none.fromState = true
+            merger.add(none, index: k)
+        }
         return merger.finish(threads: threads, capture: state.capture)
     }
 }
@@ -321,8 +330,8 @@ package final class Merger: @unchecked Sendable {
         precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
         merged.append((first, index))
         rowsMerged += f.rows.count
-        if let ranks = f.rowRanks {
-            absorb(f, first: first, ranks: ranks)
+        if f.fromState {
+            absorb(f, first: first, ranks: f.rowRanks ?? [])
             return
         }
         if f.absorbedRows != nil { return }  // its rows are among the state's
@@ -356,7 +365,7 @@ package final class Merger: @unchecked Sendable {
                     let other = files[fo]!
                     let a = row(i).pointee.signedDate
                     let b = other.rows[j].signedDate
-                    if a > b || (a == b && (index, i) > (Merger.rank(other, fo, j), j)) {
+                    if a > b || (a == b && (Merger.rank(f, index, i), i) > (Merger.rank(other, fo, j), j)) {
                         other.supersede(j)
                         winners.update(key.raw, here)
                     } else {
@@ -366,6 +375,9 @@ package final class Merger: @unchecked Sendable {
             }
         }
     }
+
+    /// Whether slot `index` holds a file.
+    package func filled(_ index: Int) -> Bool { lock.withLock { files[index] != nil } }
 
     /// The place in the order deduplication goes by of row `j` of `f`, merged as file `slot`:
     /// the file's index in sorted path order (for a state's rows, that of the file each came from).
@@ -435,7 +447,7 @@ package final class Merger: @unchecked Sendable {
             let f = files[fi]
             for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
         }
-        if let capture { self.capture(files, strings: run, into: capture) }
+        if let capture { self.capture(files, strings: run, into: capture, threads: threads) }
         // Each chunk's file and place in it, then the winning Production rows packed where
         // they were read. The files' superseded bits and id maps are laid end to end in two
         // buffers, so that deciding a row's fate takes no reference to its file.
@@ -480,7 +492,7 @@ package final class Merger: @unchecked Sendable {
                 return true
             })
         var counters = ReadCounters()
-        for f in files where f.rowRanks == nil {
+        for f in files where !f.fromState {
             counters.add(file: f.stats, extraRows: f.extraRows, nonSubscription: f.nonSubscription)
             counters.duplicates += f.absorbedRows ?? f.rows.count
         }
@@ -491,7 +503,7 @@ package final class Merger: @unchecked Sendable {
         }
         rejects.normalize()
         let set = TransactionSet(
-            strings: run, rows: store, inputs: files.filter { $0.rowRanks == nil }.map(\.stats), rejects: rejects,
+            strings: run, rows: store, inputs: files.filter { !$0.fromState }.map(\.stats), rejects: rejects,
             counters: counters, renewals: RenewalIndex(files.map { ($0.renewals, $0.map) }))
         for f in files {
             f.rows = RowChunks(store: store)
@@ -507,40 +519,50 @@ package final class Merger: @unchecked Sendable {
 package struct IncrementalState {
     /// Indices, in sorted path order, of the files the state absorbed: they are not read.
     package var absorbed: Set<Int>
+    /// Slots of the merger the state's rows take, after those of the files: one a piece.
+    package var slots: Int
     /// Adds to the merger a ``FileRows`` for every absorbed file at its index (no rows: its
-    /// counts, rejects and renewal info), then the state's rows at index `rowsIndex`, their
-    /// ``FileRows/rowRanks`` set.
+    /// counts, rejects and renewal info), then the state's rows at indices `rowsIndex...`
+    /// (``FileRows/fromState``, their ``FileRows/rowRanks`` set); every slot must be filled.
     package var add: (_ merger: Merger, _ rowsIndex: Int) throws -> Void
     /// Takes the winners for the next state; nil when no state is to be written.
     package var capture: WinnerCapture?
 
     package init(
-        absorbed: Set<Int>, add: @escaping (Merger, Int) throws -> Void, capture: WinnerCapture?
+        absorbed: Set<Int>, slots: Int, add: @escaping (Merger, Int) throws -> Void, capture: WinnerCapture?
     ) {
         self.absorbed = absorbed
+        self.slots = slots
         self.add = add
         self.capture = capture
     }
 }
 
 /// What an incremental run keeps of its merge for the next night's state (docs/rules.md §12):
-/// ``Merger/finish(threads:capture:)`` hands it the winners and the renewal info found among
-/// the transactions, file by file in path order, with the run's string ids.
-package struct WinnerCapture {
-    /// Winning rows of file `file` (its index in sorted path order): any number of calls a file.
-    package var rows: (_ file: Int, _ rows: UnsafeBufferPointer<Transaction>, _ strings: StringTable) -> Void
+/// ``Merger/finish(threads:capture:)`` hands it the winners, in pieces of at most `pieceRows`
+/// rows written on several threads, and, file by file in path order, the renewal info found
+/// among the transactions and what each file counted; all with the run's string ids.
+package struct WinnerCapture: Sendable {
+    /// Rows a piece holds at most: pieces are written, and read back, in parallel.
+    package var pieceRows: Int
+    /// Winning rows of file `file` (its index in sorted path order) for piece `piece`: the
+    /// calls of one piece come from one thread at a time, those of several pieces at once.
+    package var rows:
+        @Sendable (_ piece: Int, _ file: Int, _ rows: UnsafeBufferPointer<Transaction>, _ strings: StringTable) -> Void
     /// One renewal info of file `file`, in the order it was read.
     package var renewal:
-        (_ file: Int, _ originalTransactionId: TransactionKey, _ info: RenewalInfo, _ strings: StringTable) -> Void
-
+        @Sendable (_ file: Int, _ originalTransactionId: TransactionKey, _ info: RenewalInfo, _ strings: StringTable) ->
+            Void
     /// What file `file` gave besides rows (of an absorbed one, what it gave when it was read).
-    package var file: (_ file: Int, _ read: FileCounts) -> Void
+    package var file: @Sendable (_ file: Int, _ read: FileCounts) -> Void
 
     package init(
-        rows: @escaping (Int, UnsafeBufferPointer<Transaction>, StringTable) -> Void,
-        renewal: @escaping (Int, TransactionKey, RenewalInfo, StringTable) -> Void,
-        file: @escaping (Int, FileCounts) -> Void
+        pieceRows: Int,
+        rows: @escaping @Sendable (Int, Int, UnsafeBufferPointer<Transaction>, StringTable) -> Void,
+        renewal: @escaping @Sendable (Int, TransactionKey, RenewalInfo, StringTable) -> Void,
+        file: @escaping @Sendable (Int, FileCounts) -> Void
     ) {
+        self.pieceRows = max(1, pieceRows)
         self.rows = rows
         self.renewal = renewal
         self.file = file
@@ -564,18 +586,11 @@ package struct FileCounts: Sendable {
 }
 
 extension Merger {
-    /// Hands every winner and every renewal info to `capture`, after ids were renumbered.
-    fileprivate func capture(_ files: [FileRows], strings: StringTable, into capture: WinnerCapture) {
-        let piece = 1 << 16
-        var buffer: [Transaction] = []
-        buffer.reserveCapacity(piece)
-        var file = -1
-        func flush() {
-            if !buffer.isEmpty { buffer.withUnsafeBufferPointer { capture.rows(file, $0, strings) } }
-            buffer.removeAll(keepingCapacity: true)
-        }
+    /// Hands every winner and every renewal info to `capture`, after ids were renumbered: the
+    /// winners cut into pieces of `capture.pieceRows`, each piece on one thread.
+    fileprivate func capture(_ files: [FileRows], strings: StringTable, into capture: WinnerCapture, threads: Int) {
         for (slot, f) in files.enumerated() {
-            if f.rowRanks == nil {
+            if !f.fromState {
                 capture.file(
                     slot,
                     FileCounts(
@@ -588,18 +603,60 @@ extension Merger {
                     k.remap(map)
                     capture.renewal(slot, k, info, strings)
                 }
-                for i in 0..<f.rows.count where f.superseded[i >> 6] & (1 << UInt64(i & 63)) == 0 {
-                    let rank = Merger.rank(f, slot, i)
-                    if rank != file || buffer.count == piece {
-                        flush()
-                        file = rank
-                    }
-                    var r = f.rows[i]
-                    r.remap(map)
-                    buffer.append(r)
+            }
+        }
+        // Pieces: runs of (file, first row, end) holding pieceRows winners between them.
+        @Sendable @inline(__always) func wins(_ f: FileRows, _ i: Int) -> Bool {
+            f.superseded[i >> 6] & (1 << UInt64(i & 63)) == 0
+        }
+        var pieces: [[(slot: Int, start: Int, end: Int)]] = [[]]
+        var inPiece = 0
+        for (slot, f) in files.enumerated() {
+            var i = 0
+            let n = f.rows.count
+            while i < n {
+                var j = i
+                while j < n && inPiece < capture.pieceRows {
+                    if wins(f, j) { inPiece += 1 }
+                    j += 1
+                }
+                pieces[pieces.count - 1].append((slot, i, j))
+                i = j
+                if inPiece == capture.pieceRows {
+                    pieces.append([])
+                    inPiece = 0
                 }
             }
         }
-        flush()
+        if pieces.count > 1 && inPiece == 0 { pieces.removeLast() }
+        let work = pieces
+        nonisolated(unsafe) let all = files
+        try? parallelFor(count: work.count, threads: threads) { p in
+            var buffer: [Transaction] = []
+            buffer.reserveCapacity(min(capture.pieceRows, 1 << 16))
+            var file = -1
+            func flush() {
+                if !buffer.isEmpty { buffer.withUnsafeBufferPointer { capture.rows(p, file, $0, strings) } }
+                buffer.removeAll(keepingCapacity: true)
+            }
+            for (slot, start, end) in work[p] {
+                let f = all[slot]
+                f.map.withUnsafeBufferPointer { map in
+                    f.rows.withChunks { chunks in
+                        for i in start..<end where wins(f, i) {
+                            let rank = Merger.rank(f, slot, i)
+                            if rank != file || buffer.count == 1 << 16 {
+                                flush()
+                                file = rank
+                            }
+                            var r = chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
+                            r.remap(map)
+                            buffer.append(r)
+                        }
+                    }
+                }
+            }
+            flush()
+        }
     }
 }
