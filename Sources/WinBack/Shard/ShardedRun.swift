@@ -13,6 +13,10 @@ public enum ShardedRun {
         let p = try ResolvedPipeline.resolve(options)
         progress.pipeline = p.config.name
         let i = try WorkFolder.index(task, option: "--task", count: tasks)
+        if p.config.incremental {
+            progress.warn(
+                "incremental", "incremental: true is not used by array jobs: every file is read (docs/rules.md §12)")
+        }
         let total = p.transactionFiles.indices.filter { $0 % tasks == i }.reduce(0) {
             $0 + InputFiles.size(p.transactionFiles[$1])
         }

@@ -633,7 +633,9 @@ extension Merger {
         nonisolated(unsafe) let all = files
         try? parallelFor(count: work.count, threads: threads) { p in
             var buffer: [Transaction] = []
-            buffer.reserveCapacity(min(capture.pieceRows, 1 << 16))
+            // Sections of at most 8,192 rows: the buffers of the threads stay small.
+            let section = 1 << 13
+            buffer.reserveCapacity(min(capture.pieceRows, section))
             var file = -1
             func flush() {
                 if !buffer.isEmpty { buffer.withUnsafeBufferPointer { capture.rows(p, file, $0, strings) } }
@@ -645,7 +647,7 @@ extension Merger {
                     f.rows.withChunks { chunks in
                         for i in start..<end where wins(f, i) {
                             let rank = Merger.rank(f, slot, i)
-                            if rank != file || buffer.count == 1 << 16 {
+                            if rank != file || buffer.count == section {
                                 flush()
                                 file = rank
                             }
