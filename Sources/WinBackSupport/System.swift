@@ -272,6 +272,11 @@ package enum System {
         ]
     }
 
+    /// link(2): a second name `to` for the file at `from` (a link at `from` is not followed).
+    package static func link(_ from: String, _ to: String) throws {
+        if Glibc.link(from, to) != 0 { throw SystemError("link") }
+    }
+
     /// rename(2).
     package static func rename(_ from: String, _ to: String) throws {
         if Glibc.rename(from, to) != 0 { throw SystemError("rename") }

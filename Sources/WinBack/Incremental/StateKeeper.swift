@@ -7,15 +7,17 @@ import WinBackWrite
 
 /// The state of an incremental pipeline (docs/rules.md §12), `<output>/<name>/.state/`:
 ///
-///     rows.part    the winners among the rows of every absorbed transaction file, of any
-///                  environment, as a part file (docs/rules.md §8.1) whose sections name their
-///                  file by its index in the ledger
-///     ledger.json  ``StateLedger``: settings, absorbed files, their counts, rejects and the
-///                  renewal info found among their transactions
+///     rows-<generation>-<piece>.part
+///                  the winners among the rows of every absorbed transaction file, of any
+///                  environment, in pieces of at most 2^18 rows (a memory-bounded run's:
+///                  rows-<shard>.part), each a part file (docs/rules.md §8.1) whose sections
+///                  name their file by its index in the ledger
+///     ledger.json  ``StateLedger``: settings, absorbed files, their counts, rejects, the
+///                  renewal info found among their transactions, and the rows files
 ///
 /// A keeper examines the state under the run's lock before anything is read, hands the read
 /// stage what it holds (``IncrementalState``), writes the next state beside it while the run
-/// reads, and swaps it in once the run has published (``commit()``); a run that fails leaves
+/// reads, and swaps it in once the run has published (``commit(progress:)``); a run that fails leaves
 /// the state as it was.
 final class StateKeeper {
     /// How a run used its state.
@@ -29,7 +31,6 @@ final class StateKeeper {
     }
 
     static let folderName = ".state"
-    static let rowsName = "rows.part"
     static let ledgerName = "ledger.json"
 
     let p: ResolvedPipeline
@@ -48,7 +49,6 @@ final class StateKeeper {
     /// The next state, staged in a folder of its own under the root.
     private var staged: String?
     private var writer: StateRowsWriter?
-    private var next: [StateLedger.File?] = []
     private var rowsWritten = 0
 
     /// Examines the state of `p` under `root` (the run's lock held).
@@ -161,20 +161,32 @@ final class StateKeeper {
     }
 
     /// The state as the read stage takes it, and a fresh next state to capture into.
+    ///
+    /// The next ledger lists the absorbed files in their order, then the new ones in path
+    /// order: a section names its file by that index, so that a piece of rows none of which
+    /// lost, and large enough, is kept as it is (linked into the next state), not written again.
     func forRead() throws -> IncrementalState {
         let staged = try stage()
-        let writer = StateRowsWriter(folder: staged) { "rows-\($0).part" }
-        self.writer = writer
-        next = Array(repeating: nil, count: p.transactionFiles.count)
+        let generation = (ledger?.generation ?? 0) + 1
         let ledger = self.ledger
         let pathOf = pathOfLedgerFile
         let folder = self.folder
         let paths = p.transactionFiles
         let limits = p.limits
         let threads = p.threads
+        // Path index → index in the next ledger.
+        var order = pathOf
+        let absorbedSet = Set(pathOf)
+        order += paths.indices.filter { !absorbedSet.contains($0) }
+        var indexOfPath = [Int](repeating: 0, count: paths.count)
+        for (li, pi) in order.enumerated() { indexOfPath[pi] = li }
+        let ledgerIndex = indexOfPath
+        let writer = StateRowsWriter(folder: staged) { "rows-\(generation)-\($0).part" }
+        self.writer = writer
         let add: (Merger, Int) throws -> Void = { merger, rowsIndex in
             guard let ledger else { return }
-            // Each absorbed file in its place: its counts and renewal info, no rows.
+            // Each absorbed file in its place: its counts and renewal info, no rows; the first
+            // carries the rejects of them all.
             var found = [[PartitionMarker.Renewal]](repeating: [], count: pathOf.count)
             for r in ledger.renewals {
                 guard r.file >= 0, r.file < pathOf.count else {
@@ -188,18 +200,18 @@ final class StateKeeper {
                 file.stats = f.stats
                 file.nonSubscription = f.nonSubscription
                 file.extraRows = f.extraRows
+                if li == 0 { file.rejects = ledger.rejects }
                 for r in found[li] {
                     file.renewals.append((TransactionKey(r.originalTransactionId, table: file.table), r.info))
                 }
                 merger.add(file, index: pathOf[li])
             }
             // Then the rows, each with its file's place in the run's order, piece by piece on
-            // several threads; the first piece carries the rejects.
+            // several threads.
             let pieces = ledger.rowsFiles
             try parallelFor(count: pieces.count, threads: threads) { k in
                 let rows = FileRows(path: "", store: merger.store, limits: limits)
                 rows.fromState = true
-                if k == 0 { rows.rejects = ledger.rejects }
                 try StateKeeper.load(rows, from: folder + "/" + pieces[k].path, pieces[k], pathOf: pathOf)
                 merger.add(rows, index: rowsIndex + k)
             }
@@ -207,35 +219,55 @@ final class StateKeeper {
         let lock = NSLock()
         nonisolated(unsafe) var renewals: [PartitionMarker.Renewal] = []
         nonisolated(unsafe) var files = [StateLedger.File?](repeating: nil, count: paths.count)
+        nonisolated(unsafe) var kept: [OutputStats] = []
         let identities = self.identities
+        let firstRows = paths.count
         let capture = WinnerCapture(
-            pieceRows: StateKeeper.pieceRows, rows: writer.append,
+            pieceRows: StateKeeper.pieceRows,
+            rows: { piece, file, rows, strings in writer.append(piece, ledgerIndex[file], rows, strings) },
             renewal: { file, key, info, strings in
-                let r = PartitionMarker.Renewal(file: file, originalTransactionId: key.string(in: strings), info: info)
+                let r = PartitionMarker.Renewal(
+                    file: ledgerIndex[file], originalTransactionId: key.string(in: strings), info: info)
                 lock.withLock { renewals.append(r) }
             },
             file: { i, read in
                 let path = paths[i]
-                let absorbed = ledger.flatMap { l in pathOf.firstIndex(of: i).map { l.files[$0] } }
+                let absorbed = absorbedSet.contains(i) ? ledger?.files[ledgerIndex[i]] : nil
                 let entry = StateLedger.File(
                     path: path, etag: absorbed?.etag ?? (S3Location.isURI(path) ? S3Inputs.etag(path) : nil),
                     identity: identities[i], stats: read.stats, nonSubscription: read.nonSubscription,
                     extraRows: read.extraRows, rows: read.rows)
-                lock.withLock { files[i] = entry }
+                lock.withLock { files[ledgerIndex[i]] = entry }
+            },
+            keeps: { slot, rows in
+                // A piece of the state none of whose rows lost, at least half full: linked.
+                let k = slot - firstRows
+                guard let ledger, k >= 0, k < ledger.rowsFiles.count, rows >= StateKeeper.pieceRows / 2 else {
+                    return false
+                }
+                let piece = ledger.rowsFiles[k]
+                do {
+                    try System.link(folder + "/" + piece.path, staged + "/" + piece.path)
+                } catch {
+                    return false
+                }
+                lock.withLock { kept.append(piece) }
+                return true
             })
         collected = {
-            lock.withLock { (renewals, files) }
+            lock.withLock { (renewals, files, kept) }
         }
         return IncrementalState(
-            absorbed: Set(pathOf), slots: max(1, ledger?.rowsFiles.count ?? 0), add: add, capture: capture)
+            absorbed: absorbedSet, slots: max(1, ledger?.rowsFiles.count ?? 0), add: add, capture: capture)
     }
 
     /// Rows a piece of the state holds at most (about 11 MB): pieces are written and read on
     /// several threads.
     static let pieceRows = 1 << 18
 
-    /// What the capture gathered besides rows: renewal info and each file's ledger entry.
-    private var collected: (() -> ([PartitionMarker.Renewal], [StateLedger.File?]))?
+    /// What the capture gathered besides rows: renewal info, each file's ledger entry (by its
+    /// index in the next ledger) and the pieces kept as they were.
+    private var collected: (() -> ([PartitionMarker.Renewal], [StateLedger.File?], [OutputStats]))?
 
     /// Reads a rows file of the state into `rows` (of the state: merged after the files read
     /// now), each row's rank the index in the run's paths of the file it came from. Anything
@@ -271,16 +303,16 @@ final class StateKeeper {
     /// written. The rejects are the transaction files' (all of them, as rejects.csv lists them).
     func finish(_ set: TransactionSet) throws {
         guard let staged, let writer, let collected else { return }
-        let pieces = try writer.finish()
+        let (renewals, entries, kept) = collected()
+        let pieces = kept + (try writer.finish())
         rowsWritten = pieces.reduce(0) { $0 + $1.rows }
-        let (renewals, entries) = collected()
         let files = entries.compactMap { $0 }
         guard files.count == p.transactionFiles.count else {
             throw WinBackError(.software, "the next state misses a file's counts", path: staged)
         }
         let ledger = StateLedger(
-            layout: StateLedger.layout, settings: settings, files: files, rowsFiles: pieces, shardRows: nil,
-            rejects: set.rejects, renewals: renewals)
+            layout: StateLedger.layout, generation: (self.ledger?.generation ?? 0) + 1, settings: settings,
+            files: files, rowsFiles: pieces, shardRows: nil, rejects: set.rejects, renewals: renewals)
         try WorkFolder.writeJSON(ledger, to: staged + "/" + StateKeeper.ledgerName)
         self.writer = nil
         self.collected = nil
@@ -363,8 +395,8 @@ final class StateKeeper {
             ($0.element.file, $0.offset) < ($1.element.file, $1.offset)
         }.map(\.element)
         let next = StateLedger(
-            layout: StateLedger.layout, settings: settings, files: listed, rowsFiles: written, shardRows: shardRows,
-            rejects: all, renewals: renewals)
+            layout: StateLedger.layout, generation: (ledger?.generation ?? 0) + 1, settings: settings, files: listed,
+            rowsFiles: written, shardRows: shardRows, rejects: all, renewals: renewals)
         try WorkFolder.writeJSON(next, to: staged + "/" + StateKeeper.ledgerName)
         System.syncDirectory(staged)
     }

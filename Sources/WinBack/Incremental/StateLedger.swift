@@ -30,8 +30,12 @@ struct StateLedger: Codable {
     }
 
     var layout: Int
+    /// Counts the states written: new rows files are named by it, so that those kept from the
+    /// previous state never clash with them.
+    var generation: Int
     var settings: StateSettings
-    /// In sorted path order; a section of `rows.part` names its file by index here.
+    /// The absorbed files, in the order they were absorbed (a night's new files after the
+    /// earlier ones, in path order); a section of a rows file names its file by index here.
     var files: [File]
     /// The rows files: `rows.part`, or for a memory-bounded run `rows-<k>.part` for every
     /// shard k: size, SHA-256 and rows (the winners of every absorbed file).

@@ -555,17 +555,22 @@ package struct WinnerCapture: Sendable {
             Void
     /// What file `file` gave besides rows (of an absorbed one, what it gave when it was read).
     package var file: @Sendable (_ file: Int, _ read: FileCounts) -> Void
+    /// Asked of every slot of state rows (``FileRows/fromState``) of which no row lost: true
+    /// when the next state keeps those rows as they are, which then are not handed over.
+    package var keeps: @Sendable (_ slot: Int, _ rows: Int) -> Bool
 
     package init(
         pieceRows: Int,
         rows: @escaping @Sendable (Int, Int, UnsafeBufferPointer<Transaction>, StringTable) -> Void,
         renewal: @escaping @Sendable (Int, TransactionKey, RenewalInfo, StringTable) -> Void,
-        file: @escaping @Sendable (Int, FileCounts) -> Void
+        file: @escaping @Sendable (Int, FileCounts) -> Void,
+        keeps: @escaping @Sendable (Int, Int) -> Bool = { _, _ in false }
     ) {
         self.pieceRows = max(1, pieceRows)
         self.rows = rows
         self.renewal = renewal
         self.file = file
+        self.keeps = keeps
     }
 }
 
@@ -612,6 +617,11 @@ extension Merger {
         var pieces: [[(slot: Int, start: Int, end: Int)]] = [[]]
         var inPiece = 0
         for (slot, f) in files.enumerated() {
+            if f.fromState, f.rows.count > 0, !f.superseded.contains(where: { $0 != 0 }),
+                capture.keeps(slot, f.rows.count)
+            {
+                continue
+            }
             var i = 0
             let n = f.rows.count
             while i < n {
