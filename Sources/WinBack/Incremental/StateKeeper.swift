@@ -262,8 +262,8 @@ final class StateKeeper {
     }
 
     /// Rows a piece of the state holds at most (about 11 MB): pieces are written and read on
-    /// several threads.
-    static let pieceRows = 1 << 18
+    /// several threads. Tests lower it, to have many pieces of a small world.
+    nonisolated(unsafe) static var pieceRows = 1 << 18
 
     /// What the capture gathered besides rows: renewal info, each file's ledger entry (by its
     /// index in the next ledger) and the pieces kept as they were.

@@ -37,7 +37,7 @@ struct StateLedger: Codable {
     /// The absorbed files, in the order they were absorbed (a night's new files after the
     /// earlier ones, in path order); a section of a rows file names its file by index here.
     var files: [File]
-    /// The rows files: `rows.part`, or for a memory-bounded run `rows-<k>.part` for every
+    /// The rows files: `rows-<generation>-<piece>.part`, or for a memory-bounded run `rows-<k>.part` for every
     /// shard k: size, SHA-256 and rows (the winners of every absorbed file).
     var rowsFiles: [OutputStats]
     /// A memory-bounded run's: rows the absorbed files gave each shard (before deduplication).
