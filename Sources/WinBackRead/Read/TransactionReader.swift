@@ -510,6 +510,7 @@ package final class Merger: @unchecked Sendable {
             f.map = []
             f.renewals = []
             f.superseded = []
+            f.rowRanks = nil
         }
         return set  // files are in path order, their rejects' lines ascending
     }
