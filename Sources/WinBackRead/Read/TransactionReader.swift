@@ -330,16 +330,19 @@ package final class Merger: @unchecked Sendable {
         precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
         merged.append((first, index))
         rowsMerged += f.rows.count
-        if f.fromState {
-            absorb(f, first: first, ranks: f.rowRanks ?? [])
-            return
-        }
         if f.absorbedRows != nil { return }  // its rows are among the state's
-        bytesMerged += f.stats.bytes
-        if bytesMerged > 0 && bytesMerged < totalBytes {
-            winners.reserve(Int(Double(rowsMerged) * Double(totalBytes) / Double(bytesMerged)))
-        } else {
-            winners.reserve(rowsMerged)
+        // The rows of an incremental run's state (docs/rules.md §12) come once every file read
+        // now was added: they are the winners among the absorbed files, so each meets at most
+        // the rows of the files read now, found by looking its transactionId up. No row of the
+        // state enters the index, which stays the size of the night's files.
+        let lookingUp = f.fromState
+        if !lookingUp {
+            bytesMerged += f.stats.bytes
+            if bytesMerged > 0 && bytesMerged < totalBytes {
+                winners.reserve(Int(Double(rowsMerged) * Double(totalBytes) / Double(bytesMerged)))
+            } else {
+                winners.reserve(rowsMerged)
+            }
         }
         let ahead = 8
         let count = f.rows.count
@@ -358,8 +361,14 @@ package final class Merger: @unchecked Sendable {
                     if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
                     let key = key(i)
                     let here = UInt32(first + i)
-                    let there = winners.insert(key.raw, here)
-                    if there == here { continue }
+                    let there: UInt32
+                    if lookingUp {
+                        guard let found = winners.find(key.raw) else { continue }
+                        there = found
+                    } else {
+                        there = winners.insert(key.raw, here)
+                        if there == here { continue }
+                    }
                     // Newest signedDate wins; on a tie the later file, then the later line.
                     let (fo, j) = locate(Int(there))
                     let other = files[fo]!
@@ -385,44 +394,6 @@ package final class Merger: @unchecked Sendable {
     private static func rank(_ f: FileRows, _ slot: Int, _ j: Int) -> Int {
         if let ranks = f.rowRanks { return Int(ranks[j]) }
         return slot
-    }
-
-    /// Merges an incremental run's state rows (docs/rules.md §12), once every file read now was
-    /// added: they are the winners among the absorbed files, so each meets at most the rows of
-    /// the files read now, found by looking its transactionId up. No row of the state enters
-    /// the index: the index stays the size of the night's files.
-    private func absorb(_ f: FileRows, first: Int, ranks: [UInt32]) {
-        let map = f.map
-        let ahead = 8
-        let count = f.rows.count
-        f.rows.withChunks { chunks in
-            map.withUnsafeBufferPointer { map in
-                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<Transaction> {
-                    chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
-                }
-                @inline(__always) func key(_ i: Int) -> TransactionKey {
-                    var key = row(i).pointee.transactionId
-                    key.remap(map)
-                    return key
-                }
-                for i in 0..<count {
-                    if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
-                    let key = key(i)
-                    guard let there = winners.find(key.raw) else { continue }
-                    let (fo, j) = locate(Int(there))
-                    let other = files[fo]!
-                    let a = row(i).pointee.signedDate
-                    let b = other.rows[j].signedDate
-                    // A row of the state and a row read now are of different files.
-                    if a > b || (a == b && Int(ranks[i]) > Merger.rank(other, fo, j)) {
-                        other.supersede(j)
-                        winners.update(key.raw, UInt32(first + i))
-                    } else {
-                        f.supersede(i)
-                    }
-                }
-            }
-        }
     }
 
     /// Renumbers ids, then gathers the winning Production rows of every file, in path order.

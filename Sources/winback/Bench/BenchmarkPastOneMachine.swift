@@ -76,12 +76,6 @@ extension Benchmark {
             }
             identical = identical && sameOutputs(dir + "/out/bench/latest", dir + "/out-partitioned/bench/latest")
         }
-        let mb = { (b: Int) in String(format: "%.1f MB", Double(b) / 1_000_000) }
-        func line(_ name: String, _ runs: [ChildRun]) -> String {
-            String(
-                format: "%@ %.3f s wall, %.3f s CPU, peak RSS %@", name, median(runs.map(\.seconds)),
-                median(runs.map(\.cpuSeconds)), mb(runs.map(\.peakRSSBytes).max() ?? 0))
-        }
         let wall = median(partRuns.map(\.seconds)) / median(memoryRuns.map(\.seconds))
         let cpu = median(partRuns.map(\.cpuSeconds)) / median(memoryRuns.map(\.cpuSeconds))
         var lines = [
@@ -142,6 +136,15 @@ extension Benchmark {
         let path = dir + "/pipeline-s3.yaml"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
+    }
+
+    static func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
+
+    /// A report line of runs measured in turn: median wall and CPU time, the largest peak RSS.
+    static func line(_ name: String, _ runs: [ChildRun]) -> String {
+        String(
+            format: "%@ %.3f s wall, %.3f s CPU, peak RSS %@", name, median(runs.map(\.seconds)),
+            median(runs.map(\.cpuSeconds)), mb(runs.map(\.peakRSSBytes).max() ?? 0))
     }
 
     /// Whether two published runs hold the same files with the same bytes, manifest aside.

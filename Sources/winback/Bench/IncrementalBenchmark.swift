@@ -76,12 +76,6 @@ extension Benchmark {
                 && absorbed(dir + "/out-incremental/bench/latest/manifest.json", read: fresh.count)
             stateBytes = filesBelow(state).reduce(0) { $0 + InputFiles.size(state + "/" + $1) }
         }
-        let mb = { (b: Int) in String(format: "%.1f MB", Double(b) / 1_000_000) }
-        func line(_ name: String, _ runs: [ChildRun]) -> String {
-            String(
-                format: "%@ %.3f s wall, %.3f s CPU, peak RSS %@", name, median(runs.map(\.seconds)),
-                median(runs.map(\.cpuSeconds)), mb(runs.map(\.peakRSSBytes).max() ?? 0))
-        }
         let wall = median(nightRuns.map(\.seconds)) / median(fullRuns.map(\.seconds))
         let cpu = median(nightRuns.map(\.cpuSeconds)) / median(fullRuns.map(\.cpuSeconds))
         let peak =

@@ -196,6 +196,19 @@ struct IncrementalRunTests {
         }
     }
 
+    /// A fresh world of seed `seed`, its pipelines, an output folder and the first night into
+    /// it (which creates the state), compared with a plain run.
+    static func firstNight(
+        seed: UInt64, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> (world: String, p: (plain: String, incremental: String), output: String, first: Night) {
+        let world = try Self.world(seed: seed)
+        let p = try Self.pipelines(world)
+        let output = Paths.temporary()
+        let (first, _) = try Self.compare(p, output: output, sourceLocation: sourceLocation)
+        Self.expect(first, "created", sourceLocation: sourceLocation)
+        return (world, p, output, first)
+    }
+
     // MARK: - Rows of a world
 
     /// One transaction line of a world's file.
@@ -340,11 +353,7 @@ struct IncrementalRunTests {
         "a new file sorting before the absorbed ones: a newer version of an absorbed transaction wins, an older one and one without signedDate lose"
     )
     func newFileSortingFirst() throws {
-        let world = try Self.world(seed: 4)
-        let p = try Self.pipelines(world)
-        let output = Paths.temporary()
-        let (first, _) = try Self.compare(p, output: output)
-        Self.expect(first, "created")
+        let (world, p, output, first) = try Self.firstNight(seed: 4)
         let c = try Self.candidates(world, first)
         try #require(c.count >= 3)
         let (newer, older, unsigned) = (c[0], c[1], c[2])
@@ -369,11 +378,7 @@ struct IncrementalRunTests {
         "equal signedDates: the version of the later file in sorted path order wins, whether that is the state's or the new one"
     )
     func equalSignedDates() throws {
-        let world = try Self.world(seed: 5)
-        let p = try Self.pipelines(world)
-        let output = Paths.temporary()
-        let (first, _) = try Self.compare(p, output: output)
-        Self.expect(first, "created")
+        let (world, p, output, first) = try Self.firstNight(seed: 5)
         let middle = "transactions-2025-06-b.jsonl.gz"
         let c = try Self.candidates(world, first)
         let beforeMiddle = c.filter { $0.file < middle }
@@ -406,11 +411,7 @@ struct IncrementalRunTests {
 
     @Test("a refund arriving months later: the same transactionId, revoked, signed later")
     func lateRefund() throws {
-        let world = try Self.world(seed: 6)
-        let p = try Self.pipelines(world)
-        let output = Paths.temporary()
-        let (first, _) = try Self.compare(p, output: output)
-        Self.expect(first, "created")
+        let (world, p, output, first) = try Self.firstNight(seed: 6)
         let c = try Self.candidates(world, first).filter { $0.file < "transactions-2026" }
         try #require(c.count >= 2)
         let refunds = c.prefix(2).map { r in
