@@ -285,7 +285,7 @@ final class StateKeeper {
                 for _ in ranks.count..<rows.rows.count { ranks.append(rank) }
             }
         } catch let e as WinBackError {
-            throw StateDamaged(why: e.message)
+            throw StateDamaged(why: "\((path as NSString).lastPathComponent): \(e.message)")
         }
         guard ranks.count == expected.rows else {
             throw StateDamaged(why: "it holds \(ranks.count) rows where its ledger says \(expected.rows)")
@@ -457,7 +457,7 @@ final class StateKeeper {
         case .created:
             return "incremental: no state yet; every file read, \(rowsInState) rows in the first state"
         case .rebuilt:
-            return "incremental: state rebuilt (\(reason ?? "")); every file read, \(rowsInState) rows in the new state"
+            return "incremental: every file read, \(rowsInState) rows in the new state; state rebuilt: \(reason ?? "")"
         }
     }
 }

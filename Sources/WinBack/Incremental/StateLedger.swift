@@ -83,6 +83,8 @@ struct StateSettings: Codable, Equatable {
         self.shards = shards
     }
 
+    static func shards(_ n: Int) -> String { n == 1 ? "1 shard" : "\(n) shards" }
+
     /// What differs from `old` (the state's), in words; empty when nothing does.
     func changes(from old: StateSettings) -> [String] {
         var out: [String] = []
@@ -102,10 +104,14 @@ struct StateSettings: Codable, Equatable {
         }
         if maxLineBytes != old.maxLineBytes { out.append("limits.maxLineBytes changed") }
         if maxRejectsListed != old.maxRejectsListed { out.append("limits.maxRejectsListed changed") }
-        if shards != old.shards {
-            out.append(
-                "the shard count changed from \(old.shards.map(String.init) ?? "none") to \(shards.map(String.init) ?? "none")"
-            )
+        switch (old.shards, shards) {
+        case (nil, let now?):
+            out.append("a run in memory kept the state; this run is memory-bounded (\(StateSettings.shards(now)))")
+        case (let then?, nil):
+            out.append("a memory-bounded run kept the state in \(StateSettings.shards(then)); this run is in memory")
+        case (let then?, let now?) where then != now:
+            out.append("the state was kept in \(StateSettings.shards(then)); this run uses \(now)")
+        default: break
         }
         return out
     }

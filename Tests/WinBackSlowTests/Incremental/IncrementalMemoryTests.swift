@@ -76,7 +76,7 @@ struct IncrementalMemoryTests {
         let plain = try T.night(p.plain, output: Paths.temporary())
 
         let four = try Self.boundedNight(p.incremental, output: output, shards: 4)
-        T.expect(four, "rebuilt", reason: ["shard"])
+        T.expect(four, "rebuilt", reason: ["kept in 3 shards", "uses 4"])
         T.expectSame(four.files, plain.files)
         #expect(T.rowsFiles(T.stateFolder(output)).count == 4)
 
@@ -103,11 +103,11 @@ struct IncrementalMemoryTests {
         _ = try T.night(p.incremental, output: output)
         try Self.restore(dir, held)
         let bounded = try Self.boundedNight(p.incremental, output: output, shards: 2)
-        T.expect(bounded, "rebuilt", reason: ["shard"])
+        T.expect(bounded, "rebuilt", reason: ["a run in memory kept the state", "memory-bounded (2 shards)"])
         let plain = try T.night(p.plain, output: Paths.temporary())
         T.expectSame(bounded.files, plain.files)
         let back = try T.night(p.incremental, output: output)
-        T.expect(back, "rebuilt", reason: ["shard"])
+        T.expect(back, "rebuilt", reason: ["memory-bounded run kept the state in 2 shards", "this run is in memory"])
         T.expectSame(back.files, plain.files)
     }
 }
