@@ -448,6 +448,17 @@ final class StateKeeper {
             rowsInState: rowsInState)
     }
 
+    /// What the next run in memory would do with the state, for `winback validate` (which takes
+    /// no lock and writes nothing).
+    var preview: String {
+        switch use {
+        case .absorbed:
+            return "incremental: the next run takes \(filesFromState) files from the state and reads \(filesRead)"
+        case .created, .rebuilt:
+            return "incremental: the next run reads every file (\(reason ?? ""))"
+        }
+    }
+
     /// One line for the log.
     var line: String {
         switch use {

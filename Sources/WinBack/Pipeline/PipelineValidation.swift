@@ -98,6 +98,11 @@ public enum PipelineValidation {
             }
         }
         report.summary = "\(offers) offers, \(files) input files"
+        if config.incremental, report.problems.isEmpty,
+            let p = try? ResolvedPipeline.resolve(RunOptions(pipelinePath: pipelinePath))
+        {
+            report.summary += "; " + StateKeeper(p, root: p.outputDirectory + "/" + p.config.name).preview
+        }
         return report
     }
 }

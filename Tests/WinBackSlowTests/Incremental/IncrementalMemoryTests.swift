@@ -185,3 +185,38 @@ struct IncrementalPieceTests {
         T.expectSame(fourth.files, third.files)
     }
 }
+
+/// `winback validate` says what the next incremental run would do with its state, and changes
+/// nothing (docs/rules.md §12).
+@Suite("Incremental runs: validate previews the state", .serialized, .tags(.slow))
+struct IncrementalValidateTests {
+    typealias T = IncrementalRunTests
+
+    @Test("validate: no state yet, then the files the state holds, then why it would be rebuilt; the state untouched")
+    func preview() throws {
+        let world = try T.world(customers: 200, seed: 12)
+        let output = Paths.temporary()
+        let p = try T.pipelines(world) { $0.replacingOccurrences(of: "directory: out", with: "directory: \(output)") }
+        #expect(try String(contentsOfFile: p.incremental, encoding: .utf8).contains("directory: \(output)"))
+        let files = T.transactionFiles(world).count
+        #expect(
+            PipelineValidation.check(pipelinePath: p.incremental).summary.hasSuffix(
+                "incremental: the next run reads every file (no state yet)"))
+        _ = try T.night(p.incremental, output: output)
+        let state = T.stateFolder(output)
+        let ledger = try Data(contentsOf: URL(fileURLWithPath: state + "/ledger.json"))
+        #expect(
+            PipelineValidation.check(pipelinePath: p.incremental).summary.hasSuffix(
+                "incremental: the next run takes \(files) files from the state and reads 0"))
+        try T.write(["{}"], to: world + "/transactions-9999-new.jsonl.gz")
+        #expect(
+            PipelineValidation.check(pipelinePath: p.incremental).summary.hasSuffix(
+                "incremental: the next run takes \(files) files from the state and reads 1"))
+        try FileManager.default.removeItem(atPath: world + "/" + T.transactionFiles(world)[0])
+        let gone = PipelineValidation.check(pipelinePath: p.incremental).summary
+        #expect(gone.contains("incremental: the next run reads every file ("), "\(gone)")
+        #expect(gone.contains("is gone"), "\(gone)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: state + "/ledger.json")) == ledger)
+        #expect(PipelineValidation.check(pipelinePath: p.plain).summary.contains("incremental") == false)
+    }
+}
