@@ -220,3 +220,35 @@ struct IncrementalValidateTests {
         #expect(PipelineValidation.check(pipelinePath: p.plain).summary.contains("incremental") == false)
     }
 }
+
+/// What a killed incremental run leaves (docs/rules.md §12, rule 6).
+@Suite("Incremental runs: what a killed run leaves", .serialized, .tags(.slow))
+struct IncrementalKilledRunTests {
+    typealias T = IncrementalRunTests
+
+    @Test(
+        "a killed run's half-written next state is ignored and removed under the lock; the state it did not replace is used"
+    )
+    func halfWrittenNextStateIgnored() throws {
+        let (world, p, output, first) = try T.firstNight(seed: 13)
+        let root = output + "/\(T.name)"
+        let ledger = try Data(contentsOf: URL(fileURLWithPath: T.stateFolder(output) + "/ledger.json"))
+        // A killed run leaves its next state staged beside the state: rows written, no ledger;
+        // or, killed while swapping without an exchange, the previous state moved aside.
+        let fm = FileManager.default
+        for leftover in [".staging-state-424242", ".staging-state-old-424242"] {
+            try fm.createDirectory(atPath: root + "/" + leftover, withIntermediateDirectories: false)
+            try Data("not a state".utf8).write(to: URL(fileURLWithPath: root + "/\(leftover)/rows-9-0.part"))
+        }
+        try Data("{}\n".utf8).write(to: URL(fileURLWithPath: root + "/.staging-state-424242/ledger.json"))
+        let (second, _) = try T.compare(p, output: output)
+        T.expect(second, "absorbed", read: 0, fromState: T.transactionFiles(world).count)
+        T.expectSame(second.files, first.files)
+        let entries = try fm.contentsOfDirectory(atPath: root)
+        #expect(!entries.contains { $0.hasPrefix(".staging-") }, "\(entries)")
+        // The state was used and replaced by an equal one: same files, same counts.
+        let next = try Data(contentsOf: URL(fileURLWithPath: T.stateFolder(output) + "/ledger.json"))
+        #expect(next.count > 0 && ledger.count > 0)
+        T.expectStateFiles(T.stateFolder(output))
+    }
+}
