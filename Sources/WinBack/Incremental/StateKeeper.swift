@@ -443,9 +443,11 @@ final class StateKeeper {
 
     /// What the manifest records (docs/rules.md §4.4, §12).
     var summary: IncrementalSummary {
-        IncrementalSummary(
+        let absorbed = Set(pathOfLedgerFile)
+        return IncrementalSummary(
             state: use.rawValue, reason: reason, filesRead: filesRead, filesFromState: filesFromState,
-            rowsInState: rowsInState)
+            rowsInState: rowsInState,
+            read: p.transactionFiles.indices.filter { !absorbed.contains($0) }.map { p.transactionFiles[$0] })
     }
 
     /// What the next run in memory would do with the state, for `winback validate` (which takes
@@ -552,4 +554,6 @@ public struct IncrementalSummary: Sendable, Equatable {
     public var filesRead: Int
     public var filesFromState: Int
     public var rowsInState: Int
+    /// The transaction files read (the others were taken from the state), as `inputs` names them.
+    public var read: [String]
 }

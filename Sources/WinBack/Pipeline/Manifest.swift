@@ -136,6 +136,7 @@ public struct Manifest {
             var block: [String: Any] = [
                 "state": incremental.state, "filesRead": incremental.filesRead,
                 "filesFromState": incremental.filesFromState, "rowsInState": incremental.rowsInState,
+                "read": incremental.read,
             ]
             if let reason = incremental.reason { block["reason"] = reason }
             d["incremental"] = block

@@ -183,6 +183,11 @@ struct IncrementalRunTests {
     ) {
         #expect(n.state == state, "reason: \(n.reason ?? "none")", sourceLocation: sourceLocation)
         if let read { #expect(n.filesRead == read, sourceLocation: sourceLocation) }
+        // The files read are listed, each one of the inputs.
+        let listed = n.block["read"] as? [String] ?? []
+        let inputs = Set((n.manifest["inputs"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String })
+        #expect(listed.count == n.filesRead, sourceLocation: sourceLocation)
+        #expect(listed.allSatisfy { inputs.contains($0) }, sourceLocation: sourceLocation)
         if let fromState { #expect(n.filesFromState == fromState, sourceLocation: sourceLocation) }
         if state == "absorbed" {
             #expect(n.reason == nil, sourceLocation: sourceLocation)
