@@ -165,7 +165,7 @@ final class StateKeeper {
     /// The next ledger lists the absorbed files in their order, then the new ones in path
     /// order: a section names its file by that index, so that a piece of rows none of which
     /// lost, and large enough, is kept as it is (linked into the next state), not written again.
-    func forRead() throws -> IncrementalState {
+    func forRead(progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> IncrementalState {
         let staged = try stage()
         let generation = (ledger?.generation ?? 0) + 1
         let ledger = self.ledger
@@ -214,6 +214,7 @@ final class StateKeeper {
                 rows.fromState = true
                 try StateKeeper.load(rows, from: folder + "/" + pieces[k].path, pieces[k], pathOf: pathOf)
                 merger.add(rows, index: rowsIndex + k)
+                progress(pieces[k].bytes)
             }
         }
         let lock = NSLock()
@@ -292,6 +293,9 @@ final class StateKeeper {
         }
         rows.rowRanks = ranks
     }
+
+    /// Bytes of the state's rows files the run reads (0 when it reads every file).
+    var stateBytes: Int { ledger?.rowsFiles.reduce(0) { $0 + $1.bytes } ?? 0 }
 
     /// Files the run took from the state, and files it read.
     var filesFromState: Int { pathOfLedgerFile.count }

@@ -89,10 +89,11 @@ extension Stage {
     /// said in the log, and every file read. Returns the inputs and the bytes of the files read.
     static func read(_ p: ResolvedPipeline, keeper: StateKeeper?, progress: Progress) throws -> (Inputs, Int) {
         func attempt() throws -> (Inputs, Int) {
-            let state = try keeper?.forRead()
+            let state = try keeper?.forRead(progress: { progress.advance($0) })
             let reading = p.transactionFiles.indices.filter { !(state?.absorbed.contains($0) ?? false) }
             let totalBytes = reading.reduce(0) { $0 + InputFiles.size(p.transactionFiles[$1]) }
-            progress.begin("read", totalBytes: totalBytes)
+            // The progress counts the state's bytes too, as its pieces are read.
+            progress.begin("read", totalBytes: totalBytes + (keeper?.stateBytes ?? 0))
             let inputs = try read(p, state: state, progress: { progress.advance($0) })
             try keeper?.finish(inputs.transactions)
             return (inputs, totalBytes)
