@@ -68,21 +68,6 @@ struct StateSettings: Codable, Equatable {
     /// A memory-bounded run's shard count: the state is kept per shard.
     var shards: Int?
 
-    init(_ p: ResolvedPipeline, shards: Int? = nil) {
-        toolVersion = Manifest.toolVersion
-        format = p.config.format.rawValue
-        environment = p.config.environment
-        products = p.config.format == .revenuecat ? p.config.products : [:]
-        verify = p.signed?.verifies ?? false
-        roots = p.signed?.roots.map(\.sha256) ?? []
-        bundleId = p.signed?.bundleId
-        appAppleId = p.signed?.appAppleId
-        consecutiveGapDays = p.config.consecutiveGapDays
-        maxLineBytes = p.config.maxLineBytes
-        maxRejectsListed = p.config.maxRejectsListed
-        self.shards = shards
-    }
-
     static func shards(_ n: Int) -> String { n == 1 ? "1 shard" : "\(n) shards" }
 
     /// What differs from `old` (the state's), in words; empty when nothing does.
@@ -114,5 +99,23 @@ struct StateSettings: Codable, Equatable {
         default: break
         }
         return out
+    }
+}
+
+extension StateSettings {
+    /// The settings of a run of `p` (a memory-bounded run's with its `shards`).
+    init(_ p: ResolvedPipeline, shards: Int? = nil) {
+        toolVersion = Manifest.toolVersion
+        format = p.config.format.rawValue
+        environment = p.config.environment
+        products = p.config.format == .revenuecat ? p.config.products : [:]
+        verify = p.signed?.verifies ?? false
+        roots = p.signed?.roots.map(\.sha256) ?? []
+        bundleId = p.signed?.bundleId
+        appAppleId = p.signed?.appAppleId
+        consecutiveGapDays = p.config.consecutiveGapDays
+        maxLineBytes = p.config.maxLineBytes
+        maxRejectsListed = p.config.maxRejectsListed
+        self.shards = shards
     }
 }
