@@ -60,6 +60,17 @@ final class StateKeeper {
         examine()
     }
 
+    /// The shards a memory-bounded run kept the state under `root` in; nil when there is none
+    /// (or it cannot be read: the run then examines it and says why).
+    static func keptShards(root: String) -> Int? {
+        let folder = root + "/" + folderName
+        guard System.linkKind(folder) == System.folderType,
+            let (ledger, _) = try? WorkFolder.readJSON(StateLedger.self, from: folder + "/" + ledgerName),
+            let shards = ledger.settings.shards, shards >= 1, shards <= 4096
+        else { return nil }
+        return shards
+    }
+
     /// Decides whether the state can be used, and why not.
     private func examine() {
         guard let kind = System.linkKind(folder) else {

@@ -67,6 +67,47 @@ struct IncrementalMemoryTests {
         }
     }
 
+    @Test(
+        "rows that compress far better than exports: the run partitions again, keeps the state in the shards it needed, and the next night uses it"
+    )
+    func repartitionedStateKept() throws {
+        let (dir, p, held) = try Self.world()
+        // 60,000 customers of one row each, alike but for their ids.
+        let model = try #require(
+            try T.rows(dir).first {
+                $0.object["environment"] as? String == "Production" && $0.object["offerType"] == nil
+                    && $0.object["revocationDate"] == nil
+            })
+        let template = model.json(["transactionId": "ID", "originalTransactionId": "ID"])
+        #expect(template.components(separatedBy: "\"ID\"").count == 3)
+        let lines = (0..<60_000).map {
+            template.replacingOccurrences(of: "\"ID\"", with: "\"\(3_000_000_000_000_000 + $0)\"")
+        }
+        try T.write(lines, to: dir + "/transactions-1999-bulk.jsonl.gz", level: 9)
+        let output = Paths.temporary()
+        func night() throws -> T.Night {
+            var o = RunOptions(pipelinePath: p.incremental, output: output, threads: 2)
+            o.now = T.asOf
+            return try T.read(
+                published: ShardedRun.bounded(o, memory: 32_000_000, progress: Progress(mode: .quiet)).published)
+        }
+        let first = try night()
+        T.expect(first, "created")
+        let shards = try #require((first.manifest["memory"] as? [String: Any])?["shards"] as? Int)
+        #expect(shards >= 2)
+        #expect(T.rowsFiles(T.stateFolder(output)).count == shards)
+        let plainBefore = try T.night(p.plain, output: Paths.temporary())
+        T.expectSame(first.files, plainBefore.files)
+
+        try Self.restore(dir, held)
+        let second = try night()
+        T.expect(second, "absorbed", read: 1)
+        #expect((second.manifest["memory"] as? [String: Any])?["shards"] as? Int == shards)
+        let plain = try T.night(p.plain, output: Paths.temporary())
+        T.expectSame(second.files, plain.files)
+        #expect(second.files != first.files)
+    }
+
     @Test("another shard count, a damaged shard's rows file: the state is rebuilt, and the files equal a plain run")
     func rebuiltPerShard() throws {
         let (dir, p, held) = try Self.world()
