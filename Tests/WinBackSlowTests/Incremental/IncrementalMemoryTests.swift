@@ -267,6 +267,54 @@ struct IncrementalValidateTests {
 struct IncrementalKilledRunTests {
     typealias T = IncrementalRunTests
 
+    /// Every file of a folder, by name.
+    static func contents(_ folder: String) -> [String: Data] {
+        var out: [String: Data] = [:]
+        for f in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            out[f] = FileManager.default.contents(atPath: folder + "/" + f)
+        }
+        return out
+    }
+
+    @Test(
+        "a run killed (SIGKILL) while it reads and stages its next state leaves the state as it was; the next run uses it"
+    )
+    func killedWhileReading() throws {
+        let world = try T.world(customers: 2_000, seed: 14)
+        let p = try T.pipelines(world)
+        let output = Paths.temporary()
+        let root = output + "/\(T.name)"
+        T.expect(try T.night(p.incremental, output: output), "created")
+        let before = Self.contents(T.stateFolder(output))
+        #expect(before.count >= 2)
+        // Another consecutiveGapDays: the night reads every file again and stages a new state.
+        let text = try String(contentsOfFile: p.incremental, encoding: .utf8)
+        let other = world + "/other-gap.yaml"
+        try (text + "consecutiveGapDays: 45\n").write(toFile: other, atomically: true, encoding: .utf8)
+        let run = try CLI.start(["run", other, "--as-of", "2026-11-22", "--output", output, "--threads", "1"])
+        var staged = false
+        for _ in 0..<20_000 where !staged {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+            staged = entries.contains { $0.hasPrefix(".staging-state-") }
+            if !staged { usleep(500) }
+        }
+        kill(run.process.processIdentifier, SIGKILL)
+        run.process.waitUntilExit()
+        #expect(staged)
+        #expect(run.process.terminationReason == .uncaughtSignal, "the run ended before it was killed")
+        #expect(Self.contents(T.stateFolder(output)) == before)
+        #expect(
+            ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).contains {
+                $0.hasPrefix(".staging-state-")
+            })
+
+        let (next, _) = try T.compare(p, output: output)
+        T.expect(next, "absorbed", read: 0)
+        #expect(
+            !((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).contains { $0.hasPrefix(".staging-") }
+        )
+    }
+
     @Test(
         "a killed run's half-written next state is ignored and removed under the lock; the state it did not replace is used"
     )
