@@ -52,24 +52,20 @@ final class StateKeeper {
     private var rowsWritten = 0
 
     /// Examines the state of `p` under `root` (the run's lock held).
-    init(_ p: ResolvedPipeline, root: String, shards: Int? = nil) {
+    ///
+    /// With `keepingMoreShards` (a memory-bounded run whose shard count was estimated), a state
+    /// kept in more shards than `shards` keeps its count: an earlier night partitioned again
+    /// because the rows did not fit (docs/rules.md §12, rule 7).
+    init(_ p: ResolvedPipeline, root: String, shards: Int? = nil, keepingMoreShards: Bool = false) {
         self.p = p
         self.root = root
         settings = StateSettings(p, shards: shards)
         identities = p.transactionFiles.map { S3Location.isURI($0) ? nil : System.fileIdentity($0) }
+        keepsMoreShards = keepingMoreShards
         examine()
     }
 
-    /// The shards a memory-bounded run kept the state under `root` in; nil when there is none
-    /// (or it cannot be read: the run then examines it and says why).
-    static func keptShards(root: String) -> Int? {
-        let folder = root + "/" + folderName
-        guard System.linkKind(folder) == System.folderType,
-            let (ledger, _) = try? WorkFolder.readJSON(StateLedger.self, from: folder + "/" + ledgerName),
-            let shards = ledger.settings.shards, shards >= 1, shards <= 4096
-        else { return nil }
-        return shards
-    }
+    private let keepsMoreShards: Bool
 
     /// Decides whether the state can be used, and why not.
     private func examine() {
@@ -93,6 +89,9 @@ final class StateKeeper {
         }
         guard found.layout == StateLedger.layout else {
             return rebuild("the state is of another layout (\(found.layout))")
+        }
+        if keepsMoreShards, let mine = settings.shards, let kept = found.settings.shards, kept > mine, kept <= 4096 {
+            settings.shards = kept
         }
         let changes = settings.changes(from: found.settings)
         guard changes.isEmpty else { return rebuild(changes.joined(separator: "; ")) }
@@ -390,9 +389,10 @@ final class StateKeeper {
         }
         rowsWritten = written.reduce(0) { $0 + $1.rows }
         var files = [StateLedger.File?](repeating: nil, count: p.transactionFiles.count)
+        let ledgerIndex = Dictionary(pathOfLedgerFile.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
         for input in absorbedInputs + marker.inputs where input.file < files.count {
             let path = p.transactionFiles[input.file]
-            let old = ledger.flatMap { l in pathOfLedgerFile.firstIndex(of: input.file).map { l.files[$0] } }
+            let old = ledger.flatMap { l in ledgerIndex[input.file].map { l.files[$0] } }
             files[input.file] = StateLedger.File(
                 path: path, etag: old?.etag ?? (S3Location.isURI(path) ? S3Inputs.etag(path) : nil),
                 identity: identities[input.file], stats: input.stats, nonSubscription: input.nonSubscription,
@@ -530,8 +530,10 @@ final class StateRowsWriter: @unchecked Sendable {
     }
 
     /// Closes every piece; returns their names, sizes, rows and SHA-256, by piece.
-    func finish() throws -> [OutputStats] {
+    /// With `atLeastOne`, a writer that was handed no rows writes piece 0, empty.
+    func finish(atLeastOne: Bool = false) throws -> [OutputStats] {
         if let failure { throw failure }
+        if atLeastOne && pieces.isEmpty { pieces[0] = (try PartWriter(path: folder + "/" + name(0)), 0) }
         var out: [OutputStats] = []
         for (k, (writer, _)) in pieces.sorted(by: { $0.key < $1.key }) {
             try writer.close(sync: false)

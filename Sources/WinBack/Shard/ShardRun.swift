@@ -48,10 +48,7 @@ public enum ShardRun {
         let inputs = try read(
             p, work: work, shard: shard, shards: shards, partitions: partitions.map(\.0), state: state, next: next)
         // A shard with no rows writes an empty rows file all the same.
-        if let next, let state, System.kind(state.next) == .missing {
-            next.append(0, 0, UnsafeBufferPointer(start: nil, count: 0), inputs.strings)
-        }
-        let kept = try next?.finish().first
+        let kept = try next?.finish(atLeastOne: true).first
         let customers = Stage.group(inputs, threads: p.threads)
         let book = Stage.offers(p, strings: inputs.strings)
         let audience = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
@@ -165,10 +162,11 @@ public enum ShardRun {
                     try all.add(r)
                 }
             }
-            ranks += repeatElement(UInt32(file), count: all.rows.count - ranks.count)
+            // Only a state's rows need them: without one, the row order is the (file, line) order.
+            if state != nil { ranks += repeatElement(UInt32(file), count: all.rows.count - ranks.count) }
         }
         all.stats.bytes = all.rows.count
-        all.rowRanks = ranks
+        if state != nil { all.rowRanks = ranks }
         merger.add(all, index: 0)
         guard let state else { return merger.finish(threads: p.threads) }
         // The absorbed files' rows of this shard: counted (duplicates are of them), then the

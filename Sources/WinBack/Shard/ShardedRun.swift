@@ -77,10 +77,10 @@ public enum ShardedRun {
         defer { try? fm.removeItem(atPath: work.root) }
         // An incremental run keeps its state per shard (docs/rules.md §12), in as many shards as
         // an earlier night found the rows needed, when the estimate asks for fewer.
-        if chosen == nil, p.config.incremental, let kept = StateKeeper.keptShards(root: publisher.root), kept > shards {
-            shards = kept
-        }
-        let keeper = p.config.incremental ? StateKeeper(p, root: publisher.root, shards: shards) : nil
+        let keeper =
+            p.config.incremental
+            ? StateKeeper(p, root: publisher.root, shards: shards, keepingMoreShards: chosen == nil) : nil
+        if let kept = keeper?.settings.shards { shards = kept }
         defer { keeper?.discard() }
         do {
             do {
