@@ -27,7 +27,8 @@ package struct SystemError: Error, CustomStringConvertible {
 /// Every system call winback makes on descriptors, files, memory and processes goes through
 /// here: calls that can be interrupted are retried on EINTR, and a failure becomes a
 /// ``SystemError`` holding the errno of that call. The rest of the library imports no C
-/// library for them.
+/// library for them. A path is a ``FileName``: it is turned into the bytes it stands for only
+/// here, at the call (docs/rules.md §6.2).
 package enum System {
     // MARK: Descriptors
 
@@ -83,7 +84,7 @@ package enum System {
     /// a regular file or a path that does not exist.
     package static func notRegular(_ path: String) -> String? {
         var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
+        guard FileName.withCString(path, { stat($0, &st) }) == 0 else { return nil }
         let type = st.st_mode & S_IFMT
         return type == S_IFREG ? nil : describe(type)
     }
@@ -115,7 +116,7 @@ package enum System {
     /// open(2) with O_CLOEXEC added.
     private static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws -> Int32 {
         while true {
-            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+            let fd = FileName.withCString(path) { Glibc.open($0, flags | O_CLOEXEC, mode) }
             if fd >= 0 { return fd }
             if Glibc.errno != EINTR { throw SystemError("open") }
         }
@@ -194,7 +195,7 @@ package enum System {
     /// What `path` names, following links (`lstat` with `followLinks: false`).
     package static func kind(_ path: String, followLinks: Bool = true) -> Kind {
         var st = stat()
-        let rc = followLinks ? stat(path, &st) : lstat(path, &st)
+        let rc = FileName.withCString(path) { followLinks ? stat($0, &st) : lstat($0, &st) }
         guard rc == 0 else { return .missing }
         switch st.st_mode & S_IFMT {
         case S_IFDIR: return .directory
@@ -206,16 +207,16 @@ package enum System {
     /// Size in bytes of the file at `path` (following links); nil when it cannot be read.
     package static func fileSize(_ path: String) -> Int? {
         var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : nil
+        return FileName.withCString(path, { stat($0, &st) }) == 0 ? Int(st.st_size) : nil
     }
 
     /// Whether this process may read `path`.
-    package static func isReadable(_ path: String) -> Bool { access(path, R_OK) == 0 }
+    package static func isReadable(_ path: String) -> Bool { FileName.withCString(path) { access($0, R_OK) } == 0 }
 
     /// mkdir(2) of one folder with `mode` (the umask may only take bits away); EEXIST when
     /// anything, a link included, is already there.
     package static func makeDirectory(_ path: String, mode: mode_t) throws {
-        if Glibc.mkdir(path, mode) != 0 { throw SystemError("mkdir") }
+        if FileName.withCString(path, { Glibc.mkdir($0, mode) }) != 0 { throw SystemError("mkdir") }
     }
 
     /// Sets the mode, and with `group` the group, of the folder at `path`, opened without
@@ -247,7 +248,7 @@ package enum System {
     /// The file-type bits of `path` itself (a link is not followed), nil when nothing is there.
     package static func linkKind(_ path: String) -> mode_t? {
         var st = stat()
-        return lstat(path, &st) == 0 ? st.st_mode & S_IFMT : nil
+        return FileName.withCString(path, { lstat($0, &st) }) == 0 ? st.st_mode & S_IFMT : nil
     }
 
     package static let symbolicLinkType = S_IFLNK
@@ -256,7 +257,7 @@ package enum System {
     /// The permission bits of `path` (following links), nil when it cannot be examined.
     static func permissions(_ path: String) -> mode_t? {
         var st = stat()
-        return stat(path, &st) == 0 ? st.st_mode & 0o7777 : nil
+        return FileName.withCString(path, { stat($0, &st) }) == 0 ? st.st_mode & 0o7777 : nil
     }
 
     /// What says that the file at `path` (a link followed) is still the one seen before without
@@ -265,7 +266,7 @@ package enum System {
     /// Nil when it cannot be examined.
     package static func fileIdentity(_ path: String) -> [Int64]? {
         var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
+        guard FileName.withCString(path, { stat($0, &st) }) == 0 else { return nil }
         return [
             Int64(bitPattern: UInt64(st.st_dev)), Int64(bitPattern: UInt64(st.st_ino)), Int64(st.st_size),
             Int64(st.st_mtim.tv_sec), Int64(st.st_mtim.tv_nsec), Int64(st.st_ctim.tv_sec), Int64(st.st_ctim.tv_nsec),
@@ -274,20 +275,26 @@ package enum System {
 
     /// link(2): a second name `to` for the file at `from` (a link at `from` is not followed).
     package static func link(_ from: String, _ to: String) throws {
-        if Glibc.link(from, to) != 0 { throw SystemError("link") }
+        if FileName.withCString(from, { f in FileName.withCString(to) { Glibc.link(f, $0) } }) != 0 {
+            throw SystemError("link")
+        }
     }
 
     /// rename(2).
     package static func rename(_ from: String, _ to: String) throws {
-        if Glibc.rename(from, to) != 0 { throw SystemError("rename") }
+        if FileName.withCString(from, { f in FileName.withCString(to) { Glibc.rename(f, $0) } }) != 0 {
+            throw SystemError("rename")
+        }
     }
 
     /// unlink(2), ignoring a missing file.
-    package static func unlinkIfPresent(_ path: String) { _ = unlink(path) }
+    package static func unlinkIfPresent(_ path: String) { _ = FileName.withCString(path) { unlink($0) } }
 
     /// symlink(2): `path` pointing at `target`.
     package static func symlink(_ target: String, at path: String) throws {
-        if Glibc.symlink(target, path) != 0 { throw SystemError("symlink") }
+        if FileName.withCString(target, { t in FileName.withCString(path) { Glibc.symlink(t, $0) } }) != 0 {
+            throw SystemError("symlink")
+        }
     }
 
     /// Syncs a folder, so that renames in it are on disk; best effort.
@@ -297,7 +304,8 @@ package enum System {
         closeQuietly(fd)
     }
 
-    /// glob(3) of `pattern`, sorted by glob; [] when nothing matches (a missing folder too). A
+    /// glob(3) of `pattern`, sorted by glob; [] when nothing matches (a missing folder too). The
+    /// pattern and the names found are ``FileName``s: a name that is not UTF-8 is found as it is. A
     /// folder on the way that exists but cannot be listed fails it with a ``SystemError`` whose
     /// `path` is that folder and whose errno is opendir's (glob(3) itself only returns that it
     /// gave up).
@@ -309,19 +317,21 @@ package enum System {
         globFailure = nil
         var g = glob_t()
         defer { globfree(&g) }
-        let rc = Glibc.glob(
-            pattern, 0,
-            { folder, error in
-                if error == ENOENT { return 0 }
-                System.globFailure = (folder.map { String(cString: $0) } ?? "", error)
-                return 1
-            }, &g)
+        let rc = FileName.withCString(pattern) {
+            Glibc.glob(
+                $0, 0,
+                { folder, error in
+                    if error == ENOENT { return 0 }
+                    System.globFailure = (folder.map { FileName.string(cString: $0) } ?? "", error)
+                    return 1
+                }, &g)
+        }
         if rc == GLOB_NOMATCH { return [] }
         guard rc == 0 else {
             if let (folder, error) = globFailure { throw SystemError("opendir", errno: error, path: folder) }
             throw SystemError("glob", errno: rc == GLOB_NOSPACE ? ENOMEM : EIO)
         }
-        return (0..<Int(g.gl_pathc)).compactMap { i in g.gl_pathv[i].map { String(cString: $0) } }
+        return (0..<Int(g.gl_pathc)).compactMap { i in g.gl_pathv[i].map { FileName.string(cString: $0) } }
     }
 
     private static let globLock = NSLock()

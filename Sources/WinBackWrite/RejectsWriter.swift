@@ -1,8 +1,11 @@
 import WinBackModel
 import WinBackRead
+import WinBackSupport
 
 /// `rejects.csv` (docs/rules.md §6, §6.1): file, line, reason, excerpt, sorted by file then
 /// line; at most `limits.maxRejectsListed` rows, then one row saying how many more there were.
+/// The file is named escaped (``ControlEscape/name(_:)``, §6.2), so each reject is one line
+/// whatever its file's name holds.
 package enum RejectsWriter {
     package static func bytes(_ rejects: RejectList, relativeTo folder: String) -> [UInt8] {
         var out = CSVRecord.header(["file", "line", "reason", "excerpt"])
@@ -10,7 +13,7 @@ package enum RejectsWriter {
         let prefix = folder.hasSuffix("/") ? folder : folder + "/"
         for r in rejects.listed {
             rec.reset()
-            rec.field(r.file.hasPrefix(prefix) ? String(r.file.dropFirst(prefix.count)) : r.file)
+            rec.field(ControlEscape.name(r.file.hasPrefix(prefix) ? String(r.file.dropFirst(prefix.count)) : r.file))
             rec.field(r.line)
             rec.field(r.reason)
             rec.field(r.excerpt)

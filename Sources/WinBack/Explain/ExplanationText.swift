@@ -66,7 +66,7 @@ extension Explanation {
         if !rejectedLines.isEmpty {
             out.append("")
             out.append("Rejected lines that name this customer (their rows are not in the timeline above):")
-            for r in rejectedLines { out.append("  \(r.file):\(r.line): \(r.reason)") }
+            for r in rejectedLines { out.append("  \(ControlEscape.name(r.file)):\(r.line): \(r.reason)") }
         }
 
         out.append("")
@@ -223,7 +223,7 @@ extension Explanation {
         }
         if !rejectedLines.isEmpty {
             d["rejectedLines"] = rejectedLines.map {
-                ["file": $0.file, "line": $0.line, "reason": $0.reason] as [String: Any]
+                ["file": ControlEscape.name($0.file), "line": $0.line, "reason": $0.reason] as [String: Any]
             }
         }
         d["winBackHistory"] = winBackHistory.map { ["offerId": $0.offerId, "lastRedemptionEnd": iso($0.end)] }

@@ -2,9 +2,12 @@ import Foundation
 import WinBackModel
 import WinBackRead
 import WinBackRules
+import WinBackSupport
 import WinBackWrite
 
 /// `manifest.json` (docs/rules.md §4.4): what a run read, counted, wrote and how long each stage took.
+/// Paths are written escaped (``ControlEscape/name(_:)``, §6.2): a name's control bytes and
+/// bytes that are not UTF-8 as `\xHH`, so the manifest is valid JSON that names each file.
 public struct Manifest {
     public static let toolVersion = "0.1.0"
 
@@ -101,7 +104,8 @@ public struct Manifest {
 
     func input(_ s: InputStats) -> [String: Any] {
         var d: [String: Any] = [
-            "path": s.path, "bytes": s.bytes, "uncompressedBytes": s.uncompressedBytes, "sha256": s.sha256,
+            "path": ControlEscape.name(s.path), "bytes": s.bytes, "uncompressedBytes": s.uncompressedBytes,
+            "sha256": s.sha256,
             "rows": s.rows, "rejected": s.rejected,
         ]
         // An object in S3 (docs/rules.md §11): its ETag too.
@@ -127,7 +131,8 @@ public struct Manifest {
             "requireApple": requireApple.rawValue,
             "droppedByRequireApple": droppedByApple.map { ["segment": $0.0, "rows": $0.1] as [String: Any] },
             "outputs": outputs.map {
-                ["path": $0.path, "bytes": $0.bytes, "rows": $0.rows, "sha256": $0.sha256] as [String: Any]
+                ["path": ControlEscape.name($0.path), "bytes": $0.bytes, "rows": $0.rows, "sha256": $0.sha256]
+                    as [String: Any]
             },
             "stageSeconds": stages.map { ["stage": $0.0, "seconds": ($0.1 * 1000).rounded() / 1000] as [String: Any] },
         ]
@@ -136,9 +141,9 @@ public struct Manifest {
             var block: [String: Any] = [
                 "state": incremental.state, "filesRead": incremental.filesRead,
                 "filesFromState": incremental.filesFromState, "rowsInState": incremental.rowsInState,
-                "read": incremental.read,
+                "read": incremental.read.map(ControlEscape.name),
             ]
-            if let reason = incremental.reason { block["reason"] = reason }
+            if let reason = incremental.reason { block["reason"] = ControlEscape.escaped(reason) }
             d["incremental"] = block
         }
         if let memory {
@@ -157,7 +162,8 @@ public struct Manifest {
         if let identities {
             d["identities"] =
                 [
-                    "path": identities.path, "rows": identities.rows, "duplicates": identities.duplicates,
+                    "path": ControlEscape.name(identities.path), "rows": identities.rows,
+                    "duplicates": identities.duplicates,
                     "rejected": identities.rejected,
                 ] as [String: Any]
         }
@@ -174,7 +180,7 @@ public struct Manifest {
             d["signatures"] =
                 [
                     "verified": signed.verifies,
-                    "roots": signed.roots.map { ["path": $0.path, "sha256": $0.sha256] },
+                    "roots": signed.roots.map { ["path": ControlEscape.name($0.path), "sha256": $0.sha256] },
                 ] as [String: Any]
         }
         let data = (try? JSONSerialization.data(withJSONObject: d, options: [.prettyPrinted, .sortedKeys])) ?? Data()

@@ -7,6 +7,10 @@ import WinBackSupport
 /// On a terminal: a progress line redrawn in place (bytes read of total, rate, ETA). Without
 /// one (cron): one concise line per finished stage. JSON (`--log-format json`, docs/rules.md
 /// §10.4): the same events, one JSON object per line. Quiet: nothing.
+///
+/// What a line quotes is escaped (docs/rules.md §6, §6.2): messages with ``ControlEscape``'s
+/// `escaped`, and the file names of the `path`, `file` and `folder` fields as names, so that
+/// no name splits a line or hides its bytes.
 // Counters are touched under `lock` (advance) or by the pipeline's own thread between stages.
 public final class Progress: @unchecked Sendable {
     public enum Mode: Sendable { case quiet, terminal, log, json }
@@ -93,7 +97,7 @@ public final class Progress: @unchecked Sendable {
             note(
                 prefix
                     + String(
-                        format: "winback: %@: %@ (%.2f s, peak %@)", name, summary, seconds,
+                        format: "winback: %@: %@ (%.2f s, peak %@)", name, ControlEscape.escaped(summary), seconds,
                         Progress.mb(Progress.peakRSS())))
         }
         return seconds
@@ -120,7 +124,7 @@ public final class Progress: @unchecked Sendable {
         switch mode {
         case .quiet: break
         case .json: emit("info", name, fields.merging(["message": message]) { a, _ in a })
-        case .terminal, .log: note("winback: " + message)
+        case .terminal, .log: note("winback: " + ControlEscape.escaped(message))
         }
     }
 
@@ -129,7 +133,7 @@ public final class Progress: @unchecked Sendable {
         if mode == .json {
             emit("warning", name, fields.merging(["message": message]) { a, _ in a })
         } else {
-            FileHandle.standardError.write(Data(("winback: warning: " + message + "\n").utf8))
+            FileHandle.standardError.write(Data(("winback: warning: " + ControlEscape.escaped(message) + "\n").utf8))
         }
     }
 
@@ -138,13 +142,16 @@ public final class Progress: @unchecked Sendable {
         if mode == .json {
             emit("error", "failed", ["message": message, "code": code, "exitCode": Int(exitCode)])
         } else {
-            FileHandle.standardError.write(Data("winback: error (\(code)): \(message)\n".utf8))
+            FileHandle.standardError.write(Data("winback: error (\(code)): \(ControlEscape.escaped(message))\n".utf8))
         }
     }
 
     /// One JSON object on a line: time, level, event, pipeline, then the event's fields.
     private func emit(_ level: String, _ event: String, _ fields: [String: Any]) {
-        var object = fields
+        var object = fields.mapValues { v -> Any in Progress.escapedField(v) }
+        for key in Progress.nameFields {
+            if let name = fields[key] as? String { object[key] = ControlEscape.name(name) }
+        }
         object["time"] = Timestamp.iso(Int64((Date().timeIntervalSince1970 * 1000).rounded()))
         object["level"] = level
         object["event"] = event
@@ -155,6 +162,16 @@ public final class Progress: @unchecked Sendable {
         else { return }
         data.append(0x0A)
         FileHandle.standardError.write(data)
+    }
+
+    /// Fields that hold a file name or object key (written with ``ControlEscape/name(_:)``).
+    static let nameFields = ["path", "file", "folder"]
+
+    /// A JSON field's value with the controls of its text escaped.
+    static func escapedField(_ v: Any) -> Any {
+        if let s = v as? String { return ControlEscape.escaped(s) }
+        if let a = v as? [String] { return a.map(ControlEscape.escaped) }
+        return v
     }
 
     static func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }

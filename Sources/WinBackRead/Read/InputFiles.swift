@@ -3,7 +3,10 @@ import WinBackS3
 import WinBackSupport
 
 /// Resolves the input globs of a pipeline to files: relative to the pipeline's folder, each
-/// file once, in sorted path order (absolute, normalised paths compared bytewise).
+/// file once, in sorted path order (absolute, normalised paths compared by their bytes).
+///
+/// The files are ``FileName``s (docs/rules.md §6.2): a name that is not UTF-8 is held as the
+/// bytes it is, so it is opened and read like any other.
 public enum InputFiles {
     /// Makes `path` absolute against `base` and normalises it (`.`/`..`, repeated slashes).
     public static func absolute(_ path: String, base: String) -> String {
@@ -13,11 +16,14 @@ public enum InputFiles {
     /// Files matching `patterns`; a pattern matching nothing fails with exit 66 naming it.
     public static func resolve(_ patterns: [String], base: String) throws -> [String] {
         var found = Set<String>()
+        // The pipeline file's paths are text; as names, they join the names glob(3) finds.
+        let base = FileName.fromText(base)
         for pattern in patterns {
             if S3Location.isURI(pattern) {
                 found.formUnion(try S3Inputs.resolve(pattern))
                 continue
             }
+            let pattern = FileName.fromText(pattern)
             let abs = absolute(pattern, base: base)
             // The base folder is a path, not a pattern: its `[`, `*`, `?` and `\` are literal.
             let isPattern = pattern.contains { "*?[".contains($0) }
@@ -34,7 +40,7 @@ public enum InputFiles {
             }
             found.formUnion(matches.map { absolute($0, base: "/") })
         }
-        return found.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return found.sorted(by: FileName.precedes)
     }
 
     /// `path` with glob(3)'s special characters escaped, so it matches only itself.

@@ -3,6 +3,7 @@ import WinBackSupport
 
 /// A rejected input row: data, reported in `rejects.csv` and counted, never thrown.
 public struct Reject: Sendable, Equatable, Codable {
+    /// The file's path as read (a ``FileName``); written escaped (``ControlEscape/name(_:)``).
     public var file: String
     public var line: Int
     public var reason: String
@@ -71,7 +72,7 @@ public struct RejectList: Sendable, Equatable, Codable, RandomAccessCollection {
         normalize()
     }
 
-    /// The listed rejects, sorted by file (bytewise), then line.
+    /// The listed rejects, sorted by file (by the bytes of its name), then line.
     public var listed: [Reject] {
         var copy = self
         copy.normalize()
@@ -104,7 +105,7 @@ public struct RejectList: Sendable, Equatable, Codable, RandomAccessCollection {
     public mutating func normalize() {
         held = held.enumerated().sorted { a, b in
             a.element.file != b.element.file
-                ? a.element.file.utf8.lexicographicallyPrecedes(b.element.file.utf8)
+                ? FileName.precedes(a.element.file, b.element.file)
                 : a.element.line != b.element.line ? a.element.line < b.element.line : a.offset < b.offset
         }.prefix(limit).map(\.element)
     }
