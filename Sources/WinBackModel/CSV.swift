@@ -78,7 +78,16 @@ public struct CSVRecord {
 
     public mutating func end() { bytes.append(UInt8(ascii: "\n")) }
 
-    static func appendEscaped<C: Collection>(_ s: C, to out: inout [UInt8]) where C.Element == UInt8 {
+    /// A field written as it is, quoted only when CSV needs it: for a value checked before it
+    /// came here, such as an identity value (docs/rules.md §6.2), which must reach a tool
+    /// exactly as written and never starts a formula.
+    public mutating func field<S: StringProtocol>(verbatim s: S) {
+        separator()
+        CSVRecord.appendEscaped(Array(s.utf8), to: &bytes, guardFormula: false)
+    }
+
+    static func appendEscaped<C: Collection>(_ s: C, to out: inout [UInt8], guardFormula: Bool = true)
+    where C.Element == UInt8 {
         guard let c0 = s.first else { return }
         var needsQuote = false
         for c in s where c == 0x2C || c == 0x22 || c == 0x0D || c == 0x0A {
@@ -86,9 +95,10 @@ public struct CSVRecord {
             break
         }
         // `=`, `+`, `-`, `@`, tab, CR: a spreadsheet would read a formula.
-        let guardFormula = c0 == 0x3D || c0 == 0x2B || c0 == 0x2D || c0 == 0x40 || c0 == 0x09 || c0 == 0x0D
+        let formula =
+            guardFormula && (c0 == 0x3D || c0 == 0x2B || c0 == 0x2D || c0 == 0x40 || c0 == 0x09 || c0 == 0x0D)
         if needsQuote { out.append(0x22) }
-        if guardFormula { out.append(0x27) }
+        if formula { out.append(0x27) }
         if needsQuote {
             for c in s {
                 if c == 0x22 { out.append(0x22) }

@@ -33,70 +33,99 @@ extension Stage {
     /// segments already in `directory/segments/` (docs/rules.md §10.2), so that a run in
     /// memory, a memory-bounded run and a merge write the same files from the same segments.
     /// The identities' rejected rows are added to `rejects`; more of them than
-    /// `maxRejectedFraction` allows fails the run (65).
+    /// `maxRejectedFraction` allows fails the run (65). Under `bounds` (a memory-bounded run)
+    /// the identities are joined from files in its work folder, never held whole
+    /// (docs/rules.md §6.2).
     static func writeDestinations(
-        _ p: ResolvedPipeline, to directory: String, rejects: inout RejectList, sync: DiskSync
+        _ p: ResolvedPipeline, to directory: String, rejects: inout RejectList, sync: DiskSync,
+        bounds: IdentityJoin.Bounds? = nil
     ) throws -> (outputs: [OutputStats], counts: [DestinationCount], identities: IdentityCount?) {
         guard let source = p.config.identities, !p.config.destinations.isEmpty else { return ([], [], nil) }
         let path = p.config.resolve(source.path)
-        let table = try IdentityReader.read(path: path, key: source.key, inflater: p.inflater, limits: p.limits)
-        rejects.merge(table.rejects)
+        var columns: [String] = []
+        for d in p.config.destinations where !columns.contains(d.type.identityColumn) {
+            columns.append(d.type.identityColumn)
+        }
+        var join = try IdentityJoin.load(p, source: source, columns: columns, bounds: bounds)
+        defer { join.discard() }
+        let scan = join.scan
+        rejects.merge(scan.rejects)
         rejects.normalize()
-        let identities = IdentityCount(
-            path: path, rows: table.lines, duplicates: table.duplicates, rejected: table.rejects.total)
-        if table.lines > 0 && Double(table.rejects.total) / Double(table.lines) > p.config.maxRejectedFraction {
+        if scan.lines > 0 && Double(scan.rejects.total) / Double(scan.lines) > p.config.maxRejectedFraction {
             throw WinBackError(
                 .badData,
-                "\(table.rejects.total) of \(table.lines) identity rows rejected, more than maxRejectedFraction "
+                "\(scan.rejects.total) of \(scan.lines) identity rows rejected, more than maxRejectedFraction "
                     + "\(p.config.maxRejectedFraction) allows; see rejects.csv in the .failed folder", path: path)
         }
-        var outputs: [OutputStats] = []
-        var counts: [DestinationCount] = []
-        let asOf = Timestamp.date(p.asOf)
+        for d in p.config.destinations where join.position(of: d.type.identityColumn) == nil {
+            throw WinBackError(
+                .badData,
+                "\(d.type.rawValue) needs the column '\(d.type.identityColumn)', which the identities file lacks",
+                path: path)
+        }
+        // Each list once, with every destination that reads it.
+        var lists: [String] = []
         for d in p.config.destinations {
-            guard let column = table.index(of: d.type.identityColumn) else {
-                throw WinBackError(
-                    .badData,
-                    "\(d.type.rawValue) needs the column '\(d.type.identityColumn)', which the identities file lacks",
-                    path: path)
+            for list in d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
+            where !lists.contains(list) {
+                lists.append(list)
             }
-            let folder = "destinations/\(d.type.rawValue)"
-            try OutputFile.makeFolder(directory + "/destinations")
-            try OutputFile.makeFolder(directory + "/" + folder)
-            let lists = d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
-            var count = DestinationCount(type: d.type, audience: d.audience, files: 0, rows: 0, unaddressable: 0)
-            for list in lists {
-                var out = DestinationSplitter(
-                    directory: directory, prefix: folder + "/" + list,
+        }
+        try join.prepare(lists: lists.map { directory + "/segments/" + $0 + ".csv" })
+        let asOf = Timestamp.date(p.asOf)
+        var files: [[String: [OutputStats]]] = Array(repeating: [:], count: p.config.destinations.count)
+        var counts = p.config.destinations.map {
+            DestinationCount(type: $0.type, audience: $0.audience, files: 0, rows: 0, unaddressable: 0)
+        }
+        try OutputFile.makeFolder(directory + "/destinations")
+        for d in p.config.destinations { try OutputFile.makeFolder(directory + "/destinations/\(d.type.rawValue)") }
+        var record = CSVRecord()
+        for list in lists {
+            let readers = p.config.destinations.indices.filter { i in
+                let d = p.config.destinations[i]
+                return d.audience == .bestOffer ? list == "best-offer" : list != "best-offer"
+            }
+            var outs = readers.map { i in
+                let d = p.config.destinations[i]
+                return DestinationSplitter(
+                    directory: directory, prefix: "destinations/\(d.type.rawValue)/" + list,
                     header: [d.type.firstColumn] + destinationColumns,
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
-                var record = CSVRecord()
-                try forEachSegmentRow(directory + "/segments/" + list + ".csv") { f in
-                    // Columns of docs/rules.md §4.1.
-                    let key = source.key == .originalTransactionId ? f[1] : f[2]
-                    guard !key.isEmpty, let fields = table.fields(for: key, token: source.key == .appAccountToken),
-                        !fields[column].isEmpty
-                    else {
-                        count.unaddressable += 1
-                        return
+            }
+            let positions = readers.map { join.position(of: p.config.destinations[$0].type.identityColumn)! }
+            try join.rows(of: directory + "/segments/" + list + ".csv") { f, values in
+                for (k, i) in readers.enumerated() {
+                    // Columns of docs/rules.md §4.1; the identity value exactly as written.
+                    guard let values, !values[positions[k]].isEmpty else {
+                        counts[i].unaddressable += 1
+                        continue
                     }
                     record.reset()
-                    record.field(fields[column])
+                    record.field(verbatim: values[positions[k]])
                     record.field(f[9])
                     record.field(f[12])
                     record.field(f[11])
                     record.field(f[8])
                     record.field(asOf)
                     record.end()
-                    try out.write(record.bytes)
-                    count.rows += 1
+                    try outs[k].write(record.bytes)
+                    counts[i].rows += 1
                 }
-                let files = try out.finish()
-                count.files += files.count
-                outputs += files
             }
-            counts.append(count)
+            for (k, i) in readers.enumerated() {
+                let done = try outs[k].finish()
+                files[i][list] = done
+                counts[i].files += done.count
+            }
         }
+        var outputs: [OutputStats] = []
+        for (i, d) in p.config.destinations.enumerated() {
+            for list in d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId) {
+                outputs += files[i][list] ?? []
+            }
+        }
+        let identities = IdentityCount(
+            path: path, rows: scan.lines, duplicates: join.duplicates, rejected: scan.rejects.total)
         return (outputs, counts, identities)
     }
 

@@ -101,7 +101,9 @@ public enum Merge {
             manifest.heldOut = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], held))
             var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
-            let delivered = try Stage.writeDestinations(p, to: staging, rejects: &rejects, sync: sync)
+            let delivered = try Stage.writeDestinations(
+                p, to: staging, rejects: &rejects, sync: sync,
+                bounds: memoryLimit.map { IdentityJoin.Bounds(folder: work.root + "/identities", memory: $0) })
             manifest.record(delivered)
             outputs += delivered.outputs
             outputs.append(try Stage.writeRejects(rejects, p, to: staging, sync: sync))

@@ -3,93 +3,205 @@ import WinBackModel
 import WinBackS3
 import WinBackSupport
 
+/// What an identity value may hold (docs/rules.md §10.1, §6.2): values reach the destinations
+/// exactly as written, so a value that a tool or a spreadsheet would misread is refused, never
+/// rewritten.
+package enum IdentityValues {
+    /// The longest value, in bytes.
+    package static let maxBytes = 512
+
+    /// Why `v` cannot be an identity value, or nil: longer than ``maxBytes``, a control byte
+    /// (U+0000–U+001F, U+007F), or the start of a spreadsheet formula (`=`, `@`, or `+`/`-` not
+    /// followed by a number `[0-9 ().-]*`, so `+14155550100` stays a value).
+    package static func problem(_ v: UnsafeRawBufferPointer) -> String? {
+        if v.count > maxBytes { return "longer than \(maxBytes) bytes" }
+        for b in v where b < 0x20 || b == 0x7F {
+            return "holds the control byte \\x" + String(b, radix: 16, uppercase: true).leftPadded(2)
+        }
+        guard let first = v.first else { return nil }
+        switch first {
+        case UInt8(ascii: "="), UInt8(ascii: "@"):
+            return "starts a spreadsheet formula ('\(Character(Unicode.Scalar(first)))')"
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            for b in v.dropFirst() where !isNumberByte(b) {
+                return "starts a spreadsheet formula ('\(Character(Unicode.Scalar(first)))' not followed by a number)"
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    @inline(__always)
+    private static func isNumberByte(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || b == 0x20 || b == 0x28 || b == 0x29 || b == 0x2E || b == 0x2D
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ n: Int) -> String { String(repeating: "0", count: max(0, n - count)) + self }
+}
+
+/// What reading an identities file found, besides its rows (docs/rules.md §10.1).
+public struct IdentityScan: Sendable {
+    /// The columns asked for that the header has, in the order asked (nil: absent).
+    public var positions: [Int?]
+    /// Data rows read (well-formed or not).
+    public var lines = 0
+    public var rejects = RejectList()
+}
+
 /// The team's own ids for App Store customers (docs/rules.md §10.1), read from a CSV file with a
-/// header (gzip allowed), keyed by originalTransactionId or appAccountToken.
-public struct IdentityTable: Sendable {
-    /// The header, in file order.
+/// header (gzip allowed), keyed by originalTransactionId or appAccountToken; only the columns a
+/// run uses are kept, compactly (``IdentityIndex``).
+public struct IdentityTable: @unchecked Sendable {
+    /// The columns kept, in the order asked (every header column when none was asked).
     public var columns: [String]
-    /// The key column's position in ``columns``.
+    /// The columns asked for that the file lacks.
+    public var missing: [String]
+    /// The key column's position in the file's header.
     public var keyColumn: Int
-    /// Each key's fields, in ``columns`` order: the last row of a key wins. Keys that are
-    /// appAccountTokens are lowercased (a token's case carries no meaning).
-    public var rows: [String: [String]] = [:]
+    package var index: IdentityIndex
     /// Data rows read (well-formed or not), rows rejected, and rows whose key an earlier row had.
     public var lines = 0
-    public var duplicates = 0
+    public var duplicates: Int { index.replaced }
     public var rejects = RejectList()
 
-    /// The position of `column` in the header, if the file has it.
+    /// Distinct keys kept.
+    public var count: Int { index.count }
+
+    /// The position of `column` among ``columns``, if kept.
     public func index(of column: String) -> Int? { columns.firstIndex(of: column) }
 
-    /// The fields of the customer with this key (an originalTransactionId, or a token in any case).
-    public func fields(for key: String, token: Bool) -> [String]? { rows[token ? key.lowercased() : key] }
+    /// The kept values of the customer with this key (an originalTransactionId, or a token in
+    /// any case).
+    public func fields(for key: String, token: Bool) -> [String]? {
+        let k = token ? IdentityReader.lowercasedASCII(key) : key
+        return index.find(k).map { index.values($0) }
+    }
 }
 
 public enum IdentityReader {
-    /// Reads `path` (docs/rules.md §10.1): a header that names `key`'s column, then one row per
-    /// customer. A row that is not valid CSV, has another number of fields than the header or an
-    /// empty key is rejected like a transaction row. Fails with 66 when the file is missing, 65
-    /// when its header lacks the key column.
+    /// Reads `path` (docs/rules.md §10.1) into a table of the `columns` a run uses (nil: every
+    /// column of the header).
     public static func read(
-        path: String, key: IdentitiesSource.Key, inflater: Inflater = .zlib, limits: ReadLimits = .default
+        path: String, key: IdentitiesSource.Key, columns: [String]? = nil, inflater: Inflater = .zlib,
+        limits: ReadLimits = .default
     ) throws -> IdentityTable {
+        var index: IdentityIndex?
+        var names: [String] = []
+        var keyColumn = -1
+        let scan = try self.scan(
+            path: path, key: key, columns: columns, inflater: inflater, limits: limits,
+            header: { header, k in
+                names = columns ?? header
+                keyColumn = k
+            },
+            row: { k, values in
+                if index == nil { index = IdentityIndex(columns: values.count) }
+                index!.insert(key: k, values: values)
+            })
+        let kept = zip(names, scan.positions).compactMap { $1 == nil ? nil : $0 }
+        return IdentityTable(
+            columns: kept, missing: zip(names, scan.positions).compactMap { $1 == nil ? $0 : nil },
+            keyColumn: keyColumn, index: index ?? IdentityIndex(columns: kept.count), lines: scan.lines,
+            rejects: scan.rejects)
+    }
+
+    /// Streams `path`: a header that names `key`'s column, then one row per customer. Each valid
+    /// row is handed to `row` as its key (lowercased for tokens) and the values of the asked
+    /// `columns` the header has (all of them when nil), in that order, valid during the call
+    /// only. A row that is not valid CSV, has another number of fields than the header, an empty
+    /// key or a value ``IdentityValues`` refuses, is rejected like a transaction row. Fails with
+    /// 66 when the file is missing, 65 when it is empty or its header lacks the key column.
+    public static func scan(
+        path: String, key: IdentitiesSource.Key, columns: [String]?, inflater: Inflater = .zlib,
+        limits: ReadLimits = .default, header: ([String], Int) -> Void = { _, _ in },
+        row: (UnsafeRawBufferPointer, [UnsafeRawBufferPointer]) throws -> Void
+    ) throws -> IdentityScan {
         guard S3Location.isURI(path) || FileManager.default.fileExists(atPath: path) else {
             throw WinBackError(.noInput, "the identities file is missing", path: path)
         }
         let source = try openSource(path: path, inflater: inflater)
-        var table = IdentityTable(columns: [], keyColumn: -1)
-        table.rejects = RejectList(limit: limits.maxRejectsListed)
+        var scan = IdentityScan(positions: [])
+        scan.rejects = RejectList(limit: limits.maxRejectsListed)
         let token = key == .appAccountToken
-        var header = true
+        var inHeader = true
+        var width = 0
+        var keyColumn = 0
+        var values: [UnsafeRawBufferPointer] = []
+        var lowered: [UInt8] = []
+        func reject(_ line: Int, _ reason: String, _ raw: UnsafeRawBufferPointer) {
+            scan.rejects.add(
+                Reject(
+                    file: path, line: line, reason: reason,
+                    bytes: UnsafeRawBufferPointer(rebasing: raw.prefix(LineCursor.excerptBytes))))
+        }
         try CSVRecordReader(source: source, maxRecordBytes: limits.maxLineBytes).forEachRecord(
             { fields, line, raw, malformed in
-                if header {
+                if inHeader {
                     guard malformed == nil else {
                         throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
                     }
-                    table.columns = fields.map { String(decoding: $0, as: UTF8.self) }
-                    guard let k = table.columns.firstIndex(of: key.rawValue) else {
+                    let names = fields.map { String(decoding: $0, as: UTF8.self) }
+                    guard let k = names.firstIndex(of: key.rawValue) else {
+                        let shown = names.prefix(20).map { "'\($0)'" }.joined(separator: ", ")
                         throw WinBackError(
                             .badData,
                             "the header has no column '\(key.rawValue)' to join on (it has "
-                                + table.columns.map { "'\($0)'" }.joined(separator: ", ") + ")", path: path)
+                                + shown + (names.count > 20 ? ", … \(names.count) columns in all" : "") + ")",
+                            path: path)
                     }
-                    table.keyColumn = k
-                    header = false
+                    keyColumn = k
+                    width = names.count
+                    scan.positions = (columns ?? names).map { c in names.firstIndex(of: c) }
+                    header(names, k)
+                    inHeader = false
                     return
                 }
-                table.lines += 1
-                if let malformed {
-                    table.rejects.add(Reject(file: path, line: line, reason: malformed, bytes: raw))
-                    return
+                scan.lines += 1
+                if let malformed { return reject(line, malformed, raw) }
+                guard fields.count == width else {
+                    return reject(line, "expected \(width) fields, found \(fields.count)", raw)
                 }
-                guard fields.count == table.columns.count else {
-                    table.rejects.add(
-                        Reject(
-                            file: path, line: line,
-                            reason: "expected \(table.columns.count) fields, found \(fields.count)", bytes: raw))
-                    return
+                for (i, f) in fields.enumerated() {
+                    if let why = IdentityValues.problem(f) {
+                        return reject(line, "field \(i + 1): \(why)", raw)
+                    }
                 }
-                var values = fields.map { String(decoding: $0, as: UTF8.self) }
-                if token { values[table.keyColumn] = values[table.keyColumn].lowercased() }
-                let k = values[table.keyColumn]
-                guard !k.isEmpty else {
-                    table.rejects.add(
-                        Reject(file: path, line: line, reason: "empty \(key.rawValue)", bytes: raw))
-                    return
+                let k = fields[keyColumn]
+                guard !k.isEmpty else { return reject(line, "empty \(key.rawValue)", raw) }
+                values.removeAll(keepingCapacity: true)
+                for p in scan.positions {
+                    if let p { values.append(fields[p]) }
                 }
-                if table.rows.updateValue(values, forKey: k) != nil { table.duplicates += 1 }
+                if token {
+                    lowered.removeAll(keepingCapacity: true)
+                    lowered.append(contentsOf: k)
+                    lowercaseASCII(&lowered)
+                    try lowered.withUnsafeBytes { try row($0, values) }
+                } else {
+                    try row(k, values)
+                }
             },
             tooLong: { line, first in
-                table.lines += 1
-                table.rejects.add(
-                    Reject(
-                        file: path, line: line,
-                        reason: "longer than limits.maxLineBytes (\(limits.maxLineBytes) bytes)",
-                        bytes: first))
+                scan.lines += 1
+                reject(line, "longer than limits.maxLineBytes (\(limits.maxLineBytes) bytes)", first)
             })
-        if header { throw WinBackError(.badData, "the identities file is empty (no header row)", path: path) }
-        table.rejects.normalize()
-        return table
+        if inHeader { throw WinBackError(.badData, "the identities file is empty (no header row)", path: path) }
+        scan.rejects.normalize()
+        return scan
+    }
+
+    /// ASCII letters lowered: an appAccountToken is a UUID, whose case carries no meaning.
+    static func lowercaseASCII(_ b: inout [UInt8]) {
+        for i in b.indices where b[i] >= 0x41 && b[i] <= 0x5A { b[i] |= 0x20 }
+    }
+
+    /// `s` with its ASCII letters lowered.
+    package static func lowercasedASCII(_ s: String) -> String {
+        var b = Array(s.utf8)
+        lowercaseASCII(&b)
+        return String(decoding: b, as: UTF8.self)
     }
 }

@@ -6,6 +6,10 @@ import Testing
 @testable import WinBackRead
 @testable import WinBackSupport
 
+#if canImport(CZlib)
+    import CZlib
+#endif
+
 /// The identities file (docs/rules.md §10.1): a CSV with a header, gzip allowed, keyed by
 /// original_transaction_id or app_account_token.
 @Suite("Delivery: identities file")
@@ -19,14 +23,13 @@ struct DeliveryIdentityReaderTests {
         return path
     }
 
-    /// Compresses `path` with the system's gzip (not the package's writer) into `path.gz`.
+    /// Compresses `path` with zlib's own gzip writer (not the package's) into `path.gz`.
     static func gzipped(_ path: String) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
-        p.arguments = ["-k", "-9", "-n", path]
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let gz = try #require(gzopen(path + ".gz", "wb9"))
+        let written = data.withUnsafeBytes { gzwrite(gz, $0.baseAddress, UInt32($0.count)) }
+        #expect(gzclose(gz) == Z_OK)
+        #expect(Int(written) == data.count)
         return path + ".gz"
     }
 
@@ -61,7 +64,7 @@ struct DeliveryIdentityReaderTests {
             #expect(t.lines == 4)
             #expect(t.duplicates == 0)
             #expect(t.rejects.total == 0)
-            #expect(t.rows.count == 4)
+            #expect(t.count == 4)
             #expect(t.index(of: "external_id") == 2)
             #expect(t.index(of: "email") == 3)
             #expect(t.index(of: "phone") == nil)
@@ -95,7 +98,7 @@ struct DeliveryIdentityReaderTests {
         let t = try IdentityReader.read(path: try Self.file(text), key: .originalTransactionId)
         #expect(t.lines == 6)
         #expect(t.duplicates == 3)
-        #expect(t.rows.count == 3)
+        #expect(t.count == 3)
         #expect(t.rejects.total == 0)
         // The last row wins whole: its empty email replaces the earlier one.
         #expect(t.fields(for: "1", token: false) == ["1", "", "third", ""])
@@ -131,12 +134,14 @@ struct DeliveryIdentityReaderTests {
             + "4,,\"u-4\"x,four@example.com\n"  // 5: text after a closing quote
             + ",,u-5,five@example.com\n"  // 6: empty key
             + "6,,u-6,six@example.com\n"  // 7: kept
-            + "8,,\"multi\nline\",eight@example.com\n"  // 8–9: kept, a quoted line break
-            + "9,,u-9,nine@example.com\n"  // 10: kept
+            + "8,,\"u,8\",eight@example.com\n"  // 8: kept, a quoted comma
+            + "9,,u-9,nine@example.com\n"  // 9: kept
         let path = try Self.file(text)
         let t = try IdentityReader.read(path: path, key: .originalTransactionId)
-        #expect(Set(t.rows.keys) == ["1", "6", "8", "9"])
-        #expect(t.fields(for: "8", token: false)?[2] == "multi\nline")
+        #expect(t.count == 4)
+        for k in ["1", "6", "8", "9"] { #expect(t.fields(for: k, token: false) != nil, "\(k)") }
+        for k in ["2", "3", "4", "5"] { #expect(t.fields(for: k, token: false) == nil, "\(k)") }
+        #expect(t.fields(for: "8", token: false)?[2] == "u,8")
         #expect(t.lines == 8)
         #expect(t.rejects.total == 4)
         let listed = t.rejects.listed
@@ -176,7 +181,7 @@ struct DeliveryIdentityReaderTests {
             + "2,0a6f1c2e-7b1d-4f7e-9a55-5d7d0c3e8b21,u-2,two@example.com\n"
         let t = try IdentityReader.read(path: try Self.file(text), key: .appAccountToken)
         #expect(t.keyColumn == 1)
-        #expect(t.rows.count == 1)
+        #expect(t.count == 1)
         #expect(t.rejects.total == 1)
         #expect(t.rejects.listed.first?.line == 2)
         #expect(t.rejects.listed.first?.reason.contains("empty app_account_token") == true)
@@ -192,7 +197,7 @@ struct DeliveryIdentityReaderTests {
             + "2,\(other),u-2,two@example.com\n"
             + "3,\(other.uppercased()),u-3,three@example.com\n"
         let t = try IdentityReader.read(path: try Self.file(text), key: .appAccountToken)
-        #expect(t.rows.count == 2)
+        #expect(t.count == 2)
         #expect(t.duplicates == 1)
         for form in [upper, upper.lowercased(), "5c2b8b34-1D7E-4c43-9d36-0F2A5E0B7C11"] {
             #expect(t.fields(for: form, token: true)?[2] == "u-1", "\(form)")
@@ -201,7 +206,7 @@ struct DeliveryIdentityReaderTests {
         #expect(t.fields(for: other, token: true)?[2] == "u-3")
         // Keyed by originalTransactionId, the case of a key still matters (they are digits).
         let byOriginal = try IdentityReader.read(path: try Self.file(text), key: .originalTransactionId)
-        #expect(byOriginal.rows.count == 3)
+        #expect(byOriginal.count == 3)
         #expect(byOriginal.duplicates == 0)
     }
 
@@ -211,5 +216,77 @@ struct DeliveryIdentityReaderTests {
         let failure = Self.exitCode { _ = try IdentityReader.read(path: path, key: .originalTransactionId) }
         #expect(failure?.0 == 66)
         #expect(failure?.1.contains(path) == true, "\(failure?.1 ?? "")")
+    }
+
+    @Test(
+        "values with a control byte, a formula start or over 512 bytes are bad rows; phone numbers and the rest stay as written"
+    )
+    func valuesRefusedNotRewritten() throws {
+        let long = String(repeating: "x", count: 513)
+        let longest = String(repeating: "y", count: 512)
+        let rows: [(String, Bool)] = [
+            ("1,,u-1,+14155550100", true),  // a phone number: a value, unchanged
+            ("2,,u-2,-1 (415) 555-0100", true),
+            ("3,,u-3,=HYPERLINK(\"http://x\")", false),
+            ("4,,u-4,@SUM(A1)", false),
+            ("5,,u-5,+cmd|' /C calc'!A0", false),
+            ("6,,-u-6,six@example.com", false),  // '-' then a letter
+            ("7,,u-7,\"a\u{01}b\"", false),  // SOH
+            ("8,,u-8,\"a\u{1B}[31mred\"", false),  // ESC
+            ("9,,u-9,\"a\u{08}\"", false),  // BS
+            ("10,,u-10,\"a\u{7F}\"", false),  // DEL
+            ("11,,u-11,\"two\nlines\"", false),  // LF inside quotes
+            ("12,,u-12,\"tab\there\"", false),
+            ("13,,\(long),x@example.com", false),
+            ("14,,\(longest),y@example.com", true),  // exactly 512 bytes
+            ("15,,u-15,ünïcødé@example.com", true),
+            ("16,,u-16,a=b@example.com", true),  // '=' not first
+            ("17,,u-17,+", true),
+            ("18,,u-18,", true),
+        ]
+        let text = Self.header + rows.map { $0.0 + "\n" }.joined()
+        let path = try Self.file(text)
+        let t = try IdentityReader.read(path: path, key: .originalTransactionId)
+        #expect(t.lines == rows.count)
+        #expect(t.rejects.total == rows.filter { !$0.1 }.count)
+        for (i, (row, kept)) in rows.enumerated() {
+            let key = String(i + 1)
+            #expect((t.fields(for: key, token: false) != nil) == kept, "\(row)")
+        }
+        #expect(t.fields(for: "1", token: false)?[3] == "+14155550100")
+        #expect(t.fields(for: "2", token: false)?[3] == "-1 (415) 555-0100")
+        #expect(t.fields(for: "14", token: false)?[2] == longest)
+        #expect(t.fields(for: "15", token: false)?[3] == "ünïcødé@example.com")
+        // Each reject is one line of rejects.csv: its excerpt and reason hold no raw control.
+        for r in t.rejects.listed {
+            #expect(!r.excerpt.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(r)")
+            #expect(!r.reason.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(r)")
+        }
+        let reasons = t.rejects.listed.map(\.reason)
+        #expect(reasons.contains { $0.contains("formula") })
+        #expect(reasons.contains { $0.contains("control byte \\x1B") })
+        #expect(reasons.contains { $0.contains("longer than 512 bytes") })
+    }
+
+    @Test("only the columns asked for are kept, in the order asked; a column the file lacks is named as missing")
+    func columnsAsked() throws {
+        let text = Self.header + "1,,u-1,one@example.com\n2,,u-2,two@example.com\n"
+        let t = try IdentityReader.read(
+            path: try Self.file(text), key: .originalTransactionId, columns: ["email", "phone", "external_id"])
+        #expect(t.columns == ["email", "external_id"])
+        #expect(t.missing == ["phone"])
+        #expect(t.fields(for: "2", token: false) == ["two@example.com", "u-2"])
+        #expect(t.index(of: "external_id") == 1)
+    }
+
+    @Test("a header of a hundred thousand columns and rows as wide are read keeping only the columns asked")
+    func wideRows() throws {
+        let width = 100_000
+        var text = "original_transaction_id" + String(repeating: ",c", count: width - 2) + ",email\n"
+        for k in 1...5 { text += "\(k)" + String(repeating: ",", count: width - 2) + ",e\(k)@example.com\n" }
+        let t = try IdentityReader.read(path: try Self.file(text), key: .originalTransactionId, columns: ["email"])
+        #expect(t.count == 5)
+        #expect(t.fields(for: "3", token: false) == ["e3@example.com"])
+        #expect(t.rejects.total == 0)
     }
 }

@@ -1,0 +1,375 @@
+import Crypto
+import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackSupport
+
+/// The identities joined to the segment lists the destinations read (docs/rules.md §10.1,
+/// §6.2): the values of the identity columns the destinations use, for every segment row, in
+/// segment order.
+///
+/// A run in memory keeps the identity rows in one compact table (``IdentityIndex``): its valid
+/// rows' worth of the used columns. A memory-bounded run never holds the whole file: the rows
+/// are split by the hash of their key into ``bucketCount`` files in its work folder; groups of
+/// buckets that fit a quarter of the memory limit are loaded one after another, each answering
+/// the segment rows whose key falls in it into a file per list; the lists are then read once
+/// more with one reader per group, which hands back the answers in segment order. Every file is
+/// checked (size and SHA-256) before it is read.
+struct IdentityJoin {
+    /// The identity columns used, in the order the destinations first name them.
+    let columns: [String]
+    /// What the read found; duplicates are counted as buckets load.
+    private(set) var scan: IdentityScan
+    private(set) var duplicates = 0
+    let token: Bool
+    private let storage: Storage
+
+    private enum Storage {
+        case memory(IdentityIndex)
+        case disk(IdentityBuckets)
+    }
+
+    /// Where a memory-bounded run may keep its files, and its limit.
+    struct Bounds {
+        var folder: String
+        var memory: Int
+    }
+
+    /// Reads the identities file of `source` for `columns`, into memory, or split on disk
+    /// under `bounds`.
+    static func load(
+        _ p: ResolvedPipeline, source: IdentitiesSource, columns: [String], bounds: Bounds?
+    ) throws -> IdentityJoin {
+        let path = p.config.resolve(source.path)
+        let token = source.key == .appAccountToken
+        if let bounds {
+            let buckets = try IdentityBuckets(folder: bounds.folder, columns: columns.count, budget: bounds.memory / 4)
+            let scan = try IdentityReader.scan(
+                path: path, key: source.key, columns: columns, inflater: p.inflater, limits: p.limits
+            ) { key, values in try buckets.add(key: key, values: values) }
+            try buckets.close()
+            return IdentityJoin(columns: columns, scan: scan, token: token, storage: .disk(buckets))
+        }
+        var index: IdentityIndex?
+        let scan = try IdentityReader.scan(
+            path: path, key: source.key, columns: columns, inflater: p.inflater, limits: p.limits
+        ) { key, values in
+            if index == nil { index = IdentityIndex(columns: values.count) }
+            index!.insert(key: key, values: values)
+        }
+        let kept = scan.positions.compactMap { $0 }.count
+        let table = index ?? IdentityIndex(columns: kept)
+        var join = IdentityJoin(columns: columns, scan: scan, token: token, storage: .memory(table))
+        join.duplicates = table.replaced
+        return join
+    }
+
+    /// The position among the kept values of `column`, or nil when the file lacks it.
+    func position(of column: String) -> Int? {
+        guard let i = columns.firstIndex(of: column), scan.positions[i] != nil else { return nil }
+        return scan.positions[..<i].filter { $0 != nil }.count
+    }
+
+    /// The key of a segment row (docs/rules.md §4.1 columns) as the identities are keyed.
+    func key(_ fields: [String]) -> String {
+        token ? IdentityReader.lowercasedASCII(fields[2]) : fields[1]
+    }
+
+    /// Prepares the answers for `lists` (segment files), in the order they will be read; a run
+    /// in memory has nothing to prepare.
+    mutating func prepare(lists: [String]) throws {
+        guard case .disk(let buckets) = storage else { return }
+        duplicates = try buckets.answer(lists: lists) { fields in key(fields) }
+    }
+
+    /// Calls `row` with the fields of every row of segment file `list` and the kept identity
+    /// values of its customer (nil: no identity row).
+    func rows(of list: String, _ row: ([String], [String]?) throws -> Void) throws {
+        switch storage {
+        case .memory(let index):
+            try Stage.forEachSegmentRow(list) { f in
+                try row(f, index.find(key(f)).map { index.values($0) })
+            }
+        case .disk(let buckets):
+            try buckets.read(list: list, key: { key($0) }, row)
+        }
+    }
+
+    /// Removes what a bounded join wrote.
+    func discard() {
+        if case .disk(let buckets) = storage { buckets.discard() }
+    }
+}
+
+/// Identity rows split on disk by the hash of their key (``IdentityJoin``).
+final class IdentityBuckets {
+    static let bucketCount = 64
+    let folder: String
+    let columns: Int
+    /// Bytes of records a group of buckets may hold in memory with its table.
+    let budget: Int
+    private var writers: [IntermediateWriter] = []
+    private var sizes: [(bytes: Int, rows: Int, sha256: String)] = []
+    /// The group that answers each bucket, once grouped.
+    private var groupOf: [Int] = []
+    private var groups = 0
+    /// Per list, per group: the answers file's name, size and SHA-256.
+    private var answers: [String: [(String, Int, String)]] = [:]
+    private var record: [UInt8] = []
+
+    init(folder: String, columns: Int, budget: Int) throws {
+        self.folder = folder
+        self.columns = columns
+        self.budget = max(budget, 1 << 20)
+        // What a killed run of the same work folder left goes first.
+        discard()
+        try System.makeDirectory(folder, mode: 0o700)
+        writers = try (0..<Self.bucketCount).map { try IntermediateWriter(path: folder + "/bucket-\($0)") }
+    }
+
+    static func bucket(_ key: UnsafeRawBufferPointer) -> Int { Int(IdentityIndex.hash(key) >> 58) }
+
+    static func bucket(_ key: String) -> Int {
+        var k = key
+        return k.withUTF8 { bucket(UnsafeRawBufferPointer($0)) }
+    }
+
+    func add(key: UnsafeRawBufferPointer, values: [UnsafeRawBufferPointer]) throws {
+        record.removeAll(keepingCapacity: true)
+        IdentityIndex.appendRecord(key: key, values: values, to: &record)
+        try writers[Self.bucket(key)].write(record)
+    }
+
+    /// Closes the buckets and groups them: consecutive buckets whose records and table fit
+    /// ``budget`` load together.
+    func close() throws {
+        sizes = try writers.map { try $0.finish() }
+        writers = []
+        var held = 0
+        groupOf = []
+        groups = 0
+        for s in sizes {
+            let cost = s.bytes + s.rows * 2 * MemoryLayout<Int>.stride
+            if groupOf.isEmpty || held + cost > budget {
+                if !groupOf.isEmpty { groups += 1 }
+                held = 0
+            }
+            held += cost
+            groupOf.append(groups)
+        }
+        groups += 1
+    }
+
+    /// Loads each group in turn and writes, per list, the answers of the rows whose key falls
+    /// in it; returns the rows whose key an earlier row had.
+    func answer(lists: [String], key: ([String]) -> String) throws -> Int {
+        var duplicates = 0
+        var files: [[(String, Int, String)]] = Array(repeating: [], count: lists.count)
+        for g in 0..<groups {
+            let members = (0..<Self.bucketCount).filter { groupOf[$0] == g }
+            let index = IdentityIndex(
+                columns: columns, reservingBytes: members.reduce(0) { $0 + sizes[$1].bytes },
+                rows: members.reduce(0) { $0 + sizes[$1].rows })
+            for b in members {
+                let bytes = try IntermediateWriter.readChecked(
+                    folder + "/bucket-\(b)", bytes: sizes[b].bytes, sha256: sizes[b].sha256)
+                bytes.withUnsafeBytes { index.append(records: $0) }
+                System.unlinkIfPresent(folder + "/bucket-\(b)")
+            }
+            duplicates += index.replaced
+            for (l, list) in lists.enumerated() {
+                let name = folder + "/answers-\(g)-\(l)"
+                let out = try IntermediateWriter(path: name)
+                try Stage.forEachSegmentRow(list) { f in
+                    let k = key(f)
+                    guard groupOf[Self.bucket(k)] == g else { return }
+                    record.removeAll(keepingCapacity: true)
+                    if let r = index.find(k) {
+                        record.append(1)
+                        for c in 0..<columns {
+                            let v = index.value(r, c)
+                            record.append(UInt8(truncatingIfNeeded: v.utf8.count))
+                            record.append(UInt8(truncatingIfNeeded: v.utf8.count >> 8))
+                            record.append(contentsOf: v.utf8)
+                        }
+                    } else {
+                        record.append(0)
+                    }
+                    try out.write(record)
+                }
+                let (bytes, _, sha) = try out.finish()
+                files[l].append((name, bytes, sha))
+            }
+        }
+        for (l, list) in lists.enumerated() { answers[list] = files[l] }
+        return duplicates
+    }
+
+    /// Reads `list` with its answers, in segment order.
+    func read(list: String, key: ([String]) -> String, _ row: ([String], [String]?) throws -> Void) throws {
+        guard let files = answers[list] else {
+            throw WinBackError(.badData, "no identities were joined to this list", path: list)
+        }
+        let readers = try files.map { try IntermediateReader(path: $0.0, bytes: $0.1, sha256: $0.2) }
+        try Stage.forEachSegmentRow(list) { f in
+            let r = readers[groupOf[Self.bucket(key(f))]]
+            guard try r.byte() == 1 else { return try row(f, nil) }
+            var values: [String] = []
+            for _ in 0..<columns {
+                let n = Int(try r.byte()) | Int(try r.byte()) << 8
+                values.append(String(decoding: try r.bytes(n), as: UTF8.self))
+            }
+            try row(f, values)
+        }
+        for r in readers where !r.atEnd {
+            throw WinBackError(.badData, "an identities answers file is longer than its list", path: r.path)
+        }
+    }
+
+    func discard() {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            System.unlinkIfPresent(folder + "/" + name)
+        }
+        _ = try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// A file of the run's own, written through a buffer and hashed as it goes (neither synced nor
+/// published: it lives only while the run does).
+final class IntermediateWriter {
+    let path: String
+    private var fd: Int32
+    private var buffer: [UInt8] = []
+    private var hasher = SHA256()
+    private var bytes = 0
+    private var rows = 0
+
+    init(path: String) throws {
+        self.path = path
+        do { fd = try System.createNew(path) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
+        }
+        buffer.reserveCapacity(32 << 10)
+    }
+
+    deinit { if fd >= 0 { System.closeQuietly(fd) } }
+
+    func write(_ record: [UInt8]) throws {
+        buffer.append(contentsOf: record)
+        rows += 1
+        if buffer.count >= 32 << 10 { try flush() }
+    }
+
+    private func flush() throws {
+        try buffer.withUnsafeBytes { p in
+            hasher.update(bufferPointer: p)
+            do { try System.writeAll(fd, p) } catch let e as SystemError {
+                throw e.winBack(.cannotCreateOutput, "cannot write", path: path)
+            }
+        }
+        bytes += buffer.count
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes and closes; returns (bytes, records, SHA-256).
+    func finish() throws -> (bytes: Int, rows: Int, sha256: String) {
+        try flush()
+        try System.close(fd)
+        fd = -1
+        return (bytes, rows, Hex.string(hasher.finalize()))
+    }
+
+    /// The whole of a file this run wrote, checked against the size and SHA-256 it recorded
+    /// (65 naming it otherwise).
+    static func readChecked(_ path: String, bytes: Int, sha256: String) throws -> [UInt8] {
+        let (fd, size) = try System.openRegularFile(path, followLinks: false)
+        defer { System.closeQuietly(fd) }
+        guard size == bytes else {
+            throw WinBackError(.badData, "a file of the run changed size under it (\(size), not \(bytes))", path: path)
+        }
+        var out = [UInt8](repeating: 0, count: bytes)
+        var filled = 0
+        try out.withUnsafeMutableBytes { p in
+            while filled < bytes {
+                let n = try System.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: p[filled...]))
+                if n == 0 { break }
+                filled += n
+            }
+        }
+        guard filled == bytes, Hex.string(SHA256.hash(data: out)) == sha256 else {
+            throw WinBackError(.badData, "a file of the run does not match what it wrote", path: path)
+        }
+        return out
+    }
+}
+
+/// Reads a file this run wrote, sequentially, after checking it whole (size and SHA-256).
+final class IntermediateReader {
+    let path: String
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private var at = 0
+    private var eof = false
+
+    init(path: String, bytes: Int, sha256: String) throws {
+        self.path = path
+        let (fd, size) = try System.openRegularFile(path, followLinks: false)
+        self.fd = fd
+        var hasher = SHA256()
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        var total = 0
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try System.read(fd, into: $0) }
+            if n == 0 { break }
+            chunk.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+            total += n
+        }
+        guard size == bytes, total == bytes, Hex.string(hasher.finalize()) == sha256 else {
+            System.closeQuietly(fd)
+            throw WinBackError(.badData, "a file of the run does not match what it wrote", path: path)
+        }
+        try System.seek(fd, to: 0)
+    }
+
+    deinit { System.closeQuietly(fd) }
+
+    var atEnd: Bool {
+        if at < buffer.count { return false }
+        return (try? fill()) == false
+    }
+
+    /// Reads more; false at the end of the file.
+    @discardableResult
+    private func fill() throws -> Bool {
+        if eof { return false }
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        let n = try chunk.withUnsafeMutableBytes { try System.read(fd, into: $0) }
+        if n == 0 {
+            eof = true
+            return false
+        }
+        buffer = Array(buffer[at...]) + chunk[..<n]
+        at = 0
+        return true
+    }
+
+    func byte() throws -> UInt8 {
+        while at >= buffer.count {
+            guard try fill() else {
+                throw WinBackError(.badData, "an identities answers file ends early", path: path)
+            }
+        }
+        defer { at += 1 }
+        return buffer[at]
+    }
+
+    func bytes(_ n: Int) throws -> ArraySlice<UInt8> {
+        while buffer.count - at < n {
+            guard try fill() else {
+                throw WinBackError(.badData, "an identities answers file ends early", path: path)
+            }
+        }
+        defer { at += n }
+        return buffer[at..<(at + n)]
+    }
+}
