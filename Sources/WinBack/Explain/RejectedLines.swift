@@ -13,7 +13,7 @@ enum RejectedLines {
         guard !needles.isEmpty, !rejects.isEmpty else { return [] }
         var found: [Reject] = []
         let byFile = Dictionary(grouping: rejects, by: \.file)
-        for file in byFile.keys.sorted() {
+        for file in byFile.keys.sorted(by: FileName.precedes) {
             let wanted = Dictionary(byFile[file]!.map { ($0.line, $0) }, uniquingKeysWith: { a, _ in a })
             guard let source = try? openSource(path: file) else { continue }
             let lines = LineCursor(source: source, maxLineBytes: limits.maxLineBytes)
@@ -22,7 +22,8 @@ enum RejectedLines {
                 if mentions(line, needles) { found.append(r) }
             }
         }
-        return found.sorted { ($0.file, $0.line) < ($1.file, $1.line) }
+        // In the order of rejects.csv: by the bytes of the file's name, then line.
+        return found.sorted { $0.file != $1.file ? FileName.precedes($0.file, $1.file) : $0.line < $1.line }
     }
 
     /// Whether `line`, or a base64url part of it that decodes, holds one of `needles`.

@@ -139,7 +139,8 @@ final class StateKeeper {
 
     private func display(_ path: String) -> String {
         let prefix = p.config.folder.hasSuffix("/") ? p.config.folder : p.config.folder + "/"
-        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+        // A reason is printed and written: the name escaped (docs/rules.md §6.2).
+        return ControlEscape.name(path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path)
     }
 
     /// A memory-bounded run that needs more shards than its state was kept in: the state is

@@ -182,4 +182,32 @@ struct HostileNameTests {
         let failure = objects.first { $0["event"] as? String == "failed" }
         #expect((failure?["message"] as? String)?.contains(shown) == true, "\(json.stderr)")
     }
+
+    @Test("incremental: files with hostile names are taken from the state the next night; one gone is named escaped")
+    func incrementalNames() throws {
+        let (pipeline, files, _, _, _) = try Self.hostileWorld(limits: ["maxRejectedFraction: 0.5"])
+        let text = try String(contentsOfFile: pipeline, encoding: .utf8)
+        try (text + "incremental: true\n").write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let output = Paths.temporary()
+        let latest = output + "/generated/latest"
+        func night() throws -> [String: Any] {
+            let r = try CLI.run(["run", pipeline, "--output", output, "--as-of", H.date, "--log-format", "json"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let data = try #require(H.bytes(latest + "/manifest.json"))
+            let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            return try #require(json["incremental"] as? [String: Any])
+        }
+        _ = try night()
+        let second = try night()
+        #expect(second["filesFromState"] as? Int == files, "\(second)")
+        #expect(second["filesRead"] as? Int == 0, "\(second)")
+        try Self.expectRejects(latest + "/rejects.csv")
+
+        let gone = Array((H.folder(pipeline) + "/").utf8) + Self.byteName + [0]
+        #expect(
+            gone.withUnsafeBufferPointer { p in p.withMemoryRebound(to: CChar.self) { unlink($0.baseAddress!) } } == 0)
+        let third = try night()
+        let reason = third["reason"] as? String ?? ""
+        #expect(reason.contains(Self.byteShown + " was absorbed and is gone"), "\(third)")
+    }
 }
