@@ -273,6 +273,14 @@ package enum System {
         ]
     }
 
+    /// realpath(3): `path` with every link, `.` and `..` resolved; nil when a component is
+    /// missing or cannot be examined.
+    package static func realPath(_ path: String) -> String? {
+        guard let p = Glibc.realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
     /// link(2): a second name `to` for the file at `from` (a link at `from` is not followed).
     package static func link(_ from: String, _ to: String) throws {
         if FileName.withCString(from, { f in FileName.withCString(to) { Glibc.link(f, $0) } }) != 0 {

@@ -24,70 +24,92 @@ public enum MetricsFile {
         public var heldOut: Int?
     }
 
-    /// The file's text. `lastSuccess` is the last successful run's end (this run's when it
-    /// succeeded); 0 when the pipeline never succeeded.
-    public static func text(_ r: Run, lastSuccess: Double) -> String {
-        var out = ""
-        let pipeline = "pipeline=\"\(label(r.pipeline))\""
-        func metric(_ name: String, _ help: String, _ samples: [(labels: String, value: String)]) {
-            out += "# HELP winback_\(name) \(help)\n# TYPE winback_\(name) gauge\n"
-            for s in samples {
-                out += "winback_\(name){\(pipeline)\(s.labels.isEmpty ? "" : "," + s.labels)} \(s.value)\n"
-            }
+    /// Every metric this tool writes, with its HELP text, in the order written.
+    static let families: [(name: String, help: String)] = [
+        ("winback_last_run_timestamp_seconds", "When the last run ended, in seconds since the epoch."),
+        (
+            "winback_last_success_timestamp_seconds",
+            "When the last successful run ended, in seconds since the epoch (no sample: none recorded)."
+        ),
+        ("winback_last_exit_code", "The exit code of the last run (0: published)."),
+        ("winback_run_duration_seconds", "How long the last run took, in seconds."),
+        ("winback_rows_read", "Transaction rows the last run read."),
+        ("winback_rows_rejected", "Transaction lines the last run rejected (see rejects.csv)."),
+        ("winback_customers", "Customers of the last run by state at the as-of instant."),
+        ("winback_eligible", "Customers eligible for each offer in the last run."),
+        ("winback_held_out", "Customers the experiment's holdout left out of best-offer in the last run."),
+    ]
+
+    /// The previous file is read only when it is a regular file smaller than this
+    /// (docs/rules.md §6.2).
+    static let previousLimit = 1 << 20
+
+    /// How long a run waits for another run writing the same file (docs/rules.md §10.3).
+    public static let lockTimeout: TimeInterval = 10
+
+    /// The samples of run `r`, every one labelled with its pipeline, with the HELP and TYPE
+    /// lines of every metric this tool writes. `lastSuccess` is the last successful run's end
+    /// (this run's when it succeeded); nil writes no last-success sample (never 0).
+    static func exposition(_ r: Run, lastSuccess: Double?) -> MetricsExposition {
+        var e = MetricsExposition()
+        for f in families {
+            e.help[f.name] = f.help
+            e.type[f.name] = "gauge"
         }
-        metric(
-            "last_run_timestamp_seconds", "When the last run ended, in seconds since the epoch.",
-            [("", seconds(r.finished))])
-        metric(
-            "last_success_timestamp_seconds",
-            "When the last successful run ended, in seconds since the epoch (0: never).",
-            [("", decimal(lastSuccess))])
-        metric("last_exit_code", "The exit code of the last run (0: published).", [("", String(r.exitCode))])
-        metric(
-            "run_duration_seconds", "How long the last run took, in seconds.",
-            [("", decimal(r.finished.timeIntervalSince(r.started)))])
-        if let v = r.rowsRead { metric("rows_read", "Transaction rows the last run read.", [("", String(v))]) }
-        if let v = r.rowsRejected {
-            metric("rows_rejected", "Transaction lines the last run rejected (see rejects.csv).", [("", String(v))])
+        func add(_ name: String, _ value: String, _ label: (String, String)? = nil) {
+            var labels = [MetricsExposition.Label(name: "pipeline", value: r.pipeline)]
+            if let label { labels.append(.init(name: label.0, value: label.1)) }
+            e.samples.append(.init(name: "winback_" + name, labels: labels, value: value))
         }
+        add("last_run_timestamp_seconds", seconds(r.finished))
+        if let lastSuccess { add("last_success_timestamp_seconds", decimal(lastSuccess)) }
+        add("last_exit_code", String(r.exitCode))
+        add("run_duration_seconds", decimal(r.finished.timeIntervalSince(r.started)))
+        if let v = r.rowsRead { add("rows_read", String(v)) }
+        if let v = r.rowsRejected { add("rows_rejected", String(v)) }
         if let s = r.states {
-            metric(
-                "customers", "Customers of the last run by state at the as-of instant.",
-                [
-                    ("state=\"active\"", String(s.active)), ("state=\"billing_retry\"", String(s.billingRetry)),
-                    ("state=\"churned\"", String(s.churned)), ("state=\"not_subscriber\"", String(s.notSubscriber)),
-                ])
+            add("customers", String(s.active), ("state", "active"))
+            add("customers", String(s.billingRetry), ("state", "billing_retry"))
+            add("customers", String(s.churned), ("state", "churned"))
+            add("customers", String(s.notSubscriber), ("state", "not_subscriber"))
         }
-        if !r.eligible.isEmpty {
-            metric(
-                "eligible", "Customers eligible for each offer in the last run.",
-                r.eligible.map { ("offer=\"\(label($0.0))\"", String($0.1)) })
-        }
-        if let v = r.heldOut {
-            metric(
-                "held_out", "Customers the experiment's holdout left out of best-offer in the last run.",
-                [("", String(v))])
-        }
-        return out
+        for (offer, n) in r.eligible { add("eligible", String(n), ("offer", offer)) }
+        if let v = r.heldOut { add("held_out", String(v)) }
+        return e
     }
 
-    /// Writes the file for `r` at `path` (docs/rules.md §10.3): mode 0640, or 0640 and `group`'s.
-    /// On failure the previous file's last success is kept. A file that cannot be written is a
-    /// warning on stderr, never a different exit code for the run.
-    public static func write(_ r: Run, to path: String, group: String?, progress: Progress) {
-        var lastSuccess = r.exitCode == 0 ? r.finished.timeIntervalSince1970 : 0
-        if r.exitCode != 0, let previous = try? String(contentsOfFile: path, encoding: .utf8) {
-            lastSuccess = previousSuccess(previous, pipeline: r.pipeline) ?? 0
-        }
+    /// The file's text for run `r` alone.
+    public static func text(_ r: Run, lastSuccess: Double?) -> String { exposition(r, lastSuccess: lastSuccess).text }
+
+    /// Writes the file for `r` at `path` (docs/rules.md §10.3, §6.2): under the lock of the
+    /// file, the previous file is read (through no link, only a regular file under 1 MiB),
+    /// every series of other pipelines is kept and this pipeline's replaced, and the result is
+    /// written to a fresh name beside it, mode 0640 (and `group`'s), then renamed over it. On
+    /// failure the previous file's last success of this pipeline is kept; with none, no
+    /// last-success sample is written. A file that cannot be written is a warning on stderr,
+    /// never a different exit code for the run.
+    public static func write(
+        _ r: Run, to path: String, group: String?, progress: Progress, lockTimeout: TimeInterval = lockTimeout
+    ) {
         let folder = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        let dir = folder.isEmpty ? "." : folder
         // A fresh name nobody can have planted a file or a link at (created exclusively, never
         // through a link), 0640 whatever the umask, then renamed over the old file.
-        let tmp =
-            (folder.isEmpty ? "." : folder)
-            + "/.\((path as NSString).lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let tmp = dir + "/.\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         do {
+            let lock = try MetricsLock(dir + "/.\(name).lock", timeout: lockTimeout)
+            defer { lock.release() }
+            let previous = self.previous(path, progress: progress) ?? MetricsExposition()
+            let lastSuccess =
+                r.exitCode == 0
+                ? r.finished.timeIntervalSince1970
+                : previous.value(of: "winback_last_success_timestamp_seconds", pipeline: r.pipeline).flatMap {
+                    $0.isFinite && $0 > 0 ? $0 : nil
+                }
+            let merged = previous.replacing(pipeline: r.pipeline, with: exposition(r, lastSuccess: lastSuccess))
             let f = try OutputFile(path: tmp, exclusive: true)
-            try f.write(Array(text(r, lastSuccess: lastSuccess).utf8))
+            try f.write(Array(merged.text.utf8))
             _ = try f.finish()
             try System.secureFile(tmp, mode: 0o640, group: group.flatMap(System.groupID))
             try System.rename(tmp, path)
@@ -97,27 +119,97 @@ public enum MetricsFile {
         }
     }
 
-    /// The last success recorded for `pipeline` in a previous file.
-    static func previousSuccess(_ text: String, pipeline: String) -> Double? {
-        let prefix = "winback_last_success_timestamp_seconds{pipeline=\"\(label(pipeline))\"} "
-        for line in text.split(separator: "\n") where line.hasPrefix(prefix) {
-            return Double(line.dropFirst(prefix.count))
+    /// The previous file at `path`, when it is a regular file under 1 MiB opened through no
+    /// link (docs/rules.md §6.2); otherwise nil, with a warning unless there is none. Lines
+    /// that do not parse are dropped, with a warning.
+    static func previous(_ path: String, progress: Progress) -> MetricsExposition? {
+        func ignored(_ why: String) -> MetricsExposition? {
+            progress.warn(
+                "metrics", "the previous metrics file \(why): ignored; a new file replaces it", fields: ["path": path])
+            return nil
         }
-        return nil
+        let fd: Int32
+        let size: Int
+        do { (fd, size) = try System.openRegularFile(path, followLinks: false) } catch let e as SystemError {
+            return e.errno == ENOENT ? nil : ignored("cannot be opened (\(e.message))")
+        } catch let e as System.NotRegularFile {
+            return ignored("is \(e.what), not a regular file")
+        } catch {
+            return ignored("cannot be opened (\(error))")
+        }
+        defer { System.closeQuietly(fd) }
+        guard size < previousLimit else { return ignored("is \(size) bytes, 1 MiB or more") }
+        // Read at most the limit: a file growing meanwhile is not followed further.
+        var bytes = [UInt8](repeating: 0, count: previousLimit)
+        var count = 0
+        do {
+            while count < previousLimit {
+                let n = try bytes.withUnsafeMutableBytes {
+                    try System.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[count...]))
+                }
+                if n == 0 { break }
+                count += n
+            }
+        } catch {
+            return ignored("cannot be read (\(error))")
+        }
+        guard count < previousLimit else { return ignored("grew to 1 MiB or more while read") }
+        var e = MetricsExposition.parse(Array(bytes[..<count]))
+        if let first = e.dropped.first {
+            let excerpt = ControlEscape.escaped(first.text.prefix(120))
+            progress.warn(
+                "metrics",
+                "the previous metrics file has \(e.dropped.count) line\(e.dropped.count == 1 ? "" : "s") that do not "
+                    + "parse, dropped (line \(first.line): \(excerpt))", fields: ["path": path])
+            e.dropped = []
+        }
+        return e
     }
 
-    /// A label value in the text format: backslash, quote and line feed escaped.
-    static func label(_ s: String) -> String {
-        var out = ""
-        for c in s {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(c)
-            }
+    /// Whether the metrics file `path` is the output folder `output` or anything under it
+    /// (docs/rules.md §6.2), both absolute: compared as written (`.` and `..` taken out) and
+    /// by real paths where they exist (the folders holding them with every link resolved; the
+    /// file's own name is not followed, since a link there is replaced, not written through).
+    static func isInside(_ path: String, output: String) -> Bool {
+        let file = normalized(path)
+        let out = normalized(output)
+        if contains(out, file) { return true }
+        let name = (file as NSString).lastPathComponent
+        return contains(real(out), real((file as NSString).deletingLastPathComponent) + "/" + name)
+    }
+
+    /// The configuration error of a metrics file inside the output folder.
+    static func insideProblem(_ metrics: String, output: String) -> String {
+        "'\(metrics)' is inside the output folder \(output): a run would replace what it publishes there "
+            + "(latest, say); put it in node_exporter's textfile folder"
+    }
+
+    /// Whether `path` is `folder` or under it.
+    private static func contains(_ folder: String, _ path: String) -> Bool {
+        path == folder || path.hasPrefix(folder.hasSuffix("/") ? folder : folder + "/")
+    }
+
+    /// An absolute path with empty components, `.` and `..` taken out, as written.
+    private static func normalized(_ path: String) -> String {
+        var parts: [Substring] = []
+        for c in path.split(separator: "/") where c != "." {
+            if c == ".." { _ = parts.popLast() } else { parts.append(c) }
         }
-        return out
+        return "/" + parts.joined(separator: "/")
+    }
+
+    /// `path` with its longest existing head resolved to a real path.
+    private static func real(_ path: String) -> String {
+        var head = path
+        var tail: [String] = []
+        while head != "/" && !head.isEmpty {
+            if let r = System.realPath(head) {
+                return tail.isEmpty ? r : ([r == "/" ? "" : r] + tail.reversed()).joined(separator: "/")
+            }
+            tail.append((head as NSString).lastPathComponent)
+            head = (head as NSString).deletingLastPathComponent
+        }
+        return "/" + tail.reversed().joined(separator: "/")
     }
 
     static func seconds(_ d: Date) -> String { decimal(d.timeIntervalSince1970) }
@@ -144,8 +236,11 @@ public enum MetricsFile {
     }
 
     /// After a run of the pipeline at `path` failed with `error`: the file, when the pipeline
-    /// file could be read and names one (and the pipeline's name for the log's failure line).
-    public static func failed(pipelinePath path: String, started: Date, error: Error, progress: Progress) {
+    /// file could be read and names one outside the output folder (`output`, the command
+    /// line's, else the file's), and the pipeline's name for the log's failure line.
+    public static func failed(
+        pipelinePath path: String, output: String? = nil, started: Date, error: Error, progress: Progress
+    ) {
         let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
         guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8)
         else { return }
@@ -154,9 +249,50 @@ public enum MetricsFile {
         // The failure's log line names the pipeline even when it failed before resolving it.
         if progress.pipeline.isEmpty { progress.pipeline = config.name }
         guard let metrics = config.metricsPath else { return }
+        let cwd = FileManager.default.currentDirectoryPath
+        if let out = output.map({ InputFiles.absolute($0, base: cwd) })
+            ?? (config.outputDirectory.isEmpty ? nil : config.resolve(config.outputDirectory)),
+            isInside(config.resolve(metrics), output: out)
+        {
+            return  // a configuration error (docs/rules.md §6.2): nothing is written there
+        }
         let r = Run(
             pipeline: config.name.isEmpty ? "unknown" : config.name, started: started, finished: Date(),
             exitCode: exitCode(error))
         write(r, to: config.resolve(metrics), group: config.outputGroup, progress: progress)
     }
+}
+
+/// The lock of a metrics file (docs/rules.md §10.3): flock(2) on `.<name>.lock` beside it,
+/// opened through no link, held from reading the previous file until the new one is renamed
+/// over it, so that pipelines sharing the file never lose each other's series. Waited for up
+/// to a bound: a run holds it for milliseconds.
+struct MetricsLock {
+    let fd: Int32
+
+    init(_ path: String, timeout: TimeInterval) throws {
+        let fd: Int32
+        do { fd = try System.openOrCreate(path) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot open the lock file", path: path)
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let locked: Bool
+            do { locked = try System.tryLock(fd) } catch let e as SystemError {
+                System.closeQuietly(fd)
+                throw e.winBack(.cannotCreateOutput, "cannot lock", path: path)
+            }
+            if locked { break }
+            guard Date() < deadline else {
+                System.closeQuietly(fd)
+                throw WinBackError(
+                    .locked, "another run has held the lock for more than \(Int(timeout.rounded())) s", path: path)
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        self.fd = fd
+    }
+
+    /// Closes the lock file, which releases the lock.
+    func release() { System.closeQuietly(fd) }
 }

@@ -236,6 +236,12 @@ public struct PipelineConfig: Sendable {
                 p.fail("output", "expected a mapping with directory (and formats)")
             }
         }
+        // docs/rules.md §6.2: a metrics file in the output folder would replace what runs publish.
+        if let m = c.metricsPath, !c.outputDirectory.isEmpty,
+            MetricsFile.isInside(c.resolve(m), output: c.resolve(c.outputDirectory))
+        {
+            p.fail("output.metrics", MetricsFile.insideProblem(m, output: c.resolve(c.outputDirectory)))
+        }
         if let r = p.field(root, "reports") {
             if let m = r.mapping {
                 p.allow(m, ["windowMonths", "retentionMonths"], at: "reports.")

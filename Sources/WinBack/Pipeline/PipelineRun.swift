@@ -72,6 +72,13 @@ public struct ResolvedPipeline: Sendable {
             path: catalogPath, contents: S3Location.isURI(catalogPath) ? try S3Inputs.contents(catalogPath) : nil)
         let cwd = FileManager.default.currentDirectoryPath
         let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
+        // The output folder may be the command line's: the metrics file must not be in it either
+        // (docs/rules.md §6.2).
+        if let m = config.metricsPath, MetricsFile.isInside(config.resolve(m), output: out) {
+            throw WinBackError(
+                .configuration, "field 'output.metrics': " + MetricsFile.insideProblem(m, output: out),
+                path: o.pipelinePath)
+        }
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
         let inflater = try self.inflater(asked: o.inflater, file: config.inflater, path: o.pipelinePath)
         if let i = config.identities, !S3Location.isURI(i.path) {
@@ -131,7 +138,9 @@ public enum PipelineRun {
         do {
             return try runPipeline(options, started: started, progress: progress)
         } catch {
-            MetricsFile.failed(pipelinePath: options.pipelinePath, started: started, error: error, progress: progress)
+            MetricsFile.failed(
+                pipelinePath: options.pipelinePath, output: options.output, started: started, error: error,
+                progress: progress)
             throw error
         }
     }

@@ -54,7 +54,9 @@ public enum ShardedRun {
             progress.pipeline = p.config.name
             return try Merge.run(p, work: folder, shards: shards, progress: progress)
         } catch {
-            MetricsFile.failed(pipelinePath: options.pipelinePath, started: started, error: error, progress: progress)
+            MetricsFile.failed(
+                pipelinePath: options.pipelinePath, output: options.output, started: started, error: error,
+                progress: progress)
             throw error
         }
     }

@@ -94,11 +94,13 @@ struct DeliveryMetricsTests {
         #expect(m.value("winback_last_exit_code") == Double(exitCode), sourceLocation: sourceLocation)
     }
 
-    /// Nothing but the metrics file in its folder (no temporary file left beside it).
+    /// Nothing but the metrics file and its lock in its folder (no temporary file left beside it).
     static func expectAlone(_ metrics: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let folder = (metrics as NSString).deletingLastPathComponent
         #expect(
-            try FileManager.default.contentsOfDirectory(atPath: folder) == ["winback.prom"],
+            try FileManager.default.contentsOfDirectory(atPath: folder).sorted() == [
+                ".winback.prom.lock", "winback.prom",
+            ],
             sourceLocation: sourceLocation)
     }
 
@@ -260,15 +262,18 @@ struct DeliveryMetricsTests {
         try Self.expectAlone(metrics)
     }
 
-    @Test("a pipeline that never succeeded has last success 0")
+    @Test("a pipeline that never succeeded writes no last success (never 0), after one failure or several")
     func neverSucceeded() throws {
         let (pipeline, metrics) = try Self.world(seed: 23)
         try DeliveryFixture.replace(pipeline, "transactions-*.jsonl.gz", "nothing-*.jsonl.gz")
-        let r = try CLI.run(["run", pipeline])
-        #expect(r.status == 66)
-        let m = Metrics(metrics)
-        Self.expectWellFormed(m, names: Self.always, exitCode: 66)
-        #expect(m.value("winback_last_success_timestamp_seconds") == 0)
+        for _ in 0..<2 {
+            let r = try CLI.run(["run", pipeline])
+            #expect(r.status == 66)
+            let m = Metrics(metrics)
+            Self.expectWellFormed(
+                m, names: Self.always.filter { $0 != "winback_last_success_timestamp_seconds" }, exitCode: 66)
+            #expect(m.samples["winback_last_success_timestamp_seconds"] == nil, "\(m.text)")
+        }
     }
 
     @Test("a metrics file that cannot be written is a warning; the run still exits 0")
@@ -310,5 +315,216 @@ struct DeliveryMetricsTests {
         let failed = try CLI.run(["run", pipeline])
         #expect(failed.status == 66)
         try check("after a failure")
+    }
+
+    // MARK: docs/rules.md §6.2: the metrics file is not a way in
+
+    /// Runs the command line, killed after `seconds` if it has not ended (a read that blocks
+    /// would otherwise hang the test); its result and how long it took.
+    static func bounded(_ args: [String], seconds: Double = 60) throws -> (result: CLI.Result, seconds: Double) {
+        let start = Date()
+        let p = try CLI.start(args)
+        let pid = p.process.processIdentifier
+        let ended = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            if ended.wait(timeout: .now() + seconds) == .timedOut { kill(pid, SIGKILL) }
+        }
+        let out = p.out.fileHandleForReading.readDataToEndOfFile()
+        let err = p.err.fileHandleForReading.readDataToEndOfFile()
+        p.process.waitUntilExit()
+        ended.signal()
+        let r = CLI.Result(
+            status: p.process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+            stderr: String(decoding: err, as: UTF8.self))
+        return (r, Date().timeIntervalSince(start))
+    }
+
+    /// A world whose runs fail (66: no transaction file matches).
+    static func failingWorld(seed: Int) throws -> (pipeline: String, metrics: String) {
+        let w = try world(seed: seed)
+        try DeliveryFixture.replace(w.pipeline, "transactions-*.jsonl.gz", "nothing-*.jsonl.gz")
+        return w
+    }
+
+    @Test(
+        "a link planted at the path, to a 2 GiB file, is not followed: a failed night ends promptly, the link replaced")
+    func plantedLink() throws {
+        let (pipeline, metrics) = try Self.failingWorld(seed: 31)
+        let big = Paths.temporary() + "/big"
+        #expect(try DeliveryFixture.run("/usr/bin/truncate", ["-s", "2G", big]).status == 0)
+        try FileManager.default.createSymbolicLink(atPath: metrics, withDestinationPath: big)
+        let (r, seconds) = try Self.bounded(["run", pipeline])
+        #expect(r.status == 66, "\(r.stderr)")
+        #expect(seconds < 30, "took \(seconds) s: the 2 GiB file was read")
+        #expect(r.stderr.contains("warning: the previous metrics file is a symbolic link"), "\(r.stderr)")
+        #expect(System.linkKind(metrics) == S_IFREG, "the link is replaced by a file")
+        #expect(System.fileSize(big) == 2 << 30, "nothing written through the link")
+        let head = try #require(FileHandle(forReadingAtPath: big))
+        #expect(try head.read(upToCount: 65536) == Data(count: 65536))
+        try head.close()
+        let m = Metrics(metrics)
+        Self.expectWellFormed(
+            m, names: Self.always.filter { $0 != "winback_last_success_timestamp_seconds" }, exitCode: 66)
+        try Self.expectAlone(metrics)
+    }
+
+    @Test(
+        "a FIFO at the path is never opened for a blocking read; a folder there is left alone; the exit code is the run's"
+    )
+    func fifoOrFolder() throws {
+        let (pipeline, metrics) = try Self.failingWorld(seed: 32)
+        #expect(mkfifo(metrics, 0o644) == 0)
+        let (r, seconds) = try Self.bounded(["run", pipeline])
+        #expect(r.status == 66, "\(r.stderr)")
+        #expect(seconds < 30)
+        #expect(r.stderr.contains("is a FIFO"), "\(r.stderr)")
+        #expect(System.linkKind(metrics) == S_IFREG)
+        try Self.expectAlone(metrics)
+
+        try FileManager.default.removeItem(atPath: metrics)
+        try FileManager.default.createDirectory(atPath: metrics + "/kept", withIntermediateDirectories: true)
+        let (folder, _) = try Self.bounded(["run", pipeline])
+        #expect(folder.status == 66, "\(folder.stderr)")
+        #expect(folder.stderr.contains("is a folder"), "\(folder.stderr)")
+        #expect(folder.stderr.contains("cannot write the metrics file"), "\(folder.stderr)")
+        #expect(System.kind(metrics + "/kept") == .directory)
+    }
+
+    @Test("a previous file of 1 MiB or more is ignored with a warning and replaced; its series are not kept")
+    func tooLarge() throws {
+        let (pipeline, metrics) = try Self.failingWorld(seed: 33)
+        let line = "winback_last_success_timestamp_seconds{pipeline=\"reference\"} 1234\n"
+        try (line + String(repeating: "# padding to one mebibyte\n", count: 41_000)).write(
+            toFile: metrics, atomically: true, encoding: .utf8)
+        #expect((System.fileSize(metrics) ?? 0) > 1 << 20)
+        let (r, seconds) = try Self.bounded(["run", pipeline])
+        #expect(r.status == 66, "\(r.stderr)")
+        #expect(seconds < 30)
+        #expect(r.stderr.contains("1 MiB or more"), "\(r.stderr)")
+        let m = Metrics(metrics)
+        #expect(m.samples["winback_last_success_timestamp_seconds"] == nil, "an ignored file's value is not used")
+        #expect(m.value("winback_last_exit_code") == 66)
+        #expect(m.text.utf8.count < 4096)
+    }
+
+    /// Two pipelines, `reference` and `other`, sharing one metrics file: reference succeeds,
+    /// other succeeds, reference fails. The file's text after each run, and both pipelines.
+    static func shared(seeds: (Int, Int)) throws -> (texts: [String], metrics: String) {
+        let (a, metrics) = try world(seed: seeds.0)
+        let b = try DeliveryFixture.makeWorld(customers: 200, seed: seeds.1)
+        try DeliveryFixture.replace(b, "name: reference", "name: other")
+        try DeliveryFixture.addToOutput(b, "metrics: \(metrics)")
+        var texts: [String] = []
+        for (pipeline, expected) in [(a, Int32(0)), (b, 0)] {
+            let r = try CLI.run(["run", pipeline])
+            #expect(r.status == expected, "\(r.stderr)")
+            texts.append(try String(contentsOfFile: metrics, encoding: .utf8))
+        }
+        try DeliveryFixture.replace(a, "transactions-*.jsonl.gz", "nothing-*.jsonl.gz")
+        let failed = try CLI.run(["run", a])
+        #expect(failed.status == 66, "\(failed.stderr)")
+        #expect(!failed.stderr.contains("warning"), "\(failed.stderr)")
+        texts.append(try String(contentsOfFile: metrics, encoding: .utf8))
+        return (texts, metrics)
+    }
+
+    /// The sample lines of `text` labelled `pipeline="<name>"`.
+    static func lines(_ text: String, of name: String) -> [Substring] {
+        text.split(separator: "\n").filter { !$0.hasPrefix("#") && $0.contains("{pipeline=\"\(name)\"") }
+    }
+
+    @Test("two pipelines share one file: each keeps the other's series; a failure keeps its own last success")
+    func sharedFile() throws {
+        let (texts, metrics) = try Self.shared(seeds: (34, 35))
+        // After other's run: reference's series as its success wrote them, other's added.
+        #expect(Self.lines(texts[1], of: "reference") == Self.lines(texts[0], of: "reference"))
+        let other = Self.lines(texts[1], of: "other")
+        #expect(other.count >= 12, "\(texts[1])")
+        // After reference failed: other's series byte for byte, reference's last success kept.
+        #expect(Self.lines(texts[2], of: "other") == other)
+        let final = Metrics(metrics)
+        let success = Self.lines(texts[0], of: "reference").first {
+            $0.hasPrefix("winback_last_success_timestamp_seconds{")
+        }
+        #expect(success != nil)
+        #expect(Self.lines(texts[2], of: "reference").contains { $0 == success! })
+        #expect(Self.lines(texts[2], of: "reference").contains("winback_last_exit_code{pipeline=\"reference\"} 66"))
+        #expect(!Self.lines(texts[2], of: "reference").contains { $0.hasPrefix("winback_rows_read{") })
+        // One HELP and one TYPE per family; each family's samples together.
+        for name in Self.names {
+            #expect(final.help[name] == 1, "\(name)")
+            #expect(final.typeLines[name] == 1, "\(name)")
+        }
+        var seen: [String] = []
+        for line in texts[2].split(separator: "\n") where !line.hasPrefix("#") {
+            let name = String(line.prefix { $0 != "{" })
+            if seen.last != name {
+                #expect(!seen.contains(name), "\(name)'s samples are split")
+                seen.append(name)
+            }
+        }
+        try Self.expectAlone(metrics)
+    }
+
+    @Test(
+        "promtool check metrics accepts a file two pipelines share, after each run",
+        .enabled(if: deliveryPromtool != nil, "needs promtool (Debian: prometheus)"))
+    func promtoolShared() throws {
+        let tool = try #require(deliveryPromtool)
+        let (texts, _) = try Self.shared(seeds: (36, 37))
+        for (i, text) in texts.enumerated() {
+            let r = try DeliveryFixture.run(tool, ["check", "metrics"], stdin: text)
+            #expect(
+                r.status == 0,
+                "run \(i): promtool exit \(r.status): \(String(decoding: r.stdout, as: UTF8.self)) \(r.stderr)\n\(text)"
+            )
+        }
+    }
+
+    @Test("a metrics path inside the output folder: 78 from run and validate, latest untouched; so with --output")
+    func insideOutput() throws {
+        let (pipeline, metrics) = try Self.world(seed: 38)
+        let folder = (pipeline as NSString).deletingLastPathComponent
+        let ok = try CLI.run(["run", pipeline])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        let latest = folder + "/out/reference/latest"
+        let target = try FileManager.default.destinationOfSymbolicLink(atPath: latest)
+        for inside in [latest, folder + "/out/winback.prom", "out/reference/m.prom"] {
+            let saved = try String(contentsOfFile: pipeline, encoding: .utf8)
+            defer { try? saved.write(toFile: pipeline, atomically: true, encoding: .utf8) }
+            try DeliveryFixture.replace(pipeline, "metrics: \(metrics)", "metrics: \(inside)")
+            let r = try CLI.run(["run", pipeline])
+            #expect(r.status == 78, "\(inside): \(r.stderr)")
+            #expect(r.stderr.contains("output.metrics") && r.stderr.contains("inside the output folder"), "\(r.stderr)")
+            let v = try CLI.run(["validate", pipeline])
+            #expect(v.status == 78, "\(inside): \(v.stdout) \(v.stderr)")
+            #expect((v.stdout + v.stderr).contains("inside the output folder"), "\(v.stdout) \(v.stderr)")
+            #expect(System.linkKind(latest) == System.symbolicLinkType)
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: latest) == target)
+            #expect(!FileManager.default.fileExists(atPath: folder + "/out/winback.prom"))
+            #expect(!FileManager.default.fileExists(atPath: folder + "/out/reference/m.prom"))
+        }
+        // The output folder of the command line: the metrics file is in it; nothing written there.
+        let alternative = Paths.temporary()
+        try DeliveryFixture.replace(pipeline, "metrics: \(metrics)", "metrics: \(alternative)/m.prom")
+        #expect(try CLI.run(["validate", pipeline]).status == 0)
+        let r = try CLI.run(["run", pipeline, "--output", alternative])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains("inside the output folder"), "\(r.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: alternative).isEmpty)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: latest) == target)
+    }
+
+    @Test("another run holding the file's lock: this run waits a bounded time, warns, writes nothing, exits 0")
+    func lockHeld() throws {
+        let (pipeline, metrics) = try Self.world(seed: 39)
+        let lock = try System.openOrCreate((metrics as NSString).deletingLastPathComponent + "/.winback.prom.lock")
+        defer { System.closeQuietly(lock) }
+        #expect(try System.tryLock(lock))
+        let (r, seconds) = try Self.bounded(["run", pipeline], seconds: 120)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(seconds >= MetricsFile.lockTimeout && seconds < 90, "\(seconds) s")
+        #expect(r.stderr.contains("warning: cannot write the metrics file") && r.stderr.contains("lock"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: metrics))
     }
 }
