@@ -28,6 +28,16 @@ public final class S3Client: @unchecked Sendable {
     /// The first wait before a retry; it doubles each time (with jitter).
     public var backoff: TimeInterval = 0.2
     let trace = ProcessInfo.processInfo.environment["WINBACK_S3_TRACE"] != nil
+    /// The run's network time (`limits.networkSeconds`, docs/rules.md §6.2); nil: unbounded.
+    public var budget: NetworkBudget?
+    /// The region of each bucket S3 redirected to another (AWS only), under ``regionsLock``.
+    private var bucketRegions: [String: String] = [:]
+    private let regionsLock = NSLock()
+    /// Where a bucket of a region is on AWS: scheme, host and the path before the key. Tests
+    /// point it at loopback; nothing else changes it.
+    var awsAddress: @Sendable (_ bucket: String, _ region: String) -> (scheme: String, host: String, base: String) = {
+        ("https", "\($0).s3.\($1).amazonaws.com", "")
+    }
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         chain = CredentialChain(environment: environment)
@@ -46,14 +56,34 @@ public final class S3Client: @unchecked Sendable {
 
     /// The client of this process, made from its environment on first use.
     nonisolated(unsafe) private static var made: S3Client?
+    /// The network budget of this process's run (``limitNetwork(seconds:)``).
+    nonisolated(unsafe) private static var runBudget: NetworkBudget?
     private static let makeLock = NSLock()
     public static func shared() throws -> S3Client {
         makeLock.lock()
         defer { makeLock.unlock() }
         if let made { return made }
         let c = try S3Client()
+        c.budget = runBudget
         made = c
         return c
+    }
+
+    /// Bounds the network time of this process's run (docs/rules.md §6.2,
+    /// `limits.networkSeconds`): set once, when the run starts, for ``shared()``.
+    public static func limitNetwork(seconds: Double) {
+        makeLock.lock()
+        defer { makeLock.unlock() }
+        if runBudget?.seconds == seconds { return }
+        runBudget = NetworkBudget(seconds: seconds)
+        made?.budget = runBudget
+    }
+
+    /// The region requests for `bucket` are signed for.
+    func region(of bucket: String) -> String {
+        regionsLock.lock()
+        defer { regionsLock.unlock() }
+        return bucketRegions[bucket] ?? region
     }
 
     // MARK: Requests
@@ -71,8 +101,10 @@ public final class S3Client: @unchecked Sendable {
             let base = endpoint.path.hasSuffix("/") ? String(endpoint.path.dropLast()) : endpoint.path
             path = base + "/" + bucket + "/" + encodedKey
         } else {
-            host = "\(bucket).s3.\(region).amazonaws.com"
-            path = "/" + encodedKey
+            let aws = awsAddress(bucket, region(of: bucket))
+            scheme = aws.scheme
+            host = aws.host
+            path = aws.base + "/" + encodedKey
         }
         let q = query.map { SigV4.encodeQuery($0.0) + "=" + SigV4.encodeQuery($0.1) }.joined(separator: "&")
         return (URL(string: "\(scheme)://\(host)\(path)\(q.isEmpty ? "" : "?" + q)")!, host, path)
@@ -84,19 +116,38 @@ public final class S3Client: @unchecked Sendable {
     /// reason makes the request be tried again like a 5xx.
     func send(
         _ method: String, bucket: String, key: String = "", query: [(String, String)] = [],
-        headers: [(String, String)] = [], body: Data? = nil, what: String,
+        headers: [(String, String)] = [], body: Data? = nil, what: String, limit: Int = 16 << 20,
+        oversized: WinBackError.Code = .ioError, expected: Int = 0,
         acceptable: (HTTP.Response) -> String? = { _ in nil }
     ) throws -> HTTP.Response {
-        let (url, host, path) = address(bucket: bucket, key: key, query: query)
         // What the message names: the object, or for a listing the prefix listed.
         let uri = "s3://\(bucket)/" + (key.isEmpty ? query.first { $0.0 == "prefix" }?.1 ?? "" : key)
         var lastProblem = ""
         var retryAfter: Double?
         var refreshed = false
+        var redirected = false
         let payload = body.map { SigV4.sha256Hex($0) } ?? SigV4.sha256Hex([UInt8]())
-        for attempt in 0..<max(1, tries) {
-            if attempt > 0 { Thread.sleep(forTimeInterval: wait(attempt, retryAfter: retryAfter)) }
+        let limits = HTTP.Limits.forBytes((body?.count ?? 0) + expected)
+        budget?.begin()
+        defer { budget?.end() }
+        func outOfTime() -> WinBackError {
+            WinBackError(
+                .temporary,
+                "the run's network time ran out (limits.networkSeconds: \(Int(budget?.seconds ?? 0))) while trying to "
+                    + "\(what)\(lastProblem.isEmpty ? "" : " (\(lastProblem))"); run again later", path: uri)
+        }
+        var attempt = 0
+        while attempt < max(1, tries) {
+            defer { attempt += 1 }
+            if attempt > 0 {
+                let pause = wait(attempt, retryAfter: retryAfter)
+                if let budget, budget.remaining <= pause { throw outOfTime() }
+                Thread.sleep(forTimeInterval: pause)
+            }
+            if let budget, budget.remaining <= 0 { throw outOfTime() }
             retryAfter = nil
+            let (url, host, path) = address(bucket: bucket, key: key, query: query)
+            let region = region(of: bucket)
             let (credentials, _) = try chain.credentials()
             var request = URLRequest(url: url)
             request.httpMethod = method
@@ -117,9 +168,37 @@ public final class S3Client: @unchecked Sendable {
                         Data("s3 \(method) \(key) \(Int(Date().timeIntervalSince(sent) * 1000)) ms\n".utf8))
                 }
             }
-            do { r = try HTTP.send(request) } catch {
+            do {
+                r = try HTTP.send(request, limit: limit, limits: limits) { [budget] in budget?.remaining ?? .infinity }
+            } catch is HTTP.OutOfTime {
+                throw outOfTime()
+            } catch let o as HTTP.Oversized {
+                throw WinBackError(oversized, "S3's answer was refused as it came: \(o)", path: uri)
+            } catch {
                 lastProblem = "\(error)"
                 continue
+            }
+            switch S3Redirect.decide(
+                status: r.status, headers: r.headers, body: r.body, customEndpoint: endpoint != nil, region: region)
+            {
+            case .region(let other)? where !redirected:
+                // S3's own region redirect: signed anew for that region, once.
+                regionsLock.lock()
+                bucketRegions[bucket] = other
+                regionsLock.unlock()
+                redirected = true
+                attempt -= 1
+                continue
+            case .region(let other)?:
+                throw WinBackError(
+                    .ioError, "S3 redirected to region \(other) again; not followed (credentials go to one host)",
+                    path: uri)
+            case .refused(let target)?:
+                throw WinBackError(
+                    .ioError,
+                    "S3 answered HTTP \(r.status), a redirect to \(target); not followed (credentials go to one host)",
+                    path: uri)
+            case nil: break
             }
             if (200..<300).contains(r.status) {
                 guard let why = acceptable(r) else { return r }
@@ -175,24 +254,36 @@ public final class S3Client: @unchecked Sendable {
     // MARK: Operations
 
     /// Every object whose key starts with `prefix`, in key order, across every page
-    /// (ListObjectsV2).
-    public func list(bucket: String, prefix: String) throws -> [S3Object] {
+    /// (ListObjectsV2). Keys are asked URL-encoded, so that a key with bytes XML cannot carry
+    /// (controls) is listed as it is; a page over 16 MiB, a continuation token that repeats or
+    /// a listing past a million pages is bad data (65, docs/rules.md §6.2).
+    public func list(bucket: String, prefix: String, maxPages: Int = 1_000_000) throws -> [S3Object] {
         var out: [S3Object] = []
         var token: String?
+        var pages = ListingPages(maxPages: maxPages)
+        let listed = "s3://\(bucket)/\(prefix)"
         repeat {
-            var query = [("list-type", "2"), ("prefix", prefix)]
+            var query = [("list-type", "2"), ("prefix", prefix), ("encoding-type", "url")]
             if let token { query.append(("continuation-token", token)) }
-            let r = try send("GET", bucket: bucket, query: query, what: "list \(prefix)*")
+            let r = try send(
+                "GET", bucket: bucket, query: query, what: "list \(prefix)*", limit: ListingPages.maxPageBytes,
+                oversized: .badData, expected: 1 << 20)
             guard let xml = S3XML.parse(r.body) else {
-                throw WinBackError(.badData, "S3's listing is not XML", path: "s3://\(bucket)/\(prefix)")
+                throw WinBackError(.badData, "S3's listing is not XML", path: listed)
             }
+            let encoded = S3XML.first(xml, "ListBucketResult/EncodingType") == "url"
             var key: String?
             var size: Int?
             var etag = ""
             // A `Contents` element ends after its children.
             for (path, text) in xml {
                 switch path {
-                case "ListBucketResult/Contents/Key": key = text
+                case "ListBucketResult/Contents/Key":
+                    guard let k = encoded ? ListingPages.decode(text) : text else {
+                        throw WinBackError(
+                            .badData, "S3's listing has a key that is not URL-encoded UTF-8", path: listed)
+                    }
+                    key = k
                 case "ListBucketResult/Contents/Size": size = Int(text)
                 case "ListBucketResult/Contents/ETag": etag = text
                 case "ListBucketResult/Contents":
@@ -208,7 +299,10 @@ public final class S3Client: @unchecked Sendable {
             let truncated = S3XML.first(xml, "ListBucketResult/IsTruncated") == "true"
             token = truncated ? S3XML.first(xml, "ListBucketResult/NextContinuationToken") : nil
             if truncated && token == nil {
-                throw WinBackError(.badData, "S3's listing is cut without a continuation token", path: "s3://\(bucket)")
+                throw WinBackError(.badData, "S3's listing is cut without a continuation token", path: listed)
+            }
+            if let token, let problem = pages.next(token) {
+                throw WinBackError(.badData, "S3's listing is refused: \(problem)", path: listed)
             }
         } while token != nil
         return out.sorted { $0.location.key.utf8.lexicographicallyPrecedes($1.location.key.utf8) }
@@ -230,9 +324,10 @@ public final class S3Client: @unchecked Sendable {
         if let etag, !etag.isEmpty { headers.append(("if-match", etag)) }
         // The answer says `Content-Encoding: identity` whatever the object was stored with, so
         // the HTTP layer (which inflates gzip answers on its own) hands over the bytes as stored.
+        // An answer longer than the range is refused as it comes, never held (docs/rules.md §6.2).
         let r = try send(
             "GET", bucket: o.bucket, key: o.key, query: [("response-content-encoding", "identity")], headers: headers,
-            what: "read")
+            what: "read", limit: count, expected: count)
         if let size, r.status == 206, let range = r.headers["content-range"],
             let total = range.split(separator: "/").last.flatMap({ Int($0) }), total != size
         {

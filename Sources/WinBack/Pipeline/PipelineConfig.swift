@@ -62,6 +62,8 @@ public struct PipelineConfig: Sendable {
     public var maxLineBytes = 16 << 20
     /// `limits.maxRejectsListed`: rejects.csv lists at most this many rows, then a count.
     public var maxRejectsListed = 100_000
+    /// `limits.networkSeconds`: the most network time a run spends on S3 (docs/rules.md §6.2).
+    public var networkSeconds = 600
     public var windowMonths: Int = 12
     /// `reports.retentionMonths`: how far back returns count in retention-after-return.csv
     /// (docs/rules.md §9.3).
@@ -287,7 +289,16 @@ public struct PipelineConfig: Sendable {
         }
         if let l = p.field(root, "limits") {
             if let m = l.mapping {
-                p.allow(m, ["maxRejectedFraction", "memory", "maxLineBytes", "maxRejectsListed"], at: "limits.")
+                p.allow(
+                    m, ["maxRejectedFraction", "memory", "maxLineBytes", "maxRejectsListed", "networkSeconds"],
+                    at: "limits.")
+                if let v = p.field(m, "networkSeconds") {
+                    if let n = v.scalar.flatMap({ Int($0.string) }), n >= 1, n <= 86_400 {
+                        c.networkSeconds = n
+                    } else {
+                        p.fail("limits.networkSeconds", "expected a number of seconds between 1 and 86400")
+                    }
+                }
                 if let v = p.field(m, "maxLineBytes") {
                     if let bytes = v.scalar.flatMap({ MemorySize.bytes($0.string) }), bytes >= 1024, bytes <= 1 << 30 {
                         c.maxLineBytes = bytes

@@ -60,6 +60,8 @@ public struct ResolvedPipeline: Sendable {
     /// Loads the pipeline file and catalog and resolves the input globs (exit 78 / 66).
     public static func resolve(_ o: RunOptions) throws -> ResolvedPipeline {
         let config = try PipelineConfig.load(path: o.pipelinePath)
+        // Before any S3 request: the run's network time is bounded (docs/rules.md §6.2).
+        S3Client.limitNetwork(seconds: Double(config.networkSeconds))
         var asOf = config.asOf
         if let s = o.asOf {
             guard let v = PipelineConfig.AsOf.parse(s) else {
@@ -96,6 +98,30 @@ public struct ResolvedPipeline: Sendable {
             inflater: inflater, outputDirectory: out,
             transactionFiles: try InputFiles.resolve(config.transactionPaths, base: config.folder),
             renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder), signed: signed)
+    }
+
+    /// The run's publisher, begun (its lock held) before any S3 request, when the pipeline
+    /// reads an input from S3: a run that hangs on the network holds back the next one rather
+    /// than racing it (docs/rules.md §6.2). Nil when every input is local (the lock is taken as
+    /// the run publishes).
+    static func lockedBeforeNetwork(_ o: RunOptions) throws -> Publisher? {
+        let config = try PipelineConfig.load(path: o.pipelinePath)
+        let inputs =
+            config.transactionPaths + config.renewalInfoPaths + [config.offersPath] + [config.identities?.path ?? ""]
+        guard inputs.contains(where: S3Location.isURI) else { return nil }
+        var asOf = config.asOf
+        if let s = o.asOf {
+            guard let v = PipelineConfig.AsOf.parse(s) else {
+                throw WinBackError(.usage, "--as-of \(PipelineConfig.AsOf.problem(s))")
+            }
+            asOf = v
+        }
+        let cwd = FileManager.default.currentDirectoryPath
+        let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
+        let publisher = Publisher(
+            root: out + "/" + config.name, date: Timestamp.date(asOf.resolve(now: o.now)), group: config.outputGroup)
+        try publisher.begin()
+        return publisher
     }
 
     /// Bounds on what bad input may cost (`limits.maxLineBytes`, `limits.maxRejectsListed`).
@@ -146,10 +172,19 @@ public enum PipelineRun {
     }
 
     static func runPipeline(_ options: RunOptions, started: Date, progress: Progress) throws -> RunSummary {
-        let p = try ResolvedPipeline.resolve(options)
+        let locked = try ResolvedPipeline.lockedBeforeNetwork(options)
+        let p: ResolvedPipeline
+        do { p = try ResolvedPipeline.resolve(options) } catch {
+            if let locked {
+                try? FileManager.default.removeItem(atPath: locked.staging)
+                locked.unlock()
+            }
+            throw error
+        }
         progress.pipeline = p.config.name
         if let memory = options.memory ?? p.config.memoryLimit {
-            let summary = try ShardedRun.bounded(options, memory: memory, progress: progress, started: started)
+            let summary = try ShardedRun.bounded(
+                options, memory: memory, progress: progress, started: started, publisher: locked)
             options.published?(summary)
             return summary
         }
@@ -158,7 +193,8 @@ public enum PipelineRun {
         // Once published, under the lock: the next state replaces the previous one.
         let commit: () -> Void = { keeper?.commit(progress: progress) }
         return try Stage.publishing(
-            p, started: started, progress: progress, published: options.published, afterPublish: commit
+            p, started: started, publisher: locked, progress: progress, published: options.published,
+            afterPublish: commit
         ) {
             manifest, rejects, staging, sync in
             if p.config.incremental { keeper = StateKeeper(p, root: (staging as NSString).deletingLastPathComponent) }

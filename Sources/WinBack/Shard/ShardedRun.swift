@@ -1,6 +1,7 @@
 import Foundation
 import WinBackRead
 import WinBackSupport
+import WinBackWrite
 
 /// The entry points of a run past one machine (docs/rules.md §8): the three stages of an array
 /// job, and the same three inside one process under a memory limit.
@@ -65,15 +66,17 @@ public enum ShardedRun {
     /// process, with the parts in a folder beside the output that is removed afterwards (and,
     /// after a killed run, by the next run under the lock).
     ///
-    /// `started` is when the run began (the manifest's `started`).
+    /// `started` is when the run began (the manifest's `started`); `publisher`, one already
+    /// begun (its lock taken before any S3 request, docs/rules.md §6.2).
     public static func bounded(
-        _ options: RunOptions, memory: Int, progress: Progress, shards chosen: Int? = nil, started: Date = Date()
+        _ options: RunOptions, memory: Int, progress: Progress, shards chosen: Int? = nil, started: Date = Date(),
+        publisher given: Publisher? = nil
     ) throws -> RunSummary {
         let p = try ResolvedPipeline.resolve(options)
         progress.pipeline = p.config.name
         var shards = chosen ?? shardCount(p, memory: memory)
-        let publisher = p.publisher()
-        try publisher.begin()  // removes the work folders of killed runs
+        let publisher = given ?? p.publisher()
+        if given == nil { try publisher.begin() }  // removes the work folders of killed runs
         let fm = FileManager.default
         let work = WorkFolder(publisher.root + "/.work-\(System.processID)")
         defer { try? fm.removeItem(atPath: work.root) }
