@@ -96,7 +96,7 @@ public enum MetricsFile {
         let dir = folder.isEmpty ? "." : folder
         // A fresh name nobody can have planted a file or a link at (created exclusively, never
         // through a link), 0640 whatever the umask, then renamed over the old file.
-        let tmp = dir + "/.\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let tmp = dir + "/.\(name).tmp-\(System.processID)-\(UInt32.random(in: 0...UInt32.max))"
         do {
             let lock = try MetricsLock(dir + "/.\(name).lock", timeout: lockTimeout)
             defer { lock.release() }
@@ -174,8 +174,11 @@ public enum MetricsFile {
         let file = normalized(path)
         let out = normalized(output)
         if contains(out, file) { return true }
+        // As the system resolves them: a `..` after a link leaves the link's target.
+        func resolved(_ p: String) -> String { System.realPath(p) ?? real(normalized(p)) }
         let name = (file as NSString).lastPathComponent
-        return contains(real(out), real((file as NSString).deletingLastPathComponent) + "/" + name)
+        let folder = resolved((path as NSString).deletingLastPathComponent)
+        return contains(resolved(output), (folder == "/" ? "" : folder) + "/" + name)
     }
 
     /// The configuration error of a metrics file inside the output folder.

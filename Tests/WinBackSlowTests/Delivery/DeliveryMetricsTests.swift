@@ -407,6 +407,35 @@ struct DeliveryMetricsTests {
         #expect(m.text.utf8.count < 4096)
     }
 
+    @Test("lines of the previous file that do not parse are dropped with a warning; the rest is kept")
+    func garbageLines() throws {
+        let (pipeline, metrics) = try Self.failingWorld(seed: 40)
+        try """
+        # HELP winback_last_exit_code Old text.
+        # TYPE winback_last_exit_code gauge
+        winback_last_exit_code{pipeline="other"} 3
+        \u{1B}[2Jwinback_x 1
+        winback_last_exit_code{pipeline="other"} 4
+        winback_last_success_timestamp_seconds{pipeline="reference"} 1234.5
+        this is not a sample
+        winback_rows_read{pipeline="other" 7
+
+        """.write(toFile: metrics, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["run", pipeline])
+        #expect(r.status == 66, "\(r.stderr)")
+        #expect(r.stderr.contains("has 4 lines that do not parse, dropped (line 4: \\x1B[2Jwinback_x 1)"), "\(r.stderr)")
+        #expect(!r.stderr.contains("\u{1B}"), "a control byte quoted escaped")
+        let m = Metrics(metrics)
+        #expect(m.value("winback_last_success_timestamp_seconds") == 1234.5)
+        #expect(
+            m.samples["winback_last_exit_code"]?.map(\.labels).sorted() == [
+                "{pipeline=\"other\"}", "{pipeline=\"reference\"}",
+            ])
+        #expect(m.text.contains("winback_last_exit_code{pipeline=\"other\"} 3\n"))
+        #expect(
+            !m.text.contains("Old text") && !m.text.contains("not a sample") && m.samples["winback_rows_read"] == nil)
+    }
+
     /// Two pipelines, `reference` and `other`, sharing one metrics file: reference succeeds,
     /// other succeeds, reference fails. The file's text after each run, and both pipelines.
     static func shared(seeds: (Int, Int)) throws -> (texts: [String], metrics: String) {

@@ -288,6 +288,9 @@ struct MetricsFileTests {
         #expect(MetricsFile.isInside(dir + "/alias/nightly/latest", output: out), "through a link to the folder")
         #expect(MetricsFile.isInside(dir + "/elsewhere/../alias/m.prom", output: out))
         #expect(MetricsFile.isInside(out + "/m.prom", output: dir + "/alias"), "the output folder itself a link")
+        // `..` after a link is the link target's parent, as the system resolves it.
+        try FileManager.default.createSymbolicLink(atPath: dir + "/deep", withDestinationPath: out + "/nightly")
+        #expect(MetricsFile.isInside(dir + "/deep/../m.prom", output: out))
         #expect(!MetricsFile.isInside(dir + "/out2/m.prom", output: out))
         #expect(!MetricsFile.isInside(dir + "/m.prom", output: out))
         #expect(!MetricsFile.isInside(dir + "/out/../m.prom", output: out))
