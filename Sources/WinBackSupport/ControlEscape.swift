@@ -22,13 +22,20 @@ public enum ControlEscape {
     }
 
     /// `s` with its controls (and name markers) written as `\xHH`.
-    public static func escaped<S: StringProtocol>(_ s: S) -> String {
-        guard s.unicodeScalars.contains(where: { isControl($0) || FileName.isMarker($0) }) else { return String(s) }
+    public static func escaped<S: StringProtocol>(_ s: S) -> String { escaped(s, markers: true) }
+
+    /// Text read from an input's contents (a reject's excerpt), with only its controls written
+    /// as `\xHH`: there a private-use character is text, not a byte of a name.
+    public static func escapedText<S: StringProtocol>(_ s: S) -> String { escaped(s, markers: false) }
+
+    static func escaped<S: StringProtocol>(_ s: S, markers: Bool) -> String {
+        func escapes(_ c: Unicode.Scalar) -> Bool { isControl(c) || (markers && FileName.isMarker(c)) }
+        guard s.unicodeScalars.contains(where: escapes) else { return String(s) }
         var out = String.UnicodeScalarView()
         for c in s.unicodeScalars {
             if isControl(c) {
                 appendEscape(UInt8(c.value), to: &out)
-            } else if FileName.isMarker(c) {
+            } else if markers && FileName.isMarker(c) {
                 appendEscape(FileName.byte(ofMarker: c), to: &out)
             } else {
                 out.append(c)

@@ -30,7 +30,7 @@ public struct Reject: Sendable, Equatable, Codable {
         }
         self.init(
             file: file, line: line, reason: ControlEscape.escaped(reason),
-            excerpt: ControlEscape.escaped(String(scalars)))
+            excerpt: ControlEscape.escapedText(String(scalars)))
     }
 }
 

@@ -110,6 +110,14 @@ struct FileNameTests {
         #expect(ControlEscape.escaped(once) == once)
     }
 
+    @Test("a reject's excerpt keeps a private-use character as text; only its controls are escaped")
+    func excerptKeepsText() {
+        let line = Array("{\"id\": \"\u{10FE80}\u{10FEFF}\t\"}".utf8)
+        let r = line.withUnsafeBytes { Reject(file: "f", line: 1, reason: "bad", bytes: $0) }
+        #expect(r.excerpt == "{\"id\": \"\u{10FE80}\u{10FEFF}\\x09\"}")
+        #expect(ControlEscape.escapedText("a\u{10FEFF}\u{1B}") == "a\u{10FEFF}\\x1B")
+    }
+
     @Test("a file whose name is not UTF-8 is found by glob, sorted by bytes, opened, sized and read")
     func systemCalls() throws {
         let dir = Paths.temporary()
