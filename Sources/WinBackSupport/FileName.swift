@@ -13,7 +13,9 @@ import Foundation
 /// Names are encoded where the system hands them over (glob(3)) and decoded only where they
 /// are handed back (``System``'s calls that take a path), so reading and comparing names costs
 /// nothing more. Paths taken from the pipeline file are text: ``fromText(_:)`` makes them
-/// names before they are joined with names the system gave.
+/// names before they are joined with names the system gave (the input globs). Other paths
+/// of the pipeline file (the output folder, say) are used as they are, which is the same
+/// unless they hold a character U+10FE80–U+10FEFF.
 package enum FileName {
     /// The first marker scalar's value less 0x80: byte `b` (0x80–0xFF) is U+10FE00 + b.
     static let markerBase: UInt32 = 0x10FE00
