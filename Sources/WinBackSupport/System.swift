@@ -276,9 +276,9 @@ package enum System {
     /// realpath(3): `path` with every link, `.` and `..` resolved; nil when a component is
     /// missing or cannot be examined.
     package static func realPath(_ path: String) -> String? {
-        guard let p = Glibc.realpath(path, nil) else { return nil }
+        guard let p = FileName.withCString(path, { Glibc.realpath($0, nil) }) else { return nil }
         defer { free(p) }
-        return String(cString: p)
+        return FileName.string(cString: p)
     }
 
     /// link(2): a second name `to` for the file at `from` (a link at `from` is not followed).
