@@ -13,8 +13,14 @@ package final class CSVRecordReader {
     @exclusivity(unchecked) private(set) var fields: [UnsafeRawBufferPointer] = []
 
     /// The longest record handed to `body`, in bytes; a longer one goes to `tooLong`, never
-    /// held whole (docs/rules.md §6.1).
-    let maxRecordBytes: Int
+    /// held whole (docs/rules.md §6.1). May be lowered between records (once a header says how
+    /// long a valid record can be).
+    package var maxRecordBytes: Int
+
+    /// The most fields a record is split into: past it, the record is handed over malformed
+    /// ("more than N fields") without its fields being listed, so a line of a million commas
+    /// costs no list of a million fields. May be changed between records.
+    package var maxFields = Int.max
 
     package init(source: ByteSource, chunkSize: Int = 1 << 20, maxRecordBytes: Int = ReadLimits.default.maxLineBytes) {
         self.source = source
@@ -198,6 +204,7 @@ package final class CSVRecordReader {
                 fields.append(UnsafeRawBufferPointer(rebasing: r[s..<i]))
             }
             if i >= n { return nil }
+            if fields.count >= maxFields { return "more than \(maxFields) fields" }
             i += 1  // the comma
             if i == n {
                 fields.append(UnsafeRawBufferPointer(rebasing: r[n..<n]))

@@ -82,6 +82,9 @@ public struct IdentityTable: @unchecked Sendable {
 }
 
 public enum IdentityReader {
+    /// The most columns an identities file's header may have (65 past it).
+    public static let maxColumns = 1024
+
     /// Reads `path` (docs/rules.md §10.1) into a table of the `columns` a run uses (nil: every
     /// column of the header).
     public static func read(
@@ -137,11 +140,18 @@ public enum IdentityReader {
                     file: path, line: line, reason: reason,
                     bytes: UnsafeRawBufferPointer(rebasing: raw.prefix(LineCursor.excerptBytes))))
         }
-        try CSVRecordReader(source: source, maxRecordBytes: limits.maxLineBytes).forEachRecord(
+        let reader = CSVRecordReader(source: source, maxRecordBytes: limits.maxLineBytes)
+        reader.maxFields = maxColumns
+        var maxRecordBytes = limits.maxLineBytes
+        try reader.forEachRecord(
             { fields, line, raw, malformed in
                 if inHeader {
                     guard malformed == nil else {
-                        throw WinBackError(.badData, "the header row is not valid CSV: \(malformed!)", path: path)
+                        throw WinBackError(
+                            .badData,
+                            fields.count >= maxColumns
+                                ? "the header has more than \(maxColumns) columns, more than any identities file needs"
+                                : "the header row is not valid CSV: \(malformed!)", path: path)
                     }
                     let names = fields.map { String(decoding: $0, as: UTF8.self) }
                     guard let k = names.firstIndex(of: key.rawValue) else {
@@ -157,6 +167,13 @@ public enum IdentityReader {
                     scan.positions = (columns ?? names).map { c in names.firstIndex(of: c) }
                     header(names, k)
                     inHeader = false
+                    // No valid row is longer than its values at their longest, each quoted with
+                    // every byte a doubled quote: a longer one is rejected unread, and a row of
+                    // far more fields than the header is not split past a few more
+                    // (docs/rules.md §6.2).
+                    maxRecordBytes = min(limits.maxLineBytes, width * (2 * IdentityValues.maxBytes + 3) + 2)
+                    reader.maxRecordBytes = maxRecordBytes
+                    reader.maxFields = width + 16
                     return
                 }
                 scan.lines += 1
@@ -186,7 +203,11 @@ public enum IdentityReader {
             },
             tooLong: { line, first in
                 scan.lines += 1
-                reject(line, "longer than limits.maxLineBytes (\(limits.maxLineBytes) bytes)", first)
+                reject(
+                    line,
+                    maxRecordBytes < limits.maxLineBytes
+                        ? "longer than any valid identity row of \(width) fields (\(maxRecordBytes) bytes)"
+                        : "longer than limits.maxLineBytes (\(limits.maxLineBytes) bytes)", first)
             })
         if inHeader { throw WinBackError(.badData, "the identities file is empty (no header row)", path: path) }
         scan.rejects.normalize()
