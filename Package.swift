@@ -24,6 +24,9 @@ let package = Package(
         .systemLibrary(
             name: "CLibXML2", path: "Sources/CLibXML2", pkgConfig: "libxml-2.0",
             providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CWinBackShims", path: "Sources/CWinBackShims"),
         // ISA-L's inflater, optional: used when its header (libisal-dev) is there at build time
         // and libisal loads at run time.
@@ -32,11 +35,11 @@ let package = Package(
         // reach back up does not compile (docs/architecture.md, "Targets").
         .target(name: "WinBackSupport", dependencies: ["CWinBackShims"]),
         .target(name: "WinBackModel", dependencies: ["WinBackSupport", "CWinBackShims"]),
-        // Object storage: AWS Signature Version 4, credentials, and an S3 client on
-        // FoundationNetworking (docs/architecture.md, "Object storage").
+        // Object storage: AWS Signature Version 4, credentials, and an S3 client on libcurl
+        // (docs/architecture.md, "Object storage").
         .target(
             name: "WinBackS3",
-            dependencies: ["WinBackSupport", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["WinBackSupport", "CCurl", .product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "WinBackRead",
             dependencies: [

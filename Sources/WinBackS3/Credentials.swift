@@ -1,10 +1,6 @@
 import Foundation
 import WinBackSupport
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// Finds credentials and the region as AWS's own tools do (docs/rules.md §11): the environment,
 /// web identity (EKS), the shared credentials and config files (`AWS_PROFILE`), the container
 /// endpoint (ECS, AWS Batch), then the instance metadata service (IMDSv2). Temporary
@@ -133,10 +129,9 @@ public final class CredentialChain: @unchecked Sendable {
         guard let url = URL(string: endpoint) else {
             throw WinBackError(.configuration, "AWS_ENDPOINT_URL_STS is not a URL: \(endpoint)")
         }
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(form.utf8)
+        var request = HTTP.Request(url: url, method: "POST")
+        request.setHeader("Content-Type", "application/x-www-form-urlencoded")
+        request.body = Data(form.utf8)
         let r: HTTP.Response
         do { r = try HTTP.send(request, timeout: 10) } catch {
             throw WinBackError(.temporary, "cannot reach STS for web identity credentials: \(error)")
@@ -168,13 +163,13 @@ public final class CredentialChain: @unchecked Sendable {
             return nil
         }
         guard let u = URL(string: url) else { throw WinBackError(.configuration, "not a URL: \(url)") }
-        var request = URLRequest(url: u)
+        var request = HTTP.Request(url: u)
         if let file = environment["AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"],
             let token = try? String(contentsOfFile: file, encoding: .utf8)
         {
-            request.setValue(token.trimmingCharacters(in: .whitespacesAndNewlines), forHTTPHeaderField: "Authorization")
+            request.setHeader("Authorization", token.trimmingCharacters(in: .whitespacesAndNewlines))
         } else if let token = environment["AWS_CONTAINER_AUTHORIZATION_TOKEN"] {
-            request.setValue(token, forHTTPHeaderField: "Authorization")
+            request.setHeader("Authorization", token)
         }
         let r: HTTP.Response
         do { r = try HTTP.send(request, timeout: 5) } catch {
@@ -192,14 +187,13 @@ public final class CredentialChain: @unchecked Sendable {
         if environment["AWS_EC2_METADATA_DISABLED"]?.lowercased() == "true" { return nil }
         let base = environment["AWS_EC2_METADATA_SERVICE_ENDPOINT"] ?? "http://169.254.169.254"
         guard let tokenURL = URL(string: base + "/latest/api/token") else { return nil }
-        var put = URLRequest(url: tokenURL)
-        put.httpMethod = "PUT"
-        put.setValue("21600", forHTTPHeaderField: "X-aws-ec2-metadata-token-ttl-seconds")
+        var put = HTTP.Request(url: tokenURL, method: "PUT")
+        put.setHeader("X-aws-ec2-metadata-token-ttl-seconds", "21600")
         guard let t = try? HTTP.send(put, timeout: 1), t.status == 200 else { return nil }
         let token = String(decoding: t.body, as: UTF8.self)
         func get(_ path: String) throws -> HTTP.Response {
-            var r = URLRequest(url: URL(string: base + path)!)
-            r.setValue(token, forHTTPHeaderField: "X-aws-ec2-metadata-token")
+            var r = HTTP.Request(url: URL(string: base + path)!)
+            r.setHeader("X-aws-ec2-metadata-token", token)
             return try HTTP.send(r, timeout: 2)
         }
         // A service that stops answering part way gives no credentials, like none at all.

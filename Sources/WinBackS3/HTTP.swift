@@ -1,19 +1,44 @@
+import CCurl
 import Foundation
 import WinBackSupport
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
-/// One HTTP exchange, synchronously, over a pooled URLSession (FoundationNetworking: libcurl
-/// underneath, which keeps connections to a host open between requests).
+/// One HTTP exchange, synchronously on the calling thread, over libcurl's easy interface; the
+/// handles are pooled, so a connection to a host stays open for the next request.
 ///
 /// No exchange waits for ever and none is buffered past what was asked for (docs/rules.md
-/// §6.2): the answer streams through a delegate that counts its bytes and cancels the exchange
-/// once it is longer than its limit (or announces so), that notes when a byte last moved, and
-/// that refuses every redirect, so credentials go to one host only. The waiting thread watches
-/// the clock: see ``Limits``.
+/// §6.2): the answer's bytes come through callbacks on this thread that refuse it the moment
+/// it announces or reaches more than its limit (curl then stops reading and drops the
+/// connection), that note when a byte last moved either way, and that watch the clock and the
+/// run's network budget (see ``Limits``). Redirects are never followed, so credentials go to
+/// one host only; the caller decides what a redirect means.
 enum HTTP {
+    /// What is sent: a method, a URL, headers in the order set, and a body.
+    struct Request: Sendable {
+        var url: URL
+        var method: String
+        /// The headers, each name once (set again: replaced; names compared ignoring case).
+        private(set) var headers: [(name: String, value: String)] = []
+        var body: Data?
+
+        init(url: URL, method: String = "GET") {
+            self.url = url
+            self.method = method
+        }
+
+        /// Sets header `name` to `value`, replacing a value set before.
+        mutating func setHeader(_ name: String, _ value: String) {
+            if let i = headers.firstIndex(where: { $0.name.lowercased() == name.lowercased() }) {
+                headers[i] = (name, value)
+            } else {
+                headers.append((name, value))
+            }
+        }
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
     struct Response: Sendable {
         var status: Int
         /// Header names lowercased.
@@ -60,202 +85,199 @@ enum HTTP {
     /// The most bytes of an answer that is not a success (an S3 error document is small).
     static let errorLimit = 1 << 20
 
-    /// A session of the pool with its delegate and the serial queue its answers are handed
-    /// over on, held here: an OperationQueue does not own its `underlyingQueue`.
-    private final class Pooled: @unchecked Sendable {
-        let session: URLSession
-        let delegate: Delegate
-        let queue: DispatchQueue
+    /// curl_global_init, once, before any thread uses curl: a static `let` is initialised once,
+    /// thread-safely, on first use.
+    private static let started: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
-        init() {
-            let c = URLSessionConfiguration.ephemeral
-            // Backstops only: ``send`` watches the clock itself.
-            c.timeoutIntervalForRequest = 3600
-            c.timeoutIntervalForResource = 3600
-            c.httpMaximumConnectionsPerHost = 1
-            c.requestCachePolicy = .reloadIgnoringLocalCacheData
-            c.urlCache = nil
-            c.httpCookieStorage = nil
-            // Answers are handed over on a serial queue of the session's own (a thread of its
-            // own when needed), not on Dispatch's shared pool, which the pipeline's workers may
-            // fill while they wait for these very answers.
-            queue = DispatchQueue(label: "winback.s3.http")
-            let delegates = OperationQueue()
-            delegates.maxConcurrentOperationCount = 1
-            delegates.underlyingQueue = queue
-            delegate = Delegate()
-            session = URLSession(configuration: c, delegate: delegate, delegateQueue: delegates)
+    // MARK: The pool
+
+    /// One easy handle and the buffer its errors are written to. It carries one exchange at a
+    /// time and keeps its connections for the next (curl_easy_reset does not close them).
+    private final class Easy: @unchecked Sendable {
+        let handle: UnsafeMutableRawPointer
+        let errors = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+
+        init?() {
+            guard let h = curl_easy_init() else { return nil }
+            handle = h
+        }
+
+        deinit {
+            curl_easy_cleanup(handle)
+            errors.deallocate()
+        }
+
+        func set(_ option: CURLoption, _ value: Int) throws {
+            try check(option, winback_curl_setopt_long(handle, option, value))
+        }
+
+        func set(_ option: CURLoption, offset value: Int) throws {
+            try check(option, winback_curl_setopt_off(handle, option, curl_off_t(value)))
+        }
+
+        func set(_ option: CURLoption, _ value: UnsafeRawPointer?) throws {
+            try check(option, winback_curl_setopt_ptr(handle, option, value))
+        }
+
+        /// A string option; curl keeps a copy of it.
+        func set(_ option: CURLoption, _ value: String) throws {
+            try value.withCString { try set(option, UnsafeRawPointer($0)) }
+        }
+
+        func check(_ option: CURLoption, _ code: CURLcode) throws {
+            guard code == CURLE_OK else {
+                throw TransportError(
+                    description:
+                        "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))")
+            }
         }
     }
 
-    /// Sessions not in use. Each carries one request at a time and keeps its connection for the
-    /// next: on Linux, a session with several transfers at once can stall them by whole seconds
-    /// (its transfers share one libcurl multi handle and its timer), so requests made at the same
-    /// time go through sessions of their own.
-    nonisolated(unsafe) private static var idle: [Pooled] = []
+    /// Handles not in use.
+    nonisolated(unsafe) private static var idle: [Easy] = []
     private static let lock = NSLock()
 
-    private static func take() -> Pooled {
+    private static func take() throws -> Easy {
+        guard started else { throw TransportError(description: "libcurl did not start (curl_global_init)") }
         lock.lock()
-        defer { lock.unlock() }
-        return idle.popLast() ?? Pooled()
+        let e = idle.popLast()
+        lock.unlock()
+        if let e { return e }
+        guard let made = Easy() else { throw TransportError(description: "libcurl gave no handle (curl_easy_init)") }
+        return made
     }
 
-    private static func put(_ s: Pooled) {
+    private static func put(_ e: Easy) {
         lock.lock()
-        idle.append(s)
+        idle.append(e)
         lock.unlock()
     }
 
-    /// What one exchange has received so far; shared by the delegate (on the session's queue)
-    /// and the waiting thread, under its lock.
-    final class Exchange: @unchecked Sendable {
+    // MARK: One exchange
+
+    /// What one exchange has received so far, and the bounds it is held to. Used only on the
+    /// thread that sends it (curl calls back on that thread, inside curl_easy_perform).
+    private final class Exchange {
         let limit: Int
         /// Whether the announced length is the body's (not so for HEAD: the object's).
         let bodyAnnounced: Bool
-        private let lock = NSLock()
-        private var status = 0
-        private var headers: [String: String] = [:]
-        private var body = Data()
-        private var failure: Error?
-        private var lastMoved = Date()
-        let done = DispatchSemaphore(value: 0)
+        let limits: Limits
+        let deadline: () -> TimeInterval
+        let started = ProcessInfo.processInfo.systemUptime
+        var status = 0
+        var headers: [String: String] = [:]
+        var body = Data()
+        var failure: Error?
+        private var lastMoved = ProcessInfo.processInfo.systemUptime
+        private var moved: (down: Int64, up: Int64) = (0, 0)
 
-        init(limit: Int, bodyAnnounced: Bool) {
+        init(limit: Int, bodyAnnounced: Bool, limits: Limits, deadline: @escaping () -> TimeInterval) {
             self.limit = limit
             self.bodyAnnounced = bodyAnnounced
+            self.limits = limits
+            self.deadline = deadline
         }
 
-        func moved() {
-            lock.lock()
-            lastMoved = Date()
-            lock.unlock()
-        }
+        /// The most bytes of the body now: the limit for a success, ``errorLimit`` else.
+        var cap: Int { (200..<300).contains(status) || status == 0 ? limit : HTTP.errorLimit }
 
-        var sinceMoved: TimeInterval {
-            lock.lock()
-            defer { lock.unlock() }
-            return Date().timeIntervalSince(lastMoved)
-        }
-
-        /// The answer's head: false (cancel) when it announces more than its limit.
-        func head(_ http: HTTPURLResponse) -> Bool {
-            var h: [String: String] = [:]
-            for (k, v) in http.allHeaderFields {
-                if let k = k as? String, let v = v as? String { h[k.lowercased()] = v }
+        /// One line of the answer's head: false (abort) when it announces more than its cap.
+        func headerLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            lastMoved = ProcessInfo.processInfo.systemUptime
+            let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.hasPrefix("HTTP/") {
+                // A new answer (after a 1xx): its own status and headers.
+                let parts = line.split(separator: " ", maxSplits: 2)
+                status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+                headers = [:]
+                return true
             }
-            let cap = (200..<300).contains(http.statusCode) ? limit : HTTP.errorLimit
-            lock.lock()
-            defer { lock.unlock() }
-            lastMoved = Date()
-            status = http.statusCode
-            headers = h
-            if bodyAnnounced, let n = h["content-length"].flatMap(Int.init), n > cap {
-                failure = failure ?? Oversized(limit: cap, announced: n)
-                return false
+            guard let colon = line.firstIndex(of: ":") else { return true }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[name] = headers[name].map { $0 + ", " + value } ?? value
+            if name == "content-length", bodyAnnounced, let n = Int(value) {
+                if n > cap {
+                    failure = failure ?? Oversized(limit: cap, announced: n)
+                    return false
+                }
+                // Room for the body at once, not grown by doubling.
+                if n > 0 { body.reserveCapacity(n) }
             }
             return true
         }
 
-        /// More of the body: false (cancel) once it is longer than its limit.
-        func append(_ data: Data) -> Bool {
-            lock.lock()
-            defer { lock.unlock() }
-            lastMoved = Date()
-            let cap = (200..<300).contains(status) || status == 0 ? limit : HTTP.errorLimit
-            if body.count + data.count > cap {
+        /// More of the body: false (abort) once it would be longer than its cap; what came is
+        /// let go at once.
+        func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            lastMoved = ProcessInfo.processInfo.systemUptime
+            if body.count + bytes.count > cap {
                 failure = failure ?? Oversized(limit: cap, announced: nil)
                 body = Data()
                 return false
             }
-            body.append(data)
+            body.append(contentsOf: bytes)
             return true
         }
 
-        /// Why the exchange is being cancelled, when the waiting side cancels it: kept over
-        /// the "cancelled" the task then reports.
-        func fail(_ error: Error) {
-            lock.lock()
-            failure = failure ?? error
-            lock.unlock()
+        /// Called as bytes move and about once a second when none do: false (abort) when no
+        /// byte moved for ``Limits/idle``, the exchange took longer than ``Limits/whole``, or
+        /// the run's network time is spent.
+        func progress(down: Int64, up: Int64) -> Bool {
+            let now = ProcessInfo.processInfo.systemUptime
+            if (down, up) != moved {
+                moved = (down, up)
+                lastMoved = now
+            }
+            let problem: Error?
+            if deadline() <= 0 {
+                problem = OutOfTime()
+            } else if now - lastMoved > limits.idle {
+                problem = TransportError(description: "no byte came for \(Int(limits.idle)) s")
+            } else if now - started > limits.whole {
+                problem = TransportError(description: "the exchange took longer than \(Int(limits.whole)) s")
+            } else {
+                problem = nil
+            }
+            guard let problem else { return true }
+            failure = failure ?? problem
+            return false
         }
 
-        func finish(_ error: Error?) {
-            lock.lock()
-            if let error, failure == nil { failure = TransportError(description: error.localizedDescription) }
-            lock.unlock()
-            done.signal()
-        }
-
-        func result() -> Result<Response, Error> {
-            lock.lock()
-            defer { lock.unlock() }
-            if let failure { return .failure(failure) }
-            if status == 0 { return .failure(TransportError(description: "no HTTP answer")) }
-            return .success(Response(status: status, headers: headers, body: body))
+        /// Why curl stopped with `code`, when no callback said why already.
+        func transportFailure(_ code: CURLcode, detail: String) -> Error {
+            if code == CURLE_OPERATION_TIMEDOUT {
+                // curl's own clocks are backstops for those of ``progress``: the connect
+                // timeout is the idle limit, the whole timeout the whole one.
+                let whole = ProcessInfo.processInfo.systemUptime - started >= limits.whole - 0.5
+                return TransportError(
+                    description: whole
+                        ? "the exchange took longer than \(Int(limits.whole)) s"
+                        : "no byte came for \(Int(limits.idle)) s")
+            }
+            let what = String(cString: curl_easy_strerror(code))
+            return TransportError(description: detail.isEmpty ? what : "\(what): \(detail)")
         }
     }
 
-    /// The delegate of one pooled session, which carries one exchange at a time; a late word
-    /// about an earlier task (one cancelled) is ignored.
-    private final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-        private let lock = NSLock()
-        private var current: (task: Int, exchange: Exchange)?
+    /// The callbacks, C functions: `userdata` is the ``Exchange`` under way.
+    private static let onHeader: winback_curl_data_callback = { bytes, size, count, userdata in
+        let x = Unmanaged<Exchange>.fromOpaque(userdata!).takeUnretainedValue()
+        return x.headerLine(UnsafeRawBufferPointer(start: bytes, count: size * count)) ? size * count : 0
+    }
 
-        func carry(_ x: Exchange?, task: Int) {
-            lock.lock()
-            current = x.map { (task, $0) }
-            lock.unlock()
-        }
+    private static let onBody: winback_curl_data_callback = { bytes, size, count, userdata in
+        let x = Unmanaged<Exchange>.fromOpaque(userdata!).takeUnretainedValue()
+        return x.append(UnsafeRawBufferPointer(start: bytes, count: size * count)) ? size * count : 0
+    }
 
-        func exchange(_ task: URLSessionTask) -> Exchange? {
-            lock.lock()
-            defer { lock.unlock() }
-            return current.flatMap { $0.task == task.taskIdentifier ? $0.exchange : nil }
-        }
-
-        func urlSession(
-            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-            completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-        ) {
-            guard let x = exchange(dataTask), let http = response as? HTTPURLResponse else {
-                completionHandler(.cancel)
-                return
-            }
-            // FoundationNetworking ignores the disposition: a refused answer is cancelled here.
-            let allowed = x.head(http)
-            completionHandler(allowed ? .allow : .cancel)
-            if !allowed { dataTask.cancel() }
-        }
-
-        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-            guard let x = exchange(dataTask) else { return }
-            if !x.append(data) { dataTask.cancel() }
-        }
-
-        func urlSession(
-            _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
-            totalBytesExpectedToSend: Int64
-        ) {
-            exchange(task)?.moved()
-        }
-
-        /// Never followed: the redirect's own answer is the exchange's answer, and the caller
-        /// decides (docs/rules.md §6.2: credentials go to one host).
-        func urlSession(
-            _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-            newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
-        ) {
-            completionHandler(nil)
-        }
-
-        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-            exchange(task)?.finish(error)
-        }
+    private static let onProgress: winback_curl_xferinfo_callback = { userdata, _, down, _, up in
+        let x = Unmanaged<Exchange>.fromOpaque(userdata!).takeUnretainedValue()
+        return x.progress(down: Int64(down), up: Int64(up)) ? 0 : 1
     }
 
     /// An exchange with a small answer (credentials), within `timeout` altogether.
-    static func send(_ request: URLRequest, timeout: TimeInterval) throws -> Response {
+    static func send(_ request: Request, timeout: TimeInterval) throws -> Response {
         try send(request, limit: errorLimit, limits: Limits(idle: timeout, whole: timeout))
     }
 
@@ -264,40 +286,91 @@ enum HTTP {
     ///
     /// Throws ``TransportError`` (no answer, or too slow), ``Oversized`` or ``OutOfTime``.
     static func send(
-        _ request: URLRequest, limit: Int, limits: Limits = Limits(), deadline: () -> TimeInterval = { .infinity }
+        _ request: Request, limit: Int, limits: Limits = Limits(), deadline: () -> TimeInterval = { .infinity }
     ) throws -> Response {
-        let pooled = take()
-        let x = Exchange(limit: limit, bodyAnnounced: request.httpMethod != "HEAD")
-        let task = pooled.session.dataTask(with: request)
-        pooled.delegate.carry(x, task: task.taskIdentifier)
-        let started = Date()
-        task.resume()
-        var stopped = false
-        while x.done.wait(timeout: .now() + 0.25) == .timedOut {
-            let problem: Error?
-            if deadline() <= 0 {
-                problem = OutOfTime()
-            } else if x.sinceMoved > limits.idle {
-                problem = TransportError(description: "no byte came for \(Int(limits.idle)) s")
-            } else if Date().timeIntervalSince(started) > limits.whole {
-                problem = TransportError(description: "the exchange took longer than \(Int(limits.whole)) s")
-            } else {
-                problem = nil
+        guard request.url.scheme == "http" || request.url.scheme == "https" else {
+            throw TransportError(description: "not an http(s) URL: \(request.url.absoluteString)")
+        }
+        for (name, value) in request.headers where (name + value).contains(where: { $0 == "\r" || $0 == "\n" }) {
+            throw TransportError(description: "the header \(name) holds a line break")
+        }
+        let easy = try take()
+        defer { put(easy) }
+        return try withoutActuallyEscaping(deadline) { deadline in
+            let x = Exchange(
+                limit: limit, bodyAnnounced: request.method != "HEAD", limits: limits, deadline: deadline)
+            return try withExtendedLifetime(x) {
+                try perform(request, on: easy, exchange: x)
             }
-            guard let problem else { continue }
-            x.fail(problem)
-            task.cancel()
-            stopped = true
-            break
         }
-        if stopped && x.done.wait(timeout: .now() + 5) == .timedOut {
-            // The session would not say it stopped: it is dropped, not reused.
-            pooled.delegate.carry(nil, task: 0)
-            pooled.session.invalidateAndCancel()
-            return try x.result().get()
-        }
-        pooled.delegate.carry(nil, task: 0)
-        put(pooled)
-        return try x.result().get()
     }
+
+    /// Sets `easy` up for `request` and carries it out; `x` collects the answer.
+    private static func perform(_ request: Request, on easy: Easy, exchange x: Exchange) throws -> Response {
+        let h = easy.handle
+        curl_easy_reset(h)
+        try easy.set(CURLOPT_URL, request.url.absoluteString)
+        // Threads: no SIGALRM for timeouts (the threaded resolver needs none).
+        try easy.set(CURLOPT_NOSIGNAL, 1)
+        try easy.set(CURLOPT_FOLLOWLOCATION, 0)
+        try easy.set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)
+        // Backstops of the clocks ``Exchange/progress`` watches.
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(x.limits.idle * 1000)))
+        try easy.set(CURLOPT_TIMEOUT_MS, max(1, Int(x.limits.whole * 1000) + 1000))
+        easy.errors[0] = 0
+        try easy.set(CURLOPT_ERRORBUFFER, UnsafeRawPointer(easy.errors))
+        let me = Unmanaged.passUnretained(x).toOpaque()
+        try easy.check(CURLOPT_HEADERFUNCTION, winback_curl_setopt_header(h, onHeader, me))
+        try easy.check(CURLOPT_WRITEFUNCTION, winback_curl_setopt_write(h, onBody, me))
+        try easy.check(CURLOPT_XFERINFOFUNCTION, winback_curl_setopt_xferinfo(h, onProgress, me))
+
+        // A body for PUT and POST, even an empty one (Content-Length: 0); sent as set, with no
+        // form content type of curl's own and no `Expect: 100-continue` wait.
+        let body = request.body ?? (["PUT", "POST"].contains(request.method) ? Data() : nil)
+        var lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
+        lines.append("Expect:")
+        if body != nil && request.header("content-type") == nil { lines.append("Content-Type:") }
+        var list: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(list) }
+        for line in lines {
+            guard let next = curl_slist_append(list, line) else {
+                throw TransportError(description: "libcurl could not hold the request's headers")
+            }
+            list = next
+        }
+        try easy.set(CURLOPT_HTTPHEADER, UnsafeRawPointer(list))
+
+        switch request.method {
+        case "GET": try easy.set(CURLOPT_HTTPGET, 1)
+        case "HEAD": try easy.set(CURLOPT_NOBODY, 1)
+        case "POST" where body != nil: break
+        default: try easy.set(CURLOPT_CUSTOMREQUEST, request.method)
+        }
+        let code: CURLcode
+        if let body {
+            // curl reads the body in place, while curl_easy_perform runs.
+            code = try body.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws -> CURLcode in
+                try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: bytes.count)
+                if let base = bytes.baseAddress, bytes.count > 0 {
+                    try easy.set(CURLOPT_POSTFIELDS, base)
+                } else {
+                    try easy.set(CURLOPT_COPYPOSTFIELDS, "")
+                }
+                return curl_easy_perform(h)
+            }
+        } else {
+            code = curl_easy_perform(h)
+        }
+        if let failure = x.failure { throw failure }
+        guard code == CURLE_OK else {
+            throw x.transportFailure(code, detail: String(cString: easy.errors))
+        }
+        var status = 0
+        if winback_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0 {
+            x.status = status
+        }
+        if x.status == 0 { throw TransportError(description: "no HTTP answer") }
+        return Response(status: x.status, headers: x.headers, body: x.body)
+    }
+
 }

@@ -2,10 +2,6 @@ import Crypto
 import Foundation
 import WinBackSupport
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// An object found by a listing.
 public struct S3Object: Sendable, Equatable {
     public var location: S3Location
@@ -149,17 +145,16 @@ public final class S3Client: @unchecked Sendable {
             let (url, host, path) = address(bucket: bucket, key: key, query: query)
             let region = region(of: bucket)
             let (credentials, _) = try chain.credentials()
-            var request = URLRequest(url: url)
-            request.httpMethod = method
+            var request = HTTP.Request(url: url, method: method)
             let signed = SigV4.sign(
                 method: method, host: host, path: path, query: query, headers: headers, payloadHash: payload,
                 credentials: credentials, region: region, date: Date())
-            for (k, v) in headers + signed { request.setValue(v, forHTTPHeaderField: k) }
-            request.setValue(host, forHTTPHeaderField: "Host")
+            for (k, v) in headers + signed { request.setHeader(k, v) }
+            request.setHeader("Host", host)
             // The bytes as stored: a `.gz` object kept with Content-Encoding gzip must not be
             // inflated on the way (docs/rules.md §11).
-            request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-            if let body { request.httpBody = body }
+            request.setHeader("Accept-Encoding", "identity")
+            request.body = body
             let r: HTTP.Response
             let sent = Date()
             defer {
@@ -323,7 +318,7 @@ public final class S3Client: @unchecked Sendable {
         var headers = [("range", "bytes=\(from)-\(from + count - 1)")]
         if let etag, !etag.isEmpty { headers.append(("if-match", etag)) }
         // The answer says `Content-Encoding: identity` whatever the object was stored with, so
-        // the HTTP layer (which inflates gzip answers on its own) hands over the bytes as stored.
+        // nothing on the way (a proxy, an HTTP layer) inflates it: the bytes as stored.
         // An answer longer than the range is refused as it comes, never held (docs/rules.md §6.2).
         let r = try send(
             "GET", bucket: o.bucket, key: o.key, query: [("response-content-encoding", "identity")], headers: headers,
