@@ -100,7 +100,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in headers:
             self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
+        if not any(k.lower() == "content-length" for k, _ in headers):
+            # A HEAD gives the object's length itself: one Content-Length, as S3 sends.
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
