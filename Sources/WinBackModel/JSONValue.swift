@@ -39,9 +39,14 @@ public enum JSONValue: Decodable, Equatable, Sendable {
         }
     }
 
-    /// Parses a whole document.
+    /// Parses a whole document. Invalid JSON throws a ``JSONSyntaxError`` saying where
+    /// (docs/rules.md §10.7).
     public static func parse(_ data: Data) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: data)
+        do {
+            return try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            throw JSONSyntaxError.locate(in: data) ?? JSONSyntaxError(line: nil, column: nil, detail: "not valid JSON")
+        }
     }
 
     public subscript(key: String) -> JSONValue? {
@@ -87,5 +92,49 @@ public enum JSONValue: Decodable, Equatable, Sendable {
         var intValue: Int? { nil }
         init(stringValue: String) { self.stringValue = stringValue }
         init?(intValue: Int) { nil }
+    }
+}
+
+/// Where a JSON document stops being JSON: its line and column (from 1), when known.
+public struct JSONSyntaxError: Error, CustomStringConvertible, Equatable {
+    public var line: Int?
+    public var column: Int?
+    public var detail: String
+
+    /// "at line L, column C: detail", or ": detail" when the place is not known: what follows
+    /// "not valid JSON" in a message.
+    public var description: String {
+        guard let line, let column else { return ": " + detail }
+        return " at line \(line), column \(column): \(detail)"
+    }
+
+    /// Asks JSONSerialization, which names the offset of the first bad character ("around
+    /// character N"), and turns that offset into a line and column.
+    static func locate(in data: Data) -> JSONSyntaxError? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            return nil
+        } catch {
+            let text = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+            var detail = text.hasSuffix(".") ? String(text.dropLast()) : text
+            var offset = data.count
+            if let r = detail.range(of: " around character "), let at = Int(detail[r.upperBound...]) {
+                offset = at
+                detail = String(detail[..<r.lowerBound])
+            } else if !detail.lowercased().contains("end of file") {
+                return JSONSyntaxError(line: nil, column: nil, detail: detail)
+            }
+            var line = 1
+            var column = 1
+            for b in data.prefix(max(0, offset)) {
+                if b == 0x0A {
+                    line += 1
+                    column = 1
+                } else if b & 0xC0 != 0x80 {
+                    column += 1
+                }
+            }
+            return JSONSyntaxError(line: line, column: column, detail: detail.isEmpty ? "not valid JSON" : detail)
+        }
     }
 }

@@ -41,7 +41,7 @@ public struct OfferCatalog: Sendable, Equatable {
         do {
             root = try JSONValue.parse(data)
         } catch {
-            return (OfferCatalog(offers: []), ["not valid JSON: \(error.localizedDescription)"])
+            return (OfferCatalog(offers: []), ["not valid JSON\(error)"])
         }
         let list = root["offers"]?.array
         let connect = root["appStoreConnect"]?.array
@@ -95,9 +95,13 @@ public struct OfferCatalog: Sendable, Equatable {
                 continue
             }
             let path = FilePaths.absolute(file, base: folder)
-            guard let bytes = FileManager.default.contents(atPath: path), let response = try? JSONValue.parse(bytes)
-            else {
-                problems.append("\(label): cannot read \(path) as JSON")
+            guard let bytes = FileManager.default.contents(atPath: path) else {
+                problems.append("\(label): cannot read \(path)")
+                continue
+            }
+            let response: JSONValue
+            do { response = try JSONValue.parse(bytes) } catch {
+                problems.append("\(label): \(path) is not valid JSON\(error)")
                 continue
             }
             let (found, errors) = AppStoreConnectOffers.parse(response, group: group, product: product, source: file)
@@ -113,7 +117,7 @@ public struct OfferCatalog: Sendable, Equatable {
 }
 
 /// The keys a catalog may hold (docs/rules.md §2.4), and the problems of the keys it may not.
-enum KnownKeys {
+package enum KnownKeys {
     /// Keys of the catalog object.
     static let catalog = ["offers", "appStoreConnect"]
     /// Keys of an `appStoreConnect` entry.
@@ -146,7 +150,7 @@ enum KnownKeys {
 
     /// The known key closest to `key` by edit distance, ignoring case, when it is close: at
     /// most 2 edits, or a third of the shorter key's length (`territory` → `territories`).
-    static func nearest(_ key: String, in known: [String]) -> String? {
+    package static func nearest(_ key: String, in known: [String]) -> String? {
         let k = Array(key.lowercased().unicodeScalars)
         var best: (key: String, distance: Int)?
         for candidate in known {

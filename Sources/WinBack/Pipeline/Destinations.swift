@@ -129,6 +129,32 @@ extension Stage {
         return (outputs, counts, identities)
     }
 
+    /// The identities file's header against what the pipeline asks of it, before anything is
+    /// read (docs/rules.md §10.7): the key column, and each destination's identity column; a
+    /// column missing is a configuration error (78) naming the destination, the column and the
+    /// file.
+    public static func checkIdentities(_ config: PipelineConfig, inflater: Inflater) throws {
+        guard let source = config.identities else { return }
+        let path = config.resolve(source.path)
+        let header = try IdentityReader.header(path: path, inflater: inflater)
+        var problems: [String] = []
+        if !header.contains(source.key.rawValue) {
+            problems.append("identities.key is \(source.key.rawValue), a column the identities file lacks")
+        }
+        for d in config.destinations where !header.contains(d.type.identityColumn) {
+            problems.append(
+                "output.destinations: \(d.type.rawValue) needs the column '\(d.type.identityColumn)', which the "
+                    + "identities file lacks")
+        }
+        guard problems.isEmpty else {
+            let shown = header.prefix(20).map { "'\($0)'" }.joined(separator: ", ")
+            throw WinBackError(
+                .configuration,
+                problems.joined(separator: "; ") + " (it has " + shown
+                    + (header.count > 20 ? ", … \(header.count) columns in all" : "") + ")", path: path)
+        }
+    }
+
     /// Calls `row` with the fields of every data row of a segment CSV file.
     static func forEachSegmentRow(_ path: String, _ row: ([String]) throws -> Void) throws {
         var header = true

@@ -123,8 +123,15 @@ public struct PipelineConfig: Sendable {
             // column lead the message, so the part before them is kept, on one line (control
             // characters in messages are escaped, docs/rules.md §6).
             let text = "\(error)"
-            let head = text.components(separatedBy: ":\n").first ?? text
-            return (nil, ["not valid YAML: " + head.split(separator: "\n").joined(separator: "; ")])
+            var head = text.components(separatedBy: ":\n").first ?? text
+            // Yams says "4:1: error: parser: …": the file, then "line 4, column 1".
+            let parts = head.split(separator: ":", maxSplits: 2)
+            if parts.count == 3, let line = Int(parts[0]), let column = Int(parts[1]) {
+                var rest = parts[2].trimmingCharacters(in: .whitespaces)
+                if rest.hasPrefix("error: ") { rest.removeFirst("error: ".count) }
+                head = "line \(line), column \(column): " + rest
+            }
+            return (nil, ["\(path): not valid YAML at " + head.split(separator: "\n").joined(separator: "; ")])
         }
         guard let root = node?.mapping else { return (nil, ["expected a mapping at the top level"]) }
         var p = YAMLChecker()
@@ -405,13 +412,18 @@ struct YAMLChecker {
             fail("output.destinations", "expected a list such as [braze, klaviyo]")
             return []
         }
-        let known = DestinationType.allCases.map(\.rawValue).joined(separator: ", ")
+        let names = DestinationType.allCases.map(\.rawValue)
+        let known = names.joined(separator: ", ")
+        func unknown(_ name: String) -> String {
+            "unknown destination '\(name)'"
+                + (KnownKeys.nearest(name, in: names).map { " (did you mean '\($0)'?)" } ?? "") + "; known: \(known)"
+        }
         var out: [Destination] = []
         for (i, item) in seq.enumerated() {
             let at = "output.destinations[\(i)]"
             if let name = item.scalar?.string {
                 guard let type = DestinationType(rawValue: name) else {
-                    fail(at, "unknown destination '\(name)'; known: \(known)")
+                    fail(at, unknown(name))
                     continue
                 }
                 out.append(Destination(type: type))
@@ -424,7 +436,7 @@ struct YAMLChecker {
             allow(m, ["type", "audience", "maxRows", "maxBytes"], at: at + ".")
             guard let name = string(m, "type", at: at + ".", required: true) else { continue }
             guard let type = DestinationType(rawValue: name) else {
-                fail(at + ".type", "unknown destination '\(name)'; known: \(known)")
+                fail(at + ".type", unknown(name))
                 continue
             }
             var d = Destination(type: type)
@@ -506,7 +518,7 @@ struct YAMLChecker {
                 continue
             }
             if !keys.contains(s) {
-                let near = keys.sorted().first { $0.lowercased() == s.lowercased() }
+                let near = KnownKeys.nearest(s, in: keys.sorted())
                 problems.append(
                     "unknown key '\(prefix)\(s)'" + (near.map { " (did you mean '\(prefix)\($0)'?)" } ?? "")
                         + "; known keys: \(keys.sorted().joined(separator: ", "))")

@@ -214,6 +214,53 @@ public enum IdentityReader {
         return scan
     }
 
+    /// The header of `path`: its column names, read without reading the rows (a configuration
+    /// check before a run reads anything, docs/rules.md §10.7). 66 when the file is missing,
+    /// 65 when it is empty or its header is not CSV.
+    public static func header(path: String, inflater: Inflater = .zlib) throws -> [String] {
+        guard S3Location.isURI(path) || FileManager.default.fileExists(atPath: path) else {
+            throw WinBackError(.noInput, "the identities file is missing", path: path)
+        }
+        let reader = CSVRecordReader(source: try openSource(path: path, inflater: inflater), chunkSize: 64 << 10)
+        reader.maxFields = maxColumns
+        var names: [String]?
+        struct Done: Error {}
+        do {
+            try reader.forEachRecord { fields, _, _, malformed in
+                guard malformed == nil else {
+                    throw WinBackError(
+                        .badData,
+                        fields.count >= maxColumns
+                            ? "the header has more than \(maxColumns) columns, more than any identities file needs"
+                            : "the header row is not valid CSV: \(malformed!)", path: path)
+                }
+                names = fields.map { String(decoding: $0, as: UTF8.self) }
+                throw Done()
+            }
+        } catch is Done {}
+        guard let names else {
+            throw WinBackError(.badData, "the identities file is empty (no header row)", path: path)
+        }
+        return names
+    }
+
+    /// The keys (originalTransactionIds, or appAccountTokens lowercased) of every valid row of
+    /// `path` holding `value` in any column, in file order, each once: `explain --customer`
+    /// given an email or the team's user id (docs/rules.md §10.7).
+    public static func keys(
+        matching value: String, path: String, key: IdentitiesSource.Key, inflater: Inflater = .zlib,
+        limits: ReadLimits = .default
+    ) throws -> [String] {
+        let wanted = Array(value.utf8)
+        var found: [String] = []
+        _ = try scan(path: path, key: key, columns: nil, inflater: inflater, limits: limits) { k, values in
+            guard values.contains(where: { $0.elementsEqual(wanted) }) else { return }
+            let s = String(decoding: k, as: UTF8.self)
+            if !found.contains(s) { found.append(s) }
+        }
+        return found
+    }
+
     /// ASCII letters lowered: an appAccountToken is a UUID, whose case carries no meaning.
     static func lowercaseASCII(_ b: inout [UInt8]) {
         for i in b.indices where b[i] >= 0x41 && b[i] <= 0x5A { b[i] |= 0x20 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -343,15 +344,23 @@ struct DeliveryDestinationTests {
         #expect(DeliveryFixture.published(s.published).keys.contains("destinations/braze/best-offer-001.csv"))
     }
 
-    @Test("an identities file without the column a destination needs fails the run with 65, naming the column")
+    @Test(
+        "an identities file without the column a destination needs is 78 from validate and run, before anything is read"
+    )
     func missingIdentityColumn() throws {
         let (pipeline, _) = try Self.world(customers: 200, seed: 13, yaml: "destinations: [mailchimp]")
         let folder = (pipeline as NSString).deletingLastPathComponent
         try DeliveryFixture.writeGzip(
             "original_transaction_id,external_id\n120000000000000,u-1\n", to: folder + "/identities.csv.gz")
-        let r = try CLI.run(["run", pipeline])
-        #expect(r.status == 65, "\(r.stderr)")
-        #expect(r.stderr.contains("'email'"), "\(r.stderr)")
+        let validate = try CLI.run(["validate", pipeline])
+        #expect(validate.status == 78, "\(validate.stderr)")
+        #expect(validate.stderr.contains("mailchimp needs the column 'email'"), "\(validate.stderr)")
+        // The JSON log shows no stage begun: the run stopped before reading.
+        let r = try CLI.run(["run", pipeline, "--log-format", "json"])
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains("mailchimp needs the column 'email'"), "\(r.stderr)")
+        #expect(r.stderr.contains("identities.csv.gz"), "\(r.stderr)")
+        #expect(!r.stderr.contains("\"stage\""), "\(r.stderr)")
         #expect(r.stdout == "")
     }
 

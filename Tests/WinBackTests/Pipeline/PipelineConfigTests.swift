@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -145,7 +146,8 @@ struct PipelineConfigTests {
         let (config, problems) = PipelineConfig.parse("name: x\npaths: [a\n", path: "/p.yaml")
         #expect(config == nil)
         #expect(problems.count == 1)
-        #expect(problems.first?.hasPrefix("not valid YAML: 3:1: error: parser: ") == true, "\(problems)")
+        #expect(
+            problems.first?.hasPrefix("/p.yaml: not valid YAML at line 3, column 1: parser: ") == true, "\(problems)")
         #expect(problems.first?.contains("\n") == false, "\(problems)")
     }
 
