@@ -124,17 +124,17 @@ final class StateKeeper {
     /// size; a local file's identity, or else its size and the SHA-256 of its bytes.
     private func changed(_ f: StateLedger.File, identity: [Int64]?) -> String? {
         if let etag = f.etag {
-            guard S3Location.isURI(f.path), S3Inputs.etag(f.path) == etag, S3Inputs.size(f.path) == f.stats.bytes
+            guard S3Location.isURI(f.path), S3Inputs.etag(f.path) == etag, S3Inputs.size(f.path) == f.counts.stats.bytes
             else { return "changed (another ETag or size)" }
             return nil
         }
         if let identity, identity == f.identity { return nil }
-        guard InputFiles.size(f.path) == f.stats.bytes else { return "changed size" }
+        guard InputFiles.size(f.path) == f.counts.stats.bytes else { return "changed size" }
         guard let source = try? PlainFileSource(path: f.path) else { return "cannot be read" }
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { chunk.deallocate() }
         do { while try source.read(into: chunk) > 0 {} } catch { return "cannot be read" }
-        return source.fileSHA256() == f.stats.sha256 ? nil : "changed (another SHA-256)"
+        return source.fileSHA256() == f.counts.stats.sha256 ? nil : "changed (another SHA-256)"
     }
 
     private func display(_ path: String) -> String {
@@ -183,7 +183,6 @@ final class StateKeeper {
         let pathOf = pathOfLedgerFile
         let folder = self.folder
         let paths = p.transactionFiles
-        let limits = p.limits
         let threads = p.threads
         // Path index → index in the next ledger.
         var order = pathOf
@@ -206,23 +205,16 @@ final class StateKeeper {
                 found[r.file].append(r)
             }
             for (li, f) in ledger.files.enumerated() {
-                let file = FileRows(path: paths[pathOf[li]], store: merger.store, limits: limits)
-                file.absorbedRows = f.rows
-                file.stats = f.stats
-                file.nonSubscription = f.nonSubscription
-                file.extraRows = f.extraRows
-                if li == 0 { file.rejects = ledger.rejects }
-                for r in found[li] {
-                    file.renewals.append((TransactionKey(r.originalTransactionId, table: file.table), r.info))
-                }
+                let file = AbsorbedFile(
+                    counts: f.counts, rejects: li == 0 ? ledger.rejects : RejectList(limit: 0),
+                    renewals: found[li].map { ($0.originalTransactionId, $0.info) })
                 merger.add(file, index: pathOf[li])
             }
             // Then the rows, each with its file's place in the run's order, piece by piece on
             // several threads.
             let pieces = ledger.rowsFiles
             try parallelFor(count: pieces.count, threads: threads) { k in
-                let rows = FileRows(path: "", store: merger.store, limits: limits)
-                rows.fromState = true
+                let rows = StateRows(store: merger.store)
                 try StateKeeper.load(rows, from: folder + "/" + pieces[k].path, pieces[k], pathOf: pathOf)
                 merger.add(rows, index: rowsIndex + k)
                 progress(pieces[k].bytes)
@@ -247,8 +239,7 @@ final class StateKeeper {
                 let absorbed = absorbedSet.contains(i) ? ledger?.files[ledgerIndex[i]] : nil
                 let entry = StateLedger.File(
                     path: path, etag: absorbed?.etag ?? (S3Location.isURI(path) ? S3Inputs.etag(path) : nil),
-                    identity: identities[i], stats: read.stats, nonSubscription: read.nonSubscription,
-                    extraRows: read.extraRows, rows: read.rows)
+                    identity: identities[i], counts: read)
                 lock.withLock { files[ledgerIndex[i]] = entry }
             },
             keeps: { slot, rows in
@@ -284,12 +275,12 @@ final class StateKeeper {
     /// Reads a rows file of the state into `rows` (of the state: merged after the files read
     /// now), each row's rank the index in the run's paths of the file it came from. Anything
     /// wrong with it (size, SHA-256, a section, a count) is ``StateDamaged``.
-    static func load(_ rows: FileRows, from path: String, _ expected: OutputStats, pathOf: [Int]) throws {
+    static func load(_ rows: StateRows, from path: String, _ expected: OutputStats, pathOf: [Int]) throws {
         var ranks: [UInt32] = []
         ranks.reserveCapacity(min(expected.rows, expected.bytes / 2))
         do {
             let reader = try PartReader(path: path, bytes: expected.bytes, sha256: expected.sha256)
-            while let (li, _) = try reader.next(into: { _ in rows }) {
+            while let li = try reader.next(into: rows) {
                 guard li < pathOf.count else {
                     throw StateDamaged(why: "a section names a file the ledger does not list")
                 }
@@ -302,7 +293,7 @@ final class StateKeeper {
         guard ranks.count == expected.rows else {
             throw StateDamaged(why: "it holds \(ranks.count) rows where its ledger says \(expected.rows)")
         }
-        rows.rowRanks = ranks
+        rows.ranks = ranks
     }
 
     /// Bytes of the state's rows files the run reads (0 when it reads every file).
@@ -371,8 +362,7 @@ final class StateKeeper {
     var absorbedInputs: [PartitionMarker.Input] {
         guard let ledger else { return [] }
         return zip(ledger.files, pathOfLedgerFile).map {
-            PartitionMarker.Input(
-                file: $1, stats: $0.stats, nonSubscription: $0.nonSubscription, extraRows: $0.extraRows, rows: $0.rows)
+            PartitionMarker.Input(file: $1, counts: $0.counts)
         }
     }
     var absorbedRejects: RejectList? { ledger?.rejects }
@@ -396,8 +386,7 @@ final class StateKeeper {
             let old = ledger.flatMap { l in ledgerIndex[input.file].map { l.files[$0] } }
             files[input.file] = StateLedger.File(
                 path: path, etag: old?.etag ?? (S3Location.isURI(path) ? S3Inputs.etag(path) : nil),
-                identity: identities[input.file], stats: input.stats, nonSubscription: input.nonSubscription,
-                extraRows: input.extraRows, rows: input.rows ?? 0)
+                identity: identities[input.file], counts: input.counts)
         }
         let listed = files.compactMap { $0 }
         guard listed.count == files.count else {

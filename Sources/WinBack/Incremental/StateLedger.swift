@@ -11,7 +11,7 @@ struct StateLedger: Codable {
     /// The layout of the state; another one is rebuilt.
     static let layout = 1
 
-    /// A transaction file the state absorbed.
+    /// A transaction file the state absorbed, written as one object.
     struct File: Codable, Equatable {
         /// The path, or the `s3://` URI, as the globs gave it.
         var path: String
@@ -20,13 +20,34 @@ struct StateLedger: Codable {
         /// ``System/fileIdentity(_:)`` of a local file, taken before it was read: while it is the
         /// same, the file is not read again to check its SHA-256.
         var identity: [Int64]?
-        /// Size and SHA-256 of its bytes as stored, lines and rejects.
-        var stats: InputStats
-        var nonSubscription: Int
-        /// Transactions beyond one a line (signed lines that hold several).
-        var extraRows: Int
-        /// Rows it gave (before deduplication).
-        var rows: Int
+        /// What reading it counted: size and SHA-256 of its bytes as stored, lines, rejects and
+        /// the rows it gave (before deduplication).
+        var counts: FileCounts
+
+        init(path: String, etag: String?, identity: [Int64]?, counts: FileCounts) {
+            self.path = path
+            self.etag = etag
+            self.identity = identity
+            self.counts = counts
+        }
+
+        private enum CodingKeys: String, CodingKey { case path, etag, identity }
+
+        init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            path = try c.decode(String.self, forKey: .path)
+            etag = try c.decodeIfPresent(String.self, forKey: .etag)
+            identity = try c.decodeIfPresent([Int64].self, forKey: .identity)
+            counts = try FileCounts(from: decoder)
+        }
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(path, forKey: .path)
+            try c.encodeIfPresent(etag, forKey: .etag)
+            try c.encodeIfPresent(identity, forKey: .identity)
+            try counts.encode(to: encoder)
+        }
     }
 
     var layout: Int

@@ -76,9 +76,7 @@ public enum Merge {
             rejects.normalize()
             var counters = ReadCounters()
             for inputs in [absorbedInputs] + partitions.map(\.0.inputs) {
-                for input in inputs {
-                    counters.add(file: input.stats, extraRows: input.extraRows, nonSubscription: input.nonSubscription)
-                }
+                for input in inputs { counters.add(file: input.counts) }
             }
             var states = StateCounts()
             for m in markers {
@@ -86,7 +84,7 @@ public enum Merge {
                 states.add(m.states)
             }
             manifest.inputs = (absorbedInputs + partitions.flatMap { $0.0.inputs }).sorted { $0.file < $1.file }.map(
-                \.stats)
+                \.counts.stats)
             if let keeper { manifest.incremental = keeper.summary }
             manifest.counters = counters
             manifest.renewalInputs = markers[0].renewalInputs

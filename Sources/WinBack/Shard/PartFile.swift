@@ -224,6 +224,13 @@ final class PartReader {
         return (file, out!)
     }
 
+    /// The next section's rows appended to `rows` (a piece of an incremental state, whose
+    /// sections share one table); returns the index of the section's file, nil at the end of
+    /// the part file, once its size and SHA-256 are checked.
+    func next(into rows: StateRows) throws -> Int? {
+        try section({ _, _ in rows.table }, { try rows.add($0) })?.file
+    }
+
     /// Calls `body` with every row of the file and the table of its file, keeping none.
     func scan(_ body: (Transaction, StringTable) -> Void) throws {
         var tables: [Int: StringTable] = [:]

@@ -42,10 +42,6 @@ public enum Partition {
         let bySize = InputFiles.largestFirst(mine.map { files[$0] })
         try parallelFor(count: mine.count, threads: p.threads, order: bySize) { j in
             let fi = mine[j]
-            // A store of its own per file: its pages go back to the system as soon as the file
-            // is written out, so a task holds the rows of the files being read only.
-            let out = FileRows(path: files[fi], store: try TransactionRows(reservingForRead: ()), limits: p.limits)
-            out.environment = p.config.environment
             // The rows read so far go to the part files every `spillRows` rows, each part file
             // getting the strings its earlier sections of the file did not have.
             var sent = [Int](repeating: 0, count: shards)
@@ -65,21 +61,21 @@ public enum Partition {
                 }
                 try out.dropRows()
             }
-            out.spillAt = spillRows
-            out.spill = flush
-            defer { out.spill = nil }
+            // A store of its own per file: its pages go back to the system as soon as the file
+            // is written out, so a task holds the rows of the files being read only.
+            let out = FileRows(
+                path: files[fi], store: try TransactionRows(reservingForRead: ()), limits: p.limits,
+                spill: Spill(every: spillRows, flush))
+            out.environment = p.config.environment
             try format.read(path: files[fi], inflater: p.inflater, into: out, progress: progress)
             try flush(out)
             let renewals = out.renewals.map {
                 PartitionMarker.Renewal(
                     file: fi, originalTransactionId: $0.key.string(in: out.table), info: $0.info)
             }
-            done[j] = (
-                .init(
-                    file: fi, stats: out.stats, nonSubscription: out.nonSubscription, extraRows: out.extraRows,
-                    rows: rows),
-                out.rejects, renewals
-            )
+            var counts = out.counts
+            counts.rows = rows
+            done[j] = (.init(file: fi, counts: counts), out.rejects, renewals)
         }
         for w in writers { try w.close() }
         let inputs = done.all.map(\.0).sorted { $0.file < $1.file }
@@ -100,7 +96,7 @@ public enum Partition {
         try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
         return Summary(
-            files: mine.count, rows: inputs.reduce(0) { $0 + $1.stats.rows }, rejected: rejects.total,
+            files: mine.count, rows: inputs.reduce(0) { $0 + $1.counts.stats.rows }, rejected: rejects.total,
             partBytes: marker.parts.reduce(0) { $0 + $1.bytes }, largestShardRows: marker.parts.map(\.rows).max() ?? 0,
             shardRows: marker.parts.map(\.rows))
     }

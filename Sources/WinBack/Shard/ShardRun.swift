@@ -130,8 +130,8 @@ public enum ShardRun {
     /// (file, line) order and every input file is in it (docs/rules.md §8.1). The part file is
     /// read and checked whole first, then each file's sections are read again where they are.
     ///
-    /// The rows carry their files' indices (``FileRows/rowRanks``), so that the rows of a
-    /// state merge with them in the same order.
+    /// With a state, the rows are merged with their files' indices, so that the state's rows
+    /// merge with them in the same order; the merger's slots are then ``StateSlot``'s.
     static func readInFileOrder(
         _ p: ResolvedPipeline, work: WorkFolder, shard: Int, part marker: PartitionMarker, state: ShardState? = nil,
         next: StateRowsWriter? = nil
@@ -145,7 +145,7 @@ public enum ShardRun {
             throw WinBackError(.badData, "part file names an input this task did not read", path: path)
         }
         let reader = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256)
-        let merger = try Merger(count: state == nil ? 1 : 3, totalBytes: max(1, part.rows))
+        let merger = try Merger(count: state == nil ? 1 : StateSlot.allCases.count, totalBytes: max(1, part.rows))
         let all = FileRows(path: "", store: merger.store)
         var ranks: [UInt32] = []
         for (file, offsets) in sections {
@@ -166,25 +166,35 @@ public enum ShardRun {
             if state != nil { ranks += repeatElement(UInt32(file), count: all.rows.count - ranks.count) }
         }
         all.stats.bytes = all.rows.count
-        if state != nil { all.rowRanks = ranks }
-        merger.add(all, index: 0)
-        guard let state else { return merger.finish(threads: p.threads) }
+        guard let state else {
+            merger.add(all, index: 0)
+            return merger.finish(threads: p.threads)
+        }
+        merger.add(all, index: StateSlot.partFile.rawValue, ranks: ranks)
         // The absorbed files' rows of this shard: counted (duplicates are of them), then the
         // winners among them, from the state.
-        let absorbed = FileRows(path: "", store: merger.store)
-        absorbed.absorbedRows = state.absorbedRows
-        merger.add(absorbed, index: 1)
-        let kept = FileRows(path: "", store: merger.store)
-        kept.fromState = true
+        merger.add(AbsorbedFile(counts: .rows(state.absorbedRows)), index: StateSlot.absorbed.rawValue)
+        let kept = StateRows(store: merger.store)
         if let (path, stats) = state.rows {
             try StateKeeper.load(kept, from: path, stats, pathOf: state.pathOfLedgerFile)
         }
-        merger.add(kept, index: 2)
+        merger.add(kept, index: StateSlot.stateRows.rawValue)
         let capture = WinnerCapture(
             pieceRows: Int.max, rows: { piece, file, rows, strings in next?.append(piece, file, rows, strings) },
             renewal: { _, _, _, _ in }, file: { _, _ in })
         let set = merger.finish(threads: p.threads, capture: capture)
         return set
+    }
+
+    /// The slots of a shard's merger when it merges an incremental state (docs/rules.md §12),
+    /// in the order deduplication goes by.
+    enum StateSlot: Int, CaseIterable {
+        /// The part file's rows: every file read now, each row with its file's index.
+        case partFile
+        /// The files the state absorbed: the rows they gave this shard, counted, none kept.
+        case absorbed
+        /// The state's rows of this shard: the winners among those, merged last.
+        case stateRows
     }
 
     /// The rows of a shard whose inputs several partition tasks read: each input file's

@@ -233,15 +233,30 @@ struct RunFingerprint: Codable, Equatable {
 
 /// A partition task's `_SUCCESS`.
 struct PartitionMarker: Codable {
+    /// A file the task read: its index and what it counted (the rows it gave, before
+    /// deduplication, an incremental state keeps), written as one object.
     struct Input: Codable {
         /// Index of the file in sorted path order.
         var file: Int
-        var stats: InputStats
-        var nonSubscription: Int
-        /// Transactions beyond one a line (signed lines that hold several).
-        var extraRows: Int
-        /// Rows the file gave, before deduplication (an incremental state keeps it).
-        var rows: Int?
+        var counts: FileCounts
+
+        init(file: Int, counts: FileCounts) {
+            self.file = file
+            self.counts = counts
+        }
+
+        private enum CodingKeys: String, CodingKey { case file }
+
+        init(from decoder: Decoder) throws {
+            file = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .file)
+            counts = try FileCounts(from: decoder)
+        }
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(file, forKey: .file)
+            try counts.encode(to: encoder)
+        }
     }
 
     /// Renewal info found among the transactions (signed files), which every shard reads and

@@ -37,17 +37,17 @@ public struct ReadCounters: Sendable, Equatable, Codable {
     /// Counts one input file: `stats.rows` lines, each a row but for the `extraRows`
     /// transactions beyond one a line (a signed line counts once, docs/rules.md §2.6), of which
     /// `nonSubscription` were skipped and `stats.rejected` rejected. The read stage counts each
-    /// file it read; a merge, each file a partition task read.
-    package mutating func add(file stats: InputStats, extraRows: Int, nonSubscription: Int) {
-        rowsRead += stats.rows + extraRows
-        lines += stats.rows
-        self.nonSubscription += nonSubscription
-        rejected += stats.rejected
+    /// file it read (or its state absorbed); a merge, each file a partition task read.
+    package mutating func add(file counts: FileCounts) {
+        rowsRead += counts.stats.rows + counts.extraRows
+        lines += counts.stats.rows
+        nonSubscription += counts.nonSubscription
+        rejected += counts.stats.rejected
     }
 
     /// Adds what deduplication and the environment and ownership filters counted among another
     /// set of rows (a shard's, which holds no other shard's customers), but none of its lines:
-    /// a merge counts those from the files, with ``add(file:extraRows:nonSubscription:)``.
+    /// a merge counts those from the files, with ``add(file:)``.
     package mutating func add(deduplicationOf o: ReadCounters) {
         duplicates += o.duplicates
         sandbox += o.sandbox
@@ -55,18 +55,45 @@ public struct ReadCounters: Sendable, Equatable, Codable {
     }
 }
 
-/// The rows of one input file, with ids local to its own string table.
-// One thread fills a file's rows; the merger takes them over under its lock; then each
-// thread of the packing touches only its own files.
+/// What reading one transaction file counted, besides its rows: its stats, the rows it gave
+/// (before deduplication), those that were not a subscription's, and the transactions beyond
+/// one a line. The one record of a file's counts: the merger keeps it for every file, an
+/// incremental state's ledger for every file it absorbed, a partition task's marker for every
+/// file it read (both write its fields among their own, under these names).
+package struct FileCounts: Sendable, Equatable, Codable {
+    /// Size and SHA-256 of its bytes as stored, lines and rejects.
+    package var stats: InputStats
+    /// Rows it gave, before deduplication.
+    package var rows: Int
+    package var nonSubscription: Int
+    /// Transactions beyond one a line (signed lines that hold several).
+    package var extraRows: Int
+
+    package init(stats: InputStats, rows: Int, nonSubscription: Int, extraRows: Int) {
+        self.stats = stats
+        self.rows = rows
+        self.nonSubscription = nonSubscription
+        self.extraRows = extraRows
+    }
+
+    /// `rows` rows of no file in particular (no bytes, lines or rejects): what the files an
+    /// incremental state absorbed gave one shard of a memory-bounded run.
+    package static func rows(_ rows: Int) -> FileCounts {
+        FileCounts(
+            stats: InputStats(path: "", bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0), rows: rows,
+            nonSubscription: 0, extraRows: 0)
+    }
+}
+
+/// The rows of one input file read now, with ids local to its own string table. The reader
+/// keeps every row, or only one customer's (``CustomerFilter``, `explain`), and may have
+/// them written out every so many rows (``Spill``, a partition task).
+// One thread fills a file's rows; the merger takes them over under its lock.
 package final class FileRows: @unchecked Sendable {
     let path: String
     /// Ids local to this file; released once merged into the run's.
     @exclusivity(unchecked) package var table = StringTable(capacity: 1 << 14)
-    /// Local string id → the run's string id, set when the file is merged.
-    @exclusivity(unchecked) var map: [Int32] = []
     @exclusivity(unchecked) package var rows: RowChunks
-    /// Rows that lost deduplication to another version of their transaction.
-    @exclusivity(unchecked) var superseded: [UInt64] = []
     @exclusivity(unchecked) package var rejects: RejectList
     /// Bounds on what bad lines may cost (docs/rules.md §6.1).
     let limits: ReadLimits
@@ -78,32 +105,29 @@ package final class FileRows: @unchecked Sendable {
     @exclusivity(unchecked) package var extraRows = 0
     /// Renewal info found among the transactions (signed files), keyed with this file's ids.
     @exclusivity(unchecked) package var renewals: [(key: TransactionKey, info: RenewalInfo)] = []
-    /// When set, only rows whose originalTransactionId or appAccountToken is one of these ids
-    /// are kept (`explain` reads one customer with the same reader).
-    private let only: (originals: [TransactionKey], tokens: [AppAccountToken])?
+    /// The customer filter's ids as keys of ``table``; nil keeps every row.
+    private let only: CustomerFilter.Keys?
+    /// The row count at which ``spill`` writes the rows out; `Int.max` without one.
+    private let spillAt: Int
+    private let spill: Spill?
 
-    /// Each row's file, as its index in sorted path order (the row's place in the order
-    /// deduplication goes by), when the rows are of several files, in (file, line) order; nil
-    /// for the rows of one file, whose index is the one it is merged with.
-    package var rowRanks: [UInt32]?
-    /// The rows of an incremental run's state (docs/rules.md §12): the winners among the rows
-    /// of the files absorbed earlier, with their ``rowRanks``. Merged after every file read
-    /// now; not a file of the run.
-    package var fromState = false
-    /// A file absorbed earlier, whose rows are in the state: the rows it gave when it was read
-    /// (duplicates are counted of them); nil for a file read now. The state's rows count as
-    /// none: they are the winners among those rows.
-    package var absorbedRows: Int?
-
-    package init(path: String, store: TransactionRows, only: [String]? = nil, limits: ReadLimits = .default) {
+    package init(
+        path: String, store: TransactionRows, limits: ReadLimits = .default, only: CustomerFilter? = nil,
+        spill: Spill? = nil
+    ) {
         self.path = path
         self.limits = limits
         rejects = RejectList(limit: limits.maxRejectsListed)
         rows = RowChunks(store: store)
         stats = InputStats(path: path, bytes: 0, uncompressedBytes: 0, sha256: "", rows: 0, rejected: 0)
-        self.only = only.map { [table] ids in
-            (ids.map { TransactionKey($0, table: table) }, ids.compactMap { AppAccountToken.parse($0, table: table) })
-        }
+        self.only = only.map { [table] in CustomerFilter.Keys($0.ids, table: table) }
+        spillAt = spill?.rows ?? Int.max
+        self.spill = spill
+    }
+
+    /// What the file counted: its rows are those it holds now.
+    package var counts: FileCounts {
+        FileCounts(stats: stats, rows: rows.count, nonSubscription: nonSubscription, extraRows: extraRows)
     }
 
     /// Records what the source says of the file once it is read.
@@ -124,21 +148,13 @@ package final class FileRows: @unchecked Sendable {
         "line longer than limits.maxLineBytes (\(limits.maxLineBytes) bytes): skipped unread"
     }
 
-    /// The row count at which ``spill`` is called: a partition task writes the rows out and
-    /// drops them, so that it never holds a whole large file (docs/rules.md §6.1).
-    @exclusivity(unchecked) package var spillAt = Int.max
-    package var spill: ((FileRows) throws -> Void)?
-
-    /// Keeps a decoded row, unless a customer filter leaves it out.
+    /// Keeps a decoded row, unless the customer filter leaves it out; spills the rows when
+    /// they reach the spill's count.
     @inline(__always)
     package func add(_ t: Transaction) throws {
-        if let only, !only.originals.contains(t.originalTransactionId),
-            t.appAccountToken.isNone || !only.tokens.contains(t.appAccountToken)
-        {
-            return
-        }
+        if let only, !only.keeps(t) { return }
         try rows.append(t)
-        if rows.count == spillAt { try spill?(self) }
+        if rows.count == spillAt { try spill?.write(self) }
     }
 
     /// What the decoder made of a row: keeps a row (``add(_:)``) and counts one that is not a
@@ -162,8 +178,44 @@ package final class FileRows: @unchecked Sendable {
     /// Forgets the rows (written elsewhere): they go to a fresh store of their own, and the old
     /// one's pages back to the system.
     package func dropRows() throws { rows = RowChunks(store: try TransactionRows(reservingForRead: ())) }
+}
 
-    @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
+/// `explain`'s filter: only the rows whose originalTransactionId or appAccountToken is one of
+/// `ids` are kept, so that one customer is read with the run's own reader.
+package struct CustomerFilter: Sendable {
+    package var ids: [String]
+
+    package init(_ ids: [String]) { self.ids = ids }
+
+    /// The ids as keys of one file's table, which its rows' keys are compared with.
+    struct Keys {
+        let originals: [TransactionKey]
+        let tokens: [AppAccountToken]
+
+        init(_ ids: [String], table: StringTable) {
+            originals = ids.map { TransactionKey($0, table: table) }
+            tokens = ids.compactMap { AppAccountToken.parse($0, table: table) }
+        }
+
+        @inline(__always)
+        func keeps(_ t: Transaction) -> Bool {
+            originals.contains(t.originalTransactionId)
+                || (!t.appAccountToken.isNone && tokens.contains(t.appAccountToken))
+        }
+    }
+}
+
+/// A partition task's spill (docs/rules.md §6.1): every `rows` rows of a file, `write` writes
+/// them out and drops them (``FileRows/dropRows()``), so that a task never holds a whole large
+/// file.
+package struct Spill {
+    package var rows: Int
+    package var write: (FileRows) throws -> Void
+
+    package init(every rows: Int, _ write: @escaping (FileRows) throws -> Void) {
+        self.rows = rows
+        self.write = write
+    }
 }
 
 /// The transactions of a run, after reading every file, merging ids and deduplicating.
@@ -243,13 +295,14 @@ public enum TransactionReader {
         environment: String, signed: SignedReading?, limits: ReadLimits, state: IncrementalState?
     ) throws -> TransactionSet {
         let fmt = format(name, products: products, signed: signed)
+        let filter = only.map(CustomerFilter.init)
         let reading = paths.indices.filter { !(state?.absorbed.contains($0) ?? false) }
         let merger = try Merger(
             count: paths.count + (state?.slots ?? 0),
             totalBytes: reading.reduce(0) { $0 + InputFiles.size(paths[$1]) }, limits: limits)
         let bySize = InputFiles.largestFirst(reading.map { paths[$0] }).map { reading[$0] }
         try parallelFor(count: reading.count, threads: threads, order: bySize) { i in
-            let out = FileRows(path: paths[i], store: merger.store, only: only, limits: limits)
+            let out = FileRows(path: paths[i], store: merger.store, limits: limits, only: filter)
             out.environment = environment
             try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)
             merger.add(out, index: i)
@@ -260,387 +313,8 @@ public enum TransactionReader {
         try state.add(merger, paths.count)
         // A slot the state left empty (no state yet) holds no rows.
         for k in paths.count..<paths.count + state.slots where !merger.filled(k) {
-            let none = FileRows(path: "", store: merger.store, limits: limits)
-            none.fromState = true
-            merger.add(none, index: k)
+            merger.add(StateRows(store: merger.store), index: k)
         }
         return merger.finish(threads: threads, capture: state.capture)
-    }
-}
-
-/// Merges files into the run as they finish reading, in whatever order they finish: their ids
-/// into the run's string table, their rows into the deduplication index. A file's own table
-/// is released as soon as it is merged, so only the files being read hold one.
-///
-/// The outcome does not depend on the order: deduplication compares (signedDate, file, line)
-/// explicitly, and string ids are renumbered at the end in order of first appearance by
-/// (file, local id), which is the numbering a merge in path order gives.
-// Files are merged under `lock`; `finish` runs after every file was added.
-package final class Merger: @unchecked Sendable {
-    @exclusivity(unchecked) private var files: [FileRows?]
-    private let lock = NSLock()
-    private let strings = StringTable(capacity: 1 << 16)
-    /// Where every file's rows are written as they are read.
-    package let store: TransactionRows
-    /// transactionId (with the run's string ids) → row number of its current winner, rows
-    /// being numbered across files in the order they were merged.
-    @exclusivity(unchecked) private var winners = Int64Map(capacity: 1 << 16)
-    /// The first row number of each merged file, ascending, with the file's index.
-    @exclusivity(unchecked) private var merged: [(first: Int, file: Int)] = []
-    @exclusivity(unchecked) private var rowsMerged = 0
-    /// The rejects of the files merged so far: only those that may be listed are held.
-    @exclusivity(unchecked) private var rejects: RejectList
-
-    /// The file index and row of a row number.
-    private func locate(_ n: Int) -> (file: Int, row: Int) {
-        var lo = 0
-        var hi = merged.count - 1
-        while lo < hi {
-            let mid = (lo + hi + 1) / 2
-            if merged[mid].first <= n { lo = mid } else { hi = mid - 1 }
-        }
-        return (merged[lo].file, n - merged[lo].first)
-    }
-
-    /// Bytes of all the files as stored, and of those merged so far: the rows merged so far
-    /// then tell how many the whole run will have, and the deduplication index is sized for
-    /// them once instead of growing through every power of two.
-    private let totalBytes: Int
-    @exclusivity(unchecked) private var bytesMerged = 0
-
-    package init(count: Int, totalBytes: Int, limits: ReadLimits = .default) throws {
-        rejects = RejectList(limit: limits.maxRejectsListed)
-        store = try TransactionRows(reservingForRead: ())
-        files = Array(repeating: nil, count: count)
-        self.totalBytes = totalBytes
-    }
-
-    /// Takes over file `index` once read; merges it under the lock.
-    package func add(_ f: FileRows, index: Int) {
-        lock.lock()
-        defer { lock.unlock() }
-        files[index] = f
-        rejects.merge(f.rejects)
-        f.rejects = RejectList(limit: 0)
-        f.map = strings.merge(f.table)
-        f.table = StringTable(capacity: 1)
-        f.superseded = [UInt64](repeating: 0, count: (f.rows.count + 63) / 64)
-        let map = f.map
-        let first = rowsMerged
-        precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
-        merged.append((first, index))
-        rowsMerged += f.rows.count
-        if f.absorbedRows != nil { return }  // its rows are among the state's
-        // The rows of an incremental run's state (docs/rules.md §12) come once every file read
-        // now was added: they are the winners among the absorbed files, so each meets at most
-        // the rows of the files read now, found by looking its transactionId up. No row of the
-        // state enters the index, which stays the size of the night's files.
-        let lookingUp = f.fromState
-        if !lookingUp {
-            bytesMerged += f.stats.bytes
-            if bytesMerged > 0 && bytesMerged < totalBytes {
-                winners.reserve(Int(Double(rowsMerged) * Double(totalBytes) / Double(bytesMerged)))
-            } else {
-                winners.reserve(rowsMerged)
-            }
-        }
-        let ahead = 8
-        let count = f.rows.count
-        // The file's rows and id map as buffers for the whole loop: no reference is taken per row.
-        f.rows.withChunks { chunks in
-            map.withUnsafeBufferPointer { map in
-                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<Transaction> {
-                    chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
-                }
-                @inline(__always) func key(_ i: Int) -> TransactionKey {
-                    var key = row(i).pointee.transactionId
-                    key.remap(map)
-                    return key
-                }
-                for i in 0..<count {
-                    if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
-                    let key = key(i)
-                    let here = UInt32(first + i)
-                    let there: UInt32
-                    if lookingUp {
-                        guard let found = winners.find(key.raw) else { continue }
-                        there = found
-                    } else {
-                        there = winners.insert(key.raw, here)
-                        if there == here { continue }
-                    }
-                    // Newest signedDate wins; on a tie the later file, then the later line.
-                    let (fo, j) = locate(Int(there))
-                    let other = files[fo]!
-                    let a = row(i).pointee.signedDate
-                    let b = other.rows[j].signedDate
-                    if a > b || (a == b && (Merger.rank(f, index, i), i) > (Merger.rank(other, fo, j), j)) {
-                        other.supersede(j)
-                        winners.update(key.raw, here)
-                    } else {
-                        f.supersede(i)
-                    }
-                }
-            }
-        }
-    }
-
-    /// Whether slot `index` holds a file.
-    package func filled(_ index: Int) -> Bool { lock.withLock { files[index] != nil } }
-
-    /// The place in the order deduplication goes by of row `j` of `f`, merged as file `slot`:
-    /// the file's index in sorted path order (for a state's rows, that of the file each came from).
-    @inline(__always)
-    private static func rank(_ f: FileRows, _ slot: Int, _ j: Int) -> Int {
-        if let ranks = f.rowRanks { return Int(ranks[j]) }
-        return slot
-    }
-
-    /// Renumbers ids, then gathers the winning Production rows of every file, in path order.
-    /// With `capture` (an incremental run), every winner, of any environment, and every renewal
-    /// info found among the transactions is handed to it first, by file, with the run's ids.
-    package func finish(threads: Int, capture: WinnerCapture? = nil) -> TransactionSet {
-        let files = self.files.map { $0! }
-        winners = Int64Map(capacity: 1)
-        // Run ids in order of first appearance by (file, local id).
-        var canonical = [Int32](repeating: -1, count: strings.count)
-        var order: [Int32] = []
-        order.reserveCapacity(strings.count)
-        for f in files {
-            for temp in f.map where canonical[Int(temp)] < 0 {
-                canonical[Int(temp)] = Int32(order.count)
-                order.append(temp)
-            }
-        }
-        let run = strings.reordered(order)
-        let runIds = canonical
-        try? parallelFor(count: files.count, threads: threads) { fi in
-            let f = files[fi]
-            for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
-        }
-        if let capture { self.capture(files, strings: run, into: capture, threads: threads) }
-        // Each chunk's file and place in it, then the winning Production rows packed where
-        // they were read. The files' superseded bits and id maps are laid end to end in two
-        // buffers, so that deciding a row's fate takes no reference to its file.
-        let bitStarts = files.reduce(into: [0]) { $0.append($0.last! + $1.superseded.count) }
-        let mapStarts = files.reduce(into: [0]) { $0.append($0.last! + $1.map.count) }
-        let bits = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: Swift.max(1, bitStarts.last!))
-        let maps = UnsafeMutableBufferPointer<Int32>.allocate(capacity: Swift.max(1, mapStarts.last!))
-        defer {
-            bits.deallocate()
-            maps.deallocate()
-        }
-        for (fi, f) in files.enumerated() {
-            _ = UnsafeMutableBufferPointer(rebasing: bits[bitStarts[fi]...]).initialize(from: f.superseded)
-            _ = UnsafeMutableBufferPointer(rebasing: maps[mapStarts[fi]...]).initialize(from: f.map)
-        }
-        var owners = [(file: Int32, seq: Int32)](repeating: (0, 0), count: store.chunkCount)
-        for (fi, f) in files.enumerated() {
-            for (seq, c) in f.rows.numbers.enumerated() { owners[c] = (Int32(fi), Int32(seq)) }
-        }
-        let chunkOwners = owners
-        let rowCounts = files.map(\.rows.count)
-        nonisolated(unsafe) let supersededBits = UnsafeBufferPointer(bits)
-        nonisolated(unsafe) let idMaps = UnsafeBufferPointer(maps)
-        // Winners (rows no other version superseded), the Production ones among them, and the
-        // family-shared ones of those, counted as the rows are packed.
-        let tallies = store.compact(
-            threads: threads, tally: (winners: 0, kept: 0, family: 0),
-            used: { c in
-                let o = chunkOwners[c]
-                return min(TransactionRows.chunkRows, rowCounts[Int(o.file)] - Int(o.seq) << TransactionRows.chunkShift)
-            },
-            keep: { t, c, k, r in
-                let o = chunkOwners[c]
-                let file = Int(o.file)
-                let i = Int(o.seq) << TransactionRows.chunkShift + k
-                guard supersededBits[bitStarts[file] + i >> 6] & (1 << UInt64(i & 63)) == 0 else { return false }
-                t.winners += 1
-                guard r.production else { return false }
-                t.kept += 1
-                if r.ownership == .familyShared { t.family += 1 }
-                r.remap(UnsafeBufferPointer(rebasing: idMaps[mapStarts[file]..<mapStarts[file + 1]]))
-                return true
-            })
-        var counters = ReadCounters()
-        for f in files where !f.fromState {
-            counters.add(file: f.stats, extraRows: f.extraRows, nonSubscription: f.nonSubscription)
-            counters.duplicates += f.absorbedRows ?? f.rows.count
-        }
-        for t in tallies {
-            counters.duplicates -= t.winners
-            counters.sandbox += t.winners - t.kept
-            counters.familyShared += t.family
-        }
-        rejects.normalize()
-        let set = TransactionSet(
-            strings: run, rows: store, inputs: files.filter { !$0.fromState }.map(\.stats), rejects: rejects,
-            counters: counters, renewals: RenewalIndex(files.map { ($0.renewals, $0.map) }))
-        for f in files {
-            f.rows = RowChunks(store: store)
-            f.map = []
-            f.renewals = []
-            f.superseded = []
-            f.rowRanks = nil
-        }
-        return set  // files are in path order, their rejects' lines ascending
-    }
-}
-
-/// An incremental run's state, as the read stage takes it (docs/rules.md §12).
-package struct IncrementalState {
-    /// Indices, in sorted path order, of the files the state absorbed: they are not read.
-    package var absorbed: Set<Int>
-    /// Slots of the merger the state's rows take, after those of the files: one a piece.
-    package var slots: Int
-    /// Adds to the merger a ``FileRows`` for every absorbed file at its index (no rows: its
-    /// counts, rejects and renewal info), then the state's rows at indices `rowsIndex...`
-    /// (``FileRows/fromState``, their ``FileRows/rowRanks`` set); every slot must be filled.
-    package var add: (_ merger: Merger, _ rowsIndex: Int) throws -> Void
-    /// Takes the winners for the next state; nil when no state is to be written.
-    package var capture: WinnerCapture?
-
-    package init(
-        absorbed: Set<Int>, slots: Int, add: @escaping (Merger, Int) throws -> Void, capture: WinnerCapture?
-    ) {
-        self.absorbed = absorbed
-        self.slots = slots
-        self.add = add
-        self.capture = capture
-    }
-}
-
-/// What an incremental run keeps of its merge for the next night's state (docs/rules.md §12):
-/// ``Merger/finish(threads:capture:)`` hands it the winners, in pieces of at most `pieceRows`
-/// rows written on several threads, and, file by file in path order, the renewal info found
-/// among the transactions and what each file counted; all with the run's string ids.
-package struct WinnerCapture: Sendable {
-    /// Rows a piece holds at most: pieces are written, and read back, in parallel.
-    package var pieceRows: Int
-    /// Winning rows of file `file` (its index in sorted path order) for piece `piece`: the
-    /// calls of one piece come from one thread at a time, those of several pieces at once.
-    package var rows:
-        @Sendable (_ piece: Int, _ file: Int, _ rows: UnsafeBufferPointer<Transaction>, _ strings: StringTable) -> Void
-    /// One renewal info of file `file`, in the order it was read.
-    package var renewal:
-        @Sendable (_ file: Int, _ originalTransactionId: TransactionKey, _ info: RenewalInfo, _ strings: StringTable) ->
-            Void
-    /// What file `file` gave besides rows (of an absorbed one, what it gave when it was read).
-    package var file: @Sendable (_ file: Int, _ read: FileCounts) -> Void
-    /// Asked of every slot of state rows (``FileRows/fromState``) of which no row lost: true
-    /// when the next state keeps those rows as they are, which then are not handed over.
-    package var keeps: @Sendable (_ slot: Int, _ rows: Int) -> Bool
-
-    package init(
-        pieceRows: Int,
-        rows: @escaping @Sendable (Int, Int, UnsafeBufferPointer<Transaction>, StringTable) -> Void,
-        renewal: @escaping @Sendable (Int, TransactionKey, RenewalInfo, StringTable) -> Void,
-        file: @escaping @Sendable (Int, FileCounts) -> Void,
-        keeps: @escaping @Sendable (Int, Int) -> Bool = { _, _ in false }
-    ) {
-        self.pieceRows = max(1, pieceRows)
-        self.rows = rows
-        self.renewal = renewal
-        self.file = file
-        self.keeps = keeps
-    }
-}
-
-/// What reading one transaction file counted: its stats, the rows it gave (before
-/// deduplication), those that were not a subscription's, and the transactions beyond one a line.
-package struct FileCounts: Sendable {
-    package var stats: InputStats
-    package var rows: Int
-    package var nonSubscription: Int
-    package var extraRows: Int
-
-    package init(stats: InputStats, rows: Int, nonSubscription: Int, extraRows: Int) {
-        self.stats = stats
-        self.rows = rows
-        self.nonSubscription = nonSubscription
-        self.extraRows = extraRows
-    }
-}
-
-extension Merger {
-    /// Hands every winner and every renewal info to `capture`, after ids were renumbered: the
-    /// winners cut into pieces of `capture.pieceRows`, each piece on one thread.
-    fileprivate func capture(_ files: [FileRows], strings: StringTable, into capture: WinnerCapture, threads: Int) {
-        for (slot, f) in files.enumerated() {
-            if !f.fromState {
-                capture.file(
-                    slot,
-                    FileCounts(
-                        stats: f.stats, rows: f.absorbedRows ?? f.rows.count, nonSubscription: f.nonSubscription,
-                        extraRows: f.extraRows))
-            }
-            f.map.withUnsafeBufferPointer { map in
-                for (key, info) in f.renewals {
-                    var k = key
-                    k.remap(map)
-                    capture.renewal(slot, k, info, strings)
-                }
-            }
-        }
-        // Pieces: runs of (file, first row, end) holding pieceRows winners between them.
-        @Sendable @inline(__always) func wins(_ f: FileRows, _ i: Int) -> Bool {
-            f.superseded[i >> 6] & (1 << UInt64(i & 63)) == 0
-        }
-        var pieces: [[(slot: Int, start: Int, end: Int)]] = [[]]
-        var inPiece = 0
-        for (slot, f) in files.enumerated() {
-            if f.fromState, f.rows.count > 0, !f.superseded.contains(where: { $0 != 0 }),
-                capture.keeps(slot, f.rows.count)
-            {
-                continue
-            }
-            var i = 0
-            let n = f.rows.count
-            while i < n {
-                var j = i
-                while j < n && inPiece < capture.pieceRows {
-                    if wins(f, j) { inPiece += 1 }
-                    j += 1
-                }
-                pieces[pieces.count - 1].append((slot, i, j))
-                i = j
-                if inPiece == capture.pieceRows {
-                    pieces.append([])
-                    inPiece = 0
-                }
-            }
-        }
-        if pieces.count > 1 && inPiece == 0 { pieces.removeLast() }
-        let work = pieces
-        nonisolated(unsafe) let all = files
-        try? parallelFor(count: work.count, threads: threads) { p in
-            var buffer: [Transaction] = []
-            // Sections of at most 8,192 rows: the buffers of the threads stay small.
-            let section = 1 << 13
-            buffer.reserveCapacity(min(capture.pieceRows, section))
-            var file = -1
-            func flush() {
-                if !buffer.isEmpty { buffer.withUnsafeBufferPointer { capture.rows(p, file, $0, strings) } }
-                buffer.removeAll(keepingCapacity: true)
-            }
-            for (slot, start, end) in work[p] {
-                let f = all[slot]
-                f.map.withUnsafeBufferPointer { map in
-                    f.rows.withChunks { chunks in
-                        for i in start..<end where wins(f, i) {
-                            let rank = Merger.rank(f, slot, i)
-                            if rank != file || buffer.count == section {
-                                flush()
-                                file = rank
-                            }
-                            var r = chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
-                            r.remap(map)
-                            buffer.append(r)
-                        }
-                    }
-                }
-            }
-            flush()
-        }
     }
 }

@@ -321,7 +321,8 @@ struct IncrementalKilledRunTests {
     func halfWrittenNextStateIgnored() throws {
         let (world, p, output, first) = try T.firstNight(seed: 13)
         let root = output + "/\(T.name)"
-        let ledger = try Data(contentsOf: URL(fileURLWithPath: T.stateFolder(output) + "/ledger.json"))
+        let (ledger, _) = try #require(
+            try WorkFolder.readJSON(StateLedger.self, from: T.stateFolder(output) + "/ledger.json"))
         // A killed run leaves its next state staged beside the state: rows written, no ledger;
         // or, killed while swapping without an exchange, the previous state moved aside.
         let fm = FileManager.default
@@ -335,9 +336,19 @@ struct IncrementalKilledRunTests {
         T.expectSame(second.files, first.files)
         let entries = try fm.contentsOfDirectory(atPath: root)
         #expect(!entries.contains { $0.hasPrefix(".staging-") }, "\(entries)")
-        // The state was used and replaced by an equal one: same files, same counts.
-        let next = try Data(contentsOf: URL(fileURLWithPath: T.stateFolder(output) + "/ledger.json"))
-        #expect(next.count > 0 && ledger.count > 0)
+        // The state was used and replaced by an equal one: same settings, files, counts,
+        // rejects and renewal info, the same rows in its rows files, one generation on.
+        let (next, _) = try #require(
+            try WorkFolder.readJSON(StateLedger.self, from: T.stateFolder(output) + "/ledger.json"))
+        #expect(next.generation == ledger.generation + 1)
+        #expect(next.settings == ledger.settings)
+        #expect(next.files == ledger.files)
+        #expect(next.rejects == ledger.rejects)
+        #expect(next.shardRows == ledger.shardRows)
+        #expect(next.rowsFiles.reduce(0) { $0 + $1.rows } == ledger.rowsFiles.reduce(0) { $0 + $1.rows })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        #expect(try encoder.encode(next.renewals) == encoder.encode(ledger.renewals))
         T.expectStateFiles(T.stateFolder(output))
     }
 }

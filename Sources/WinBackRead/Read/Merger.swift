@@ -1,0 +1,379 @@
+import Foundation
+import WinBackModel
+import WinBackSupport
+
+/// Merges files into the run as they finish reading, in whatever order they finish: their ids
+/// into the run's string table, their rows into the deduplication index. A file's own table
+/// is released as soon as it is merged, so only the files being read hold one.
+///
+/// It takes three kinds of things, each in its own slot: a file read now (``FileRows``), and
+/// of an incremental run (docs/rules.md §12) a file its state absorbed (``AbsorbedFile``:
+/// counts, no rows) and a piece of the state's rows (``StateRows``: rows, counting none).
+///
+/// The outcome does not depend on the order: deduplication compares (signedDate, file, line)
+/// explicitly, and string ids are renumbered at the end in order of first appearance by
+/// (file, local id), which is the numbering a merge in path order gives.
+// Files are merged under `lock`; `finish` runs after every file was added.
+package final class Merger: @unchecked Sendable {
+    /// What a slot holds once merged: its rows (none for an absorbed file) with what the merge
+    /// decides of them, and what its file counted (nil for the state's rows, which are no file).
+    // Filled under the lock; in `finish`, each thread touches only its own slots.
+    private final class Slot: @unchecked Sendable {
+        let counts: FileCounts?
+        @exclusivity(unchecked) var rows: RowChunks
+        /// Local string id → the run's string id.
+        @exclusivity(unchecked) var map: [Int32]
+        /// Rows that lost deduplication to another version of their transaction.
+        @exclusivity(unchecked) var superseded: [UInt64]
+        /// Renewal info found among the transactions (signed files), keyed with local ids.
+        @exclusivity(unchecked) var renewals: [(key: TransactionKey, info: RenewalInfo)]
+        /// Each row's file, as its index in sorted path order (the row's place in the order
+        /// deduplication goes by), when the rows are of several files, in (file, line) order;
+        /// nil for the rows of one file, whose index is the slot's.
+        @exclusivity(unchecked) var ranks: [UInt32]?
+
+        init(
+            counts: FileCounts?, rows: RowChunks, map: [Int32], renewals: [(key: TransactionKey, info: RenewalInfo)],
+            ranks: [UInt32]?
+        ) {
+            self.counts = counts
+            self.rows = rows
+            self.map = map
+            superseded = [UInt64](repeating: 0, count: (rows.count + 63) / 64)
+            self.renewals = renewals
+            self.ranks = ranks
+        }
+
+        /// Rows of the state (docs/rules.md §12): merged after every file, counted in none.
+        var isState: Bool { counts == nil }
+
+        @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
+    }
+
+    /// How a slot's rows meet the deduplication index.
+    private enum Meeting {
+        /// A file read now: its rows enter the index; its bytes as stored size the index.
+        case entering(bytes: Int)
+        /// The rows of an incremental run's state (docs/rules.md §12) come once every file read
+        /// now was added: they are the winners among the absorbed files, so each meets at most
+        /// the rows of the files read now, found by looking its transactionId up. No row of the
+        /// state enters the index, which stays the size of the night's files.
+        case lookingUp
+        /// An absorbed file: its rows are among the state's.
+        case none
+    }
+
+    @exclusivity(unchecked) private var files: [Slot?]
+    private let lock = NSLock()
+    private let strings = StringTable(capacity: 1 << 16)
+    /// Where every file's rows are written as they are read.
+    package let store: TransactionRows
+    /// transactionId (with the run's string ids) → row number of its current winner, rows
+    /// being numbered across files in the order they were merged.
+    @exclusivity(unchecked) private var winners = Int64Map(capacity: 1 << 16)
+    /// The first row number of each merged file, ascending, with the file's index.
+    @exclusivity(unchecked) private var merged: [(first: Int, file: Int)] = []
+    @exclusivity(unchecked) private var rowsMerged = 0
+    /// The rejects of the files merged so far: only those that may be listed are held.
+    @exclusivity(unchecked) private var rejects: RejectList
+
+    /// The file index and row of a row number.
+    private func locate(_ n: Int) -> (file: Int, row: Int) {
+        var lo = 0
+        var hi = merged.count - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if merged[mid].first <= n { lo = mid } else { hi = mid - 1 }
+        }
+        return (merged[lo].file, n - merged[lo].first)
+    }
+
+    /// Bytes of all the files as stored, and of those merged so far: the rows merged so far
+    /// then tell how many the whole run will have, and the deduplication index is sized for
+    /// them once instead of growing through every power of two.
+    private let totalBytes: Int
+    @exclusivity(unchecked) private var bytesMerged = 0
+
+    package init(count: Int, totalBytes: Int, limits: ReadLimits = .default) throws {
+        rejects = RejectList(limit: limits.maxRejectsListed)
+        store = try TransactionRows(reservingForRead: ())
+        files = Array(repeating: nil, count: count)
+        self.totalBytes = totalBytes
+    }
+
+    /// Takes over file `index` once read; merges it under the lock. With `ranks` its rows are
+    /// of several files, each row's index in sorted path order given, in (file, line) order.
+    package func add(_ f: FileRows, index: Int, ranks: [UInt32]? = nil) {
+        precondition(ranks == nil || ranks!.count == f.rows.count, "a rank for every row")
+        lock.lock()
+        defer { lock.unlock() }
+        let slot = Slot(
+            counts: f.counts, rows: f.rows, map: strings.merge(f.table), renewals: f.renewals, ranks: ranks)
+        rejects.merge(f.rejects)
+        // The file's table, rejects and rows are the merger's now: released from it.
+        f.table = StringTable(capacity: 1)
+        f.rejects = RejectList(limit: 0)
+        f.renewals = []
+        f.rows = RowChunks(store: store)
+        merge(slot, index: index, .entering(bytes: f.stats.bytes))
+    }
+
+    /// Takes over file `index`, which an incremental run's state absorbed: its counts, rejects
+    /// and renewal info; no rows.
+    package func add(_ a: AbsorbedFile, index: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        let slot = Slot(
+            counts: a.counts, rows: RowChunks(store: store), map: strings.merge(a.table), renewals: a.renewals,
+            ranks: nil)
+        rejects.merge(a.rejects)
+        merge(slot, index: index, .none)
+    }
+
+    /// Takes over a piece of the state's rows at `index`, after every file was added.
+    package func add(_ s: StateRows, index: Int) {
+        precondition(s.ranks.count == s.rows.count, "a rank for every row")
+        lock.lock()
+        defer { lock.unlock() }
+        let slot = Slot(counts: nil, rows: s.rows, map: strings.merge(s.table), renewals: [], ranks: s.ranks)
+        s.table = StringTable(capacity: 1)
+        s.rows = RowChunks(store: store)
+        s.ranks = []
+        merge(slot, index: index, .lookingUp)
+    }
+
+    /// Merges slot `index`'s rows into the index, under the lock.
+    private func merge(_ f: Slot, index: Int, _ meeting: Meeting) {
+        files[index] = f
+        let map = f.map
+        let first = rowsMerged
+        precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
+        merged.append((first, index))
+        rowsMerged += f.rows.count
+        let lookingUp: Bool
+        switch meeting {
+        case .none: return
+        case .lookingUp: lookingUp = true
+        case .entering(let bytes):
+            lookingUp = false
+            bytesMerged += bytes
+            if bytesMerged > 0 && bytesMerged < totalBytes {
+                winners.reserve(Int(Double(rowsMerged) * Double(totalBytes) / Double(bytesMerged)))
+            } else {
+                winners.reserve(rowsMerged)
+            }
+        }
+        let ahead = 8
+        let count = f.rows.count
+        // The file's rows and id map as buffers for the whole loop: no reference is taken per row.
+        f.rows.withChunks { chunks in
+            map.withUnsafeBufferPointer { map in
+                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<Transaction> {
+                    chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
+                }
+                @inline(__always) func key(_ i: Int) -> TransactionKey {
+                    var key = row(i).pointee.transactionId
+                    key.remap(map)
+                    return key
+                }
+                for i in 0..<count {
+                    if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
+                    let key = key(i)
+                    let here = UInt32(first + i)
+                    let there: UInt32
+                    if lookingUp {
+                        guard let found = winners.find(key.raw) else { continue }
+                        there = found
+                    } else {
+                        there = winners.insert(key.raw, here)
+                        if there == here { continue }
+                    }
+                    // Newest signedDate wins; on a tie the later file, then the later line.
+                    let (fo, j) = locate(Int(there))
+                    let other = files[fo]!
+                    let a = row(i).pointee.signedDate
+                    let b = other.rows[j].signedDate
+                    if a > b || (a == b && (Merger.rank(f, index, i), i) > (Merger.rank(other, fo, j), j)) {
+                        other.supersede(j)
+                        winners.update(key.raw, here)
+                    } else {
+                        f.supersede(i)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether slot `index` holds a file.
+    package func filled(_ index: Int) -> Bool { lock.withLock { files[index] != nil } }
+
+    /// The place in the order deduplication goes by of row `j` of `f`, merged as file `slot`:
+    /// the file's index in sorted path order (for a state's rows, that of the file each came from).
+    @inline(__always)
+    private static func rank(_ f: Slot, _ slot: Int, _ j: Int) -> Int {
+        if let ranks = f.ranks { return Int(ranks[j]) }
+        return slot
+    }
+
+    /// Renumbers ids, then gathers the winning Production rows of every file, in path order.
+    /// With `capture` (an incremental run), every winner, of any environment, and every renewal
+    /// info found among the transactions is handed to it first, by file, with the run's ids.
+    package func finish(threads: Int, capture: WinnerCapture? = nil) -> TransactionSet {
+        let files = self.files.map { $0! }
+        winners = Int64Map(capacity: 1)
+        // Run ids in order of first appearance by (file, local id).
+        var canonical = [Int32](repeating: -1, count: strings.count)
+        var order: [Int32] = []
+        order.reserveCapacity(strings.count)
+        for f in files {
+            for temp in f.map where canonical[Int(temp)] < 0 {
+                canonical[Int(temp)] = Int32(order.count)
+                order.append(temp)
+            }
+        }
+        let run = strings.reordered(order)
+        let runIds = canonical
+        try? parallelFor(count: files.count, threads: threads) { fi in
+            let f = files[fi]
+            for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
+        }
+        if let capture { self.capture(files, strings: run, into: capture, threads: threads) }
+        // Each chunk's file and place in it, then the winning Production rows packed where
+        // they were read. The files' superseded bits and id maps are laid end to end in two
+        // buffers, so that deciding a row's fate takes no reference to its file.
+        let bitStarts = files.reduce(into: [0]) { $0.append($0.last! + $1.superseded.count) }
+        let mapStarts = files.reduce(into: [0]) { $0.append($0.last! + $1.map.count) }
+        let bits = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: Swift.max(1, bitStarts.last!))
+        let maps = UnsafeMutableBufferPointer<Int32>.allocate(capacity: Swift.max(1, mapStarts.last!))
+        defer {
+            bits.deallocate()
+            maps.deallocate()
+        }
+        for (fi, f) in files.enumerated() {
+            _ = UnsafeMutableBufferPointer(rebasing: bits[bitStarts[fi]...]).initialize(from: f.superseded)
+            _ = UnsafeMutableBufferPointer(rebasing: maps[mapStarts[fi]...]).initialize(from: f.map)
+        }
+        var owners = [(file: Int32, seq: Int32)](repeating: (0, 0), count: store.chunkCount)
+        for (fi, f) in files.enumerated() {
+            for (seq, c) in f.rows.numbers.enumerated() { owners[c] = (Int32(fi), Int32(seq)) }
+        }
+        let chunkOwners = owners
+        let rowCounts = files.map(\.rows.count)
+        nonisolated(unsafe) let supersededBits = UnsafeBufferPointer(bits)
+        nonisolated(unsafe) let idMaps = UnsafeBufferPointer(maps)
+        // Winners (rows no other version superseded), the Production ones among them, and the
+        // family-shared ones of those, counted as the rows are packed.
+        let tallies = store.compact(
+            threads: threads, tally: (winners: 0, kept: 0, family: 0),
+            used: { c in
+                let o = chunkOwners[c]
+                return min(TransactionRows.chunkRows, rowCounts[Int(o.file)] - Int(o.seq) << TransactionRows.chunkShift)
+            },
+            keep: { t, c, k, r in
+                let o = chunkOwners[c]
+                let file = Int(o.file)
+                let i = Int(o.seq) << TransactionRows.chunkShift + k
+                guard supersededBits[bitStarts[file] + i >> 6] & (1 << UInt64(i & 63)) == 0 else { return false }
+                t.winners += 1
+                guard r.production else { return false }
+                t.kept += 1
+                if r.ownership == .familyShared { t.family += 1 }
+                r.remap(UnsafeBufferPointer(rebasing: idMaps[mapStarts[file]..<mapStarts[file + 1]]))
+                return true
+            })
+        var counters = ReadCounters()
+        for f in files {
+            guard let counts = f.counts else { continue }
+            counters.add(file: counts)
+            counters.duplicates += counts.rows
+        }
+        for t in tallies {
+            counters.duplicates -= t.winners
+            counters.sandbox += t.winners - t.kept
+            counters.familyShared += t.family
+        }
+        rejects.normalize()
+        let set = TransactionSet(
+            strings: run, rows: store, inputs: files.compactMap { $0.counts?.stats }, rejects: rejects,
+            counters: counters, renewals: RenewalIndex(files.map { ($0.renewals, $0.map) }))
+        self.files = []
+        return set  // files are in path order, their rejects' lines ascending
+    }
+}
+
+extension Merger {
+    /// Hands every winner and every renewal info to `capture`, after ids were renumbered: the
+    /// winners cut into pieces of `capture.pieceRows`, each piece on one thread.
+    private func capture(_ files: [Slot], strings: StringTable, into capture: WinnerCapture, threads: Int) {
+        for (slot, f) in files.enumerated() {
+            if let counts = f.counts { capture.file(slot, counts) }
+            f.map.withUnsafeBufferPointer { map in
+                for (key, info) in f.renewals {
+                    var k = key
+                    k.remap(map)
+                    capture.renewal(slot, k, info, strings)
+                }
+            }
+        }
+        // Pieces: runs of (file, first row, end) holding pieceRows winners between them.
+        @Sendable @inline(__always) func wins(_ f: Slot, _ i: Int) -> Bool {
+            f.superseded[i >> 6] & (1 << UInt64(i & 63)) == 0
+        }
+        var pieces: [[(slot: Int, start: Int, end: Int)]] = [[]]
+        var inPiece = 0
+        for (slot, f) in files.enumerated() {
+            if f.isState, f.rows.count > 0, !f.superseded.contains(where: { $0 != 0 }),
+                capture.keeps(slot, f.rows.count)
+            {
+                continue
+            }
+            var i = 0
+            let n = f.rows.count
+            while i < n {
+                var j = i
+                while j < n && inPiece < capture.pieceRows {
+                    if wins(f, j) { inPiece += 1 }
+                    j += 1
+                }
+                pieces[pieces.count - 1].append((slot, i, j))
+                i = j
+                if inPiece == capture.pieceRows {
+                    pieces.append([])
+                    inPiece = 0
+                }
+            }
+        }
+        if pieces.count > 1 && inPiece == 0 { pieces.removeLast() }
+        let work = pieces
+        let all = files
+        try? parallelFor(count: work.count, threads: threads) { p in
+            var buffer: [Transaction] = []
+            // Sections of at most 8,192 rows: the buffers of the threads stay small.
+            let section = 1 << 13
+            buffer.reserveCapacity(min(capture.pieceRows, section))
+            var file = -1
+            func flush() {
+                if !buffer.isEmpty { buffer.withUnsafeBufferPointer { capture.rows(p, file, $0, strings) } }
+                buffer.removeAll(keepingCapacity: true)
+            }
+            for (slot, start, end) in work[p] {
+                let f = all[slot]
+                f.map.withUnsafeBufferPointer { map in
+                    f.rows.withChunks { chunks in
+                        for i in start..<end where wins(f, i) {
+                            let rank = Merger.rank(f, slot, i)
+                            if rank != file || buffer.count == section {
+                                flush()
+                                file = rank
+                            }
+                            var r = chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
+                            r.remap(map)
+                            buffer.append(r)
+                        }
+                    }
+                }
+            }
+            flush()
+        }
+    }
+}
