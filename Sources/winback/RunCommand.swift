@@ -69,12 +69,11 @@ struct RunCommand: ParsableCommand {
                     options, work: work, shard: shard, shards: shards, progress: progress)
                 return
             }
-            // Published: print the folder and end, leaving the run's memory to the system.
-            options.published = { summary in
-                print(summary.published)
-                Foundation.exit(0)
-            }
-            _ = try PipelineRun.run(options, progress: progress)
+            let run = try PipelineRun.runHoldingMemory(options, progress: progress)
+            print(run.summary.published)
+            // Published: the process ends with the run's memory still held, leaving it to the
+            // system at once rather than freeing millions of objects piece by piece first.
+            withExtendedLifetime(run.memory) { Foundation.exit(0) }
         }
     }
 }

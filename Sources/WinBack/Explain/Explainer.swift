@@ -247,12 +247,12 @@ public enum Explainer {
     /// group). Throws exit 66 when no customer matches.
     public static func explain(_ options: RunOptions, customer id: String) throws -> [Explanation] {
         let p = try ResolvedPipeline.resolve(options)
-        var inputs = try Stage.read(p, only: [id])
+        var inputs = try Stage.read(p, .only([id]))
         // Matched by token: read again for all rows of those customers, tokens or not.
         let set = inputs.transactions
         let originals = Set(set.rows.map { set.strings.string($0.originalTransactionId) })
         if originals != [id] && !originals.isEmpty {
-            inputs = try Stage.read(p, only: [id] + originals.sorted())
+            inputs = try Stage.read(p, .only([id] + originals.sorted()))
         }
         guard !inputs.transactions.rows.isEmpty else {
             throw WinBackError(

@@ -24,7 +24,7 @@ public struct Manifest {
     public var renewalInputs: [InputStats] = []
     public var counters = ReadCounters()
     public var renewalRejected = 0
-    public var states = StateCounts()
+    public var states = CustomerStates()
     public var eligible: [(String, Int)] = []
     /// `audience.requireApple`, and the segment rows it left out: per catalog offer, then the
     /// best-offer list (docs/rules.md §4.5).

@@ -19,7 +19,7 @@ public enum MetricsFile {
         /// gauges are written).
         public var rowsRead: Int?
         public var rowsRejected: Int?
-        public var states: StateCounts?
+        public var states: CustomerStates?
         public var eligible: [(String, Int)] = []
         public var heldOut: Int?
     }

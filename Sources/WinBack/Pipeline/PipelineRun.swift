@@ -19,10 +19,9 @@ public struct RunOptions: Sendable {
     public var memory: Int?
     /// The wall clock, in ms since the epoch (injectable for tests).
     public var now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)
-    /// Called once the run is published, while its memory is still held: a process that
-    /// ends there (the command line) leaves the memory to the system at once, rather than
-    /// freeing it piece by piece first.
-    public var published: (@Sendable (RunSummary) -> Void)?
+    /// Rows a piece of an incremental state holds at most (``InMemoryStateKeeper/pieceRows``;
+    /// tests lower it, to have many pieces of a small world).
+    var statePieceRows = InMemoryStateKeeper.pieceRows
 
     public init(pipelinePath: String, asOf: String? = nil, output: String? = nil, threads: Int? = nil) {
         self.pipelinePath = pipelinePath
@@ -37,7 +36,7 @@ public struct RunSummary: Sendable {
     /// `<output>/<name>/<YYYY-MM-DD>` as published.
     public var published: String
     public var asOf: Int64
-    public var states: StateCounts
+    public var states: CustomerStates
     public var counters: ReadCounters
     /// (offerId, eligible customers) in catalog order.
     public var eligible: [(String, Int)]
@@ -154,12 +153,21 @@ public struct ResolvedPipeline: Sendable {
 }
 
 /// The nightly job: the stages of ``Stage`` composed — read → group → evaluate → report and
-/// write → publish — with the manifest kept along the way.
+/// write → publish, then the steps after the publish — with the manifest kept along the way.
 public enum PipelineRun {
+    /// Runs the pipeline (``runHoldingMemory(_:progress:)``); the run's memory is freed before
+    /// this returns.
+    public static func run(_ options: RunOptions, progress: Progress) throws -> RunSummary {
+        try runHoldingMemory(options, progress: progress).summary
+    }
+
+    /// Runs the pipeline and returns its summary with its memory still held (``RunMemory``):
+    /// a process that ends while it holds the value (the command line) leaves the run's rows
+    /// and results to the system rather than freeing them piece by piece first.
     ///
     /// Writes `output.metrics` after the run, failed or not, once the pipeline file was read
     /// (docs/rules.md §10.3).
-    public static func run(_ options: RunOptions, progress: Progress) throws -> RunSummary {
+    public static func runHoldingMemory(_ options: RunOptions, progress: Progress) throws -> PublishedRun {
         let started = Date()
         do {
             return try runPipeline(options, started: started, progress: progress)
@@ -171,7 +179,7 @@ public enum PipelineRun {
         }
     }
 
-    static func runPipeline(_ options: RunOptions, started: Date, progress: Progress) throws -> RunSummary {
+    static func runPipeline(_ options: RunOptions, started: Date, progress: Progress) throws -> PublishedRun {
         let locked = try ResolvedPipeline.lockedBeforeNetwork(options)
         let p: ResolvedPipeline
         do { p = try ResolvedPipeline.resolve(options) } catch {
@@ -185,32 +193,36 @@ public enum PipelineRun {
         if let memory = options.memory ?? p.config.memoryLimit {
             let summary = try ShardedRun.bounded(
                 options, memory: memory, progress: progress, started: started, publisher: locked)
-            options.published?(summary)
-            return summary
+            // Each shard's memory was freed as the next began: nothing large is left to hold.
+            return PublishedRun(summary: summary, memory: RunMemory(()))
         }
-        var keeper: StateKeeper?
+        // The run's lock before its state is examined: a state is read and replaced under it.
+        let publisher = locked ?? p.publisher()
+        if locked == nil { try publisher.begin() }
+        let keeper =
+            p.config.incremental
+            ? InMemoryStateKeeper(p, root: publisher.root, pieceRows: options.statePieceRows) : nil
         defer { keeper?.discard() }
         // Once published, under the lock: the next state replaces the previous one.
-        let commit: () -> Void = { keeper?.commit(progress: progress) }
+        let swap = keeper.map { keeper in { keeper.state.swap(progress: progress) } }
         return try Stage.publishing(
-            p, started: started, publisher: locked, progress: progress, published: options.published,
-            afterPublish: commit
+            p, started: started, publisher: publisher, progress: progress,
+            after: AfterPublish.steps(p, swapState: swap, progress: progress)
         ) {
             manifest, rejects, staging, sync in
-            if p.config.incremental { keeper = StateKeeper(p, root: (staging as NSString).deletingLastPathComponent) }
-            let (inputs, totalBytes) = try Stage.read(p, keeper: keeper, progress: progress)
+            let inputs = try Stage.read(p, .incremental(keeper), progress: progress)
             rejects = inputs.rejects
             manifest.record(inputs)
             if let keeper {
-                manifest.incremental = keeper.summary
-                progress.event("incremental", keeper.line, fields: ["state": keeper.use.rawValue])
+                manifest.incremental = keeper.state.summary
+                progress.event("incremental", keeper.state.line, fields: ["state": keeper.state.use.rawValue])
             }
             let c = inputs.transactions.counters
             manifest.stages.append(
                 (
                     "read",
                     progress.end(
-                        "\(keeper?.filesRead ?? p.transactionFiles.count) files, \(Progress.mb(totalBytes)), "
+                        "\(keeper?.state.filesRead ?? p.transactionFiles.count) files, \(Progress.mb(inputs.bytesRead)), "
                             + "\(c.rowsRead) rows, \(c.rejected) rejected, \(c.duplicates) duplicates")
                 ))
             try Stage.checkRejectBudget(c, limit: p.config.maxRejectedFraction)
@@ -227,7 +239,7 @@ public enum PipelineRun {
                 customers, audience: audience, book: book, renewals: inputs.renewals, rejects: &rejects,
                 manifest: &manifest, p, to: staging, sync: sync)
             manifest.stages.append(("write", progress.end("\(manifest.outputs.count) files")))
-            // Held until the summary is handed over: releasing them takes a while.
+            // Held by the published run (``RunMemory``): releasing them takes a while.
             return (inputs, customers, audience)
         }
     }

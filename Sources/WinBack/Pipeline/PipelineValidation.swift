@@ -101,7 +101,7 @@ public enum PipelineValidation {
         if config.incremental, report.problems.isEmpty,
             let p = try? ResolvedPipeline.resolve(RunOptions(pipelinePath: pipelinePath))
         {
-            report.summary += "; " + StateKeeper(p, root: p.outputDirectory + "/" + p.config.name).preview
+            report.summary += "; " + StateFolder.preview(p)
         }
         return report
     }

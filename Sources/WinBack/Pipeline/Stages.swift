@@ -28,6 +28,9 @@ public struct Inputs: Sendable {
 
     /// The run's string table (ids of every row and renewal info).
     public var strings: StringTable { transactions.strings }
+    /// Compressed bytes of the transaction files read (not those whose rows came from a state).
+    public var bytesRead = 0
+
     /// Every rejected line (those listed sorted by file, then line), and how many in all.
     public var rejects: RejectList {
         var all = transactions.rejects
@@ -37,25 +40,62 @@ public struct Inputs: Sendable {
     }
 }
 
+/// What the read stage is asked for besides the pipeline's files.
+public struct ReadOptions {
+    /// Keep only the rows of customers with one of these originalTransactionIds or
+    /// appAccountTokens (`explain`); nil keeps every row.
+    public var only: [String]?
+    /// An incremental run's state (docs/rules.md §12): the files it absorbed are not read,
+    /// their rows and counts come from it, and the next state is written as the rows are merged.
+    var state: InMemoryStateKeeper?
+
+    public init(only: [String]? = nil) { self.only = only }
+
+    /// Only the rows of customers with one of `ids`.
+    public static func only(_ ids: [String]) -> ReadOptions { ReadOptions(only: ids) }
+
+    /// Every row, with the state `keeper` keeps (nil: none).
+    static func incremental(_ keeper: InMemoryStateKeeper?) -> ReadOptions {
+        var o = ReadOptions()
+        o.state = keeper
+        return o
+    }
+}
+
 extension Stage {
-    /// Reads every transaction file and renewal-info file of the pipeline (docs/rules.md §2, §3
-    /// rule 1). With several threads the renewal info is read alongside the transactions.
+    /// The read stage: reads every transaction file and renewal-info file of the pipeline
+    /// (docs/rules.md §2, §3 rule 1). With several threads the renewal info is read alongside
+    /// the transactions.
+    ///
+    /// With a state (``ReadOptions/incremental(_:)``, docs/rules.md §12) only the files its
+    /// state did not absorb are read, and the next state is written as the rows are merged; a
+    /// state found damaged while it is read is given up, said in the log, and every file read.
     ///
     /// - Parameters:
-    ///   - only: keep only the rows of customers with one of these originalTransactionIds or
-    ///     appAccountTokens (`explain`); nil keeps every row.
-    ///   - progress: compressed bytes consumed since the last call, from any thread.
+    ///   - progress: the run's progress, its "read" stage begun here with the bytes to read (the
+    ///     state's pieces counted too, as they are read); nil shows none (`explain`).
+    /// - Returns: the inputs; their ``Inputs/bytesRead`` are the transaction files' read.
     public static func read(
-        _ p: ResolvedPipeline, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in }
+        _ p: ResolvedPipeline, _ options: ReadOptions = ReadOptions(), progress: Progress? = nil
     ) throws -> Inputs {
-        try read(p, only: only, state: nil, progress: progress)
+        let advance: @Sendable (Int) -> Void
+        if let progress { advance = { progress.advance($0) } } else { advance = { _ in } }
+        let keeper = options.state
+        return try StateFolder.rebuildingIfDamaged(keeper?.state, progress: progress ?? Progress(mode: .quiet)) { _ in
+            let state = try keeper?.forRead(progress: advance)
+            let reading = p.transactionFiles.indices.filter { !(state?.absorbed.contains($0) ?? false) }
+            let totalBytes = reading.reduce(0) { $0 + InputFiles.size(p.transactionFiles[$1]) }
+            progress?.begin("read", totalBytes: totalBytes + (keeper?.stateBytes ?? 0))
+            var inputs = try readFiles(p, only: options.only, state: state, progress: advance)
+            inputs.bytesRead = totalBytes
+            try keeper?.finish(inputs.transactions)
+            return inputs
+        }
     }
 
-    /// ``read(_:only:progress:)`` of an incremental run (docs/rules.md §12): the files the state
-    /// absorbed are not read, their rows and counts come from it.
-    static func read(
-        _ p: ResolvedPipeline, only: [String]? = nil, state: IncrementalState? = nil,
-        progress: @escaping @Sendable (Int) -> Void = { _ in }
+    /// The files of the read stage, and the rows and counts `state` holds of those it absorbed.
+    private static func readFiles(
+        _ p: ResolvedPipeline, only: [String]?, state: IncrementalState?, progress: @escaping @Sendable (Int) -> Void
     ) throws -> Inputs {
         let renewalRead = ResultSlots<Result<RenewalRead, Error>>(count: 1)
         let readRenewals: @Sendable () -> Void = {
@@ -81,32 +121,6 @@ extension Stage {
         index.merge(renewals.index(in: set.strings))
         return Inputs(
             transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
-    }
-
-    /// The read stage of a run, with its progress: with a state keeper (an incremental run,
-    /// docs/rules.md §12) only the files its state did not absorb are read, and the next state
-    /// is written as the rows are merged; a state found damaged while it is read is given up,
-    /// said in the log, and every file read. Returns the inputs and the bytes of the files read.
-    static func read(_ p: ResolvedPipeline, keeper: StateKeeper?, progress: Progress) throws -> (Inputs, Int) {
-        func attempt() throws -> (Inputs, Int) {
-            let state = try keeper?.forRead(progress: { progress.advance($0) })
-            let reading = p.transactionFiles.indices.filter { !(state?.absorbed.contains($0) ?? false) }
-            let totalBytes = reading.reduce(0) { $0 + InputFiles.size(p.transactionFiles[$1]) }
-            // The progress counts the state's bytes too, as its pieces are read.
-            progress.begin("read", totalBytes: totalBytes + (keeper?.stateBytes ?? 0))
-            let inputs = try read(p, state: state, progress: { progress.advance($0) })
-            try keeper?.finish(inputs.transactions)
-            return (inputs, totalBytes)
-        }
-        do {
-            return try attempt()
-        } catch let damaged as StateDamaged {
-            guard let keeper else { throw damaged }
-            let why = "the state is damaged (\(damaged.why))"
-            progress.warn("state_rebuilt", "incremental state rebuilt: \(why)", fields: ["path": keeper.folder])
-            keeper.rebuild(why)
-            return try attempt()
-        }
     }
 
     /// Fails the run (exit 65) when more lines were rejected than the pipeline allows
@@ -170,11 +184,13 @@ extension Stage {
         rejects: inout RejectList, manifest: inout Manifest, _ p: ResolvedPipeline, to directory: String,
         sync: DiskSync
     ) throws -> [OutputStats] {
-        let reportFiles = ResultSlots<Result<[OutputStats], Error>>(count: 1)
+        let reportFiles = ResultSlots<Result<(Reports, [OutputStats]), Error>>(count: 1)
         let writeReports: @Sendable () -> Void = {
             reportFiles[0] = Result {
                 let reports = report(customers, audience: audience, book: book, renewals: renewals, p)
-                return try ReportWriter(reports: reports, title: p.config.name).write(to: directory, sync: sync)
+                let files = try ReportWriter(reports: reports, title: p.config.name).write(
+                    to: directory, sync: sync, page: false)
+                return (reports, files)
             }
         }
         let reporting = DispatchGroup()
@@ -187,10 +203,13 @@ extension Stage {
         }
         if p.threads > 1 { reporting.wait() } else { writeReports() }
         var outputs = try segments.get()
-        outputs += try reportFiles[0]!.get()
+        let (reports, reportOutputs) = try reportFiles[0]!.get()
+        outputs += reportOutputs
+        let page = outputs.count
         let delivered = try writeDestinations(p, to: directory, rejects: &rejects, sync: sync)
         manifest.record(delivered)
         outputs += delivered.outputs
+        try writePage(reports, p, manifest: manifest, outputs: &outputs, at: page, to: directory, sync: sync)
         outputs.append(try writeRejects(rejects, p, to: directory, sync: sync))
         return outputs
     }
@@ -202,84 +221,6 @@ extension Stage {
         try writeFile(
             directory, "rejects.csv", RejectsWriter.bytes(rejects, relativeTo: p.config.folder),
             rows: rejects.count + (rejects.omitted > 0 ? 1 : 0), sync: sync)
-    }
-
-    /// A run's files staged and published (docs/rules.md §4, §6): the one sequence of every
-    /// composition that publishes (``PipelineRun``, ``Merge``).
-    ///
-    /// Begins `publisher` (unless given one already begun), then `stages` writes the run's files
-    /// into its staging folder, each handed to the sync, records in the manifest what it read,
-    /// counted and wrote, and keeps the rejected lines in `rejects`. Then the manifest is
-    /// written, every file waited for and the folder published. On any error the staging folder
-    /// is removed, the rejects and the manifest saying why are kept in the failed folder, and
-    /// the error is thrown again.
-    ///
-    /// - Parameters:
-    ///   - started: when the run started, for the manifest and the summary.
-    ///   - publisher: a publisher already begun (a memory-bounded run holds the lock
-    ///     throughout); nil begins `p`'s own.
-    ///   - published: called with the summary once the run is published, while what `stages`
-    ///     returned is still held: a process that ends there (the command line) leaves the
-    ///     run's rows and results to the system rather than freeing them piece by piece first.
-    /// - Returns: the run's summary, as `published` got it.
-    static func publishing<Held>(
-        _ p: ResolvedPipeline, started: Date, publisher given: Publisher? = nil, progress: Progress,
-        published: ((RunSummary) -> Void)? = nil, afterPublish: (() -> Void)? = nil,
-        _ stages: (_ manifest: inout Manifest, _ rejects: inout RejectList, _ staging: String, _ sync: DiskSync)
-            throws -> Held
-    ) throws -> RunSummary {
-        var manifest = Manifest(p, started: started)
-        let publisher = given ?? p.publisher()
-        if given == nil { try publisher.begin() }
-        var rejects = RejectList(limit: p.config.maxRejectsListed)
-        let held: Held
-        let folder: String
-        do {
-            // Files are synced on a thread of their own while the next ones are written.
-            let sync = DiskSync()
-            defer { try? sync.wait() }  // no descriptor outlives a failed run
-            held = try stages(&manifest, &rejects, publisher.staging, sync)
-            manifest.finished = Date()
-            folder = try publish(
-                manifest, with: publisher, sync: sync, keepingLock: p.config.upload != nil || afterPublish != nil)
-        } catch {
-            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
-            throw error
-        }
-        progress.event("published", "published \(folder)", fields: ["folder": folder])
-        // Still under the lock: an incremental run's next state replaces the previous one.
-        afterPublish?()
-        if p.config.upload == nil { publisher.unlock() }
-        // Published: an upload that fails from here leaves the local publish as it is
-        // (docs/rules.md §11), and the run's exit code says why.
-        if let upload = p.config.upload {
-            // Under the run's lock: no other run replaces the folder while it is read.
-            defer { publisher.unlock() }
-            try Upload.run(
-                folder: folder, to: upload, name: p.config.name, date: publisher.date, threads: p.threads,
-                progress: progress)
-        }
-        if let metrics = p.config.metricsPath {
-            MetricsFile.write(
-                MetricsFile.run(manifest, exitCode: 0, counted: true), to: p.config.resolve(metrics),
-                group: p.config.outputGroup, progress: progress)
-        }
-        let summary = RunSummary(
-            published: folder, asOf: p.asOf, states: manifest.states, counters: manifest.counters,
-            eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
-        withExtendedLifetime(held) { published?(summary) }
-        return summary
-    }
-
-    /// Writes the manifest, waits until every file is on disk, then publishes the staging folder
-    /// atomically (docs/rules.md §4). Returns the published folder.
-    static func publish(
-        _ manifest: Manifest, with publisher: Publisher, sync: DiskSync, keepingLock: Bool = false
-    ) throws -> String {
-        _ = try writeFile(publisher.staging, "manifest.json", manifest.json(), rows: 0, sync: sync)
-        try sync.wait()
-        try publisher.publish(keepingLock: keepingLock)
-        return publisher.root + "/" + publisher.date
     }
 
     static func writeFile(

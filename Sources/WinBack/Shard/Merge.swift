@@ -36,7 +36,7 @@ public enum Merge {
     /// (docs/rules.md §12).
     static func run(
         _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher?,
-        memoryLimit: Int?, started: Date, state keeper: StateKeeper?
+        memoryLimit: Int?, started: Date, state keeper: ShardedStateKeeper?
     ) throws -> RunSummary {
         let fingerprint = RunFingerprint(p, shards: shards)
         let partitions = try Partition.markers(work, expecting: fingerprint)
@@ -59,9 +59,11 @@ public enum Merge {
         // An array job began when its first partition task did; a memory-bounded run passes its own start.
         let first = partitions.compactMap { $0.0.started }.min().map { Date(timeIntervalSince1970: $0) }
         let began = given == nil ? min(first ?? started, started) : started
-        let commit: () -> Void = { keeper?.commit(progress: progress) }
+        // Once published, under the lock: the next state replaces the previous one.
+        let swap = keeper.map { keeper in { keeper.state.swap(progress: progress) } }
         return try Stage.publishing(
-            p, started: began, publisher: given, progress: progress, afterPublish: keeper == nil ? nil : commit
+            p, started: began, publisher: given, progress: progress,
+            after: AfterPublish.steps(p, swapState: swap, progress: progress)
         ) {
             manifest, rejects, staging, sync in
             progress.begin("merge")
@@ -78,14 +80,14 @@ public enum Merge {
             for inputs in [absorbedInputs] + partitions.map(\.0.inputs) {
                 for input in inputs { counters.add(file: input.counts) }
             }
-            var states = StateCounts()
+            var states = CustomerStates()
             for m in markers {
                 counters.add(deduplicationOf: m.counters)
-                states.add(m.states)
+                states.add(m.customerStates)
             }
             manifest.inputs = (absorbedInputs + partitions.flatMap { $0.0.inputs }).sorted { $0.file < $1.file }.map(
                 \.counts.stats)
-            if let keeper { manifest.incremental = keeper.summary }
+            if let keeper { manifest.incremental = keeper.state.summary }
             manifest.counters = counters
             manifest.renewalInputs = markers[0].renewalInputs
             manifest.renewalRejected = markers[0].renewalRejects.total
@@ -99,11 +101,14 @@ public enum Merge {
             manifest.heldOut = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], held))
             var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
+            let page = outputs.count
             let delivered = try Stage.writeDestinations(
                 p, to: staging, rejects: &rejects, sync: sync,
                 bounds: memoryLimit.map { IdentityJoin.Bounds(folder: work.root + "/identities", memory: $0) })
             manifest.record(delivered)
             outputs += delivered.outputs
+            try Stage.writePage(
+                reports, p, manifest: manifest, outputs: &outputs, at: page, to: staging, sync: sync)
             outputs.append(try Stage.writeRejects(rejects, p, to: staging, sync: sync))
             manifest.outputs = outputs
             manifest.stages = [
@@ -112,7 +117,7 @@ public enum Merge {
                 ("merge", progress.end("\(shards) shards, \(outputs.count) files")),
             ]
             if let memoryLimit { manifest.memory = (memoryLimit, shards, System.peakResidentBytes) }
-        }
+        }.summary
     }
 
     /// Checks every file of every shard against the size and SHA-256 its marker recorded
@@ -133,6 +138,7 @@ public enum Merge {
 
     /// The report files: those of ``ReportWriter`` from the summed reports, but for the
     /// disagreements, merged from the shards' sorted files.
+    /// report.html is written after the destinations (``Stage/writePage(_:_:manifest:outputs:at:to:sync:)``).
     static func writeReports(
         _ reports: Reports, _ p: ResolvedPipeline, work: WorkFolder, shards: Int, into directory: String,
         sync: DiskSync
@@ -140,7 +146,8 @@ public enum Merge {
         let name = (disagreements as NSString).lastPathComponent
         return try ReportWriter(reports: reports, title: p.config.name).write(
             to: directory, sync: sync,
-            writing: [name: { try mergeCSV((0..<shards).map { work.shard($0) + "/" + disagreements }, into: $0) }])
+            writing: [name: { try mergeCSV((0..<shards).map { work.shard($0) + "/" + disagreements }, into: $0) }],
+            page: false)
     }
 
     /// The run's reports: the shards' rows summed, each report's by its rows' own keys and `+`

@@ -19,17 +19,12 @@ public enum ShardRun {
     /// Runs shard `shard` of `shards`. `p.asOf` must already be the run's (``agree(_:work:shards:asOfGiven:)``).
     /// With `maxRows` (a memory-bounded run), a shard whose part files hold more rows fails
     /// with 65 naming the transaction or customer that fills it, before it reads them.
-    public static func run(
-        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, maxRows: Int? = nil
-    ) throws -> Summary {
-        try run(p, work: work, shard: shard, shards: shards, maxRows: maxRows, state: nil)
-    }
-
-    /// ``run(_:work:shard:shards:maxRows:)`` of an incremental memory-bounded run: the shard's
-    /// rows of the state are merged with those of its part file, and its winners written to
-    /// the next state (docs/rules.md §12).
+    ///
+    /// With `state` (an incremental memory-bounded run, docs/rules.md §12), the shard's rows of
+    /// the state are merged with those of its part file, and its winners written to the next
+    /// state.
     static func run(
-        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, maxRows: Int?, state: ShardState?
+        _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, maxRows: Int? = nil, state: ShardState? = nil
     ) throws -> Summary {
         let started = Date()
         let fingerprint = RunFingerprint(p, shards: shards)
@@ -76,9 +71,9 @@ public enum ShardRun {
         outputs.append(OutputStats(path: Merge.disagreements, bytes: bytes, rows: 0, sha256: sha))
         let marker = ShardMarker(
             fingerprint: fingerprint, shard: shard, partitions: partitions.map(\.digest),
-            counters: inputs.transactions.counters, states: audience.counts, renewalInputs: inputs.renewalStats,
+            counters: inputs.transactions.counters, customerStates: audience.counts, renewalInputs: inputs.renewalStats,
             renewalRejects: inputs.renewalRejects, seconds: Date().timeIntervalSince(started), outputs: outputs,
-            state: kept)
+            nextStateRows: kept)
         try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
         return Summary(customers: audience.counts.customers, rows: inputs.transactions.rows.count, state: kept)
@@ -176,7 +171,7 @@ public enum ShardRun {
         merger.add(AbsorbedFile(counts: .rows(state.absorbedRows)), index: StateSlot.absorbed.rawValue)
         let kept = StateRows(store: merger.store)
         if let (path, stats) = state.rows {
-            try StateKeeper.load(kept, from: path, stats, pathOf: state.pathOfLedgerFile)
+            try StateFolder.load(kept, from: path, stats, pathOf: state.pathOfLedgerFile)
         }
         merger.add(kept, index: StateSlot.stateRows.rawValue)
         let capture = WinnerCapture(

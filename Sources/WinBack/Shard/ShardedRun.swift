@@ -84,21 +84,15 @@ public enum ShardedRun {
         // an earlier night found the rows needed, when the estimate asks for fewer.
         let keeper =
             p.config.incremental
-            ? StateKeeper(p, root: publisher.root, shards: shards, keepingMoreShards: chosen == nil) : nil
-        if let kept = keeper?.settings.shards { shards = kept }
-        defer { keeper?.discard() }
+            ? ShardedStateKeeper(p, root: publisher.root, shards: shards, keepingMoreShards: chosen == nil) : nil
+        if let kept = keeper?.shards { shards = kept }
+        defer { keeper?.state.discard() }
         do {
-            do {
-                shards = try partitionAndShards(
-                    p, work: work, shards: shards, chosen: chosen != nil, memory: memory, keeper: keeper,
+            // Again after a damaged state, with the shards the first attempt settled on.
+            shards = try StateFolder.rebuildingIfDamaged(keeper?.state, progress: progress) { again in
+                try partitionAndShards(
+                    p, work: work, shards: shards, chosen: again || chosen != nil, memory: memory, keeper: keeper,
                     progress: progress)
-            } catch let damaged as StateDamaged {
-                guard let keeper else { throw damaged }
-                let why = "the state is damaged (\(damaged.why))"
-                progress.warn("state_rebuilt", "incremental state rebuilt: \(why)", fields: ["path": keeper.folder])
-                keeper.rebuild(why)
-                shards = try partitionAndShards(
-                    p, work: work, shards: shards, chosen: true, memory: memory, keeper: keeper, progress: progress)
             }
             if let keeper {
                 guard
@@ -112,7 +106,7 @@ public enum ShardedRun {
                     try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: work.task(0) + "/renewals.json")?.0
                     ?? []
                 try keeper.finishShards(marker, rejects: rejects, renewals: renewals)
-                progress.event("incremental", keeper.line, fields: ["state": keeper.use.rawValue])
+                progress.event("incremental", keeper.state.line, fields: ["state": keeper.state.use.rawValue])
             }
         } catch {
             var manifest = Manifest(p, started: started)
@@ -131,7 +125,8 @@ public enum ShardedRun {
     /// shards used. With a state keeper, files the state absorbed are not partitioned, and each
     /// shard merges its rows of the state and writes those of the next one.
     private static func partitionAndShards(
-        _ p: ResolvedPipeline, work: WorkFolder, shards initial: Int, chosen: Bool, memory: Int, keeper: StateKeeper?,
+        _ p: ResolvedPipeline, work: WorkFolder, shards initial: Int, chosen: Bool, memory: Int,
+        keeper: ShardedStateKeeper?,
         progress: Progress
     ) throws -> Int {
         var shards = initial

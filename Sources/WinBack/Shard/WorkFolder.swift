@@ -294,7 +294,8 @@ struct ShardMarker: Codable {
     var partitions: [String]
     /// Duplicates, other-environment and family-shared rows among the shard's rows.
     var counters: ReadCounters
-    var states: StateCounts
+    /// The shard's customers by state at the as-of instant.
+    var customerStates: CustomerStates
     var renewalInputs: [InputStats]
     var renewalRejects: RejectList
     var seconds: Double
@@ -302,5 +303,5 @@ struct ShardMarker: Codable {
     /// SHA-256, checked by the merge before it reads any of them.
     var outputs: [OutputStats]
     /// An incremental run's: the shard's rows file of the next state (docs/rules.md §12).
-    var state: OutputStats?
+    var nextStateRows: OutputStats?
 }

@@ -84,7 +84,7 @@ public struct FunnelRow: Sendable, Equatable, Codable {
 }
 
 /// Customer counts by state at the as-of instant.
-public struct StateCounts: Sendable, Equatable, Codable {
+public struct CustomerStates: Sendable, Equatable, Codable {
     public var customers = 0
     public var active = 0
     public var billingRetry = 0
@@ -100,12 +100,12 @@ public struct StateCounts: Sendable, Equatable, Codable {
     }
 
     /// Every count: counts over disjoint customers add field by field.
-    static var counts: [WritableKeyPath<StateCounts, Int>] {
+    static var counts: [WritableKeyPath<CustomerStates, Int>] {
         [\.customers, \.active, \.billingRetry, \.churned, \.notSubscriber]
     }
 
-    package mutating func add(_ o: StateCounts) {
-        for k in StateCounts.counts { self[keyPath: k] += o[keyPath: k] }
+    package mutating func add(_ o: CustomerStates) {
+        for k in CustomerStates.counts { self[keyPath: k] += o[keyPath: k] }
     }
 }
 
@@ -114,7 +114,7 @@ public struct Audience: Sendable {
     public var asOf: Int64
     /// Subscribers (customers with a period), in output order.
     public var results: [CustomerResult]
-    public var counts: StateCounts
+    public var counts: CustomerStates
     /// Per catalog offer.
     public var funnel: [FunnelRow]
     /// The run's experiment (docs/rules.md §9); nil = none.
@@ -134,7 +134,7 @@ public struct Audience: Sendable {
     ) -> Audience {
         let assignment = experiment?.assignment
         let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
-        let slots = ResultSlots<(results: Int, StateCounts, [FunnelRow])>(count: pieces.count)
+        let slots = ResultSlots<(results: Int, CustomerStates, [FunnelRow])>(count: pieces.count)
         let day = MonthMath.dayNumber(t)
         let live = book.offers.map { $0.offer.isLive(onDay: day) }
         // Each piece writes its results from the place of its first customer on, in one array
@@ -146,7 +146,7 @@ public struct Audience: Sendable {
                 var periods: [Period] = []
                 var key: [UInt8] = []
                 var next = pieces[p].lowerBound
-                var counts = StateCounts()
+                var counts = CustomerStates()
                 var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
                 for k in pieces[p] {
                     let group = customers.groups[k]
@@ -190,7 +190,7 @@ public struct Audience: Sendable {
             }
             initialized = total
         }
-        var counts = StateCounts()
+        var counts = CustomerStates()
         var funnel = live.map { FunnelRow(live: $0) }
         for (_, c, f) in slots.all {
             counts.add(c)

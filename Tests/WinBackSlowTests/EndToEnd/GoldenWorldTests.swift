@@ -35,7 +35,7 @@ struct GoldenWorldTests {
             }
             expectSameFile(produced + "/rejects.csv", golden: expected + "/rejects.csv")
             #expect(
-                summary.states == StateCounts(customers: 11, active: 1, billingRetry: 1, churned: 9, notSubscriber: 1))
+                summary.states == CustomerStates(customers: 11, active: 1, billingRetry: 1, churned: 9, notSubscriber: 1))
             #expect(summary.counters.rowsRead == 83)
             #expect(summary.counters.rejected == 1)
             #expect(summary.counters.duplicates == 1)

@@ -174,14 +174,13 @@ struct IncrementalPieceTests {
         "small pieces: untouched ones are linked into the next state, the one holding a version that lost is written again; ties and newer versions as a plain run"
     )
     func piecesKeptOrWritten() throws {
-        StateKeeper.pieceRows = 400
-        defer { StateKeeper.pieceRows = 1 << 18 }
+        let pieceRows = 400
         let world = try T.world(customers: 400, seed: 6)
         let p = try T.pipelines(world)
         let newest = try #require(T.transactionFiles(world).last)
         try FileManager.default.moveItem(atPath: world + "/" + newest, toPath: world + "/held")
         let output = Paths.temporary()
-        let (first, _) = try T.compare(p, output: output)
+        let (first, _) = try T.compare(p, output: output, pieceRows: pieceRows)
         T.expect(first, "created")
         let generation1 = try Self.pieces(output)
         #expect(generation1.count >= 6, "\(generation1)")
@@ -189,7 +188,7 @@ struct IncrementalPieceTests {
 
         // The night's file: only new rows, so every full piece is kept.
         try FileManager.default.moveItem(atPath: world + "/held", toPath: world + "/" + newest)
-        let (second, _) = try T.compare(p, output: output)
+        let (second, _) = try T.compare(p, output: output, pieceRows: pieceRows)
         T.expect(second, "absorbed", read: 1)
         let generation2 = try Self.pieces(output)
         let kept = generation2.filter { $0.hasPrefix("rows-1-") }
@@ -208,7 +207,7 @@ struct IncrementalPieceTests {
                 newer.json(["signedDate": newer.signed + 60_000, "expiresDate": newer.expires + 10 * T.day]),
                 tie.json(["expiresDate": tie.expires + 10 * T.day]),
             ], to: world + "/transactions-0000-late.jsonl.gz")
-        let (third, _) = try T.compare(p, output: output)
+        let (third, _) = try T.compare(p, output: output, pieceRows: pieceRows)
         T.expect(third, "absorbed", read: 1)
         #expect(third.bestOffer(newer.customer) != second.bestOffer(newer.customer))
         #expect(third.bestOffer(tie.customer) == second.bestOffer(tie.customer))
@@ -221,7 +220,7 @@ struct IncrementalPieceTests {
         #expect(T.rowsFiles(T.stateFolder(output)) == generation3.sorted())
 
         // And the night after, everything from the state.
-        let (fourth, _) = try T.compare(p, output: output)
+        let (fourth, _) = try T.compare(p, output: output, pieceRows: pieceRows)
         T.expect(fourth, "absorbed", read: 0)
         T.expectSame(fourth.files, third.files)
     }

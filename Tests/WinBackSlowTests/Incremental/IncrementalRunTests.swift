@@ -103,10 +103,14 @@ struct IncrementalRunTests {
     }
 
     /// Runs `pipeline` into `output`, in this process.
-    static func night(_ pipeline: String, output: String, threads: Int = 2, asOf: String? = nil) throws -> Night {
+    /// `pieceRows` lowers the rows a piece of the state holds (many pieces of a small world).
+    static func night(
+        _ pipeline: String, output: String, threads: Int = 2, asOf: String? = nil, pieceRows: Int? = nil
+    ) throws -> Night {
         var o = RunOptions(pipelinePath: pipeline, output: output, threads: threads)
         o.now = Self.asOf
         o.asOf = asOf
+        if let pieceRows { o.statePieceRows = pieceRows }
         let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
         return try read(published: s.published)
     }
@@ -125,9 +129,9 @@ struct IncrementalRunTests {
     @discardableResult
     static func compare(
         _ p: (plain: String, incremental: String), output: String, threads: Int = 2, asOf: String? = nil,
-        rows: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
+        rows: Bool = true, pieceRows: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> (incremental: Night, plain: Night) {
-        let incremental = try night(p.incremental, output: output, threads: threads, asOf: asOf)
+        let incremental = try night(p.incremental, output: output, threads: threads, asOf: asOf, pieceRows: pieceRows)
         let plain = try night(p.plain, output: Paths.temporary(), threads: threads, asOf: asOf)
         expectSame(incremental.files, plain.files, rows: rows, sourceLocation: sourceLocation)
         #expect(plain.manifest["incremental"] == nil, sourceLocation: sourceLocation)

@@ -97,7 +97,7 @@ extension S3StorageTests {
             /// The state's ledger.json checked against its checksum line: by file, its ETag
             /// (unquoted) and size.
             func ledger(_ output: String) throws -> [String: (etag: String?, size: Int?)] {
-                let path = IncrementalRunTests.stateFolder(output) + "/" + StateKeeper.ledgerName
+                let path = IncrementalRunTests.stateFolder(output) + "/" + StateFolder.ledgerName
                 let text = try String(contentsOfFile: path, encoding: .utf8)
                 #expect(text.hasSuffix("\n"))
                 let lines = text.dropLast().split(separator: "\n", omittingEmptySubsequences: false)

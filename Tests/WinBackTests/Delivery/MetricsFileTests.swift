@@ -19,7 +19,7 @@ struct MetricsFileTests {
         if counted {
             r.rowsRead = 10
             r.rowsRejected = 1
-            r.states = StateCounts(active: 1, billingRetry: 2, churned: 3, notSubscriber: 4)
+            r.states = CustomerStates(active: 1, billingRetry: 2, churned: 3, notSubscriber: 4)
             r.eligible = [("offer-b", 5), ("offer-a", 6)]
         }
         return r

@@ -1,0 +1,171 @@
+import Foundation
+import WinBackRead
+import WinBackSupport
+import WinBackWrite
+
+/// The run's lock (docs/rules.md §6.1) once the run holds it: the one owner that releases it,
+/// once, after the last step that needs it (or when the run fails).
+final class RunLock {
+    private let publisher: Publisher
+    private var held = true
+
+    /// Takes over the lock of `publisher`, begun.
+    init(_ publisher: Publisher) { self.publisher = publisher }
+
+    /// Releases the lock; later calls do nothing.
+    func release() {
+        guard held else { return }
+        held = false
+        publisher.unlock()
+    }
+
+    deinit { release() }
+}
+
+/// A run just published: what the steps after the publish work from.
+struct PublishedFolder {
+    /// `<output>/<name>/<YYYY-MM-DD>`.
+    var folder: String
+    /// The as-of date, `YYYY-MM-DD`.
+    var date: String
+    /// The manifest as it was published.
+    var manifest: Manifest
+}
+
+/// One step after a run is published, in the order a run lists them (``steps(_:state:progress:)``):
+/// the incremental state swapped in (docs/rules.md §12), the upload (§11), the metrics file
+/// (§10.3). A step that fails leaves the local publish as it is and fails the run (its exit
+/// code says why); the steps after it are not taken.
+struct AfterPublish {
+    /// What the step does, for the reader of the code and its tests.
+    var name: String
+    /// Taken under the run's lock: no other run replaces the folder or the state meanwhile.
+    var underLock: Bool
+    var run: (PublishedFolder) throws -> Void
+
+    /// The next incremental state replaces the previous one (never throws: a state that cannot
+    /// be swapped is reported and the previous one kept).
+    static func swapState(_ swap: @escaping () -> Void) -> AfterPublish {
+        AfterPublish(name: "state", underLock: true) { _ in swap() }
+    }
+
+    /// `output.upload`: the published folder copied to S3, under the lock so that no other run
+    /// replaces the folder while it is read.
+    static func upload(_ p: ResolvedPipeline, progress: Progress) -> AfterPublish? {
+        guard let upload = p.config.upload else { return nil }
+        return AfterPublish(name: "upload", underLock: true) { published in
+            try Upload.run(
+                folder: published.folder, to: upload, name: p.config.name, date: published.date, threads: p.threads,
+                progress: progress)
+        }
+    }
+
+    /// `output.metrics`: the run's series, once the lock is released.
+    static func metrics(_ p: ResolvedPipeline, progress: Progress) -> AfterPublish? {
+        guard let metrics = p.config.metricsPath else { return nil }
+        return AfterPublish(name: "metrics", underLock: false) { published in
+            MetricsFile.write(
+                MetricsFile.run(published.manifest, exitCode: 0, counted: true), to: p.config.resolve(metrics),
+                group: p.config.outputGroup, progress: progress)
+        }
+    }
+
+    /// The steps after a run of `p` publishes, in order: the state swap (when `swapState` is
+    /// given), the upload, the metrics file.
+    static func steps(_ p: ResolvedPipeline, swapState: (() -> Void)?, progress: Progress) -> [AfterPublish] {
+        [
+            swapState.map { self.swapState($0) }, upload(p, progress: progress), metrics(p, progress: progress),
+        ].compactMap { $0 }
+    }
+
+    /// Takes `steps` in order, `lock` released right after the last one that needs it (at once
+    /// when none does), or when a step fails.
+    static func run(_ steps: [AfterPublish], _ published: PublishedFolder, lock: RunLock) throws {
+        defer { lock.release() }
+        let last = steps.lastIndex { $0.underLock }
+        if last == nil { lock.release() }
+        for (i, step) in steps.enumerated() {
+            try step.run(published)
+            if i == last { lock.release() }
+        }
+    }
+}
+
+/// A run's memory (its rows and results), alive as long as this value is: a process that ends
+/// while it still holds it (the command line) leaves the memory to the system at once, rather
+/// than freeing millions of objects piece by piece first.
+public final class RunMemory {
+    private let held: Any
+
+    init(_ held: Any) { self.held = held }
+}
+
+/// A published run: its summary, and its memory (``RunMemory``).
+public struct PublishedRun {
+    public var summary: RunSummary
+    public var memory: RunMemory
+}
+
+extension Stage {
+    /// A run's files staged and published (docs/rules.md §4, §6), then the steps after the
+    /// publish: the one sequence of every composition that publishes (``PipelineRun``,
+    /// ``Merge``).
+    ///
+    /// Begins `publisher` (unless given one already begun), then `stages` writes the run's files
+    /// into its staging folder, each handed to the sync, records in the manifest what it read,
+    /// counted and wrote, and keeps the rejected lines in `rejects`. Then the manifest is
+    /// written, every file waited for and the folder published, and `after` taken in order
+    /// (``AfterPublish``), the lock held (by its one owner, ``RunLock``) until the last that
+    /// needs it. On any error before the publish, the staging folder is removed, the rejects and
+    /// the manifest saying why are kept in the failed folder, and the error is thrown again.
+    ///
+    /// - Parameters:
+    ///   - started: when the run started, for the manifest and the summary.
+    ///   - publisher: a publisher already begun (a memory-bounded run holds the lock
+    ///     throughout); nil begins `p`'s own.
+    ///   - after: the steps after the publish (``AfterPublish/steps(_:swapState:progress:)``).
+    /// - Returns: the run's summary, and what `stages` returned kept alive (``RunMemory``).
+    static func publishing<Held>(
+        _ p: ResolvedPipeline, started: Date, publisher given: Publisher? = nil, progress: Progress,
+        after steps: [AfterPublish],
+        _ stages: (_ manifest: inout Manifest, _ rejects: inout RejectList, _ staging: String, _ sync: DiskSync)
+            throws -> Held
+    ) throws -> PublishedRun {
+        var manifest = Manifest(p, started: started)
+        let publisher = given ?? p.publisher()
+        if given == nil { try publisher.begin() }
+        let lock = RunLock(publisher)
+        defer { lock.release() }
+        var rejects = RejectList(limit: p.config.maxRejectsListed)
+        let held: Held
+        let folder: String
+        do {
+            // Files are synced on a thread of their own while the next ones are written.
+            let sync = DiskSync()
+            defer { try? sync.wait() }  // no descriptor outlives a failed run
+            held = try stages(&manifest, &rejects, publisher.staging, sync)
+            manifest.finished = Date()
+            folder = try publish(manifest, with: publisher, sync: sync)
+        } catch {
+            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
+            throw error
+        }
+        progress.event("published", "published \(folder)", fields: ["folder": folder])
+        try AfterPublish.run(
+            steps, PublishedFolder(folder: folder, date: publisher.date, manifest: manifest), lock: lock)
+        let summary = RunSummary(
+            published: folder, asOf: p.asOf, states: manifest.states, counters: manifest.counters,
+            eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))
+        return PublishedRun(summary: summary, memory: RunMemory(held))
+    }
+
+    /// Writes the manifest, waits until every file is on disk, then publishes the staging folder
+    /// atomically (docs/rules.md §4), the lock still held (its owner, ``RunLock``, releases it).
+    /// Returns the published folder.
+    static func publish(_ manifest: Manifest, with publisher: Publisher, sync: DiskSync) throws -> String {
+        _ = try writeFile(publisher.staging, "manifest.json", manifest.json(), rows: 0, sync: sync)
+        try sync.wait()
+        try publisher.publish(keepingLock: true)
+        return publisher.root + "/" + publisher.date
+    }
+}
