@@ -239,18 +239,44 @@ struct CommandLineTests {
         lock?.fail(keeping: [])
     }
 
-    @Test("a run killed at any moment leaves the previous run published and the next run succeeds")
+    @Test(
+        "a run killed while it runs (begun, its files staged, nothing published yet) or later leaves the previous run published as it was, and the next run succeeds"
+    )
     func killedMidRun() throws {
         let w = try Paths.copyFixture("golden")
         let first = try CLI.run(["run", "pipeline.yaml", "--quiet"], cwd: w)
         #expect(first.status == 0, "\(first.stderr)")
-        let published = w + "/out/golden/2026-11-22"
+        let root = w + "/out/golden"
+        let published = root + "/2026-11-22"
+        let previous = try FileManager.default.destinationOfSymbolicLink(atPath: published)
         let golden = Paths.fixtures + "/golden/expected/segments"
-        for delay in stride(from: 0, through: 150, by: 15) {
+        var killedRunning = 0
+        var killedBeforePublish = 0
+        for delay in [0, 0, 0, 0, 1, 2, 5, 10, 20, 40] {
             let p = try CLI.start(["run", "pipeline.yaml", "--quiet"], cwd: w)
+            let pid = p.process.processIdentifier
+            // The run's staging folder: made once it holds the lock, renamed away as it publishes.
+            let staging = root + "/.staging-2026-11-22-\(pid)"
+            let deadline = Date().addingTimeInterval(60)
+            while !FileManager.default.fileExists(atPath: staging) && p.process.isRunning && Date() < deadline {
+                usleep(100)
+            }
             usleep(useconds_t(delay * 1000))
-            kill(p.process.processIdentifier, SIGKILL)
+            kill(pid, SIGKILL)
             p.process.waitUntilExit()
+            guard p.process.terminationReason == .uncaughtSignal else {
+                // It ended before the kill: then it published the same run.
+                #expect(p.process.terminationStatus == 0, "a run that ended before the kill at \(delay) ms")
+                continue
+            }
+            killedRunning += 1
+            // Its staging folder still there: killed after it began and before it published.
+            if FileManager.default.fileExists(atPath: staging) {
+                killedBeforePublish += 1
+                #expect(
+                    try FileManager.default.destinationOfSymbolicLink(atPath: published) == previous,
+                    "a run killed before it published at \(delay) ms replaced the published one")
+            }
             // Whatever the moment, the published date is a complete run.
             for f in filesBelow(golden) {
                 #expect(
@@ -258,9 +284,12 @@ struct CommandLineTests {
                         == FileManager.default.contents(atPath: golden + "/" + f), "after a kill at \(delay) ms: \(f)")
             }
         }
+        // The kills landed while the runs ran, some of them between the staging and the publish.
+        #expect(killedRunning >= 4, "\(killedRunning) of 10 runs were killed while running")
+        #expect(killedBeforePublish >= 1, "no run was killed between its staging and its publish")
         let next = try CLI.run(["run", "pipeline.yaml", "--quiet"], cwd: w)
         #expect(next.status == 0, "\(next.stderr)")
-        let leftovers = (try FileManager.default.contentsOfDirectory(atPath: w + "/out/golden"))
+        let leftovers = (try FileManager.default.contentsOfDirectory(atPath: root))
             .filter { $0.hasPrefix(".staging-") || $0.hasPrefix(".link-") }
         #expect(leftovers == [])
     }
