@@ -170,7 +170,7 @@ public final class Publisher: @unchecked Sendable {
     }
 
     /// Dates (`YYYY-MM-DD` symlinks) published under the root.
-    func publishedDates() -> [String] {
+    package func publishedDates() -> [String] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
         return entries.filter {
             Timestamp.parseDate($0) != nil && System.linkKind(root + "/" + $0) == System.symbolicLinkType
