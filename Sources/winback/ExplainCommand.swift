@@ -10,13 +10,17 @@ struct ExplainCommand: ParsableCommand {
             the as-of instant, paid months, months since last subscribed, win-back history and, for every \
             offer of the customer's group, eligible with its rank or every failing criterion with the \
             numbers behind it. Reads the same inputs as `run`, with the same rules, so it always agrees \
-            with the published segments. An id matching several groups shows each. Exit 66 when no \
-            customer matches.
+            with the published segments. An id matching several groups shows each, and a value of the \
+            identities file every customer it maps to. Exit 66 when no customer matches.
             """)
 
     @OptionGroup var pipeline: PipelineOptions
 
-    @Option(help: "The customer's originalTransactionId or appAccountToken.")
+    @Option(
+        help: """
+            The customer's originalTransactionId or appAccountToken, or any value of the identities \
+            file (an email, the team's user id): every customer that value maps to is explained.
+            """)
     var customer: String
 
     @Flag(help: "Print JSON instead of text.")

@@ -247,16 +247,28 @@ public enum Explainer {
     /// group). Throws exit 66 when no customer matches.
     public static func explain(_ options: RunOptions, customer id: String) throws -> [Explanation] {
         let p = try ResolvedPipeline.resolve(options)
-        var inputs = try Stage.read(p, .only([id]))
+        // A value of the identities file (an email, the team's user id) stands for the
+        // customers its rows map to (docs/rules.md §10.7).
+        var ids = [id]
+        if let source = p.config.identities {
+            ids += try IdentityReader.keys(
+                matching: id, path: p.config.resolve(source.path), key: source.key, inflater: p.inflater,
+                limits: p.limits
+            ).filter { $0 != id }
+        }
+        var inputs = try Stage.read(p, .only(ids))
         // Matched by token: read again for all rows of those customers, tokens or not.
         let set = inputs.transactions
         let originals = Set(set.rows.map { set.strings.string($0.originalTransactionId) })
-        if originals != [id] && !originals.isEmpty {
-            inputs = try Stage.read(p, .only([id] + originals.sorted()))
+        if !originals.isEmpty && !originals.isSubset(of: Set(ids)) {
+            inputs = try Stage.read(p, .only(ids + originals.subtracting(ids).sorted()))
         }
         guard !inputs.transactions.rows.isEmpty else {
             throw WinBackError(
-                .noInput, "no customer has originalTransactionId or appAccountToken '\(id)' in the inputs")
+                .noInput,
+                "no customer has originalTransactionId or appAccountToken '\(id)' in the inputs"
+                    + (p.config.identities == nil
+                        ? "" : ", nor a row of the identities file holding it (\(ids.count - 1) found)"))
         }
         let customers = Stage.group(inputs, threads: 1)
         let book = Stage.offers(p, strings: inputs.strings)

@@ -89,6 +89,8 @@ public struct ResolvedPipeline: Sendable {
                 throw WinBackError(.noInput, "the identities file is missing", path: path)
             }
         }
+        // Every configuration error found before anything is read (docs/rules.md §10.7).
+        try Stage.checkIdentities(config, inflater: inflater)
         let signed =
             config.format == .appstoreSigned
             ? try SignedReading.resolve(config.apple, folder: config.folder, now: o.now) : nil

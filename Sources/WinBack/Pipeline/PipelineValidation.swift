@@ -81,6 +81,14 @@ public enum PipelineValidation {
                 report.problems.append("\(path): identities file is missing or not a readable file")
                 report.inputProblems += 1
             }
+            if report.problems.isEmpty || System.kind(path) == .file {
+                // The columns the destinations need, as `run` checks them before reading.
+                do { try Stage.checkIdentities(config, inflater: .zlib) } catch let e as WinBackError {
+                    if e.code != .noInput { report.problems.append("\(e)") }
+                } catch {
+                    report.problems.append("\(error)")
+                }
+            }
         }
         var files = 0
         for pattern in config.transactionPaths + config.renewalInfoPaths {
