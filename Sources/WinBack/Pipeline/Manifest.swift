@@ -48,6 +48,9 @@ public struct Manifest {
     /// An incremental run: how it used its state, files read and taken from it, rows kept
     /// (docs/rules.md §12).
     public var incremental: IncrementalSummary?
+    /// What changed since the baseline run, per segment (docs/rules.md §10.5); nil: no changes
+    /// were written (a run whose segments are not in CSV).
+    var changes: ChangesSummary?
 
     public init() {}
 
@@ -145,6 +148,19 @@ public struct Manifest {
             ]
             if let reason = incremental.reason { block["reason"] = ControlEscape.escaped(reason) }
             d["incremental"] = block
+        }
+        if let changes {
+            let baseline: Any =
+                changes.baseline.map { ["date": $0.date, "manifestSHA256": $0.manifestSHA256] as [String: Any] }
+                ?? NSNull()
+            d["changes"] =
+                [
+                    "baseline": baseline,
+                    "segments": changes.segments.map {
+                        ["segment": $0.segment, "entered": $0.entered, "exited": $0.exited, "changed": $0.changed]
+                            as [String: Any]
+                    },
+                ] as [String: Any]
         }
         if let memory {
             d["memory"] = [

@@ -203,6 +203,16 @@ extension Stage {
         }
         if p.threads > 1 { reporting.wait() } else { writeReports() }
         var outputs = try segments.get()
+        // What changed since the last published run, from the segments just written (docs/rules.md §10.5).
+        let changes = try Changes.write(
+            p,
+            reasoner: {
+                ExitReasoner(
+                    customers: customers, audience: audience, book: book, requireApple: p.config.requireApple,
+                    baselineAsOf: $0.asOf)
+            }, to: directory, sync: sync)
+        manifest.changes = changes.summary
+        outputs += changes.outputs
         let (reports, reportOutputs) = try reportFiles[0]!.get()
         outputs += reportOutputs
         let page = outputs.count

@@ -1,0 +1,129 @@
+import Foundation
+import WinBackModel
+import WinBackSupport
+import WinBackWrite
+
+/// What a run's changes were computed against and what they counted (docs/rules.md §10.5): the
+/// manifest's `changes`, the metrics' `winback_segment_changes` and the log's line.
+struct ChangesSummary: Sendable {
+    /// The published run compared with; nil: none (everyone entered).
+    var baseline: Baseline?
+    /// Per segment file written, in the order of the segments.
+    var segments: [SegmentChangeCount]
+
+    /// The log's line.
+    var line: String {
+        let (e, x, c) = segments.reduce((0, 0, 0)) { ($0.0 + $1.entered, $0.1 + $1.exited, $0.2 + $1.changed) }
+        let against = baseline.map { "against \($0.date)" } ?? "no earlier run: everyone entered"
+        return "\(e) entered, \(x) exited, \(c) changed offer in \(segments.count) segments (\(against))"
+    }
+}
+
+/// What changed since the last published run (docs/rules.md §10.5): for every segment file a
+/// run writes, `segments/changes/<S>.csv`, computed from the published files — tonight's
+/// segment and the baseline's — so runs in memory, memory-bounded runs, array jobs and
+/// incremental nights write the same bytes. The reasons of the rows that left come from
+/// tonight's evaluation: of the run's customers (``ExitReasoner``), or, past one machine, from
+/// the shards that hold them (``ShardReasons``).
+enum Changes {
+    /// The folder of the changes, in a run's folder.
+    static let folder = "segments/changes"
+
+    /// The baseline of a run of `p` (``Baseline/find(root:before:)``).
+    static func baseline(_ p: ResolvedPipeline) -> Baseline? {
+        Baseline.find(root: p.outputDirectory + "/" + p.config.name, before: Timestamp.date(p.asOf))
+    }
+
+    /// The segment files a run of `p` writes, by name, with their kinds.
+    static func segments(_ p: ResolvedPipeline) -> [(name: String, kind: SegmentKind)] {
+        let ids = p.catalog.offers.map(\.offerId)
+        var named: [(name: String, kind: SegmentKind)] = []
+        for (i, id) in ids.enumerated() where !named.contains(where: { $0.name == id }) {
+            named.append((id, .offer(i)))
+        }
+        named.append(("best-offer", .best))
+        if p.config.experiment != nil { named.append((SegmentWriter.holdout, .holdout)) }
+        return named
+    }
+
+    /// Whether a run of `p` writes changes: its segments in CSV, the format they are joined in.
+    static func written(_ p: ResolvedPipeline) -> Bool { p.config.formats.contains("csv") }
+
+    /// Writes the changes of every segment in `directory` (tonight's segments already written
+    /// there) against `baseline`; `reason(segment, kind, row)` gives an exited row's reason.
+    /// Returns the files written and what they counted.
+    static func write(
+        _ p: ResolvedPipeline, baseline: Baseline?, to directory: String, sync: DiskSync?,
+        reason: @escaping @Sendable (String, SegmentKind, SegmentKey) throws -> String
+    ) throws -> (outputs: [OutputStats], summary: ChangesSummary) {
+        guard written(p) else { return ([], ChangesSummary(baseline: baseline, segments: [])) }
+        try OutputFile.makeFolder(directory + "/" + folder)
+        let segments = self.segments(p)
+        let recorded = try baseline.map { try BaselineFiles(folder: $0.folder) }
+        let slots = ResultSlots<(OutputStats, SegmentChangeCount)>(count: segments.count)
+        try parallelFor(count: segments.count, threads: p.threads) { j in
+            let (name, kind) = segments[j]
+            let rel = "segments/\(name).csv"
+            let before = try recorded?.path(of: rel)
+            let out = try OutputFile(path: directory + "/\(folder)/\(name).csv", sync: sync)
+            let (count, rows) = try SegmentChanges.write(
+                segment: name, mayChange: kind.offerMayChange, baseline: before,
+                expectedSHA256: recorded?.sha256[rel], tonight: directory + "/" + rel, to: out
+            ) { try reason(name, kind, $0) }
+            let (bytes, sha) = try out.finish()
+            slots[j] = (OutputStats(path: "\(folder)/\(name).csv", bytes: bytes, rows: rows, sha256: sha), count)
+        }
+        let all = slots.all
+        return (all.map(\.0), ChangesSummary(baseline: baseline, segments: all.map(\.1)))
+    }
+
+    /// Writes the changes of a run in memory: the reasons from its customers and their evaluation.
+    static func write(
+        _ p: ResolvedPipeline, reasoner: (Baseline) -> ExitReasoner, to directory: String, sync: DiskSync?
+    ) throws -> (outputs: [OutputStats], summary: ChangesSummary) {
+        let baseline = self.baseline(p)
+        let r = baseline.map(reasoner)
+        return try write(p, baseline: baseline, to: directory, sync: sync) { _, kind, row in
+            guard let r else { throw WinBackError(.software, "an exited row without a baseline") }
+            return r.reason(kind, group: row.group, original: row.original, offer: row.offer)
+        }
+    }
+}
+
+/// The files a published run's manifest recorded (docs/rules.md §4.4): their SHA-256, so that a
+/// baseline's segment file is trusted only as it was published.
+struct BaselineFiles: Sendable {
+    let folder: String
+    /// SHA-256 (hex) by path relative to the run's folder.
+    let sha256: [String: String]
+
+    init(folder: String) throws {
+        self.folder = folder
+        let path = folder + "/manifest.json"
+        guard let data = FileManager.default.contents(atPath: path),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let outputs = object["outputs"] as? [[String: Any]]
+        else {
+            throw WinBackError(.badData, "the baseline's manifest lists no outputs", path: path)
+        }
+        var sha: [String: String] = [:]
+        for o in outputs {
+            if let p = o["path"] as? String, let s = o["sha256"] as? String { sha[p] = s }
+        }
+        sha256 = sha
+    }
+
+    /// The baseline's file `rel`, or nil when the baseline has none (a segment new since); a
+    /// file its manifest lists and that is gone is bad data (65).
+    func path(of rel: String) throws -> String? {
+        let path = folder + "/" + rel
+        if System.kind(path, followLinks: false) == .missing {
+            if sha256[rel] != nil {
+                throw WinBackError(
+                    .badData, "the baseline's manifest lists this segment file, which is gone", path: path)
+            }
+            return nil
+        }
+        return path
+    }
+}

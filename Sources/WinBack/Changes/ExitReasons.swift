@@ -1,0 +1,144 @@
+import Foundation
+import WinBackModel
+import WinBackRules
+import WinBackSupport
+
+/// The kind of a segment file, for its changes (docs/rules.md §10.5).
+enum SegmentKind: Equatable, Sendable {
+    /// One catalog offer's segment (its catalog index).
+    case offer(Int)
+    /// `best-offer`: each customer once, with their rank-1 offer.
+    case best
+    /// `holdout`: the rows best-offer would hold for the held-out customers (§9.1).
+    case holdout
+
+    /// Whether rows of the segment may change their offer (`changed`).
+    var offerMayChange: Bool { self == .best || self == .holdout }
+}
+
+/// Why a customer left a segment (docs/rules.md §10.5), the first that applies in this order:
+/// `returned`, `redeemed`, `held_out`, `unknown_customer`, then the first criterion of §3 the
+/// customer fails tonight for the segment's offer (the baseline's offer for best-offer and
+/// holdout), in §3 rule 10's order. Past those, what else leaves a customer out of a segment:
+/// `offer_not_in_catalog` (the baseline's offer is no longer in the catalog), `not_held_out`
+/// (left the holdout, eligible and no longer held out) and `dropped_by_require_apple` (eligible,
+/// but left out by `audience.requireApple`, §4.5).
+enum ExitReason {
+    static let returned = "returned"
+    static let redeemed = "redeemed"
+    static let heldOut = "held_out"
+    static let unknownCustomer = "unknown_customer"
+    static let offerNotInCatalog = "offer_not_in_catalog"
+    static let notHeldOut = "not_held_out"
+    static let droppedByRequireApple = "dropped_by_require_apple"
+}
+
+/// The reasons of the customers who left a segment, from tonight's evaluation of the run's
+/// customers (a run in memory, or one shard's customers): the rules of §3 as the evaluate stage
+/// applies them (``CompiledOffer/failures(_:asOf:)``), never again by hand.
+struct ExitReasoner: Sendable {
+    let customers: CustomerRows
+    let audience: Audience
+    let book: OfferBook
+    let requireApple: AppleRequirement
+    /// The baseline's as-of instant: a win-back redemption on or after it is new since then.
+    let baselineAsOf: Int64
+
+    /// The customer (group, originalTransactionId) in tonight's inputs, found by bisection in
+    /// the customers' order (bytewise by group, then id: that of the segment files).
+    func customer(group: [UInt8], original: [UInt8]) -> Int? {
+        let s = customers.strings
+        var lo = 0
+        var hi = customers.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            let c = s.withBytes(customers.groups[mid]) { g in
+                customers.originalTransactionIds[mid].withBytes(in: s) { o in
+                    let byGroup = ExitReasoner.compare(g, group)
+                    return byGroup != 0 ? byGroup : ExitReasoner.compare(o, original)
+                }
+            }
+            if c == 0 { return mid }
+            if c < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return nil
+    }
+
+    /// Customer k's result (a subscriber's), found by bisection: results are in customer order.
+    func result(of k: Int) -> Int? {
+        var lo = 0
+        var hi = audience.results.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            let c = Int(audience.results[mid].customer)
+            if c == k { return mid }
+            if c < k { lo = mid + 1 } else { hi = mid }
+        }
+        return nil
+    }
+
+    static func compare(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
+        let n = min(a.count, b.count)
+        let r = n == 0 ? 0 : b.withUnsafeBytes { memcmp(a.baseAddress!, $0.baseAddress!, n) }
+        return r != 0 ? Int(r) : a.count - b.count
+    }
+
+    /// Whether the customer of result `ri` is in segment `kind` tonight, as ``SegmentWriter``
+    /// lists them.
+    func isMember(_ kind: SegmentKind, result ri: Int) -> Bool {
+        let r = audience.results[ri]
+        let leftOut = audience.isLeftOut(r)
+        switch kind {
+        case .offer(let o):
+            guard !leftOut, let j = r.eligible.firstIndex(of: Int16(o)) else { return false }
+            return requireApple.keeps(r.apple(rank: j + 1))
+        case .best:
+            return !leftOut && !r.eligible.isEmpty && requireApple.keeps(r.apple(rank: 1))
+        case .holdout:
+            return leftOut && !r.eligible.isEmpty && requireApple.keeps(r.apple(rank: 1))
+        }
+    }
+
+    /// The reason of a baseline row of segment `kind` (customer `group`/`original`, offer
+    /// `offer`) when the customer is not in the segment tonight; nil when they are.
+    func reasonIfExited(_ kind: SegmentKind, group: [UInt8], original: [UInt8], offer: [UInt8]) -> String? {
+        if let k = customer(group: group, original: original), let ri = result(of: k), isMember(kind, result: ri) {
+            return nil
+        }
+        return reason(kind, group: group, original: original, offer: offer)
+    }
+
+    /// The reason a customer left segment `kind`, whose baseline row named `offer`
+    /// (docs/rules.md §10.5).
+    func reason(_ kind: SegmentKind, group: [UInt8], original: [UInt8], offer: [UInt8]) -> String {
+        guard let k = customer(group: group, original: original) else { return ExitReason.unknownCustomer }
+        let r = result(of: k).map { audience.results[$0] }
+        if let r, r.timeline.state != .churned { return ExitReason.returned }
+        let offerId = String(decoding: offer, as: UTF8.self)
+        if redeemed(k, offerId: offerId) { return ExitReason.redeemed }
+        if let r, kind != .holdout, audience.isLeftOut(r) { return ExitReason.heldOut }
+        guard let o = book.offers.firstIndex(where: { $0.offer.offerId == offerId }) else {
+            return ExitReason.offerNotInCatalog
+        }
+        guard let r else { return "not_subscriber" }
+        var failed = book.offers[o].failures(r.timeline, asOf: audience.asOf)
+        if book.offers[o].subscriptionGroupId != customers.groups[k] { failed.insert(.otherProduct) }
+        if let first = failed.labels.first { return first }
+        if kind == .holdout && !audience.isLeftOut(r) { return ExitReason.notHeldOut }
+        return ExitReason.droppedByRequireApple
+    }
+
+    /// Whether customer k has a win-back row of `offerId` (offerType 4, docs/rules.md §3 rule 7)
+    /// purchased on or after the baseline's as-of and before tonight's.
+    func redeemed(_ k: Int, offerId: String) -> Bool {
+        guard let id = customers.strings.lookup(offerId) else { return false }
+        let t = audience.asOf
+        for row in customers.rows(of: k)
+        where row.offerType == OfferType.winBack.rawValue && row.offerIdentifier == id && row.isKnownPurchase(at: t)
+            && row.purchaseDate >= baselineAsOf
+        {
+            return true
+        }
+        return false
+    }
+}

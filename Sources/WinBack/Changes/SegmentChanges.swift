@@ -1,0 +1,88 @@
+import Foundation
+import WinBackModel
+import WinBackSupport
+import WinBackWrite
+
+/// How many customers entered, left and changed offer in one segment (docs/rules.md §10.5).
+struct SegmentChangeCount: Equatable, Sendable {
+    var segment: String
+    var entered = 0
+    var exited = 0
+    var changed = 0
+}
+
+/// The changes of one segment file (docs/rules.md §10.5): the merge-join of the baseline's file
+/// and tonight's, both in customer order, written as `segments/changes/<S>.csv`.
+enum SegmentChanges {
+    static let columns = [
+        "change", "subscription_group_id", "original_transaction_id", "offer_id", "previous_offer_id", "reason",
+    ]
+
+    /// Joins `baseline` (nil: no baseline file, everyone entered) with `tonight` and writes the
+    /// changes to `out`: `entered`, then `changed`, in tonight's order, then `exited` in the
+    /// baseline's, each exited row with `reason(group, original, previous offer)`. The baseline's
+    /// file, once read whole, must have the SHA-256 its manifest recorded (`expectedSHA256`,
+    /// when it lists the file): a published file changed since is bad data (65).
+    static func write(
+        segment: String, mayChange: Bool, baseline: String?, expectedSHA256: String?, tonight: String,
+        to out: OutputFile, reason: (SegmentKey) throws -> String
+    ) throws -> (count: SegmentChangeCount, rows: Int) {
+        var count = SegmentChangeCount(segment: segment)
+        let now = try SegmentRecords(path: tonight)
+        let before = try baseline.map { try SegmentRecords(path: $0) }
+        // Entered before changed, both in tonight's order; exited in the baseline's, after.
+        var entered: [UInt8] = []
+        var changed: [UInt8] = []
+        var exited: [SegmentKey] = []
+        var rec = CSVRecord()
+        func line(_ change: String, _ k: SegmentKey, offer: [UInt8], previous: [UInt8], reason: String) {
+            rec.reset()
+            rec.field(change)
+            rec.field(bytes: k.group)
+            rec.field(bytes: k.original)
+            rec.field(bytes: offer)
+            rec.field(bytes: previous)
+            rec.field(reason)
+            rec.end()
+        }
+        var a = try before?.next()
+        var b = try now.next()
+        while a != nil || b != nil {
+            let c = a == nil ? 1 : b == nil ? -1 : SegmentKey.compare(a!, b!)
+            if c < 0 {
+                exited.append(a!)
+                a = try before?.next()
+            } else if c > 0 {
+                line("entered", b!, offer: b!.offer, previous: [], reason: "")
+                entered += rec.bytes
+                count.entered += 1
+                b = try now.next()
+            } else {
+                if mayChange && a!.offer != b!.offer {
+                    line("changed", b!, offer: b!.offer, previous: a!.offer, reason: "")
+                    changed += rec.bytes
+                    count.changed += 1
+                }
+                a = try before?.next()
+                b = try now.next()
+            }
+        }
+        if let before, let expected = expectedSHA256, before.sha256() != expected {
+            throw WinBackError(
+                .badData,
+                "the baseline's segment file differs from the one its manifest recorded (changed since it was "
+                    + "published): remove that run or restore the file",
+                path: before.path)
+        }
+        try out.write(CSVRecord.header(columns))
+        try out.write(entered)
+        try out.write(changed)
+        for k in exited {
+            line("exited", k, offer: [], previous: k.offer, reason: try reason(k))
+            try out.write(rec.bytes)
+        }
+        count.exited = exited.count
+        return (count, count.entered + count.changed + count.exited)
+    }
+
+}

@@ -1,0 +1,156 @@
+import Crypto
+import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackSupport
+import WinBackWrite
+
+/// One row of a segment CSV as the changes need it (docs/rules.md §10.5): the customer and the
+/// row's offer, unescaped.
+struct SegmentKey: Equatable, Hashable, Sendable {
+    var group: [UInt8]
+    var original: [UInt8]
+    var offer: [UInt8]
+
+    /// The customer order of the segment files (docs/rules.md §4.1): bytewise by group, then
+    /// originalTransactionId. Negative, zero or positive.
+    static func compare(_ a: SegmentKey, _ b: SegmentKey) -> Int {
+        let g = compareBytes(a.group, b.group)
+        return g != 0 ? g : compareBytes(a.original, b.original)
+    }
+
+    static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        let n = min(a.count, b.count)
+        let r =
+            n == 0
+            ? 0 : a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in memcmp(pa.baseAddress!, pb.baseAddress!, n) } }
+        return r != 0 ? Int(r) : a.count - b.count
+    }
+}
+
+/// Reads a segment CSV (docs/rules.md §4.1) one record at a time, for the merge-join of two of
+/// them: RFC 4180 records (a quoted field may hold line breaks), the header checked, every row's
+/// field count checked, and rows checked to be in customer order, strictly (a customer once).
+/// The bytes read are hashed, so that a published file can be checked against its manifest once
+/// read (``finish(expecting:)``).
+final class SegmentRecords {
+    let path: String
+    private let cursor: LineCursor
+    private var hasher = SHA256()
+    private var record: [UInt8] = []
+    private var last: SegmentKey?
+    private(set) var rows = 0
+
+    /// Where the fields the changes need are (``SegmentWriter/columns``).
+    static let groupColumn = 0
+    static let originalColumn = 1
+    static let offerColumn = 9
+
+    /// Opens `path` and checks its header (`columns`: a segment's, unless said): a file that is
+    /// not of that form is bad data (65).
+    init(path: String, columns: [String] = SegmentWriter.columns) throws {
+        self.path = path
+        cursor = LineCursor(source: try PlainFileSource(path: path), chunkSize: 1 << 18, maxLineBytes: .max)
+        guard let header = try nextRecord() else {
+            throw WinBackError(.badData, "empty file: it has no header", path: path)
+        }
+        guard let fields = SegmentRecords.split(header),
+            fields.map({ String(decoding: $0, as: UTF8.self) }) == columns
+        else {
+            throw WinBackError(
+                .badData, "unexpected header: not \(columns.joined(separator: ",")) (docs/rules.md §10.5)",
+                path: path)
+        }
+    }
+
+    /// The fields of the next record, unquoted, nil at the end; a record that is not
+    /// well-formed CSV is bad data (65).
+    func nextFields() throws -> [[UInt8]]? {
+        guard let bytes = try nextRecord() else { return nil }
+        rows += 1
+        guard let fields = SegmentRecords.split(bytes) else {
+            throw WinBackError(.badData, "row \(rows) is not well-formed CSV", path: path)
+        }
+        return fields
+    }
+
+    /// The next row, nil at the end. A row that is not well-formed, or not after the one before
+    /// it in customer order, is bad data (65) naming the file and the row.
+    func next() throws -> SegmentKey? {
+        guard let fields = try nextFields() else { return nil }
+        guard fields.count == SegmentWriter.columns.count else {
+            throw WinBackError(
+                .badData, "row \(rows) of a segment file is not \(SegmentWriter.columns.count) CSV fields", path: path)
+        }
+        let key = SegmentKey(
+            group: fields[SegmentRecords.groupColumn], original: fields[SegmentRecords.originalColumn],
+            offer: fields[SegmentRecords.offerColumn])
+        if let last, SegmentKey.compare(last, key) >= 0 {
+            throw WinBackError(
+                .badData,
+                "row \(rows) of a segment file is not after the row before it in customer order "
+                    + "(docs/rules.md §4.1)", path: path)
+        }
+        last = key
+        return key
+    }
+
+    /// The file's SHA-256 (hex), once every row was read.
+    func sha256() -> String { Hex.string(hasher.finalize()) }
+
+    /// One record's bytes, its lines joined while a quoted field is open, without the last `\n`.
+    private func nextRecord() throws -> [UInt8]? {
+        record.removeAll(keepingCapacity: true)
+        var quotes = 0
+        var any = false
+        while let line = try cursor.next() {
+            any = true
+            hasher.update(bufferPointer: line)
+            record.append(contentsOf: line)
+            for b in line where b == UInt8(ascii: "\"") { quotes += 1 }
+            if quotes % 2 == 0 { break }
+        }
+        guard any else { return nil }
+        if record.last == UInt8(ascii: "\n") { record.removeLast() }
+        return record
+    }
+
+    /// The fields of one record, unquoted (RFC 4180); nil when a quote is misplaced.
+    static func split(_ r: [UInt8]) -> [[UInt8]]? {
+        var fields: [[UInt8]] = []
+        var field: [UInt8] = []
+        var i = 0
+        let quote = UInt8(ascii: "\"")
+        let comma = UInt8(ascii: ",")
+        while true {
+            field.removeAll(keepingCapacity: true)
+            if i < r.count, r[i] == quote {
+                i += 1
+                while true {
+                    guard i < r.count else { return nil }
+                    if r[i] == quote {
+                        if i + 1 < r.count, r[i + 1] == quote {
+                            field.append(quote)
+                            i += 2
+                            continue
+                        }
+                        i += 1
+                        break
+                    }
+                    field.append(r[i])
+                    i += 1
+                }
+                guard i == r.count || r[i] == comma else { return nil }
+            } else {
+                while i < r.count, r[i] != comma {
+                    if r[i] == quote { return nil }
+                    field.append(r[i])
+                    i += 1
+                }
+            }
+            fields.append(field)
+            if i == r.count { return fields }
+            i += 1  // the comma
+        }
+    }
+}
