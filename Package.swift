@@ -14,7 +14,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
-        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.0"),
+        // Up to the next minor only: ChainVerifier imports the `FixedExpiryValidationTime` SPI
+        // (`RFC5280Policy(fixedExpiryValidationTime:)`, new in 1.21), which a minor release may change.
+        .package(url: "https://github.com/apple/swift-certificates", .upToNextMinor(from: "1.21.0")),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.0.0"),
     ],
     targets: [
@@ -56,22 +58,23 @@ let package = Package(
         .target(
             name: "WinBackWrite",
             dependencies: [
-                "WinBackRules", "WinBackRead", "WinBackS3", "WinBackModel", "WinBackSupport", "CZlib", "CLibXML2",
+                "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport", "CZlib", "CLibXML2",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .target(
             name: "WinBack",
             dependencies: [
-                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackS3", "WinBackModel", "WinBackSupport",
+                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackS3", "WinBackModel", "WinBackSupport", "CZlib",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // Test-only code: the world generator, the test chain and its signer. Used by the tests
-        // and by `winback generate`/`bench`; not in the library product.
+        // and by `winback generate`/`bench`; not in the library product. It writes worlds with the
+        // layers' own writers, so it sits beside WinBack, not above it.
         .target(
             name: "WinBackTesting",
             dependencies: [
-                "WinBack",
+                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -82,17 +85,33 @@ let package = Package(
                 "WinBack", "WinBackTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
+        // The helpers both test targets use (test worlds, paths, golden files, the read, signed and
+        // report helpers): one module, not in a product. It starts no process; what does
+        // (`CLI`) is in the slow target only.
+        .target(
+            name: "WinBackTestSupport",
+            dependencies: [
+                "WinBackTesting", "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport",
+                "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/Shared"),
         .testTarget(
             name: "WinBackTests",
-            dependencies: ["WinBack", "WinBackTesting", "CLibXML2", "CZlib"],
+            dependencies: [
+                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackWrite", "WinBackRules", "WinBackRead",
+                "WinBackS3", "WinBackModel", "WinBackSupport", "CZlib",
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             resources: [.copy("Fixtures")]),
         // End to end, generated worlds, fuzz, the command line, hostile input: `swift test` runs
-        // both targets, `swift test --filter WinBackTests` only the quick one. The helpers in
-        // Tests/Shared are compiled into both (each target links them as `Shared`); the
-        // fixtures stay in WinBackTests/Fixtures, found by path.
+        // both targets, `swift test --filter WinBackTests` only the quick one, which starts no
+        // process. The fixtures stay in WinBackTests/Fixtures, found by path.
         .testTarget(
             name: "WinBackSlowTests",
-            dependencies: ["WinBack", "WinBackTesting", "CLibXML2", "CZlib"]),
+            dependencies: [
+                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackWrite", "WinBackRules", "WinBackRead",
+                "WinBackS3", "WinBackModel", "WinBackSupport", .product(name: "X509", package: "swift-certificates"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

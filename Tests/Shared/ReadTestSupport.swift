@@ -1,31 +1,30 @@
 import CZlib
+import Crypto
 import Foundation
 import Testing
-
-@testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackRules
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackTesting
+import WinBackWrite
 
 /// Helpers for the read-stage tests: temporary folders, gzip writing with zlib, sample lines.
-enum ReadSupport {
+package enum ReadSupport {
     /// A fresh empty folder under the test process's temporary folder.
-    static func makeTempDir() throws -> URL {
+    package static func makeTempDir() throws -> URL {
         URL(fileURLWithPath: Paths.temporary(), isDirectory: true)
     }
 
     /// Runs `body` with a temporary folder, removed afterwards.
-    static func withTempDir<R>(_ body: (URL) throws -> R) throws -> R {
+    package static func withTempDir<R>(_ body: (URL) throws -> R) throws -> R {
         let dir = try makeTempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         return try body(dir)
     }
 
     /// One gzip member of `data`, compressed with zlib.
-    static func gzip(_ data: [UInt8], level: Int32 = 6) -> [UInt8] {
+    package static func gzip(_ data: [UInt8], level: Int32 = 6) -> [UInt8] {
         var stream = z_stream()
         precondition(winback_deflateInit2(&stream, level, 16 + MAX_WBITS) == Z_OK)
         defer { deflateEnd(&stream) }
@@ -49,21 +48,21 @@ enum ReadSupport {
         return out
     }
 
-    static func gzip(_ text: String) -> [UInt8] { gzip(Array(text.utf8)) }
+    package static func gzip(_ text: String) -> [UInt8] { gzip(Array(text.utf8)) }
 
     @discardableResult
-    static func write(_ bytes: [UInt8], to url: URL) throws -> String {
+    package static func write(_ bytes: [UInt8], to url: URL) throws -> String {
         try Data(bytes).write(to: url)
         return url.path
     }
 
     @discardableResult
-    static func write(_ text: String, to url: URL) throws -> String {
+    package static func write(_ text: String, to url: URL) throws -> String {
         try write(Array(text.utf8), to: url)
     }
 
     /// Every decompressed byte of `path`, read through ``openSource(path:)``.
-    static func readAll(_ path: String, chunk: Int = 4096, inflater: Inflater = .zlib) throws -> [UInt8] {
+    package static func readAll(_ path: String, chunk: Int = 4096, inflater: Inflater = .zlib) throws -> [UInt8] {
         let source = try openSource(path: path, inflater: inflater)
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: chunk)
@@ -76,7 +75,9 @@ enum ReadSupport {
     }
 
     /// The lines `LineCursor.forEachLine` hands out for `path`, as (number, text).
-    static func lines(_ path: String, chunkSize: Int = 1 << 20, inflater: Inflater = .zlib) throws -> [(Int, String)] {
+    package static func lines(_ path: String, chunkSize: Int = 1 << 20, inflater: Inflater = .zlib) throws -> [(
+        Int, String
+    )] {
         var out: [(Int, String)] = []
         try LineCursor(source: try openSource(path: path, inflater: inflater), chunkSize: chunkSize).forEachLine {
             line, n in
@@ -85,26 +86,20 @@ enum ReadSupport {
         return out
     }
 
-    /// Hex SHA-256 of a file, computed by coreutils (independent of the code under test).
-    static func sha256sum(_ path: String) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        p.arguments = [path]
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    /// Hex SHA-256 of a file: its whole content read at once by Foundation and hashed in one
+    /// call by swift-crypto, independent of the streaming reads and hashing under test.
+    package static func sha256sum(_ path: String) throws -> String {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 }
 
 /// Builds one transaction line as JSON, Apple's field names, with overrides.
-struct TxLine {
-    var fields: [(String, String)]
+package struct TxLine {
+    package var fields: [(String, String)]
 
     /// A valid auto-renewable Production row.
-    init(
+    package init(
         id: String = "1000000000000001", original: String = "1000000000000001", signed: Int64? = 1_700_000_000_000,
         purchase: Int64 = 1_700_000_000_000, expires: Int64 = 1_702_592_000_000
     ) {
@@ -124,7 +119,7 @@ struct TxLine {
     }
 
     /// Sets `key` to the raw JSON `value` (replacing it), or removes it when nil.
-    func with(_ key: String, _ value: String?) -> TxLine {
+    package func with(_ key: String, _ value: String?) -> TxLine {
         var c = self
         if let i = c.fields.firstIndex(where: { $0.0 == key }) {
             if let value { c.fields[i].1 = value } else { c.fields.remove(at: i) }
@@ -134,24 +129,26 @@ struct TxLine {
         return c
     }
 
-    var json: String { "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}" }
+    package var json: String { "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}" }
 }
 
 /// Decodes lines with a fresh decoder and table.
-final class DecodeHarness {
-    let table = StringTable()
-    lazy var decoder = TransactionDecoder(table: table)
+package final class DecodeHarness {
+    package let table = StringTable()
+    package lazy var decoder = TransactionDecoder(table: table)
 
-    func decode(_ line: String) -> TransactionDecoder.Outcome {
+    package init() {}
+
+    package func decode(_ line: String) -> TransactionDecoder.Outcome {
         var bytes = Array(line.utf8)
         return bytes.withUnsafeMutableBytes { decoder.decode(UnsafeRawBufferPointer($0)) }
     }
 
-    func decode(bytes: [UInt8]) -> TransactionDecoder.Outcome {
+    package func decode(bytes: [UInt8]) -> TransactionDecoder.Outcome {
         bytes.withUnsafeBytes { decoder.decode($0) }
     }
 
-    func row(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) -> Transaction? {
+    package func row(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) -> Transaction? {
         switch decode(line) {
         case .row(let t): return t
         case .nonSubscription:
@@ -162,7 +159,7 @@ final class DecodeHarness {
         return nil
     }
 
-    func rejection(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+    package func rejection(_ line: String, sourceLocation: SourceLocation = #_sourceLocation) -> String? {
         switch decode(line) {
         case .rejected(let why): return why
         case let other:
@@ -171,14 +168,11 @@ final class DecodeHarness {
         }
     }
 
-    func string(_ id: Int32) -> String? { id == Transaction.none ? nil : table.string(id) }
-    func string(_ key: TransactionKey) -> String { table.string(key) }
+    package func string(_ id: Int32) -> String? { id == Transaction.none ? nil : table.string(id) }
+    package func string(_ key: TransactionKey) -> String { table.string(key) }
 }
 
 extension SplitMix64 {
     /// A value in 0..<n.
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    package mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
-
-/// Groups the read-stage suites, so `swift test --filter Read` runs them all.
-@Suite struct ReadStageTests {}

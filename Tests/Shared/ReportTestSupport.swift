@@ -1,14 +1,13 @@
-@testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackRules
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackTesting
+import WinBackWrite
 
 /// Runs the whole report stage over a hand-built world, as a run would: group the rows by
 /// customer, evaluate the audience at T, then compute the reports from both.
-func computeReports(
+package func computeReports(
     _ w: TestWorld, _ rows: [Transaction], offers: [Offer] = [], asOf: String, windowMonths: Int = 12,
     gapDays: Int64 = 60, renewals: RenewalIndex? = nil, threads: Int = 1
 ) -> Reports {
@@ -22,11 +21,11 @@ func computeReports(
 }
 
 /// Bytes as text, for comparing with expected CSV written out in a test.
-func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+package func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
 extension TestWorld {
     /// `t` with a raw offerDiscountType (TestWorld's `free:` only sets FREE_TRIAL).
-    func discount(_ t: Transaction, _ type: String) -> Transaction {
+    package func discount(_ t: Transaction, _ type: String) -> Transaction {
         var t = t
         t.offerDiscountType = id(type)
         t.isFreeTrial = type == "FREE_TRIAL"

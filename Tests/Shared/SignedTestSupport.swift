@@ -1,35 +1,35 @@
 import Foundation
 import Testing
-
-@testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackRules
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackTesting
+import WinBackWrite
 
 /// A test chain with a leaf, and JWSs of transactions, renewal info and notifications.
-struct SignedFixture {
-    static let year2020 = Date(timeIntervalSince1970: 1_577_836_800)
-    static let year2040 = Date(timeIntervalSince1970: 2_208_988_800)
+package struct SignedFixture {
+    package static let year2020 = Date(timeIntervalSince1970: 1_577_836_800)
+    package static let year2040 = Date(timeIntervalSince1970: 2_208_988_800)
 
-    let chain: TestChain
-    let signer: JWSSigner
+    package let chain: TestChain
+    package let signer: JWSSigner
 
-    init() throws {
+    package init() throws {
         chain = try TestChain(from: Self.year2020, until: Self.year2040)
         signer = try chain.signer(chain.leaf(from: Self.year2020, until: Self.year2040))
     }
 
     /// Reading settings that trust this chain's root.
-    func settings(verify: Bool = true, bundleId: String? = nil, appAppleId: Int64? = nil) throws -> SignedReading {
+    package func settings(verify: Bool = true, bundleId: String? = nil, appAppleId: Int64? = nil) throws
+        -> SignedReading
+    {
         SignedReading(
             roots: [("test-root.cer", try TestChain.der(chain.root))], verify: verify, bundleId: bundleId,
             appAppleId: appAppleId, now: ms("2026-01-01T00:00:00Z"))
     }
 
-    static func transaction(
+    package static func transaction(
         _ id: String, original: String = "2000000000000001", signed: String = "1735689600000",
         purchase: String = "1735689600000", expires: String = "1738368000000", bundle: String = "com.example.pass",
         environment: String = "Production"
@@ -41,15 +41,15 @@ struct SignedFixture {
             + #""offerPeriod":"P1M","advancedCommerceInfo":{"a":[1,2]}}"#
     }
 
-    static func renewal(_ original: String = "2000000000000001", signed: String = "1735689600000") -> String {
+    package static func renewal(_ original: String = "2000000000000001", signed: String = "1735689600000") -> String {
         #"{"originalTransactionId":"\#(original)","autoRenewProductId":"com.example.pass.monthly","#
             + #""autoRenewStatus":0,"isInBillingRetryPeriod":false,"signedDate":\#(signed),"environment":"Production"}"#
     }
 
-    func sign(_ json: String) throws -> String { try signer.sign(Array(json.utf8)) }
+    package func sign(_ json: String) throws -> String { try signer.sign(Array(json.utf8)) }
 
     /// A notification carrying `transaction` and `renewal` JWSs.
-    func notification(
+    package func notification(
         transaction: String?, renewal: String?, bundle: String = "com.example.pass", appAppleId: Int64 = 1234,
         environment: String = "Production"
     ) throws -> String {
@@ -63,7 +63,7 @@ struct SignedFixture {
     }
 
     /// Reads `lines` as one appstore-signed file.
-    func read(
+    package func read(
         _ lines: [String], settings: SignedReading? = nil, environment: String = "Production", gzip: Bool = false
     ) throws -> TransactionSet {
         let dir = Paths.temporary()

@@ -1,34 +1,35 @@
-@testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackRules
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
+import WinBackTesting
+import WinBackWrite
 
 /// Parses `2025-01-01T12:00:00Z` or `2025-01-01` (00:00) into ms; traps on a typo in a test.
-func ms(_ s: String) -> Int64 {
+package func ms(_ s: String) -> Int64 {
     if let d = Timestamp.parseDate(s) { return d * MonthMath.day }
     guard let t = Timestamp.parseDateTime(s) else { fatalError("bad test timestamp \(s)") }
     return t
 }
 
 /// Builds hand-written customer histories with ids interned in one table.
-final class TestWorld {
-    let strings = StringTable()
-    var nextId = 1
+package final class TestWorld {
+    package let strings = StringTable()
+    package var nextId = 1
 
-    func id(_ s: String) -> Int32 { strings.intern(s) }
+    package init() {}
+
+    package func id(_ s: String) -> Int32 { strings.intern(s) }
     /// The key of a transaction or customer id.
-    func key(_ s: String) -> TransactionKey { TransactionKey(s, table: strings) }
+    package func key(_ s: String) -> TransactionKey { TransactionKey(s, table: strings) }
     /// The token of a UUID.
-    func token(_ s: String) -> AppAccountToken {
+    package func token(_ s: String) -> AppAccountToken {
         guard let t = AppAccountToken.parse(s, table: strings) else { preconditionFailure("\(s) is not a UUID") }
         return t
     }
 
     /// One transaction; dates are `ms(...)` strings.
-    func tx(
+    package func tx(
         _ purchase: String, _ expires: String, product: String = "basic", group: String = "g1",
         customer: String = "c1", id txId: String? = nil, free: Bool = false, offerType: Int64 = 0,
         offerId: String? = nil, revoked: String? = nil, upgraded: Bool = false, family: Bool = false,
@@ -56,7 +57,7 @@ final class TestWorld {
     }
 
     /// Monthly paid renewals starting at `from` (12:00 UTC), `count` of them.
-    func monthly(
+    package func monthly(
         from: String, count: Int, product: String = "basic", customer: String = "c1", group: String = "g1",
         storefront: String? = "USA"
     ) -> [Transaction] {
@@ -71,14 +72,14 @@ final class TestWorld {
     }
 
     /// Sorts like the pipeline does: (purchaseDate, transactionId bytes).
-    func ordered(_ rows: [Transaction]) -> [Transaction] {
+    package func ordered(_ rows: [Transaction]) -> [Transaction] {
         rows.sorted {
             $0.purchaseDate != $1.purchaseDate
                 ? $0.purchaseDate < $1.purchaseDate : strings.less($0.transactionId, $1.transactionId)
         }
     }
 
-    func timeline(
+    package func timeline(
         _ rows: [Transaction], at t: String, gapDays: Int64 = 60, renewal: RenewalInfo? = nil
     ) -> CustomerTimeline? {
         var periods: [Period] = []
@@ -86,14 +87,14 @@ final class TestWorld {
             rows: ordered(rows), asOf: ms(t), gapDays: gapDays, renewal: renewal, periods: &periods)
     }
 
-    func periods(_ rows: [Transaction], at t: String, gapDays: Int64 = 60) -> [Period] {
+    package func periods(_ rows: [Transaction], at t: String, gapDays: Int64 = 60) -> [Period] {
         var periods: [Period] = []
         _ = CustomerTimeline.build(rows: ordered(rows), asOf: ms(t), gapDays: gapDays, renewal: nil, periods: &periods)
         return periods
     }
 
     /// Apple's example offer: Basic, one month free, ≥ 3 paid months, 2–24 months since, wait 6.
-    static func basicOffer(
+    package static func basicOffer(
         paid: Int = 3, min: Int = 2, max: Int = 24, wait: Int? = 6, start: String? = "2024-07-01",
         end: String? = nil, territories: [String] = [], priority: Offer.Priority = .high,
         id: String = "wb.basic.1m.free"
@@ -104,12 +105,13 @@ final class TestWorld {
             endDay: end.flatMap { Timestamp.parseDate($0) }, priority: priority, territories: territories)
     }
 
-    func compile(_ offer: Offer, index: Int = 0) -> CompiledOffer {
+    package func compile(_ offer: Offer, index: Int = 0) -> CompiledOffer {
         CompiledOffer(index: index, offer: offer, ids: { self.strings.lookup($0) })
     }
 
     /// Failing reasons of `offer` for the customer made of `rows` at `t`.
-    func failures(_ offer: Offer, _ rows: [Transaction], at t: String, renewal: RenewalInfo? = nil) -> Reasons? {
+    package func failures(_ offer: Offer, _ rows: [Transaction], at t: String, renewal: RenewalInfo? = nil) -> Reasons?
+    {
         guard let tl = timeline(rows, at: t, renewal: renewal) else { return nil }
         return compile(offer).failures(tl, asOf: ms(t))
     }

@@ -5,8 +5,8 @@ import WinBackSupport
 /// Turns one NDJSON line into a ``Transaction``, applying docs/rules.md §2.1's order of handling:
 /// invalid JSON → rejected; a type other than auto-renewable → skipped; a missing or mistyped
 /// field, a bad identifier, expiresDate before purchaseDate → rejected.
-final class TransactionDecoder {
-    enum Outcome {
+package final class TransactionDecoder {
+    package enum Outcome {
         case row(Transaction)
         case nonSubscription
         case rejected(String)
@@ -48,7 +48,7 @@ final class TransactionDecoder {
     @exclusivity(unchecked) private var values = UnsafeBufferPointer<ScannedValue>(start: nil, count: 0)
     let table: StringTable
 
-    init(table: StringTable) { self.table = table }
+    package init(table: StringTable) { self.table = table }
 
     /// The environment whose rows count, the pipeline's (docs/rules.md §2.7); a row of another
     /// one (or without one, outside Production) is marked as not in it.
@@ -193,7 +193,7 @@ final class TransactionDecoder {
         s.count == lit.utf8CodeUnitCount && memcmp(s.baseAddress!, lit.utf8Start, s.count) == 0
     }
 
-    func decode(_ line: UnsafeRawBufferPointer) -> Outcome {
+    package func decode(_ line: UnsafeRawBufferPointer) -> Outcome {
         guard scanner.scan(line) else { return .rejected("invalid JSON: \(scanner.error)") }
         return scanner.withValues { build($0) }
     }

@@ -32,7 +32,7 @@ public struct SignedReading: Sendable {
     }
 
     /// - Parameter roots: each root's name (for the manifest) and DER bytes.
-    init(
+    package init(
         roots: [(name: String, der: [UInt8])], verify: Bool, bundleId: String?, appAppleId: Int64?, now: Int64
     ) {
         let parsed = roots.compactMap { try? Certificate(derEncoded: $0.der) }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 /// Worlds and files for the delivery tests (docs/rules.md §10), made and read without the
 /// code under test: the world by Tests/Reference/make_world.py, the transactions read through

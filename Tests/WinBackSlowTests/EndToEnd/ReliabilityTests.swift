@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel

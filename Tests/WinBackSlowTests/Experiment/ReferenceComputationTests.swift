@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 /// Both measuring reports against an independent computation of docs/rules.md §9
 /// (`Tests/Reference/measure.py`, Python's standard library only) on worlds that

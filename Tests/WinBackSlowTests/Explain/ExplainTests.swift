@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -78,7 +79,9 @@ struct ExplainTests {
         let apple = try #require(c["apple"] as? [String: Any])
         #expect(apple["signedDate"] as? String == "2026-04-15T00:00:00.000Z")
         #expect(apple["state"] as? String == "churned")
-        #expect(apple["appleIds"] as? [String] == ["wb.basic.1m.free"])
+        // Apple's list under Apple's name: offer ids, not Apple ids.
+        #expect(apple["eligibleWinBackOfferIds"] as? [String] == ["wb.basic.1m.free"])
+        #expect(apple["appleIds"] == nil)
         #expect(apple["winbackIds"] as? [String] == ["wb.basic.1m.free", "wb.basic.half"])
         let disagreements = try #require(apple["disagreements"] as? [[String: Any]])
         #expect(disagreements.map { $0["offerId"] as? String } == ["wb.basic.half"])

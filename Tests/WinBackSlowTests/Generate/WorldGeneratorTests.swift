@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -67,9 +68,24 @@ struct WorldGeneratorTests {
         var o = RunOptions(pipelinePath: dir + "/pipeline.yaml", threads: 2)
         o.now = Self.asOf
         let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
-        #expect(s.states.active > 0 && s.states.churned > 0 && s.states.billingRetry > 0 && s.states.notSubscriber > 0)
-        #expect(s.eligible.first { $0.0 == "wb.basic.1m.free" }!.1 > 0)
-        #expect(s.eligible.first { $0.0 == "wb.basic.summer24" }!.1 == 0)  // ended in 2024
+        let states = s.states
+        #expect(states.active > 0 && states.churned > 0 && states.billingRetry > 0 && states.notSubscriber > 0)
+        // Every subscriber is in exactly one of the three states (non-subscribers are counted apart).
+        #expect(states.active + states.billingRetry + states.churned == states.customers)
+        // The counts the run reports are the rows of the segment files it published, counted here.
+        let free = try #require(s.eligible.first { $0.0 == "wb.basic.1m.free" }, "wb.basic.1m.free not reported")
+        #expect(free.1 > 0)
+        #expect(try Self.rows(s.published + "/segments/wb.basic.1m.free.csv") == free.1)
+        let summer = try #require(s.eligible.first { $0.0 == "wb.basic.summer24" }, "wb.basic.summer24 not reported")
+        #expect(summer.1 == 0)  // ended in 2024
+        let summerFile = s.published + "/segments/wb.basic.summer24.csv"
+        if FileManager.default.fileExists(atPath: summerFile) { #expect(try Self.rows(summerFile) == 0) }
+    }
+
+    /// The data rows of a published CSV file: its lines but the header.
+    static func rows(_ path: String) throws -> Int {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return text.split(separator: "\n", omittingEmptySubsequences: true).count - 1
     }
 
     @Test(

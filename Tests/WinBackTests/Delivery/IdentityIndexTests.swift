@@ -9,7 +9,7 @@ struct IdentityIndexTests {
     static func insert(_ index: IdentityIndex, _ key: String, _ values: [String]) {
         var k = key
         k.withUTF8 { kb in
-            var copies = values.map { Array($0.utf8) }
+            let copies = values.map { Array($0.utf8) }
             var pointers: [UnsafeRawBufferPointer] = []
             for i in copies.indices {
                 copies[i].withUnsafeBytes {

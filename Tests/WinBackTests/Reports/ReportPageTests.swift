@@ -1,4 +1,5 @@
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -28,8 +29,11 @@ struct ReportPageTests {
     func chartsPerOffer() {
         let html = page()
         // Three offers × (rate, funnel, agreement), the agreement legend, and retention after a
-        // return (no experiment: no lift or arms chart).
-        #expect(html.components(separatedBy: "<svg ").count - 1 == 11)
+        // return (no experiment: no lift or arms chart); but wb.c, eligible to nobody in any
+        // month, has one line instead of a rate chart.
+        #expect(html.components(separatedBy: "<svg ").count - 1 == 10)
+        #expect(html.contains("<h3>wb.c</h3>\n<p class=\"note\">No eligible customer in any month.</p>\n"))
+        #expect(html.components(separatedBy: "No eligible customer in any month.").count - 1 == 1)
         #expect(html.contains("No experiment is configured"))
         for id in ["wb.a", "wb.b", "wb.c"] { #expect(html.contains("<h3>\(id)")) }
         // 2026-09 for wb.a: 1 of 3 eligible redeemed, 2 in all.
@@ -73,10 +77,23 @@ struct ReportPageTests {
         #expect(!page().contains("<test>"))
     }
 
-    @Test("the same reports give the same bytes")
-    func deterministic() {
-        #expect(
-            ReportPage.html(WinBackReportsTests.reports(), title: "x")
-                == ReportPage.html(WinBackReportsTests.reports(threads: 4, shuffled: true), title: "x"))
+    @Test(
+        "the page does not depend on the rows' order or the thread count: it is the page of the rows in order",
+        arguments: [1, 2, 3] as [UInt64])
+    func deterministic(seed: UInt64) {
+        let inOrder = text(ReportPage.html(WinBackReportsTests.reports(), title: "x"))
+        let shuffled = text(ReportPage.html(WinBackReportsTests.reports(threads: 4, shuffleSeed: seed), title: "x"))
+        #expect(shuffled == inOrder)
+        // The page of the rows in order is the expected one: wb.a's months in calendar order with
+        // the numbers of winback-redemption-rates.csv (WinBackReportsTests.expectedRates).
+        let months = [
+            "2026-08: 0 of 3 eligible redeemed (0.0%), 0 redeemed in all",
+            "2026-09: 1 of 3 eligible redeemed (33.3%), 2 redeemed in all",
+            "2026-10: 0 of 2 eligible redeemed (0.0%), 0 redeemed in all",
+        ]
+        let at = months.map { shuffled.range(of: $0)?.lowerBound }
+        #expect(at.allSatisfy { $0 != nil }, "\(months) not all on the page")
+        let found = at.compactMap { $0 }
+        #expect(found == found.sorted(), "wb.a's months are not in calendar order")
     }
 }

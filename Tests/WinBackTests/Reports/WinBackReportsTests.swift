@@ -1,4 +1,5 @@
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -75,15 +76,19 @@ struct WinBackReportsTests {
         return r
     }
 
-    static func reports(threads: Int = 1, shuffled: Bool = false) -> Reports {
+    /// The world's reports, its rows in the order written, or shuffled by a seeded generator.
+    static func reports(threads: Int = 1, shuffleSeed: UInt64? = nil) -> Reports {
         let w = TestWorld()
         var rows = world(w)
-        if shuffled {
-            var g = SystemRandomNumberGenerator()
-            rows.shuffle(using: &g)
-        }
+        if let shuffleSeed { rows = shuffled(rows, seed: shuffleSeed) }
         return computeReports(
             w, rows, offers: offers, asOf: asOf, windowMonths: 3, renewals: renewals(w), threads: threads)
+    }
+
+    /// `rows` in an order drawn from `seed`; the same every run.
+    static func shuffled(_ rows: [Transaction], seed: UInt64) -> [Transaction] {
+        var g = SplitMix64(seed: seed)
+        return rows.shuffled(using: &g)
     }
 
     /// Eligible at each month's first instant (00:00 UTC, no renewal info):
@@ -168,12 +173,24 @@ struct WinBackReportsTests {
         #expect(audience.eligibleCounts == segmentSizes)
     }
 
-    @Test("every report file has the same bytes for 1 and 4 threads and any input order", arguments: [2, 4])
-    func deterministicBytes(threads: Int) {
+    @Test(
+        "every report file has the same bytes for 1, 2 and 4 threads and any input order",
+        arguments: [(2, 1), (4, 2), (4, 3)] as [(Int, UInt64)])
+    func deterministicBytes(threads: Int, seed: UInt64) {
+        let w = TestWorld()
+        let original = Self.world(w)
+        let reordered = Self.shuffled(original, seed: seed)
+        // The shuffle really reorders: the rows' transaction ids are not in their written order.
+        #expect(reordered.map(\.transactionId) != original.map(\.transactionId))
         let one = ReportWriter(reports: Self.reports(threads: 1), title: "t").contents()
-        let many = ReportWriter(reports: Self.reports(threads: threads, shuffled: true), title: "t").contents()
+        let many = ReportWriter(reports: Self.reports(threads: threads, shuffleSeed: seed), title: "t").contents()
         #expect(one.map(\.name) == ReportWriter.files)
         #expect(one.map(\.bytes) == many.map(\.bytes))
+        // And both are the expected report, worked out by hand above, not merely equal.
+        let rates = many.first { $0.name == "winback-redemption-rates.csv" }.map { text($0.bytes) }
+        #expect(rates == Self.expectedRates)
+        let funnel = many.first { $0.name == "eligibility-funnel.csv" }.map { text($0.bytes) }
+        #expect(funnel == Self.expectedFunnel)
     }
 
     @Test("summary rows sorted through integer ranks come out in the order of the row comparison")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -10,7 +11,8 @@ import Testing
 @testable import WinBackWrite
 
 /// The smaller pieces of signed reading: the array walker, the shared chain cache under
-/// several threads, and the command line's exit codes.
+/// several threads, the roots' forms. (The command line's exit codes are in the slow tests,
+/// `SignedCommandLineTests`.)
 @Suite struct SignedPiecesTests {
     func elements(_ json: String) -> [String] {
         let scanner = JSONLineScanner(keys: ["a"])
@@ -54,18 +56,6 @@ import Testing
         }
         #expect(failures.all == Array(repeating: 0, count: 8))
         #expect(chains.fullValidations == 2)
-    }
-
-    @Test func validateAndRunExitWith78WhenARootFileIsMissing() throws {
-        let dir = Paths.temporary() + "/world"
-        _ = try WorldGenerator.generate(
-            GenerateOptions(customers: 5, seed: 2, asOf: ms("2026-11-22"), format: .appstoreSigned), to: dir)
-        #expect(try CLI.run(["validate", dir + "/pipeline.yaml"]).status == 0)
-        try FileManager.default.removeItem(atPath: dir + "/test-root.pem")
-        let validate = try CLI.run(["validate", dir + "/pipeline.yaml"])
-        #expect(validate.status == 78)
-        #expect(validate.stderr.contains("test-root.pem"))
-        #expect(try CLI.run(["run", dir + "/pipeline.yaml", "--quiet"]).status == 78)
     }
 }
 

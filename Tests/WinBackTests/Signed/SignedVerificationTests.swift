@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 import X509
 
 @testable import WinBack

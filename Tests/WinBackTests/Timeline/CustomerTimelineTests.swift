@@ -1,4 +1,5 @@
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 /// Runs the built `winback` executable (next to the test bundle; `swift build` makes it).
 struct CLI {

@@ -1,0 +1,4 @@
+import Testing
+
+/// Groups the read-stage suites, so `swift test --filter Read` runs them all.
+@Suite struct ReadStageTests {}
