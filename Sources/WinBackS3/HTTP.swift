@@ -291,8 +291,10 @@ enum HTTP {
         guard request.url.scheme == "http" || request.url.scheme == "https" else {
             throw TransportError(description: "not an http(s) URL: \(request.url.absoluteString)")
         }
-        for (name, value) in request.headers where (name + value).contains(where: { $0 == "\r" || $0 == "\n" }) {
-            throw TransportError(description: "the header \(name) holds a line break")
+        // A CR or LF would end the header line early (and NUL the C string): another header, or a
+        // request smuggled in. Looked for as bytes: "\r\n" is one Character.
+        for (name, value) in request.headers where (name + value).utf8.contains(where: { [0, 10, 13].contains($0) }) {
+            throw TransportError(description: "the header \(name) holds a line break or NUL")
         }
         let easy = try take()
         defer { put(easy) }

@@ -150,6 +150,39 @@ struct S3AnswersTests {
         #expect(HTTP.Limits.forBytes(16 << 20).idle == 15)
     }
 
+    @Test("a request's header set again replaces its value, whatever the case of its name")
+    func requestHeaders() {
+        var r = HTTP.Request(url: URL(string: "http://127.0.0.1:9/b/k")!, method: "PUT")
+        r.setHeader("Content-Type", "text/csv")
+        r.setHeader("x-amz-date", "20261122T000000Z")
+        r.setHeader("content-type", "application/xml")
+        #expect(r.headers.map(\.name) == ["content-type", "x-amz-date"])
+        #expect(r.header("CONTENT-TYPE") == "application/xml")
+        #expect(r.header("range") == nil)
+    }
+
+    @Test("a URL that is not http(s), or a header holding a line break or NUL, is refused before anything is sent")
+    func refusedUnsent() {
+        for url in ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/x"] {
+            #expect {
+                _ = try HTTP.send(HTTP.Request(url: URL(string: url)!), limit: 10)
+            } throws: { e in
+                "\(e)".contains("not an http(s) URL")
+            }
+        }
+        for (name, value) in [
+            ("x-amz-security-token", "a\r\nHost: elsewhere"), ("x\nY", "v"), ("x", "\r"), ("x", "a\u{0}b"),
+        ] {
+            var r = HTTP.Request(url: URL(string: "http://127.0.0.1:9/b/k")!)
+            r.setHeader(name, value)
+            #expect {
+                _ = try HTTP.send(r, limit: 10)
+            } throws: { e in
+                e is HTTP.TransportError && "\(e)".contains("line break")
+            }
+        }
+    }
+
     static let minimal = "name: n\ntransactions:\n  paths: [\"t.jsonl\"]\noffers: o.json\noutput:\n  directory: out\n"
 
     @Test("limits.networkSeconds: 600 by default, 1 to 86400 accepted, anything else a configuration error")
