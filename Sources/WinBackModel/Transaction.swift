@@ -10,6 +10,10 @@ public struct Transaction: Sendable, Equatable {
     public static let never: Int64 = .max
     /// Sentinel for an absent signedDate: older than any.
     public static let unsigned: Int64 = .min
+    /// Sentinel for an absent `price` (prices are never negative).
+    public static let unpriced: Int64 = -1
+    /// Sentinel for an absent `revocationPercentage`.
+    public static let noPercentage: Int32 = -1
 
     public var purchaseDate: Int64
     public var expiresDate: Int64
@@ -22,17 +26,25 @@ public struct Transaction: Sendable, Equatable {
     public var transactionId: TransactionKey
     /// The customer's id within its subscription group, kept like ``transactionId``.
     public var originalTransactionId: TransactionKey
-    // Declared in this order so that the token's one-byte tail, the ownership and the flags
-    // share one word and a row takes 96 bytes.
+    // Declared in this order so that the token's one-byte tail, the ownership, the flags and
+    // the revocation type share one word and a row takes 112 bytes.
     public var appAccountToken: AppAccountToken = .none
     public var ownership: Ownership = .purchased
     private var flags: UInt8 = Transaction.productionFlag
+    /// `revocationType` (docs/rules.md §13.1); `.none` when absent.
+    public var revocationType: RevocationType = .none
     public var subscriptionGroupId: Int32
     public var productId: Int32
     public var offerIdentifier: Int32 = Transaction.none
     /// Interned raw `offerDiscountType`; `none` when absent.
     public var offerDiscountType: Int32 = Transaction.none
     public var storefront: Int32 = Transaction.none
+    /// Interned ISO 4217 `currency` of ``price``; `none` when absent (docs/rules.md §13.1).
+    public var currency: Int32 = Transaction.none
+    /// `revocationPercentage`: milliunits of a percent (0–100 000), ``noPercentage`` when absent.
+    public var revocationPercentage: Int32 = Transaction.noPercentage
+    /// `price`: milliunits of ``currency`` actually charged; ``unpriced`` when absent.
+    public var price: Int64 = Transaction.unpriced
 
     private static let productionFlag: UInt8 = 1
     private static let upgradedFlag: UInt8 = 2
@@ -112,9 +124,21 @@ public struct Transaction: Sendable, Equatable {
         if offerIdentifier >= 0 { offerIdentifier = map[Int(offerIdentifier)] }
         if offerDiscountType >= 0 { offerDiscountType = map[Int(offerDiscountType)] }
         if storefront >= 0 { storefront = map[Int(storefront)] }
+        if currency >= 0 { currency = map[Int(currency)] }
         appAccountToken.remap(map)
         if offerType < 0 { offerType = -(Int64(map[Int(-offerType - 1)]) + 1) }
     }
+}
+
+/// `revocationType` (docs/rules.md §13.1): how much of a revoked row's price went back.
+/// See https://developer.apple.com/documentation/appstoreserverapi/revocationtype
+public enum RevocationType: UInt8, Sendable {
+    case none
+    case refundFull
+    case refundProrated
+    case familyRevoke
+    /// A value this project does not know: refunded in full, like a revocation without a type.
+    case unknown
 }
 
 /// `inAppOwnershipType`; an unknown raw value matches nothing.

@@ -8,8 +8,9 @@ import WinBackSupport
 /// are valid under, every transaction file it absorbed, and what reading them gave besides
 /// rows. Written by ``WorkFolder/writeJSON(_:to:)`` (a checksum line ends it).
 struct StateLedger: Codable {
-    /// The layout of the state; another one is rebuilt.
-    static let layout = 1
+    /// The layout of the state; another one is rebuilt (2: rows keep their amounts,
+    /// docs/rules.md §13.1).
+    static let layout = 2
 
     /// A transaction file the state absorbed, written as one object.
     struct File: Codable, Equatable {

@@ -5,7 +5,7 @@ import WinBackRead
 import WinBackSupport
 
 /// Part files (docs/rules.md §8.1): what one partition task read for one shard, private to
-/// winback and versioned. `WBPART03`, then sections of rows of input files for the shard:
+/// winback and versioned. `WBPART04`, then sections of rows of input files for the shard:
 ///
 ///     u32 file index (in sorted path order) · u32 first · u32 n · n × (u32 length · bytes):
 ///     the strings first..<first + n of the file's string table · u64 rows · u64 bytes ·
@@ -22,7 +22,7 @@ import WinBackSupport
 /// the reader checks every length against the bytes left and the digest at the end, before the
 /// shard writes anything, so a damaged part file is bad data (65), never different rows.
 enum PartFile {
-    static let magic = Array("WBPART03".utf8)
+    static let magic = Array("WBPART04".utf8)
 }
 
 /// Appends sections to one part file; any thread, one section at a time.

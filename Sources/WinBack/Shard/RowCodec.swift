@@ -10,7 +10,8 @@ import WinBackModel
 ///     [revocationDate − purchaseDate], [signedDate − purchaseDate], [offerType],
 ///     originalTransactionId − the previous row's, transactionId − originalTransactionId ·
 ///     [token: 16 bytes, or the string id of an interned one] ·
-///     varints: group, product, [offer id], [discount type], [storefront]
+///     varints: group, product, [offer id], [discount type], [storefront] ·
+///     [amounts: u8 presence and revocation type · varints: [price], [currency], [percentage]]
 ///
 /// Differences wrap (two's complement), so every Int64 comes back exactly.
 enum RowCodec {
@@ -21,6 +22,11 @@ enum RowCodec {
     private static let offer: UInt8 = 16
     private static let discount: UInt8 = 32
     private static let storefront: UInt8 = 64
+    private static let amounts: UInt8 = 128
+    // The amounts byte: presence in its low bits, the revocation type in its high nibble.
+    private static let price: UInt8 = 1
+    private static let currency: UInt8 = 2
+    private static let percentage: UInt8 = 4
 
     @inline(__always)
     static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
@@ -51,6 +57,11 @@ enum RowCodec {
             if r.offerIdentifier != Transaction.none { presence |= offer }
             if r.offerDiscountType != Transaction.none { presence |= discount }
             if r.storefront != Transaction.none { presence |= storefront }
+            var money: UInt8 = r.revocationType.rawValue << 4
+            if r.price != Transaction.unpriced { money |= price }
+            if r.currency != Transaction.none { money |= currency }
+            if r.revocationPercentage != Transaction.noPercentage { money |= percentage }
+            if money != 0 { presence |= amounts }
             out.append(presence)
             out.append(r.ownership.rawValue | r.rawFlags << 2 | r.appAccountToken.kind.rawValue << 5)
             varint(zigzag(r.purchaseDate &- purchase), &out)
@@ -73,6 +84,12 @@ enum RowCodec {
             if presence & offer != 0 { varint(UInt64(UInt32(bitPattern: r.offerIdentifier)), &out) }
             if presence & discount != 0 { varint(UInt64(UInt32(bitPattern: r.offerDiscountType)), &out) }
             if presence & storefront != 0 { varint(UInt64(UInt32(bitPattern: r.storefront)), &out) }
+            if money != 0 {
+                out.append(money)
+                if money & price != 0 { varint(UInt64(r.price), &out) }
+                if money & currency != 0 { varint(UInt64(UInt32(bitPattern: r.currency)), &out) }
+                if money & percentage != 0 { varint(UInt64(r.revocationPercentage), &out) }
+            }
             purchase = r.purchaseDate
             original = r.originalTransactionId.raw
         }
@@ -157,6 +174,22 @@ enum RowCodec {
             if presence & offer != 0 { r.offerIdentifier = try id() }
             if presence & discount != 0 { r.offerDiscountType = try id() }
             if presence & storefront != 0 { r.storefront = try id() }
+            if presence & amounts != 0 {
+                let money = try byte()
+                guard money & 0x08 == 0, let type = RevocationType(rawValue: money >> 4) else { throw Malformed() }
+                r.revocationType = type
+                if money & price != 0 {
+                    let v = try varint()
+                    guard v <= UInt64(Int64.max) else { throw Malformed() }
+                    r.price = Int64(v)
+                }
+                if money & currency != 0 { r.currency = try id() }
+                if money & percentage != 0 {
+                    let v = try varint()
+                    guard v <= 100_000 else { throw Malformed() }
+                    r.revocationPercentage = Int32(v)
+                }
+            }
             try body(r)
         }
         guard p == n else { throw Malformed() }

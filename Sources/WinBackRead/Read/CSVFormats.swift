@@ -68,7 +68,7 @@ struct CSVFormat: RowFormat {
         switch k {
         case .purchaseDate, .expiresDate, .revocationDate, .signedDate:
             return date(f)
-        case .offerType, .revocationReason:
+        case .offerType, .revocationReason, .price, .revocationPercentage:
             return integer(f) ?? .other(kind: .notInteger, raw: f)
         case .isUpgraded:
             if equals(f, "true") { return .bool(true) }
@@ -138,6 +138,7 @@ struct RevenueCatFormat: RowFormat {
         case offerType = "offer_type"
         case isTrialPeriod = "is_trial_period"
         case price = "price_in_purchased_currency"
+        case currency = "purchased_currency"
         case isAutoRenewable = "is_auto_renewable"
         case updatedAt = "updated_at"
     }
@@ -238,6 +239,11 @@ struct RevenueCatFormat: RowFormat {
                 let freePrice =
                     cell(.price).map { p in p.allSatisfy { $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: ".") } }
                     ?? false
+                if let price = cell(.price) {
+                    values[Key.price.rawValue] =
+                        RevenueCatFormat.milliunits(price).map { .int($0) } ?? .other(kind: .notInteger, raw: price)
+                }
+                values[Key.currency.rawValue] = cell(.currency).map { .string($0) } ?? .absent
                 if trial || (offerType != 0 && freePrice) {
                     constants.withBytes(freeTrial) { values[Key.offerDiscountType.rawValue] = .string($0) }
                 }
@@ -248,6 +254,56 @@ struct RevenueCatFormat: RowFormat {
                 }
                 try out.take(outcome, line: line, raw: raw)
             })
+    }
+
+    /// A decimal amount in units (`4.99`, `-1`, `1200.5`) as milliunits, rounded half to even
+    /// (docs/rules.md §13.1); nil when it is not a decimal or does not fit.
+    static func milliunits(_ f: UnsafeRawBufferPointer) -> Int64? {
+        var i = 0
+        let negative = f.first == UInt8(ascii: "-")
+        if negative { i = 1 }
+        var whole: Int64 = 0
+        var digits = 0
+        while i < f.count, f[i] >= 48 && f[i] <= 57 {
+            let (m, o1) = whole.multipliedReportingOverflow(by: 10)
+            let (v, o2) = m.addingReportingOverflow(Int64(f[i] - 48))
+            if o1 || o2 { return nil }
+            whole = v
+            i += 1
+            digits += 1
+        }
+        var milli: Int64 = 0
+        var places = 0
+        // After the third decimal: whether the rest is above, at or below half a milliunit.
+        var firstRest: UInt8 = 0
+        var restNonZero = false
+        if i < f.count, f[i] == UInt8(ascii: ".") {
+            i += 1
+            while i < f.count, f[i] >= 48 && f[i] <= 57 {
+                let d = f[i] - 48
+                if places < 3 {
+                    milli = milli * 10 + Int64(d)
+                } else if places == 3 {
+                    firstRest = d
+                } else if d != 0 {
+                    restNonZero = true
+                }
+                places += 1
+                digits += 1
+                i += 1
+            }
+        }
+        guard i == f.count, digits > 0 else { return nil }
+        for _ in min(places, 3)..<3 { milli *= 10 }
+        let (m, o1) = whole.multipliedReportingOverflow(by: 1000)
+        var (v, o2) = m.addingReportingOverflow(milli)
+        if o1 || o2 { return nil }
+        if firstRest > 5 || (firstRest == 5 && (restNonZero || v & 1 == 1)) {
+            let (u, o3) = v.addingReportingOverflow(1)
+            if o3 { return nil }
+            v = u
+        }
+        return negative ? -v : v
     }
 
     /// RevenueCat's offer_type names; nil for a name it does not document.

@@ -18,6 +18,7 @@ package final class TransactionDecoder {
         case purchaseDate, expiresDate, type, environment, inAppOwnershipType, offerType
         case offerIdentifier, offerDiscountType, revocationDate, revocationReason, isUpgraded
         case storefront, appAccountToken, signedDate
+        case price, currency, revocationType, revocationPercentage
 
         var name: String {
             switch self {
@@ -39,6 +40,10 @@ package final class TransactionDecoder {
             case .storefront: return "storefront"
             case .appAccountToken: return "appAccountToken"
             case .signedDate: return "signedDate"
+            case .price: return "price"
+            case .currency: return "currency"
+            case .revocationType: return "revocationType"
+            case .revocationPercentage: return "revocationPercentage"
             }
         }
     }
@@ -163,8 +168,8 @@ package final class TransactionDecoder {
             length: s.count, first: key.first, last: key.last, id: id, checked: checked || (e.id == id && e.checked))
     }
 
-    /// Interned storefronts by their three capital letters (26³ slots, -1 until first seen):
-    /// every row names one, and a lookup here costs less than hashing it.
+    /// Interned storefronts (and currencies) by their three capital letters (26³ slots, -1
+    /// until first seen): every row names one, and a lookup here costs less than hashing it.
     @exclusivity(unchecked) private var storefronts = [Int32](repeating: -1, count: 26 * 26 * 26)
 
     /// The id of `code`, three capital letters.
@@ -191,6 +196,35 @@ package final class TransactionDecoder {
 
     @inline(__always) private static func equals(_ s: UnsafeRawBufferPointer, _ lit: StaticString) -> Bool {
         s.count == lit.utf8CodeUnitCount && memcmp(s.baseAddress!, lit.utf8Start, s.count) == 0
+    }
+
+    /// `price`, `currency`, `revocationType` and `revocationPercentage` (docs/rules.md §13.1):
+    /// a price is a non-negative integer, a currency three capital letters, a percentage 0–100 000.
+    @inline(__always)
+    private func amount(_ t: inout Transaction) throws {
+        if let p = try int(.price) {
+            guard p >= 0 else { throw Rejection(reason: "field price: \(p) is negative") }
+            t.price = p
+        }
+        if let c = try string(.currency) {
+            guard Identifier.isStorefront(c) else {
+                throw Rejection(reason: "field currency: '\(excerpt(c))' is not three capital letters")
+            }
+            t.currency = storefront(c)
+        }
+        if let r = try string(.revocationType) {
+            t.revocationType =
+                TransactionDecoder.equals(r, "REFUND_FULL")
+                ? .refundFull
+                : TransactionDecoder.equals(r, "REFUND_PRORATED")
+                    ? .refundProrated : TransactionDecoder.equals(r, "FAMILY_REVOKE") ? .familyRevoke : .unknown
+        }
+        if let p = try int(.revocationPercentage) {
+            guard p >= 0 && p <= 100_000 else {
+                throw Rejection(reason: "field revocationPercentage: \(p) is not 0–100000")
+            }
+            t.revocationPercentage = Int32(p)
+        }
     }
 
     package func decode(_ line: UnsafeRawBufferPointer) -> Outcome {
@@ -260,6 +294,7 @@ package final class TransactionDecoder {
                 t.appAccountToken = AppAccountToken(uuid: token, table: table)
             }
             t.signedDate = try int(.signedDate) ?? Transaction.unsigned
+            try amount(&t)
             return .row(t)
         } catch let r as Rejection {
             return .rejected(r.reason)

@@ -67,8 +67,8 @@ extension ReadStageTests {
             #expect(t.low == 0x0123_4567_89AB_CDEF)
         }
 
-        @Test func aRowTakesNinetySixBytesAndItsFlagsAreIndependent() {
-            #expect(MemoryLayout<Transaction>.stride == 96)
+        @Test func aRowTakesOneHundredTwelveBytesAndItsFlagsAreIndependent() {
+            #expect(MemoryLayout<Transaction>.stride == 112)
             var t = Transaction(
                 transactionId: TransactionKey(raw: 1), originalTransactionId: TransactionKey(raw: 2),
                 subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
