@@ -15,13 +15,19 @@ public struct ReportWriter {
     /// The report files of a run, with or without an experiment.
     public static func files(experiment: Bool) -> [String] { experiment ? [uplift] + files : files }
 
+    /// The page, written after the segments and the destinations' files (docs/rules.md §4.3).
+    public static let page = "report.html"
+
     let reports: Reports
     /// Names the page (the pipeline name).
     let title: String
+    /// The page's first screen: tonight's audience; nil shows none.
+    let firstScreen: FirstScreen?
 
-    public init(reports: Reports, title: String) {
+    public init(reports: Reports, title: String, firstScreen: FirstScreen? = nil) {
         self.reports = reports
         self.title = title
+        self.firstScreen = firstScreen
     }
 
     /// Each file's bytes and data rows, in ``files(experiment:)`` order (the page counts no rows).
@@ -31,7 +37,7 @@ public struct ReportWriter {
             RedemptionReport.csv(r.redemptions), RedemptionRatesReport.csv(r.rates), FunnelReport.csv(r.funnel),
             EligibilitySummaryReport.csv(r.summary), AppleAgreementReport.csv(r.apple),
             AppleAgreementReport.disagreementsCSV(r.apple), RetentionReport.csv(r.retention),
-            ReportPage.html(r, title: title),
+            ReportPage.html(r, title: title, first: firstScreen),
         ]
         var rows = [
             r.redemptions.count, r.rates.count, r.funnel.count, r.summary.count, AppleAgreementReport.rowCount(r.apple),
@@ -57,17 +63,29 @@ public struct ReportWriter {
     ///
     /// A file named in `writing` is written by its closure instead, which returns its data rows
     /// (a merge streams the disagreements from the shards').
+    ///
+    /// Without `page`, every file but ``page``: a run writes it once its first screen is known
+    /// (``writePage(to:sync:)``).
     package func write(
-        to directory: String, sync: DiskSync?, writing: [String: (OutputFile) throws -> Int] = [:]
+        to directory: String, sync: DiskSync?, writing: [String: (OutputFile) throws -> Int] = [:], page: Bool = true
     ) throws -> [OutputStats] {
         let dir = directory + "/reports"
         try OutputFile.makeFolder(dir)
-        return try contents().map { name, bytes, rows in
+        return try contents().filter { page || $0.name != ReportWriter.page }.map { name, bytes, rows in
             let f = try OutputFile(path: dir + "/" + name, sync: sync)
             var rows = rows
             if let write = writing[name] { rows = try write(f) } else { try f.write(bytes) }
             let (n, sha) = try f.finish()
             return OutputStats(path: "reports/" + name, bytes: n, rows: rows, sha256: sha)
         }
+    }
+
+    /// Writes ``page`` alone into `directory/reports/`, with the first screen.
+    package func writePage(to directory: String, sync: DiskSync?) throws -> OutputStats {
+        try OutputFile.makeFolder(directory + "/reports")
+        let f = try OutputFile(path: directory + "/reports/" + ReportWriter.page, sync: sync)
+        try f.write(ReportPage.html(reports, title: title, first: firstScreen))
+        let (n, sha) = try f.finish()
+        return OutputStats(path: "reports/" + ReportWriter.page, bytes: n, rows: 0, sha256: sha)
     }
 }

@@ -12,6 +12,10 @@ public struct DestinationCount: Sendable, Equatable {
     public var rows: Int
     /// Segment rows left out: no identity row, or an empty identity column.
     public var unaddressable: Int
+    /// ``rows`` and ``unaddressable`` per list read (an offer id or `best-offer`), for the first
+    /// screen of report.html (docs/rules.md §4.3).
+    public var rowsByList: [String: Int] = [:]
+    public var unaddressableByList: [String: Int] = [:]
 }
 
 /// What the identities file held (docs/rules.md §10.1), for the manifest.
@@ -93,11 +97,14 @@ extension Stage {
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
             }
             let positions = readers.map { join.position(of: p.config.destinations[$0].type.identityColumn)! }
+            var written = [Int](repeating: 0, count: readers.count)
+            var unaddressable = [Int](repeating: 0, count: readers.count)
             try join.rows(of: directory + "/segments/" + list + ".csv") { f, values in
                 for (k, i) in readers.enumerated() {
                     // Columns of docs/rules.md §4.1; the identity value exactly as written.
                     guard let values, !values[positions[k]].isEmpty else {
                         counts[i].unaddressable += 1
+                        unaddressable[k] += 1
                         continue
                     }
                     record.reset()
@@ -110,12 +117,15 @@ extension Stage {
                     record.end()
                     try outs[k].write(record.bytes)
                     counts[i].rows += 1
+                    written[k] += 1
                 }
             }
             for (k, i) in readers.enumerated() {
                 let done = try outs[k].finish()
                 files[i][list] = done
                 counts[i].files += done.count
+                counts[i].rowsByList[list] = written[k]
+                counts[i].unaddressableByList[list] = unaddressable[k]
             }
         }
         var outputs: [OutputStats] = []

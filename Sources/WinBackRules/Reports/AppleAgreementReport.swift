@@ -168,6 +168,14 @@ public struct AppleAgreement: Sendable {
 
     /// The overall agreement rate: customers whose two sets are equal, of those compared.
     public var agreementRate: String { Rate.format(overall.both, overall.compared) }
+
+    /// Catalog offers, in catalog order, that Apple lists for none of their group's customers
+    /// although some renewal info carries its list (docs/rules.md §4.3): a wrong offer id, or an
+    /// offer not live in App Store Connect. Empty when no renewal info carries the list.
+    public var neverListed: [String] {
+        guard overall.compared > 0 else { return [] }
+        return offers.filter { $0.counts.both + $0.counts.appleOnly == 0 }.map(\.offerId)
+    }
 }
 
 /// Writes ``AppleAgreement`` as the two CSV files of docs/rules.md §4.5.

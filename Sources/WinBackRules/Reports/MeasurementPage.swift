@@ -33,15 +33,21 @@ extension ReportPage {
         forestPlot(overall, into: &h)
         if !months.isEmpty {
             h.line("<h3>Return rate by cohort month</h3>")
-            armChart(months, into: &h)
+            if months.contains(where: { $0.treatment.customers > 0 || $0.holdout.customers > 0 }) {
+                armChart(months, into: &h)
+            } else {
+                h.line("<p class=\"note\">No eligible customer in any cohort month.</p>")
+            }
         }
     }
 
     /// One row per offer and overall: the lift as a point, its interval as a bar, zero marked.
     static func forestPlot(_ rows: [UpliftRow], into h: inout HTML) {
-        let left = 180
+        // Wide enough for every label and every row's numbers (a long offer id widens it).
+        let labels = rows.map { $0.offerId == "*" ? "all offers" : $0.offerId }
+        let left = max(180, labels.map { textWidth($0) + 16 }.max() ?? 0)
         let plot = 360
-        let right = 320
+        let right = max(320, rows.map { textWidth(forestText($0)) + 16 }.max() ?? 0)
         let pitch = 26
         let top = 8
         let width = left + plot + right
@@ -71,7 +77,7 @@ extension ReportPage {
             let counts =
                 "treatment \(r.treatment.returned)/\(r.treatment.customers), holdout \(r.holdout.returned)/\(r.holdout.customers)"
             guard let l = r.lift else {
-                h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">no interval (an arm has nobody)</text>")
+                h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(forestText(r))</text>")
                 continue
             }
             let tip = "\(label): lift \(points(l.lift)) [\(points(l.low)), \(points(l.high))]; \(counts)"
@@ -87,12 +93,20 @@ extension ReportPage {
             h.line(
                 "<rect class=\"point\" x=\"\(x(l.lift) - side)\" y=\"\(y - side)\" width=\"\(2 * side)\" height=\"\(2 * side)\"><title>\(escape(tip))</title></rect>"
             )
-            h.line(
-                "<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(points(l.lift)) [\(points(l.low)), \(points(l.high))]"
-                    + " · \(signed(r.incrementalReturns ?? 0)) returns</text>")
+            h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(forestText(r))</text>")
         }
         h.line("</svg>")
     }
+
+    /// The numbers right of a forest plot's row.
+    static func forestText(_ r: UpliftRow) -> String {
+        guard let l = r.lift else { return "no interval (an arm has nobody)" }
+        return "\(points(l.lift)) [\(points(l.low)), \(points(l.high))] · \(signed(r.incrementalReturns ?? 0)) returns"
+    }
+
+    /// A generous width in pixels of `s` in the charts' 11 px text: no text is wider, so a
+    /// chart sized by it never clips a label or a legend.
+    static func textWidth(_ s: String) -> Int { 7 * s.count }
 
     /// Per cohort month, the treatment's and the holdout's return rates side by side.
     static func armChart(_ rows: [UpliftRow], into h: inout HTML) {
@@ -101,8 +115,13 @@ extension ReportPage {
         let plot = 150
         let bar = 18
         let pitch = 64
-        let width = left + rows.count * pitch + 8
-        let height = top + plot + 56
+        let legend = [("treatment", "treatment (in the audiences)"), ("holdout", "holdout (left out)")]
+        // The legend on one line when the bars leave room for it, else one entry a line, the
+        // chart as wide as its longest entry: never clipped, whatever the number of months.
+        let bars = left + rows.count * pitch + 8
+        let side = left + 220 + 18 + textWidth(legend[1].1) + 8 <= bars
+        let width = side ? bars : max(bars, left + 18 + legend.map { textWidth($0.1) }.max()! + 8)
+        let height = top + plot + 56 + (side ? 0 : 18 * (legend.count - 1))
         let scale = rateScale(
             rows.flatMap {
                 [($0.treatment.returned, $0.treatment.customers), ($0.holdout.returned, $0.holdout.customers)]
@@ -110,7 +129,7 @@ extension ReportPage {
         h.line(
             "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
                 + " role=\"img\" aria-label=\"Return rate of treatment and holdout by cohort month\">")
-        rateGrid(left: left, right: width - 8, top: top, plot: plot, scale: scale, into: &h)
+        rateGrid(left: left, right: bars - 8, top: top, plot: plot, scale: scale, into: &h)
         for (i, r) in rows.enumerated() {
             for (j, (arm, name)) in [(r.treatment, "treatment"), (r.holdout, "holdout")].enumerated() {
                 let x = left + i * pitch + pitch / 2 - bar + j * bar
@@ -132,11 +151,12 @@ extension ReportPage {
                 "<text x=\"\(left + i * pitch + pitch / 2)\" y=\"\(top + plot + 16)\" text-anchor=\"middle\">\(escape(r.month))</text>"
             )
         }
-        let ly = top + plot + 34
-        h.line("<rect class=\"treatment\" x=\"\(left)\" y=\"\(ly)\" width=\"12\" height=\"12\"/>")
-        h.line("<text x=\"\(left + 18)\" y=\"\(ly + 10)\">treatment (in the audiences)</text>")
-        h.line("<rect class=\"holdout\" x=\"\(left + 220)\" y=\"\(ly)\" width=\"12\" height=\"12\"/>")
-        h.line("<text x=\"\(left + 238)\" y=\"\(ly + 10)\">holdout (left out)</text>")
+        for (k, (cls, label)) in legend.enumerated() {
+            let lx = side ? left + 220 * k : left
+            let ly = top + plot + 34 + (side ? 0 : 18 * k)
+            h.line("<rect class=\"\(cls)\" x=\"\(lx)\" y=\"\(ly)\" width=\"12\" height=\"12\"/>")
+            h.line("<text x=\"\(lx + 18)\" y=\"\(ly + 10)\">\(label)</text>")
+        }
         h.line("</svg>")
     }
 
@@ -165,7 +185,8 @@ extension ReportPage {
         let top = 14
         let plot = 160
         let span = 440
-        let width = left + span + 230
+        let legend = byKind.map { "\($0.kind) (\($0.returns) returns)" }
+        let width = max(left + span + 230, left + span + 34 + (legend.map(textWidth).max() ?? 0) + 8)
         let height = top + plot + 36
         let hs = RetentionReport.horizons
         func x(_ k: Int) -> Int { left + Int(hs[k] - 1) * span / Int(hs[hs.count - 1] - 1) }
@@ -201,7 +222,7 @@ extension ReportPage {
             let ly = top + 6 + n * 18
             h.line("<rect class=\"\(cls)\" x=\"\(left + span + 16)\" y=\"\(ly)\" width=\"12\" height=\"12\"/>")
             h.line(
-                "<text x=\"\(left + span + 34)\" y=\"\(ly + 10)\">\(escape(r.kind)) (\(r.returns) returns)</text>")
+                "<text x=\"\(left + span + 34)\" y=\"\(ly + 10)\">\(escape(legend[n]))</text>")
         }
         h.line("</svg>")
     }

@@ -7,8 +7,10 @@ import WinBackModel
 /// Pure and deterministic: the same reports give the same bytes (every coordinate is an
 /// integer computed from the counts).
 public enum ReportPage {
-    /// The page for `reports`; `title` names the pipeline.
-    public static func html(_ reports: Reports, title: String) -> [UInt8] {
+    /// The page for `reports`; `title` names the pipeline. With `first`, the page opens with
+    /// tonight's audience (docs/rules.md §4.3), which the run knows once its segments and
+    /// destinations' files are written.
+    public static func html(_ reports: Reports, title: String, first: FirstScreen? = nil) -> [UInt8] {
         var h = HTML()
         let w = reports.window
         h.raw(
@@ -33,6 +35,11 @@ public enum ReportPage {
             .kind0{fill:#30d158;stroke:#30d158}.kind1{fill:#0a84ff;stroke:#0a84ff}.kind2{fill:#bf5af2;stroke:#bf5af2}
             .kind3{fill:#ff9f0a;stroke:#ff9f0a}.kind4{fill:#ff375f;stroke:#ff375f}.kind5{fill:#8e8e93;stroke:#8e8e93}
             .line{fill:none;stroke-width:2}
+            .scroll{overflow-x:auto}table.audience{border-collapse:collapse;margin:8px 0 4px;font-variant-numeric:tabular-nums}
+            .audience th,.audience td{padding:3px 8px;border-bottom:1px solid #e5e5ea;text-align:right;white-space:nowrap}
+            .audience thead th{font-size:12px;font-weight:600;color:#3a3a3c;vertical-align:bottom}.audience tbody th{text-align:left;font-weight:normal}
+            .audience th.group{text-align:center;border-bottom:1px solid #8e8e93}.audience .none{color:#aeaeb2}
+            .warn{color:#8a3c00;background:#fff4e5;border-left:3px solid #ff9f0a;padding:6px 10px;margin:8px 0}
             </style>
             </head>
             <body>
@@ -43,6 +50,7 @@ public enum ReportPage {
         h.line(
             "<p class=\"meta\">Pipeline \(escape(title)); as of \(Timestamp.iso(w.asOf))\(months)."
                 + " Numbers as in the CSV files beside this page.</p>")
+        if let first { firstScreen(first, apple: reports.apple, asOf: w.asOf, into: &h) }
 
         h.line("<h2>Redemption rate by month</h2>")
         h.line(
@@ -54,6 +62,10 @@ public enum ReportPage {
         for (o, id) in offers.enumerated() {
             let rows = stride(from: o, to: reports.rates.count, by: max(1, offers.count)).map { reports.rates[$0] }
             h.line("<h3>\(escape(id))</h3>")
+            guard rows.contains(where: { $0.eligibleAtMonthStart > 0 }) else {
+                h.line("<p class=\"note\">No eligible customer in any month.</p>")
+                continue
+            }
             rateChart(rows, scale: scale, offerId: id, into: &h)
         }
 
