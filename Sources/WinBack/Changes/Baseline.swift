@@ -7,7 +7,7 @@ import WinBackWrite
 /// The published run tonight's is compared with (docs/rules.md §10.5): of the same pipeline,
 /// the one with the greatest date earlier than tonight's that is still present locally (its
 /// dated link and the folder it points at). None: everything tonight is `entered`.
-public struct Baseline: Sendable, Equatable {
+public struct Baseline: Sendable, Equatable, Codable {
     /// `YYYY-MM-DD`.
     public var date: String
     /// The published folder (`<output>/<name>/<date>`, through its link).

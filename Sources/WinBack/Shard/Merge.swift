@@ -100,6 +100,25 @@ public enum Merge {
             manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))
             manifest.heldOut = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], held))
             var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
+            // What changed since the last published run (docs/rules.md §10.5), the exited rows'
+            // reasons from the shards that hold their customers.
+            let reasons = try ShardReasons.load((0..<shards).map { work.shard($0) + "/" + ShardReasons.file })
+            let changes = try Changes.write(
+                p, baseline: fingerprint.baseline, to: staging, sync: sync
+            ) { segment, _, row in
+                guard let reason = reasons[segment]?[SegmentKey(group: row.group, original: row.original, offer: [])]
+                else {
+                    throw WinBackError(
+                        .software,
+                        "no shard gave the reason of a customer who left \(segment): "
+                            + ControlEscape.escaped(
+                                String(decoding: row.group + Array("/".utf8) + row.original, as: UTF8.self)),
+                        path: work.root)
+                }
+                return reason
+            }
+            manifest.changes = changes.summary
+            outputs += changes.outputs
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
             let page = outputs.count
             let delivered = try Stage.writeDestinations(
@@ -124,7 +143,7 @@ public enum Merge {
     /// (docs/rules.md §8.1), before any of them is read: a damaged, missing or unlisted file is
     /// bad data (65) naming it.
     static func checkOutputs(_ p: ResolvedPipeline, _ markers: [ShardMarker], work: WorkFolder, shards: Int) throws {
-        let names = segmentFiles(p) + [reports, disagreements]
+        let names = segmentFiles(p) + [reports, disagreements, ShardReasons.file]
         let jobs = (0..<shards).flatMap { k in names.map { (k, $0) } }
         try parallelFor(count: jobs.count, threads: p.threads) { j in
             let (k, name) = jobs[j]

@@ -69,6 +69,15 @@ public enum ShardRun {
         try disagreements.write(AppleAgreementReport.disagreementsCSV(reports.apple))
         let (bytes, sha) = try disagreements.finish()
         outputs.append(OutputStats(path: Merge.disagreements, bytes: bytes, rows: 0, sha256: sha))
+        // The reasons of its customers who left a segment since the baseline (docs/rules.md §10.5).
+        outputs.append(
+            try ShardReasons.write(
+                p, shard: shard, shards: shards,
+                reasoner: {
+                    ExitReasoner(
+                        customers: customers, audience: audience, book: book, requireApple: p.config.requireApple,
+                        baselineAsOf: $0.asOf)
+                }, to: staged))
         let marker = ShardMarker(
             fingerprint: fingerprint, shard: shard, partitions: partitions.map(\.digest),
             counters: inputs.transactions.counters, customerStates: audience.counts, renewalInputs: inputs.renewalStats,

@@ -193,6 +193,9 @@ struct RunFingerprint: Codable, Equatable {
     /// The as-of instant, resolved once by the partition tasks.
     var asOf: Int64
     var toolVersion: String
+    /// The published run the changes are computed against (docs/rules.md §10.5): every task
+    /// must compare with the same one. Nil: none.
+    var baseline: Baseline?
 
     init(_ p: ResolvedPipeline, shards: Int) {
         func digest(_ path: String) -> String {
@@ -208,6 +211,7 @@ struct RunFingerprint: Codable, Equatable {
         self.shards = shards
         asOf = p.asOf
         toolVersion = Manifest.toolVersion
+        baseline = Changes.baseline(p)
     }
 
     /// Fails (exit 78) when `other` (from `where`) differs, naming what differs.
@@ -221,6 +225,11 @@ struct RunFingerprint: Codable, Equatable {
             differs.append("the as-of instant (\(Timestamp.iso(other.asOf)) there, \(Timestamp.iso(asOf)) here)")
         }
         if toolVersion != other.toolVersion { differs.append("the winback version") }
+        if baseline?.date != other.baseline?.date || baseline?.manifestSHA256 != other.baseline?.manifestSHA256 {
+            differs.append(
+                "the published run compared with (\(other.baseline?.date ?? "none") there, \(baseline?.date ?? "none") here)"
+            )
+        }
         if !differs.isEmpty {
             throw WinBackError(
                 .configuration,
