@@ -31,11 +31,16 @@ package final class OutputFile {
     @exclusivity(unchecked) private(set) var bytes = 0
     static let flushAt = 1 << 20
 
+    /// Whether ``finish()`` syncs the file to disk (false: a file that lives only while the run
+    /// does, checked by its SHA-256 before it is read again).
+    private let durable: Bool
+
     /// Creates the file (replacing a file there, never through a link); with `exclusive`, only
     /// when nothing is at `path` yet.
-    package init(path: String, sync: DiskSync? = nil, exclusive: Bool = false) throws {
+    package init(path: String, sync: DiskSync? = nil, exclusive: Bool = false, durable: Bool = true) throws {
         self.path = path
         self.sync = sync
+        self.durable = durable
         do { fd = try exclusive ? System.createNew(path) : System.createForWriting(path) } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
@@ -77,7 +82,10 @@ package final class OutputFile {
     /// hex SHA-256).
     package func finish() throws -> (Int, String) {
         try flush()
-        if let sync {
+        if !durable {
+            try System.close(fd)
+            fd = -1
+        } else if let sync {
             sync.sync(fd, path: path)
             fd = -1
         } else if case let rc = System.fsync(fd), rc != 0 {

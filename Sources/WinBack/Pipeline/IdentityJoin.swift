@@ -237,46 +237,20 @@ final class IdentityBuckets {
 /// A file of the run's own, written through a buffer and hashed as it goes (neither synced nor
 /// published: it lives only while the run does).
 final class IntermediateWriter {
-    let path: String
-    private var fd: Int32
-    private var buffer: [UInt8] = []
-    private var hasher = SHA256()
-    private var bytes = 0
+    private let file: OutputFile
     private var rows = 0
 
-    init(path: String) throws {
-        self.path = path
-        do { fd = try System.createNew(path) } catch let e as SystemError {
-            throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
-        }
-        buffer.reserveCapacity(32 << 10)
-    }
-
-    deinit { if fd >= 0 { System.closeQuietly(fd) } }
+    init(path: String) throws { file = try OutputFile(path: path, exclusive: true, durable: false) }
 
     func write(_ record: [UInt8]) throws {
-        buffer.append(contentsOf: record)
+        try file.write(record)
         rows += 1
-        if buffer.count >= 32 << 10 { try flush() }
-    }
-
-    private func flush() throws {
-        try buffer.withUnsafeBytes { p in
-            hasher.update(bufferPointer: p)
-            do { try System.writeAll(fd, p) } catch let e as SystemError {
-                throw e.winBack(.cannotCreateOutput, "cannot write", path: path)
-            }
-        }
-        bytes += buffer.count
-        buffer.removeAll(keepingCapacity: true)
     }
 
     /// Flushes and closes; returns (bytes, records, SHA-256).
     func finish() throws -> (bytes: Int, rows: Int, sha256: String) {
-        try flush()
-        try System.close(fd)
-        fd = -1
-        return (bytes, rows, Hex.string(hasher.finalize()))
+        let (bytes, sha) = try file.finish()
+        return (bytes, rows, sha)
     }
 
     /// The whole of a file this run wrote, checked against the size and SHA-256 it recorded

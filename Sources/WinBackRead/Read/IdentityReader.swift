@@ -146,13 +146,7 @@ public enum IdentityReader {
         try reader.forEachRecord(
             { fields, line, raw, malformed in
                 if inHeader {
-                    guard malformed == nil else {
-                        throw WinBackError(
-                            .badData,
-                            fields.count >= maxColumns
-                                ? "the header has more than \(maxColumns) columns, more than any identities file needs"
-                                : "the header row is not valid CSV: \(malformed!)", path: path)
-                    }
+                    if let malformed { throw headerProblem(malformed, fields: fields.count, path: path) }
                     let names = fields.map { String(decoding: $0, as: UTF8.self) }
                     guard let k = names.firstIndex(of: key.rawValue) else {
                         let shown = names.prefix(20).map { "'\($0)'" }.joined(separator: ", ")
@@ -227,13 +221,7 @@ public enum IdentityReader {
         struct Done: Error {}
         do {
             try reader.forEachRecord { fields, _, _, malformed in
-                guard malformed == nil else {
-                    throw WinBackError(
-                        .badData,
-                        fields.count >= maxColumns
-                            ? "the header has more than \(maxColumns) columns, more than any identities file needs"
-                            : "the header row is not valid CSV: \(malformed!)", path: path)
-                }
+                if let malformed { throw headerProblem(malformed, fields: fields.count, path: path) }
                 names = fields.map { String(decoding: $0, as: UTF8.self) }
                 throw Done()
             }
@@ -259,6 +247,15 @@ public enum IdentityReader {
             if !found.contains(s) { found.append(s) }
         }
         return found
+    }
+
+    /// Why a header row cannot be read (65): too many columns, or not CSV.
+    static func headerProblem(_ malformed: String, fields: Int, path: String) -> WinBackError {
+        WinBackError(
+            .badData,
+            fields >= maxColumns
+                ? "the header has more than \(maxColumns) columns, more than any identities file needs"
+                : "the header row is not valid CSV: \(malformed)", path: path)
     }
 
     /// ASCII letters lowered: an appAccountToken is a UUID, whose case carries no meaning.

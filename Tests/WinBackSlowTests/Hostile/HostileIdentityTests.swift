@@ -24,8 +24,15 @@ struct HostileIdentityTests {
         let folder = HostileInputTests.folder(pipeline)
         try write(folder + "/" + name)
         var text = try String(contentsOfFile: pipeline, encoding: .utf8)
-        text = text.replacingOccurrences(of: "output:\n", with: "output:\n  destinations: [braze, klaviyo]\n")
-        text += "identities:\n  path: \(name)\n  key: original_transaction_id\n"
+        if text.contains("\nidentities:") {
+            // The generated pipeline already joins its own identities file: point it at this one.
+            text = text.replacingOccurrences(of: "  path: identities.csv.gz", with: "  path: \(name)")
+        } else {
+            text += "identities:\n  path: \(name)\n  key: original_transaction_id\n"
+        }
+        if !text.contains("destinations: [braze, klaviyo]") {
+            text = text.replacingOccurrences(of: "output:\n", with: "output:\n  destinations: [braze, klaviyo]\n")
+        }
         try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
         return pipeline
     }
