@@ -11,6 +11,15 @@ struct ChangesSummary: Sendable {
     /// Per segment file written, in the order of the segments.
     var segments: [SegmentChangeCount]
 
+    /// The log line's fields (`--log-format json`).
+    var fields: [String: Any] {
+        [
+            "baseline": baseline?.date ?? "",
+            "entered": segments.reduce(0) { $0 + $1.entered }, "exited": segments.reduce(0) { $0 + $1.exited },
+            "changed": segments.reduce(0) { $0 + $1.changed },
+        ]
+    }
+
     /// The log's line.
     var line: String {
         let (e, x, c) = segments.reduce((0, 0, 0)) { ($0.0 + $1.entered, $0.1 + $1.exited, $0.2 + $1.changed) }

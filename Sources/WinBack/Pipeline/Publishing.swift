@@ -150,6 +150,10 @@ extension Stage {
             manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
             throw error
         }
+        if let changes = manifest.changes {
+            // What changed since the last published run, in one line (docs/rules.md §10.5).
+            progress.event("changes", changes.line, fields: changes.fields)
+        }
         progress.event("published", "published \(folder)", fields: ["folder": folder])
         try AfterPublish.run(
             steps, PublishedFolder(folder: folder, date: publisher.date, manifest: manifest), lock: lock)
