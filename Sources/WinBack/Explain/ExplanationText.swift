@@ -169,7 +169,8 @@ extension Explanation {
             d["apple"] =
                 [
                     "signedDate": iso(a.signedDate), "state": a.state?.label ?? "not_subscriber",
-                    "appleIds": a.appleIds, "winbackIds": a.winbackIds,
+                    // Apple's own field name for what it lists (docs/rules.md §4.5).
+                    "eligibleWinBackOfferIds": a.appleIds, "winbackIds": a.winbackIds,
                     "disagreements": a.disagreements.map { x -> [String: Any] in
                         [
                             "offerId": x.offerId, "inCatalog": x.inCatalog, "apple": x.apple ? "eligible" : "not",
