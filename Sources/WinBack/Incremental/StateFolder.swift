@@ -207,6 +207,10 @@ final class StateFolder {
     /// Files the run took from the state, and files it read.
     var filesFromState: Int { pathOfLedgerFile.count }
     var filesRead: Int { p.transactionFiles.count - pathOfLedgerFile.count }
+    /// Rows the absorbed files gave when they were read, counted again in the read stage's rows.
+    var rowsFromState: Int {
+        ledger?.files.reduce(0) { $0 + $1.counts.stats.rows + $1.counts.extraRows } ?? 0
+    }
 
     /// What the manifest records (docs/rules.md §4.4, §12).
     var summary: IncrementalSummary {

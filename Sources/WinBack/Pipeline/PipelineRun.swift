@@ -224,8 +224,11 @@ public enum PipelineRun {
                 (
                     "read",
                     progress.end(
-                        "\(keeper?.state.filesRead ?? p.transactionFiles.count) files, \(Progress.mb(inputs.bytesRead)), "
-                            + "\(c.rowsRead) rows, \(c.rejected) rejected, \(c.duplicates) duplicates")
+                        ReadSummary(
+                            filesRead: keeper?.state.filesRead ?? p.transactionFiles.count,
+                            filesFromState: keeper?.state.filesFromState ?? 0, bytesRead: inputs.bytesRead,
+                            counters: c, rowsFromState: keeper?.state.rowsFromState ?? 0
+                        ).line)
                 ))
             try Stage.checkRejectBudget(c, limit: p.config.maxRejectedFraction)
 
