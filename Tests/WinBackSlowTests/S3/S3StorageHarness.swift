@@ -562,17 +562,26 @@ struct S3World {
             ),
             ("[\"renewal-info.jsonl.gz\"]", "[\"\(place("renewal-info.jsonl.gz", .renewals))\"]"),
             ("offers: offers.json\n", "offers: \(place("offers.json", .offers))\n"),
-            (
-                "output:\n  directory: out\n",
-                "output:\n  directory: out\n  destinations: [braze, klaviyo]\n"
-                    + (upload.map { "  upload: \($0)\n" } ?? "")
-            ),
+            ("output:\n  directory: out\n", "output:\n  directory: out\n" + (upload.map { "  upload: \($0)\n" } ?? "")),
         ]
         for (old, new) in replacements {
             guard text.contains(old) else { throw S3HarnessError("the generated pipeline has no \(old)") }
             text = text.replacingOccurrences(of: old, with: new)
         }
-        text += "identities:\n  path: \(place("identities.csv.gz", .identities))\n  key: original_transaction_id\n"
+        // The identities file and the destinations joined with it: the generator's own when it
+        // writes them, else added here.
+        let identities = "  path: identities.csv.gz\n"
+        if text.contains("\nidentities:"), text.contains(identities) {
+            text = text.replacingOccurrences(
+                of: identities, with: "  path: \(place("identities.csv.gz", .identities))\n")
+        } else {
+            text += "identities:\n  path: \(place("identities.csv.gz", .identities))\n  key: original_transaction_id\n"
+        }
+        if !text.contains("\n  destinations:") {
+            text = text.replacingOccurrences(
+                of: "output:\n  directory: out\n", with: "output:\n  directory: out\n  destinations: [braze, klaviyo]\n"
+            )
+        }
         let path = Paths.temporary() + "/pipeline.yaml"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
