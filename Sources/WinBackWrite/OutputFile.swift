@@ -37,14 +37,22 @@ package final class OutputFile {
 
     /// Creates the file (replacing a file there, never through a link); with `exclusive`, only
     /// when nothing is at `path` yet.
-    package init(path: String, sync: DiskSync? = nil, exclusive: Bool = false, durable: Bool = true) throws {
+    /// The bytes kept before they are written: ``flushAt`` unless given (a run writing many
+    /// files at once, such as the buckets of an identities join, gives less).
+    private let bufferBytes: Int
+
+    package init(
+        path: String, sync: DiskSync? = nil, exclusive: Bool = false, durable: Bool = true,
+        bufferBytes: Int = OutputFile.flushAt
+    ) throws {
         self.path = path
         self.sync = sync
         self.durable = durable
+        self.bufferBytes = bufferBytes
         do { fd = try exclusive ? System.createNew(path) : System.createForWriting(path) } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
-        buffer.reserveCapacity(OutputFile.flushAt + 4096)
+        buffer.reserveCapacity(bufferBytes + 4096)
     }
 
     deinit { if fd >= 0 { System.closeQuietly(fd) } }
@@ -52,19 +60,19 @@ package final class OutputFile {
     @inline(__always)
     package func write(_ bytes: [UInt8]) throws {
         buffer.append(contentsOf: bytes)
-        if buffer.count >= OutputFile.flushAt { try flush() }
+        if buffer.count >= bufferBytes { try flush() }
     }
 
     package func write(_ bytes: UnsafeRawBufferPointer) throws {
         buffer.append(contentsOf: bytes)
-        if buffer.count >= OutputFile.flushAt { try flush() }
+        if buffer.count >= bufferBytes { try flush() }
     }
 
     /// Appends through `body`, flushing when the buffer is large.
     @inline(__always)
     func append(_ body: (inout [UInt8]) -> Void) throws {
         body(&buffer)
-        if buffer.count >= OutputFile.flushAt { try flush() }
+        if buffer.count >= bufferBytes { try flush() }
     }
 
     func flush() throws {

@@ -240,7 +240,10 @@ final class IntermediateWriter {
     private let file: OutputFile
     private var rows = 0
 
-    init(path: String) throws { file = try OutputFile(path: path, exclusive: true, durable: false) }
+    /// 32 KiB of buffer: a join writes 64 buckets at once.
+    init(path: String) throws {
+        file = try OutputFile(path: path, exclusive: true, durable: false, bufferBytes: 32 << 10)
+    }
 
     func write(_ record: [UInt8]) throws {
         try file.write(record)

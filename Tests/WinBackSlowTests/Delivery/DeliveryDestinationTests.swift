@@ -285,7 +285,12 @@ struct DeliveryDestinationTests {
         let without = DeliveryFixture.published(try PipelineRun.run(Self.options(plain), progress: quiet).published)
         #expect(with.keys.filter { !$0.hasPrefix("destinations/") }.sorted() == without.keys.sorted())
         #expect(without.count > 10)
-        for (k, v) in without where with[k] != v { Issue.record("\(k) changed with destinations") }
+        // But the page: its first screen counts what each destination received (docs/rules.md §4.3).
+        let page = "reports/report.html"
+        for (k, v) in without where k != page && with[k] != v { Issue.record("\(k) changed with destinations") }
+        let withPage = String(decoding: with[page] ?? Data(), as: UTF8.self)
+        #expect(withPage.contains("<th colspan=\"2\" class=\"group\">braze</th>"))
+        #expect(!String(decoding: without[page] ?? Data(), as: UTF8.self).contains("class=\"group\">braze</th>"))
     }
 
     @Test("keyed by app_account_token: tokens match whatever their case; customers without a token are unaddressable")
