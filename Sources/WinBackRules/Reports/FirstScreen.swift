@@ -124,7 +124,8 @@ extension ReportPage {
         let changes = s.baseline.map { "since \(escape($0))" } ?? "since the last run"
         h.line("<div class=\"scroll\"><table class=\"audience\">")
         h.line("<thead>")
-        var top = "<tr><th rowspan=\"2\">segment</th><th rowspan=\"2\">eligible</th><th rowspan=\"2\">held out</th>"
+        var top =
+            "<tr><th rowspan=\"2\" class=\"segment\">segment</th><th rowspan=\"2\">eligible</th><th rowspan=\"2\">held out</th>"
         if s.requireApple { top += "<th rowspan=\"2\">left out by Apple</th>" }
         top += "<th rowspan=\"2\">in the segment</th>"
         for d in s.destinations {
@@ -169,16 +170,15 @@ extension ReportPage {
         }
         let never = apple.neverListed
         guard !never.isEmpty else { return }
-        let unknown =
-            apple.unknownIds.isEmpty
-            ? ""
-            : " Apple did list ids the catalog lacks: "
-                + apple.unknownIds.map { "\(escape($0.id)) (\($0.customers))" }.joined(separator: ", ") + "."
         for id in never {
             h.line(
                 "<p class=\"warn\">Apple never lists \(escape(id)) in any renewal info's eligibleWinBackOfferIds,"
                     + " though \(apple.overall.compared) customers' renewal info carries the list: a wrong offer id,"
-                    + " or an offer not live in App Store Connect?\(unknown)</p>")
+                    + " or an offer not live in App Store Connect?</p>")
+        }
+        if !apple.unknownIds.isEmpty {
+            let listed = apple.unknownIds.map { "\(escape($0.id)) (\($0.customers))" }.joined(separator: ", ")
+            h.line("<p class=\"warn\">Apple did list ids the catalog lacks: \(listed).</p>")
         }
     }
 }
