@@ -187,7 +187,7 @@ public struct Manifest {
             d["destinations"] = destinations.map {
                 [
                     "type": $0.type.rawValue, "audience": $0.audience.rawValue, "files": $0.files, "rows": $0.rows,
-                    "unaddressable": $0.unaddressable,
+                    "unaddressable": $0.unaddressable, "exited": $0.exited,
                 ] as [String: Any]
             }
         }

@@ -36,7 +36,7 @@ public enum ReportPage {
             .kind3{fill:#ff9f0a;stroke:#ff9f0a}.kind4{fill:#ff375f;stroke:#ff375f}.kind5{fill:#8e8e93;stroke:#8e8e93}
             .line{fill:none;stroke-width:2}
             .scroll{overflow-x:auto}table.audience{border-collapse:collapse;margin:8px 0 4px;font-variant-numeric:tabular-nums}
-            .audience th,.audience td{padding:3px 6px;border-bottom:1px solid #e5e5ea;text-align:right;white-space:nowrap}
+            .audience th,.audience td{padding:3px 4px;border-bottom:1px solid #e5e5ea;text-align:right;white-space:nowrap}
             .audience thead th{font-size:11px;font-weight:600;color:#3a3a3c;vertical-align:bottom;white-space:normal}
             .audience tbody th,.audience th.segment{text-align:left;font-weight:normal}
             .audience th.group{text-align:center;border-bottom:1px solid #8e8e93}.audience .none{color:#aeaeb2}
