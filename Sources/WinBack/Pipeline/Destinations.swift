@@ -12,6 +12,9 @@ public struct DestinationCount: Sendable, Equatable {
     public var rows: Int
     /// Segment rows left out: no identity row, or an empty identity column.
     public var unaddressable: Int
+    /// Identity values in the baseline run's files and not in tonight's: the rows of the
+    /// `-exited-` files (docs/rules.md §10.5).
+    public var exited = 0
     /// ``rows`` and ``unaddressable`` per list read (an offer id or `best-offer`), for the first
     /// screen of report.html (docs/rules.md §4.3).
     public var rowsByList: [String: Int] = [:]
@@ -33,6 +36,10 @@ extension Stage {
         "winback_as_of",
     ]
 
+    /// The last column of every destination row: `eligible` in tonight's files, `exited` in the
+    /// files of those who left (docs/rules.md §10.5).
+    static let statusColumn = "winback_status"
+
     /// Writes every destination's files into `directory/destinations/<type>/` from the CSV
     /// segments already in `directory/segments/` (docs/rules.md §10.2), so that a run in
     /// memory, a memory-bounded run and a merge write the same files from the same segments.
@@ -40,6 +47,12 @@ extension Stage {
     /// `maxRejectedFraction` allows fails the run (65). Under `bounds` (a memory-bounded run)
     /// the identities are joined from files in its work folder, never held whole
     /// (docs/rules.md §6.2).
+    ///
+    /// Each file set (type × list) also gets `<list>-exited-NNN.csv`: the identity values of the
+    /// baseline run's files of the set that tonight's lack (``DestinationExits``, §10.5); the
+    /// baseline is the one the segment changes compare with (``Changes/baseline(_:)``), found
+    /// under the run's lock. Tonight's values are held as a compact set of bytes per file set
+    /// (``IdentityValueSet``), also under `bounds`.
     static func writeDestinations(
         _ p: ResolvedPipeline, to directory: String, rejects: inout RejectList, sync: DiskSync,
         bounds: IdentityJoin.Bounds? = nil
@@ -77,7 +90,9 @@ extension Stage {
         }
         try join.prepare(lists: lists.map { directory + "/segments/" + $0 + ".csv" })
         let asOf = Timestamp.date(p.asOf)
+        let baseline = try Changes.baseline(p).map { try BaselineFiles(folder: $0.folder) }
         var files: [[String: [OutputStats]]] = Array(repeating: [:], count: p.config.destinations.count)
+        var exitedFiles = files
         var counts = p.config.destinations.map {
             DestinationCount(type: $0.type, audience: $0.audience, files: 0, rows: 0, unaddressable: 0)
         }
@@ -93,9 +108,10 @@ extension Stage {
                 let d = p.config.destinations[i]
                 return DestinationSplitter(
                     directory: directory, prefix: "destinations/\(d.type.rawValue)/" + list,
-                    header: [d.type.firstColumn] + destinationColumns,
+                    header: [d.type.firstColumn] + destinationColumns + [statusColumn],
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
             }
+            let tonight = readers.map { _ in IdentityValueSet() }
             let positions = readers.map { join.position(of: p.config.destinations[$0].type.identityColumn)! }
             var written = [Int](repeating: 0, count: readers.count)
             var unaddressable = [Int](repeating: 0, count: readers.count)
@@ -114,8 +130,10 @@ extension Stage {
                     record.field(f[11])
                     record.field(f[8])
                     record.field(asOf)
+                    record.field(DestinationExits.eligible)
                     record.end()
                     try outs[k].write(record.bytes)
+                    tonight[k].insert(values[positions[k]])
                     counts[i].rows += 1
                     written[k] += 1
                 }
@@ -124,6 +142,17 @@ extension Stage {
                 let done = try outs[k].finish()
                 files[i][list] = done
                 counts[i].files += done.count
+                // Who left the set since the baseline (docs/rules.md §10.5).
+                let d = p.config.destinations[i]
+                var exits = DestinationSplitter(
+                    directory: directory, prefix: "destinations/\(d.type.rawValue)/\(list)-exited",
+                    header: [d.type.firstColumn] + destinationColumns + [statusColumn],
+                    maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
+                if let baseline {
+                    counts[i].exited += try DestinationExits.write(
+                        baseline: baseline, type: d.type, list: list, tonight: tonight[k], asOf: asOf, into: &exits)
+                }
+                exitedFiles[i][list] = try exits.finish()
                 counts[i].rowsByList[list] = written[k]
                 counts[i].unaddressableByList[list] = unaddressable[k]
             }
@@ -131,7 +160,7 @@ extension Stage {
         var outputs: [OutputStats] = []
         for (i, d) in p.config.destinations.enumerated() {
             for list in d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId) {
-                outputs += files[i][list] ?? []
+                outputs += (files[i][list] ?? []) + (exitedFiles[i][list] ?? [])
             }
         }
         let identities = IdentityCount(

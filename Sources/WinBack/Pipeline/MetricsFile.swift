@@ -22,6 +22,8 @@ public enum MetricsFile {
         public var states: CustomerStates?
         public var eligible: [(String, Int)] = []
         public var heldOut: Int?
+        /// Rows of each destination's `-exited-` files: type, audience, rows (docs/rules.md §10.5).
+        public var destinationExited: [(destination: String, audience: String, rows: Int)] = []
     }
 
     /// Every metric this tool writes, with its HELP text, in the order written.
@@ -38,6 +40,10 @@ public enum MetricsFile {
         ("winback_customers", "Customers of the last run by state at the as-of instant."),
         ("winback_eligible", "Customers eligible for each offer in the last run."),
         ("winback_held_out", "Customers the experiment's holdout left out of best-offer in the last run."),
+        (
+            "winback_destination_exited",
+            "Identity values in each destination's files of the baseline run and not in the last run's."
+        ),
     ]
 
     /// The previous file is read only when it is a regular file smaller than this
@@ -56,9 +62,9 @@ public enum MetricsFile {
             e.help[f.name] = f.help
             e.type[f.name] = "gauge"
         }
-        func add(_ name: String, _ value: String, _ label: (String, String)? = nil) {
+        func add(_ name: String, _ value: String, _ label: (String, String)? = nil, _ more: (String, String)? = nil) {
             var labels = [MetricsExposition.Label(name: "pipeline", value: r.pipeline)]
-            if let label { labels.append(.init(name: label.0, value: label.1)) }
+            for l in [label, more].compactMap({ $0 }) { labels.append(.init(name: l.0, value: l.1)) }
             e.samples.append(.init(name: "winback_" + name, labels: labels, value: value))
         }
         add("last_run_timestamp_seconds", seconds(r.finished))
@@ -75,6 +81,9 @@ public enum MetricsFile {
         }
         for (offer, n) in r.eligible { add("eligible", String(n), ("offer", offer)) }
         if let v = r.heldOut { add("held_out", String(v)) }
+        for d in r.destinationExited {
+            add("destination_exited", String(d.rows), ("destination", d.destination), ("audience", d.audience))
+        }
         return e
     }
 
@@ -229,6 +238,7 @@ public enum MetricsFile {
             r.states = m.states
             r.eligible = m.eligible
             r.heldOut = m.experiment == nil ? nil : (m.heldOut.last?.1 ?? 0)
+            r.destinationExited = m.destinations.map { ($0.type.rawValue, $0.audience.rawValue, $0.exited) }
         }
         return r
     }

@@ -23,7 +23,7 @@ struct DeliveryDestinationTests {
 
     static let columns = [
         "winback_offer_id", "winback_offer_url", "winback_eligible_offer_ids", "winback_months_since_last_subscribed",
-        "winback_as_of",
+        "winback_as_of", "winback_status",
     ]
 
     /// One configured destination and the limits its files must keep.
@@ -129,18 +129,24 @@ struct DeliveryDestinationTests {
                     }
                     expected.append([
                         value, row["offer_id"]!, row["offer_url"]!, row["eligible_offer_ids"]!,
-                        row["months_since_last_subscribed"]!, DeliveryFixture.asOf,
+                        row["months_since_last_subscribed"]!, DeliveryFixture.asOf, "eligible",
                     ])
                 }
                 let dir = folder + "/destinations/" + d.type
                 let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
-                    .filter { $0.hasPrefix(list + "-") }.sorted()
+                    .filter { $0.hasPrefix(list + "-") && !$0.hasPrefix(list + "-exited-") }.sorted()
                 let numbered = (0..<names.count).map { list + "-" + String(format: "%03d", $0 + 1) + ".csv" }
                 #expect(!names.isEmpty, "\(d.type) \(list): no file", sourceLocation: sourceLocation)
                 #expect(
                     names == numbered, "\(d.type) \(list): files numbered from 001 without a gap",
                     sourceLocation: sourceLocation)
                 checked[d.type, default: []].formUnion(names)
+                // A first run: nobody left, the exited file is the header alone (docs/rules.md §10.5).
+                let exited = list + "-exited-001.csv"
+                #expect(
+                    String(decoding: DeliveryFixture.bytes(dir + "/" + exited), as: UTF8.self)
+                        == DeliveryFixture.line(header), "\(d.type) \(exited)", sourceLocation: sourceLocation)
+                checked[d.type, default: []].insert(exited)
                 var offset = 0
                 var sizes: [(rows: Int, bytes: Int)] = []
                 for name in names {
@@ -195,6 +201,7 @@ struct DeliveryDestinationTests {
                 sourceLocation: sourceLocation)
             #expect(entry?["rows"] as? Int == rows, "\(d.type) \(d.audience) rows", sourceLocation: sourceLocation)
             #expect(entry?["files"] as? Int == files, "\(d.type) \(d.audience) files", sourceLocation: sourceLocation)
+            #expect(entry?["exited"] as? Int == 0, "\(d.type) \(d.audience) exited", sourceLocation: sourceLocation)
             // The world is large enough that each destination has rows and customers left out.
             #expect(rows > 0, "\(d.type) \(d.audience) got no row", sourceLocation: sourceLocation)
             #expect(unaddressable > 0, "\(d.type) \(d.audience) left nobody out", sourceLocation: sourceLocation)

@@ -1,0 +1,176 @@
+import Crypto
+import Foundation
+import WinBackModel
+import WinBackRead
+import WinBackSupport
+import WinBackWrite
+
+/// The identity values one destination file set holds tonight (docs/rules.md §10.5), as a set
+/// of bytes: an ``IdentityIndex`` with no columns, the values its keys. A value costs its bytes
+/// and a slot of the table, never a Swift `String` each, also in a memory-bounded run (§6.2).
+struct IdentityValueSet {
+    private let index = IdentityIndex(columns: 0)
+
+    /// Adds `value` (at most ``IdentityValues/maxBytes`` bytes: checked when it was read).
+    func insert(_ value: String) {
+        var v = value
+        v.withUTF8 { index.insert(key: UnsafeRawBufferPointer($0), values: []) }
+    }
+
+    /// Adds `value`, when it may be an identity value at all (a longer one is never tonight's).
+    func insert(bytes value: [UInt8]) {
+        guard value.count <= IdentityValues.maxBytes else { return }
+        value.withUnsafeBytes { index.insert(key: $0, values: []) }
+    }
+
+    func contains(bytes value: [UInt8]) -> Bool {
+        value.withUnsafeBytes { index.find($0) != nil }
+    }
+
+    /// Distinct values held.
+    var count: Int { index.count }
+}
+
+/// The rows of a destination file set that left since the baseline run (docs/rules.md §10.5):
+/// every identity value of the baseline's files of the set that tonight's files lack, once, in
+/// the baseline's order, written to `<audience>-exited-NNN.csv` with `winback_status` `exited`,
+/// tonight's date and every other `winback_` column empty. Importing tonight's files and these,
+/// in either order, leaves a tool whose segment is "winback_status is eligible" holding exactly
+/// tonight's audience.
+enum DestinationExits {
+    /// The longest line of a baseline's destination file read (a longer one is not a row this
+    /// tool wrote).
+    static let maxLineBytes = 16 << 20
+
+    /// The baseline's files of the set `destinations/<type>/<list>-NNN.csv`, in their order,
+    /// as its manifest lists them (path relative to its folder, SHA-256).
+    static func files(of baseline: BaselineFiles, type: DestinationType, list: String) -> [(String, String)] {
+        let prefix = "destinations/\(type.rawValue)/\(list)-"
+        var found: [(Int, String, String)] = []
+        for (path, sha) in baseline.sha256 where path.hasPrefix(prefix) && path.hasSuffix(".csv") {
+            let middle = path.dropFirst(prefix.count).dropLast(4)
+            guard middle.count >= 3, middle.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(middle) else {
+                continue
+            }
+            found.append((n, path, sha))
+        }
+        return found.sorted { $0.0 < $1.0 }.map { ($0.1, $0.2) }
+    }
+
+    /// Writes the exited rows of the set (type `type`, list `list`) into `out`: the identity
+    /// values of the baseline's files absent from `tonight`. Values written are added to
+    /// `tonight`, so a value the baseline held twice exits once. Returns the rows written.
+    ///
+    /// The baseline's files are read by their header's names (a file from before
+    /// `winback_status` has no such column): the identity column is the tool's first column; a
+    /// record that is not well-formed CSV is skipped. A file its manifest lists that is gone,
+    /// or whose bytes differ from what the manifest recorded, is bad data (65).
+    static func write(
+        baseline: BaselineFiles, type: DestinationType, list: String, tonight: IdentityValueSet, asOf: String,
+        into out: inout DestinationSplitter
+    ) throws -> Int {
+        var rows = 0
+        var record = CSVRecord()
+        for (rel, sha) in files(of: baseline, type: type, list: list) {
+            guard let path = try baseline.path(of: rel) else { continue }
+            try read(path, firstColumn: type.firstColumn, expectedSHA256: sha) { value in
+                guard !value.isEmpty, !tonight.contains(bytes: value) else { return }
+                tonight.insert(bytes: value)
+                record.reset()
+                record.field(verbatim: String(decoding: value, as: UTF8.self))
+                for _ in 0..<(Stage.destinationColumns.count - 1) { record.empty() }
+                record.field(asOf)
+                record.field(exited)
+                record.end()
+                try out.write(record.bytes)
+                rows += 1
+            }
+        }
+        return rows
+    }
+
+    /// `winback_status` of tonight's rows and of the rows that left.
+    static let eligible = "eligible"
+    static let exited = "exited"
+
+    /// Calls `value` with the identity value of every eligible row of the destination file at
+    /// `path`, in order; then checks the bytes read against `expectedSHA256`.
+    static func read(
+        _ path: String, firstColumn: String, expectedSHA256: String, _ value: ([UInt8]) throws -> Void
+    ) throws {
+        let cursor = LineCursor(source: try PlainFileSource(path: path), chunkSize: 1 << 18, maxLineBytes: maxLineBytes)
+        var hasher = SHA256()
+        var record: [UInt8] = []
+        var quoted = false
+        var atFieldStart = true
+        var justClosed = false
+        let (quote, comma, newline) = (UInt8(ascii: "\""), UInt8(ascii: ","), UInt8(ascii: "\n"))
+        var header: [String]?
+        var identity = 0
+        var status: Int?
+        func take(_ bytes: [UInt8]) throws {
+            var r = bytes
+            if r.last == UInt8(ascii: "\n") { r.removeLast() }
+            if r.last == UInt8(ascii: "\r") { r.removeLast() }
+            guard let fields = SegmentRecords.split(r) else { return }  // not CSV: skipped
+            guard header != nil else {
+                let names = fields.map { String(decoding: $0, as: UTF8.self) }
+                guard let i = names.firstIndex(of: firstColumn) else {
+                    throw WinBackError(
+                        .badData, "the baseline's destination file has no column '\(firstColumn)'", path: path)
+                }
+                header = names
+                identity = i
+                status = names.firstIndex(of: "winback_status")
+                return
+            }
+            guard fields.count > identity else { return }
+            if let status, fields.count > status, fields[status] != Array(eligible.utf8) { return }
+            try value(fields[identity])
+        }
+        while let line = try cursor.next() {
+            if cursor.cut {
+                throw WinBackError(
+                    .badData, "the baseline's destination file has a line longer than \(maxLineBytes) bytes",
+                    path: path)
+            }
+            hasher.update(bufferPointer: line)
+            record.append(contentsOf: line)
+            if record.count > maxLineBytes {
+                throw WinBackError(
+                    .badData, "the baseline's destination file has a record longer than \(maxLineBytes) bytes",
+                    path: path)
+            }
+            // A record goes on past a line end only inside a quoted field: a quote opens one at a
+            // field's start alone, so a stray quote inside a field carries no row after it along.
+            for b in line {
+                if quoted {
+                    quoted = b != quote  // a quote closes the field, or starts a doubled quote
+                    justClosed = !quoted
+                    atFieldStart = false
+                } else if b == quote && (atFieldStart || justClosed) {
+                    quoted = true  // opens a quoted field, or is the second quote of a doubled one
+                    justClosed = false
+                    atFieldStart = false
+                } else {
+                    justClosed = false
+                    atFieldStart = b == comma || b == newline
+                }
+            }
+            if !quoted {
+                try take(record)
+                record.removeAll(keepingCapacity: true)
+                atFieldStart = true
+                justClosed = false
+            }
+        }
+        if !record.isEmpty { try take(record) }
+        guard Hex.string(hasher.finalize()) == expectedSHA256 else {
+            throw WinBackError(
+                .badData,
+                "the baseline's destination file differs from the one its manifest recorded (changed since it was "
+                    + "published): remove that run or restore the file",
+                path: path)
+        }
+    }
+}
