@@ -85,7 +85,7 @@ public struct PipelineConfig: Sendable {
     /// = in memory.
     public var memoryLimit: Int?
     /// The library that inflates `.gz` inputs (an extension of docs/rules.md §2.5; default zlib).
-    public var inflater: InflaterChoice = .zlib
+    public var inflater: InflaterChoice = .auto
     /// `audience.requireApple`: which segment rows Apple's word keeps (docs/rules.md §4.5).
     public var requireApple: AppleRequirement = .off
     /// Which rows count: Production or Sandbox (docs/rules.md §2.7).

@@ -196,6 +196,12 @@ public enum PipelineRun {
             let summary = try ShardedRun.bounded(
                 options, memory: memory, progress: progress, started: started, publisher: locked)
             // Each shard's memory was freed as the next began: nothing large is left to hold.
+        // Which inflater reads the gzip inputs: ISA-L's where it loads (the default, `auto`).
+        progress.event(
+            "inflater", "inflating with \(p.inflater.rawValue)",
+            fields: [
+                "inflater": p.inflater.rawValue, "asked": options.inflater?.rawValue ?? p.config.inflater.rawValue,
+            ])
             return PublishedRun(summary: summary, memory: RunMemory(()))
         }
         // The run's lock before its state is examined: a state is read and replaced under it.

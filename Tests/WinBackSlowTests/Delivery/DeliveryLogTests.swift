@@ -11,7 +11,7 @@ import WinBackTestSupport
 struct DeliveryLogTests {
     /// The events docs/rules.md §10.4 documents, with their level.
     static let documented = [
-        "stage_finished": "info", "repartition": "info", "published": "info", "metrics": "warning",
+        "stage_finished": "info", "repartition": "info", "inflater": "info", "published": "info", "metrics": "warning",
         "failed": "error",
     ]
 

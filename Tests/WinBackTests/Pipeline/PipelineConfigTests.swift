@@ -32,7 +32,7 @@ struct PipelineConfigTests {
         #expect(c?.windowMonths == 12)
         #expect(c?.maxRejectedFraction == 0.001)
         #expect(c?.threads == nil)
-        #expect(c?.inflater == .zlib)
+        #expect(c?.inflater == .auto)
         #expect(c?.resolve("../Output") == "/srv/Output")
         #expect(c?.resolve("/abs/x") == "/abs/x")
     }
