@@ -7,13 +7,16 @@ public struct ReportWriter {
     public static let files = [
         "redemptions-by-offer-type.csv", "winback-redemption-rates.csv", "eligibility-funnel.csv",
         "winback-eligibility-summary.csv", "apple-agreement.csv", "apple-disagreements.csv",
-        "retention-after-return.csv", "report.html",
+        "retention-after-return.csv", "revenue-after-return.csv", "report.html",
     ]
     /// Written beside ``files`` when the run has an experiment (docs/rules.md §9.2).
     public static let uplift = "winback-uplift.csv"
 
+    /// Written beside ``uplift`` (docs/rules.md §13.3).
+    public static let revenueUplift = "winback-revenue-uplift.csv"
+
     /// The report files of a run, with or without an experiment.
-    public static func files(experiment: Bool) -> [String] { experiment ? [uplift] + files : files }
+    public static func files(experiment: Bool) -> [String] { experiment ? [uplift, revenueUplift] + files : files }
 
     /// The page, written after the segments and the destinations' files (docs/rules.md §4.3).
     public static let page = "report.html"
@@ -37,16 +40,22 @@ public struct ReportWriter {
             RedemptionReport.csv(r.redemptions), RedemptionRatesReport.csv(r.rates), FunnelReport.csv(r.funnel),
             EligibilitySummaryReport.csv(r.summary), AppleAgreementReport.csv(r.apple),
             AppleAgreementReport.disagreementsCSV(r.apple), RetentionReport.csv(r.retention),
+            RevenueReport.csv(r.revenue, reporting: r.reportingCurrency),
             ReportPage.html(r, title: title, first: firstScreen),
         ]
         var rows = [
             r.redemptions.count, r.rates.count, r.funnel.count, r.summary.count, AppleAgreementReport.rowCount(r.apple),
-            r.apple.disagreements.count, r.retention.count + 1, 0,
+            r.apple.disagreements.count, r.retention.count + 1,
+            RevenueReport.table(r.revenue, reporting: r.reportingCurrency).count, 0,
         ]
         if r.experiment != nil {
             let offerIds = r.funnel.map(\.offerId)
             bytes.insert(UpliftReport.csv(r.uplift, offerIds: offerIds), at: 0)
             rows.insert(UpliftReport.table(r.uplift, offerIds: offerIds).count, at: 0)
+            bytes.insert(RevenueUpliftReport.csv(r, offerIds: offerIds), at: 1)
+            rows.insert(
+                RevenueUpliftReport.currency(r) == nil ? 0 : UpliftReport.table(r.uplift, offerIds: offerIds).count,
+                at: 1)
         }
         let names = ReportWriter.files(experiment: r.experiment != nil)
         return names.indices.map { (names[$0], bytes[$0], rows[$0]) }

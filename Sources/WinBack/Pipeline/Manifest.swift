@@ -34,6 +34,9 @@ public struct Manifest {
     /// (docs/rules.md §9.1).
     public var experiment: Experiment?
     public var heldOut: [(String, Int)] = []
+    /// `money:` and what the reports found of amounts (docs/rules.md §13.1).
+    public var money: MoneySettings?
+    public var amounts = MoneyCounts()
     /// What each destination received, and what the identities file held (docs/rules.md §10).
     public var destinations: [DestinationCount] = []
     public var identities: IdentityCount?
@@ -64,6 +67,7 @@ public struct Manifest {
         format = p.config.format
         signed = p.signed
         experiment = p.config.experiment
+        money = p.config.money
     }
 
     /// After a failure: the manifest says why, and it and the rejects are kept in the failed
@@ -95,6 +99,9 @@ public struct Manifest {
         let held = audience.heldOut(requireApple, offers: catalog.offers.count)
         heldOut = zip(catalog.offers, held.perOffer).map { ($0.offerId, $1) } + [("best-offer", held.best)]
     }
+
+    /// What the reports found of amounts: rows without one, rows whose currency had no rate.
+    mutating func record(amountsOf reports: Reports) { amounts = reports.money }
 
     /// What the destinations received (docs/rules.md §10.2).
     mutating func record(_ delivered: (outputs: [OutputStats], counts: [DestinationCount], identities: IdentityCount?))
@@ -175,6 +182,16 @@ public struct Manifest {
                     "heldOut": heldOut.map { ["segment": $0.0, "rows": $0.1] as [String: Any] },
                 ] as [String: Any]
         }
+        var money: [String: Any] = [
+            "unpriced": amounts.unpriced, "unconverted": amounts.unconverted,
+            "rowsInAnotherCurrency": amounts.otherCurrency, "currencies": amounts.currencies.sorted(),
+        ]
+        if let m = self.money {
+            money["currency"] = m.currency
+            money["rates"] = ControlEscape.name(m.ratesPath)
+            money["horizonMonths"] = m.horizonMonths
+        }
+        d["money"] = money
         if let identities {
             d["identities"] =
                 [

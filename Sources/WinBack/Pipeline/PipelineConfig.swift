@@ -70,6 +70,9 @@ public struct PipelineConfig: Sendable {
     public var retentionMonths: Int = 24
     /// `experiment:`: the holdout that measures the campaign (docs/rules.md §9); nil = none.
     public var experiment: Experiment?
+    /// `money:`: one reporting currency through a rates file (docs/rules.md §13.1); nil = amounts
+    /// per currency.
+    public var money: MoneySettings?
     /// `identities:`: the team's own ids, joined to the audiences (docs/rules.md §10.1).
     public var identities: IdentitiesSource?
     /// `output.destinations`: the tools that get import files (docs/rules.md §10.2).
@@ -143,7 +146,7 @@ public struct PipelineConfig: Sendable {
             [
                 "name", "transactions", "renewalInfo", "products", "offers", "asOf", "consecutiveGapDays", "output",
                 "reports", "limits", "threads", "inflater", "audience", "environment", "apple", "experiment",
-                "identities", "incremental",
+                "identities", "incremental", "money",
             ], at: "")
         if let name = p.string(root, "name", required: true) {
             if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
@@ -274,6 +277,7 @@ public struct PipelineConfig: Sendable {
         }
         if let e = p.field(root, "experiment") { c.experiment = p.experiment(e) }
         if let i = p.field(root, "identities") { c.identities = p.identities(i) }
+        if let m = p.field(root, "money") { c.money = p.money(m) }
         if !c.destinations.isEmpty && c.identities == nil {
             p.fail("output.destinations", "needs identities: (the file that maps customers to the tools' ids)")
         }
@@ -507,6 +511,35 @@ struct YAMLChecker {
         }
         guard let name, let basisPoints, let start else { return nil }
         return Experiment(name: name, basisPoints: basisPoints, start: start)
+    }
+
+    /// The `money:` block (docs/rules.md §13.1): currency, rates and horizonMonths.
+    mutating func money(_ node: Node) -> MoneySettings? {
+        guard let m = node.mapping else {
+            fail("money", "expected a mapping with currency and rates")
+            return nil
+        }
+        allow(m, ["currency", "rates", "horizonMonths"], at: "money.")
+        var currency: String?
+        if let c = string(m, "currency", at: "money.", required: true) {
+            if MoneySettings.isCurrency(c) {
+                currency = c
+            } else {
+                fail("money.currency", "'\(c)' is not a currency code (three capital letters, ISO 4217)")
+            }
+        }
+        let rates = string(m, "rates", at: "money.", required: true)
+        if rates?.isEmpty == true { fail("money.rates", "expected the path of a rates file") }
+        var horizon = 3
+        if let h = int(m, "horizonMonths", at: "money.") {
+            if (1...36).contains(h) {
+                horizon = h
+            } else {
+                fail("money.horizonMonths", "must be 1–36, found \(h)")
+            }
+        }
+        guard let currency, let rates, !rates.isEmpty else { return nil }
+        return MoneySettings(currency: currency, ratesPath: rates, horizonMonths: horizon)
     }
 
     mutating func fail(_ field: String, _ why: String) { problems.append("field '\(field)': \(why)") }

@@ -55,6 +55,8 @@ public struct ResolvedPipeline: Sendable {
     public var renewalFiles: [String]
     /// How signed inputs are verified; nil unless the format is `appstore-signed`.
     public var signed: SignedReading?
+    /// `money`'s rates (docs/rules.md §13.1); nil without `money`.
+    public var rates: Rates? = nil
 
     /// Loads the pipeline file and catalog and resolves the input globs (exit 78 / 66).
     public static func resolve(_ o: RunOptions) throws -> ResolvedPipeline {
@@ -98,7 +100,8 @@ public struct ResolvedPipeline: Sendable {
             config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),
             inflater: inflater, outputDirectory: out,
             transactionFiles: try InputFiles.resolve(config.transactionPaths, base: config.folder),
-            renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder), signed: signed)
+            renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder), signed: signed,
+            rates: try MoneyRates.load(config))
     }
 
     /// The run's publisher, begun (its lock held) before any S3 request, when the pipeline
@@ -109,6 +112,7 @@ public struct ResolvedPipeline: Sendable {
         let config = try PipelineConfig.load(path: o.pipelinePath)
         let inputs =
             config.transactionPaths + config.renewalInfoPaths + [config.offersPath] + [config.identities?.path ?? ""]
+            + [config.money?.ratesPath ?? ""]
         guard inputs.contains(where: S3Location.isURI) else { return nil }
         var asOf = config.asOf
         if let s = o.asOf {

@@ -167,7 +167,7 @@ extension Stage {
         Reports.compute(
             customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
             gapDays: p.config.consecutiveGapDays, retentionMonths: p.config.retentionMonths, renewals: renewals,
-            threads: p.threads)
+            rates: p.rates, horizonMonths: p.config.money?.horizonMonths ?? 3, threads: p.threads)
     }
 
     /// Writes segments, reports and rejects into `directory` (docs/rules.md §4), every file
@@ -214,6 +214,7 @@ extension Stage {
         manifest.changes = changes.summary
         outputs += changes.outputs
         let (reports, reportOutputs) = try reportFiles[0]!.get()
+        manifest.record(amountsOf: reports)
         outputs += reportOutputs
         let page = outputs.count
         let delivered = try writeDestinations(p, to: directory, rejects: &rejects, sync: sync)

@@ -95,6 +95,7 @@ public enum Merge {
             try Stage.checkRejectBudget(counters, limit: p.config.maxRejectedFraction)
 
             let (reports, dropped, held) = try sum(p, work: work, shards: shards)
+            manifest.record(amountsOf: reports)
             manifest.eligible = zip(p.catalog.offers, reports.funnel).map { ($0.offerId, $1.funnel.eligible) }
             manifest.requireApple = p.config.requireApple
             manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))

@@ -61,6 +61,12 @@ struct ShardReports: Codable {
     /// §9): counts, summed before any rate or interval is computed.
     var uplift: [UpliftRow]
     var retention: [RetentionRow]
+    /// Revenue after a return and what the manifest says of amounts (docs/rules.md §13): sums
+    /// in milliunits, exact, so every shard count publishes the same report.
+    var revenue: [RevenueRow]
+    var money: MoneyCounts
+    var reportingCurrency: String?
+    var horizonMonths: Int
     /// Segment rows `audience.requireApple` left out, per catalog offer, then best-offer.
     var droppedByApple: [Int]
     /// Segment rows the experiment held out, per catalog offer, then best-offer (docs/rules.md §9.1).
@@ -69,6 +75,10 @@ struct ShardReports: Codable {
     init(_ r: Reports, droppedByApple: [Int], heldOut: [Int]) {
         uplift = r.uplift
         retention = r.retention
+        revenue = r.revenue
+        money = r.money
+        reportingCurrency = r.reportingCurrency
+        horizonMonths = r.horizonMonths
         self.heldOut = heldOut
         redemptions = r.redemptions
         rates = r.rates
@@ -87,7 +97,8 @@ struct ShardReports: Codable {
     func merged(with o: ShardReports) -> ShardReports? {
         guard let rates = rates.summed(lineByLine: o.rates), let funnel = funnel.summed(lineByLine: o.funnel),
             let apple = apple.merged(with: o.apple), droppedByApple.count == o.droppedByApple.count,
-            let uplift = uplift.summed(lineByLine: o.uplift), heldOut.count == o.heldOut.count
+            let uplift = uplift.summed(lineByLine: o.uplift), heldOut.count == o.heldOut.count,
+            reportingCurrency == o.reportingCurrency, horizonMonths == o.horizonMonths
         else { return nil }
         var sum = self
         sum.redemptions = redemptions.summed(byKey: o.redemptions)
@@ -98,6 +109,8 @@ struct ShardReports: Codable {
         sum.droppedByApple = zip(droppedByApple, o.droppedByApple).map(+)
         sum.uplift = uplift
         sum.retention = retention.summed(byKey: o.retention)
+        sum.revenue = revenue.summed(byKey: o.revenue)
+        sum.money = money + o.money
         sum.heldOut = zip(heldOut, o.heldOut).map(+)
         return sum
     }
@@ -112,6 +125,8 @@ struct ShardReports: Codable {
                 offers: apple.offers.map { ($0.offerId, $0.counts) },
                 unknownIds: AppleAgreement.sorted(unknownIds: apple.unknownIds.map { ($0.id, $0.customers) }),
                 overall: apple.overall, topAgreement: apple.topAgreement, disagreements: []),
-            experiment: experiment, uplift: uplift, retention: RetentionReport.sorted(retention))
+            experiment: experiment, uplift: uplift, retention: RetentionReport.sorted(retention),
+            revenue: RevenueReport.sorted(revenue), money: money, reportingCurrency: reportingCurrency,
+            horizonMonths: horizonMonths)
     }
 }

@@ -35,9 +35,9 @@ final class SignedLine {
             "autoRenewStatus", "isInBillingRetryPeriod", "gracePeriodExpiresDate", "eligibleWinBackOfferIds",
             "autoRenewProductId", "notificationType", "data", "bundleId",
         ]
-    /// Indices of the keys after the transaction decoder's (which has 18; checked in `init`).
+    /// Indices of the keys after the transaction decoder's (which has 22; checked in `init`).
     private enum Extra: Int {
-        case autoRenewStatus = 18
+        case autoRenewStatus = 22
         case isInBillingRetryPeriod, gracePeriodExpiresDate, eligibleWinBackOfferIds
         case autoRenewProductId, notificationType, data, bundleId
     }

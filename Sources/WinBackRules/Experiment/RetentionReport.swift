@@ -15,6 +15,8 @@ public struct Return: Sendable, Equatable {
     /// some period at T contains it.
     public var observable: [Bool]
     public var retained: [Bool]
+    /// The period's row: its offset in the customer's rows.
+    public var row: Int = 0
 
     /// `win_back`, `promotional`, `offer_code`, `introductory`, `unknown:N` or `none`.
     public func kind(strings: StringTable) -> String {
@@ -101,7 +103,7 @@ public enum RetentionReport {
                 out.append(
                     Return(
                         start: p.start, reach: reach, offerType: row.offerType, offerIdentifier: row.offerIdentifier,
-                        observable: observable, retained: retained))
+                        observable: observable, retained: retained, row: Int(p.row)))
             }
             reach = max(reach, p.end)
         }

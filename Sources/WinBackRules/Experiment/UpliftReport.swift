@@ -8,16 +8,21 @@ public struct ArmCounts: Sendable, Equatable, Codable {
     public var returned = 0
     /// Of those, customers whose win-back redemption (any offer) began during the month.
     public var redeemed = 0
+    /// Cohort revenue (docs/rules.md §13.3): the customers counted in a month whose horizon has
+    /// passed, and the sums of their revenue x and of x², in milliunits.
+    public var revenue = CohortRevenue()
 
-    public init(customers: Int = 0, returned: Int = 0, redeemed: Int = 0) {
+    public init(customers: Int = 0, returned: Int = 0, redeemed: Int = 0, revenue: CohortRevenue = CohortRevenue()) {
         self.customers = customers
         self.returned = returned
         self.redeemed = redeemed
+        self.revenue = revenue
     }
 
     static func + (a: ArmCounts, b: ArmCounts) -> ArmCounts {
         ArmCounts(
-            customers: a.customers + b.customers, returned: a.returned + b.returned, redeemed: a.redeemed + b.redeemed)
+            customers: a.customers + b.customers, returned: a.returned + b.returned, redeemed: a.redeemed + b.redeemed,
+            revenue: a.revenue + b.revenue)
     }
 
     /// returned / customers, docs/rules.md §4.3 rounding; empty when the arm has nobody.
@@ -91,7 +96,7 @@ public enum UpliftReport {
     @inline(__always)
     static func count<C: RandomAccessCollection>(
         rows: C, episodes: [Episode], month m: Int, offer: Int, heldOut: Bool, window: ReportWindow, offers n: Int,
-        into cells: inout [UpliftRow]
+        money: CohortMoney? = nil, into cells: inout [UpliftRow]
     ) where C.Element == Transaction, C.Index == Int {
         let from = window.months[m]
         let to = m + 1 < window.months.count ? window.months[m + 1] : window.currentMonth
@@ -100,7 +105,8 @@ public enum UpliftReport {
         let redeemed = episodes.contains {
             $0.offerType == OfferType.winBack.rawValue && $0.start >= from && $0.start < to
         }
-        let one = ArmCounts(customers: 1, returned: returned ? 1 : 0, redeemed: redeemed ? 1 : 0)
+        var one = ArmCounts(customers: 1, returned: returned ? 1 : 0, redeemed: redeemed ? 1 : 0)
+        if let money, let x = money.revenue(rows: rows, from: from, asOf: t) { one.revenue.add(x) }
         if heldOut {
             cells[m * n + offer].holdout = cells[m * n + offer].holdout + one
         } else {

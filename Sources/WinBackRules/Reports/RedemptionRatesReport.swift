@@ -80,7 +80,7 @@ public enum RedemptionRatesReport {
     static func count<C: RandomAccessCollection>(
         rows: C, group: Int32, episodes: [Episode], book: OfferBook, window: ReportWindow, gapDays: Int64,
         scratch: inout Scratch, into tally: inout [Counts], cohorts: Range<Int> = 0..<0, heldOut: Bool = false,
-        uplift: inout [UpliftRow]
+        money: CohortMoney? = nil, uplift: inout [UpliftRow]
     ) where C.Element == Transaction, C.Index == Int {
         guard let ranked = book.rankedByGroup[group], let first = rows.first else { return }
         let n = book.offers.count
@@ -122,7 +122,7 @@ public enum RedemptionRatesReport {
             if best >= 0 && cohorts.contains(m) {
                 UpliftReport.count(
                     rows: rows, episodes: episodes, month: m, offer: best, heldOut: heldOut, window: window, offers: n,
-                    into: &uplift)
+                    money: money, into: &uplift)
             }
         }
     }

@@ -12,8 +12,14 @@ public struct Reports: Sendable {
     package init(
         window: ReportWindow, redemptions: [RedemptionRow], rates: [RedemptionRateRow],
         funnel: [(offerId: String, funnel: FunnelRow)], summary: [EligibilitySummaryRow], apple: AppleAgreement,
-        experiment: Experiment? = nil, uplift: [UpliftRow] = [], retention: [RetentionRow] = []
+        experiment: Experiment? = nil, uplift: [UpliftRow] = [], retention: [RetentionRow] = [],
+        revenue: [RevenueRow] = [], money: MoneyCounts = MoneyCounts(), reportingCurrency: String? = nil,
+        horizonMonths: Int = 3
     ) {
+        self.horizonMonths = horizonMonths
+        self.revenue = revenue
+        self.money = money
+        self.reportingCurrency = reportingCurrency
         self.experiment = experiment
         self.uplift = uplift
         self.retention = retention
@@ -40,6 +46,14 @@ public struct Reports: Sendable {
     public var uplift: [UpliftRow]
     /// Retention after a return, by kind and offer, in report order, without the `*` row.
     public var retention: [RetentionRow]
+    /// Revenue after a return (docs/rules.md §13.2), in report order, without the `*` rows.
+    public var revenue: [RevenueRow]
+    /// What the manifest says of amounts (docs/rules.md §13.1).
+    public var money: MoneyCounts
+    /// `money.currency`; nil = amounts per currency.
+    public var reportingCurrency: String?
+    /// `money.horizonMonths` (docs/rules.md §13.3).
+    public var horizonMonths: Int
 
     /// What one worker counts over its shard.
     struct Tally {
@@ -50,6 +64,8 @@ public struct Reports: Sendable {
         /// Window months × catalog offers, month-major; empty without an experiment.
         var uplift: [UpliftRow]
         var retention: [RetentionReport.Key: RetentionRow] = [:]
+        var revenue: [RevenueReport.Key: RevenueRow] = [:]
+        var money = MoneyTally()
 
         init(cells: Int, uplift: [UpliftRow]) {
             rates = Array(repeating: .init(), count: cells)
@@ -62,6 +78,8 @@ public struct Reports: Sendable {
             for (k, n) in o.summary { summary[k, default: 0] += n }
             for i in uplift.indices { uplift[i] = uplift[i] + o.uplift[i] }
             for (k, r) in o.retention { retention[k] = retention[k].map { $0 + r } ?? r }
+            for (k, r) in o.revenue { revenue[k] = revenue[k].map { $0 + r } ?? r }
+            money.add(o.money)
         }
     }
 
@@ -99,10 +117,15 @@ public struct Reports: Sendable {
     ///   - windowMonths: complete months before the month containing T.
     ///   - gapDays: `consecutiveGapDays`, for episodes and for the monthly reconstructions.
     ///   - renewals: the run's renewal info, for the agreement with Apple; nil compares nobody.
+    ///   - rates: `money`'s rates (docs/rules.md §13.1); nil keeps amounts per currency.
+    ///   - horizonMonths: `money.horizonMonths`, the months of a cohort's revenue (§13.3).
     public static func compute(
         customers: CustomerRows, audience: Audience, book: OfferBook, windowMonths: Int, gapDays: Int64,
-        retentionMonths: Int = 24, renewals: RenewalIndex? = nil, threads: Int
+        retentionMonths: Int = 24, renewals: RenewalIndex? = nil, rates: Rates? = nil, horizonMonths: Int = 3,
+        threads: Int
     ) -> Reports {
+        let converter = AmountConverter(rates: rates, strings: customers.strings)
+        let money = CohortMoney(converter: converter, horizonMonths: Int64(horizonMonths))
         let t = audience.asOf
         let window = ReportWindow(asOf: t, months: windowMonths)
         let results = audience.results
@@ -132,9 +155,15 @@ public struct Reports: Sendable {
                     episodes, window: window, emptyId: emptyId, into: &tally.redemptions, seen: &seen)
                 RedemptionRatesReport.count(
                     rows: rows, group: group, episodes: episodes, book: book, window: window, gapDays: gapDays,
-                    scratch: &scratch, into: &tally.rates, cohorts: cohorts, heldOut: r.heldOut, uplift: &tally.uplift)
+                    scratch: &scratch, into: &tally.rates, cohorts: cohorts, heldOut: r.heldOut, money: money,
+                    uplift: &tally.uplift)
                 RetentionReport.returns(rows: rows, asOf: t, since: since, periods: &periods, into: &returns)
                 RetentionReport.count(returns, into: &tally.retention)
+                tally.money.count(rows: rows, asOf: t, converter: converter)
+                if !returns.isEmpty {
+                    RevenueReport.count(
+                        returns, rows: rows, asOf: t, converter: converter, into: &tally.revenue, money: &tally.money)
+                }
                 if r.timeline.state == .churned {
                     EligibilitySummaryReport.count(
                         group: group, r.timeline,
@@ -157,6 +186,9 @@ public struct Reports: Sendable {
                 customers: customers, audience: audience, book: book, renewals: renewals, gapDays: gapDays,
                 threads: threads),
             experiment: experiment, uplift: UpliftReport.rows(total.uplift, window: window, experiment: experiment),
-            retention: RetentionReport.rows(total.retention, strings: customers.strings))
+            retention: RetentionReport.rows(total.retention, strings: customers.strings),
+            revenue: RevenueReport.rows(total.revenue, strings: customers.strings, reporting: rates?.currency),
+            money: total.money.counts(strings: customers.strings), reportingCurrency: rates?.currency,
+            horizonMonths: horizonMonths)
     }
 }

@@ -1,0 +1,25 @@
+import Foundation
+import WinBackRead
+import WinBackRules
+import WinBackS3
+import WinBackSupport
+
+/// Reads the rates file of a pipeline's `money:` block (docs/rules.md §13.1), local or in S3.
+enum MoneyRates {
+    /// The rates, nil without `money`. A missing file is missing input (66); a malformed one a
+    /// configuration error (78) naming its line.
+    static func load(_ config: PipelineConfig) throws -> Rates? {
+        guard let money = config.money else { return nil }
+        let path = config.resolve(money.ratesPath)
+        let bytes: [UInt8]
+        if S3Location.isURI(path) {
+            bytes = [UInt8](try S3Inputs.contents(path))
+        } else {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw WinBackError(.noInput, "the rates file is missing or unreadable", path: path)
+            }
+            bytes = [UInt8](data)
+        }
+        return try Rates.parse(bytes, currency: money.currency, path: path)
+    }
+}

@@ -1,0 +1,58 @@
+/// An exact sum of amounts in milliunits (docs/rules.md §13.1): 128 bits, so that no run's sums
+/// overflow and every way of summing them (threads, shards, nights) gives the same value.
+/// Kept in JSON (a shard's reports) as its decimal string.
+public struct Milliunits: Sendable, Equatable, Hashable, Codable, AdditiveArithmetic {
+    public var value: Int128
+
+    public init(_ value: Int128) { self.value = value }
+    public init(_ value: Int64) { self.value = Int128(value) }
+
+    public static let zero = Milliunits(Int128(0))
+
+    public static func + (a: Milliunits, b: Milliunits) -> Milliunits { Milliunits(a.value + b.value) }
+    public static func - (a: Milliunits, b: Milliunits) -> Milliunits { Milliunits(a.value - b.value) }
+
+    public init(from decoder: Decoder) throws {
+        let s = try decoder.singleValueContainer().decode(String.self)
+        guard let v = Int128(s) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an amount"))
+        }
+        value = v
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(String(value))
+    }
+
+    /// In units with three decimals (`12.990`, `-0.500`).
+    public var units: String { Milliunits.units(value) }
+
+    /// `v` milliunits in units with three decimals.
+    public static func units(_ v: Int128) -> String {
+        let magnitude = v.magnitude
+        let whole = magnitude / 1000
+        let fraction = String(magnitude % 1000)
+        return (v < 0 ? "-" : "") + "\(whole)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
+
+    /// `numerator / denominator` milliunits in units with three decimals, rounded half away
+    /// from zero (`-0.000` as `0.000`); empty when `denominator` is 0.
+    public static func quotient(_ numerator: Int128, _ denominator: Int) -> String {
+        guard denominator > 0 else { return "" }
+        let d = UInt128(denominator)
+        let n = numerator.magnitude
+        // round(n / d) half up on magnitudes = (2n + d) / 2d; n stays far below 2¹²⁷.
+        let q = (2 * n + d) / (2 * d)
+        return units(numerator < 0 && q > 0 ? -Int128(q) : Int128(q))
+    }
+
+    /// `x` milliunits (any real) in units with three decimals, half away from zero, `-0.000`
+    /// as `0.000`: intervals, which are not exact.
+    public static func units(double x: Double) -> String {
+        let r = (abs(x)).rounded(.toNearestOrAwayFromZero)
+        guard r.isFinite, r < 1e36 else { return x < 0 ? "-inf" : "inf" }
+        let m = Int128(r)
+        return units(x < 0 && m > 0 ? -m : m)
+    }
+}
