@@ -36,8 +36,10 @@ public struct GenerateSummary: Sendable {
     public var bytes: Int
 }
 
-/// Writes a realistic synthetic world: monthly transaction exports (duplicates across months,
-/// shuffled lines), renewal info, the offer catalog, and a `pipeline.yaml` that runs on them.
+/// Writes a realistic synthetic world: monthly transaction exports up to the as-of month
+/// (duplicates across months, shuffled lines), renewal info, the team's identities, the offer
+/// catalog, and a `pipeline.yaml` that runs on them and makes destination files from the
+/// identities.
 /// Deterministic: the same options give byte-identical files, whatever the thread count.
 public enum WorldGenerator {
     static let block = 4000
@@ -65,6 +67,8 @@ public enum WorldGenerator {
                 .cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: directory)
         }
         let sim = CustomerSimulator(asOf: o.asOf, seed: o.seed, experiment: o.experiment)
+        // No export is dated after the world's present: the last file is the as-of month's.
+        let lastMonth = MonthMath.monthStart(o.asOf)
         var writers: [String: GzipWriter] = [:]
         let renewalWriter = o.format == .revenuecat ? nil : try GzipWriter(path: directory + "/renewal-info.jsonl.gz")
         var transactions = 0
@@ -94,15 +98,15 @@ public enum WorldGenerator {
                     }
                     let month = Timestamp.month(row.purchaseDate)
                     lines.append((month, line))
-                    // Exports overlap: some rows come again in the next month's file, some
-                    // re-signed later.
+                    // Exports overlap: some rows come again in the next month's file (in the
+                    // as-of month's own file when that is the last), some re-signed later.
                     if dup.chance(0.03) {
                         var again = row
                         if dup.chance(0.5) { again.signedDate += MonthMath.day }
                         var copy: [UInt8] = []
                         format.append(again, variant: k, to: &copy)
-                        lines.append(
-                            (Timestamp.month(MonthMath.addMonths(MonthMath.monthStart(row.purchaseDate), 1)), copy))
+                        let next = MonthMath.addMonths(MonthMath.monthStart(row.purchaseDate), 1)
+                        lines.append((Timestamp.month(min(next, lastMonth)), copy))
                     }
                 }
                 var renewal: [UInt8] = []
@@ -228,8 +232,12 @@ public enum WorldGenerator {
         s += """
             offers: offers.json
             asOf: \(Timestamp.iso(o.asOf))
+            identities:                 # the team's ids of nine customers in ten (docs/rules.md §10.1)
+              path: identities.csv.gz
+              key: original_transaction_id
             output:
               directory: out
+              destinations: [braze, klaviyo]
 
             """
         if let e = o.experiment {

@@ -121,6 +121,41 @@ struct WorldGeneratorTests {
         #expect(listed == compared)
     }
 
+    @Test(
+        "every file written is one the pipeline reads, no export is dated after the as-of month, and the identities make destination files",
+        arguments: InputFormat.allCases)
+    func everyFileUsed(format: InputFormat) throws {
+        let dir = try generate(300, format: format)
+        let written = Set(filesBelow(dir))
+        // Months of the exports: every one up to the as-of's (2026-11), none after.
+        let months = written.compactMap { name -> String? in
+            guard name.hasPrefix("transactions-") || name.hasPrefix("revenuecat-") else { return nil }
+            return name.split(separator: "-", maxSplits: 1).last.map { String($0.prefix(7)) }
+        }
+        #expect(months.count > 30)
+        #expect(months.max() == Timestamp.month(Self.asOf), "\(months.sorted().suffix(3))")
+        // The pipeline names every file the generator wrote.
+        let config = try PipelineConfig.load(path: dir + "/pipeline.yaml")
+        let identities = try #require(config.identities, "the generated pipeline has no identities:")
+        #expect(config.destinations.map(\.type.rawValue) == ["braze", "klaviyo"])
+        var used = Set(try InputFiles.resolve(config.transactionPaths + config.renewalInfoPaths, base: dir))
+        used.formUnion([identities.path, config.offersPath].map(config.resolve))
+        used.formUnion(config.apple.roots.map(config.resolve))
+        used.insert(config.path)
+        #expect(Set(written.map { dir + "/" + $0 }).subtracting(used).sorted() == [], "written and never read")
+        // Run, the destinations hold the addressable customers of the best-offer segment.
+        var o = RunOptions(pipelinePath: dir + "/pipeline.yaml", threads: 2)
+        o.now = Self.asOf
+        let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
+        let segment = try Self.rows(s.published + "/segments/best-offer.csv")
+        #expect(segment > 0)
+        for tool in ["braze", "klaviyo"] {
+            let rows = try Self.rows(s.published + "/destinations/\(tool)/best-offer-001.csv")
+            // Nine customers in ten have an identity row: some are left out, most are not.
+            #expect(rows < segment && rows * 10 >= segment * 7, "\(tool): \(rows) of \(segment)")
+        }
+    }
+
     @Test("a folder that already holds exports is refused, so no stale month is read later")
     func refusesStaleExports() throws {
         let dir = try generate(20)
