@@ -22,6 +22,8 @@ public enum MetricsFile {
         public var states: CustomerStates?
         public var eligible: [(String, Int)] = []
         public var heldOut: Int?
+        /// Rows entered, exited and changed per segment since the baseline run (docs/rules.md §10.5).
+        var segmentChanges: [SegmentChangeCount] = []
         /// Rows of each destination's `-exited-` files: type, audience, rows (docs/rules.md §10.5).
         public var destinationExited: [(destination: String, audience: String, rows: Int)] = []
     }
@@ -40,6 +42,10 @@ public enum MetricsFile {
         ("winback_customers", "Customers of the last run by state at the as-of instant."),
         ("winback_eligible", "Customers eligible for each offer in the last run."),
         ("winback_held_out", "Customers the experiment's holdout left out of best-offer in the last run."),
+        (
+            "winback_segment_changes",
+            "Customers who entered, exited or changed offer in each segment since the baseline run."
+        ),
         (
             "winback_destination_exited",
             "Identity values in each destination's files of the baseline run and not in the last run's."
@@ -81,6 +87,11 @@ public enum MetricsFile {
         }
         for (offer, n) in r.eligible { add("eligible", String(n), ("offer", offer)) }
         if let v = r.heldOut { add("held_out", String(v)) }
+        for c in r.segmentChanges {
+            for (change, n) in [("entered", c.entered), ("exited", c.exited), ("changed", c.changed)] {
+                add("segment_changes", String(n), ("segment", c.segment), ("change", change))
+            }
+        }
         for d in r.destinationExited {
             add("destination_exited", String(d.rows), ("destination", d.destination), ("audience", d.audience))
         }
@@ -238,6 +249,7 @@ public enum MetricsFile {
             r.states = m.states
             r.eligible = m.eligible
             r.heldOut = m.experiment == nil ? nil : (m.heldOut.last?.1 ?? 0)
+            r.segmentChanges = m.changes?.segments ?? []
             r.destinationExited = m.destinations.map { ($0.type.rawValue, $0.audience.rawValue, $0.exited) }
         }
         return r

@@ -88,7 +88,7 @@ struct DeliveryMetricsTests {
                     s.labels.hasPrefix("{pipeline=\"reference\""), "\(name)\(s.labels)", sourceLocation: sourceLocation)
                 #expect(!s.value.isNaN, "\(name)\(s.labels)", sourceLocation: sourceLocation)
             }
-            if name != "winback_customers" && name != "winback_eligible" {
+            if !["winback_customers", "winback_eligible", "winback_segment_changes"].contains(name) {
                 #expect(list.count == 1, "\(name) has \(list.count) samples", sourceLocation: sourceLocation)
             }
         }
@@ -121,6 +121,14 @@ struct DeliveryMetricsTests {
         let manifest = try DeliveryFixture.manifest(published)
         let counters = try #require(manifest["counters"] as? [String: Any])
         #expect(m.value("winback_rows_read") == (counters["rowsRead"] as? Int).map(Double.init))
+        // One sample per segment and change, as the manifest counts them (docs/rules.md §10.5).
+        let changes = try #require((manifest["changes"] as? [String: Any])?["segments"] as? [[String: Any]])
+        #expect(m.samples["winback_segment_changes"]?.count == changes.count * 3)
+        #expect(
+            m.samples["winback_segment_changes"]?.contains {
+                $0.labels.contains("segment=\"best-offer\"") && $0.labels.contains("change=\"entered\"")
+                    && Int($0.value) == changes.first { $0["segment"] as? String == "best-offer" }?["entered"] as? Int
+            } == true)
         #expect(m.value("winback_rows_rejected") == (counters["rejected"] as? Int).map(Double.init))
         let states = Dictionary(
             uniqueKeysWithValues: (m.samples["winback_customers"] ?? []).map { ($0.labels, $0.value) })
@@ -424,7 +432,8 @@ struct DeliveryMetricsTests {
         """.write(toFile: metrics, atomically: true, encoding: .utf8)
         let r = try CLI.run(["run", pipeline])
         #expect(r.status == 66, "\(r.stderr)")
-        #expect(r.stderr.contains("has 4 lines that do not parse, dropped (line 4: \\x1B[2Jwinback_x 1)"), "\(r.stderr)")
+        #expect(
+            r.stderr.contains("has 4 lines that do not parse, dropped (line 4: \\x1B[2Jwinback_x 1)"), "\(r.stderr)")
         #expect(!r.stderr.contains("\u{1B}"), "a control byte quoted escaped")
         let m = Metrics(metrics)
         #expect(m.value("winback_last_success_timestamp_seconds") == 1234.5)
