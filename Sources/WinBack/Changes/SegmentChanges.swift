@@ -30,8 +30,9 @@ enum SegmentChanges {
         var count = SegmentChangeCount(segment: segment)
         let now = try SegmentRecords(path: tonight)
         let before = try baseline.map { try SegmentRecords(path: $0) }
-        // Entered before changed, both in tonight's order; exited in the baseline's, after.
-        var entered: [UInt8] = []
+        // Entered rows are written as they come (all of tonight's on a first run); changed ones
+        // follow them, and exited ones in the baseline's order after those.
+        try out.write(CSVRecord.header(columns))
         var changed: [UInt8] = []
         var exited: [SegmentKey] = []
         var rec = CSVRecord()
@@ -54,7 +55,7 @@ enum SegmentChanges {
                 a = try before?.next()
             } else if c > 0 {
                 line("entered", b!, offer: b!.offer, previous: [], reason: "")
-                entered += rec.bytes
+                try out.write(rec.bytes)
                 count.entered += 1
                 b = try now.next()
             } else {
@@ -74,8 +75,6 @@ enum SegmentChanges {
                     + "published): remove that run or restore the file",
                 path: before.path)
         }
-        try out.write(CSVRecord.header(columns))
-        try out.write(entered)
         try out.write(changed)
         for k in exited {
             line("exited", k, offer: [], previous: k.offer, reason: try reason(k))

@@ -45,6 +45,7 @@ final class SegmentRecords {
     static let groupColumn = 0
     static let originalColumn = 1
     static let offerColumn = 9
+    static let keyColumns: Set<Int> = [groupColumn, originalColumn, offerColumn]
 
     /// Opens `path` and checks its header (`columns`: a segment's, unless said): a file that is
     /// not of that form is bad data (65).
@@ -65,10 +66,10 @@ final class SegmentRecords {
 
     /// The fields of the next record, unquoted, nil at the end; a record that is not
     /// well-formed CSV is bad data (65).
-    func nextFields() throws -> [[UInt8]]? {
+    func nextFields(only wanted: Set<Int>? = nil) throws -> [[UInt8]]? {
         guard let bytes = try nextRecord() else { return nil }
         rows += 1
-        guard let fields = SegmentRecords.split(bytes) else {
+        guard let fields = SegmentRecords.split(bytes, only: wanted) else {
             throw WinBackError(.badData, "row \(rows) is not well-formed CSV", path: path)
         }
         return fields
@@ -77,7 +78,8 @@ final class SegmentRecords {
     /// The next row, nil at the end. A row that is not well-formed, or not after the one before
     /// it in customer order, is bad data (65) naming the file and the row.
     func next() throws -> SegmentKey? {
-        guard let fields = try nextFields() else { return nil }
+        // Only the fields the changes need are copied out: a row costs three small arrays.
+        guard let fields = try nextFields(only: SegmentRecords.keyColumns) else { return nil }
         guard fields.count == SegmentWriter.columns.count else {
             throw WinBackError(
                 .badData, "row \(rows) of a segment file is not \(SegmentWriter.columns.count) CSV fields", path: path)
@@ -115,8 +117,9 @@ final class SegmentRecords {
         return record
     }
 
-    /// The fields of one record, unquoted (RFC 4180); nil when a quote is misplaced.
-    static func split(_ r: [UInt8]) -> [[UInt8]]? {
+    /// The fields of one record, unquoted (RFC 4180); nil when a quote is misplaced. With
+    /// `wanted`, the other fields are checked and counted but given empty.
+    static func split(_ r: [UInt8], only wanted: Set<Int>? = nil) -> [[UInt8]]? {
         var fields: [[UInt8]] = []
         var field: [UInt8] = []
         var i = 0
@@ -148,7 +151,7 @@ final class SegmentRecords {
                     i += 1
                 }
             }
-            fields.append(field)
+            fields.append(wanted.map { $0.contains(fields.count) } ?? true ? field : [])
             if i == r.count { return fields }
             i += 1  // the comma
         }
