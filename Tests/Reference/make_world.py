@@ -293,8 +293,8 @@ class World:
         if c["token"]:
             r["appAccountToken"] = c["token"]
         if self.rng.random() < 0.5:
-            r["price"] = self.rng.choice([4990, 9990, 49990])
-            r["currency"] = self.rng.choice(["USD", "EUR", "JPY"])
+            r["currency"] = self.rng.choice(["USD", "EUR", "JPY", "KRW"])
+            r["price"] = self.rng.choice(PRICES[r["currency"]])
         if self.rng.random() < 0.03:
             del r["signedDate"]
         return r
@@ -304,6 +304,14 @@ class World:
         original = dict(row)
         row["revocationDate"] = rev
         row["revocationReason"] = self.rng.choice([0, 1])
+        kind = self.rng.random()
+        if kind < 0.3:  # docs/rules.md §13.1: prorated at 0, 50, 100 % or any share
+            row["revocationType"] = "REFUND_PRORATED"
+            row["revocationPercentage"] = self.rng.choice([0, 50000, 100000, self.rng.randint(0, 100000)])
+        elif kind < 0.4:
+            row["revocationType"] = "FAMILY_REVOKE"
+        elif kind < 0.6:
+            row["revocationType"] = "REFUND_FULL"
         row["signedDate"] = rev + self.rng.randint(1, 100000)
         if rev < LAST:
             self.rows.append((original, None))
@@ -358,7 +366,27 @@ class World:
                            "storefront": "USA"}, None))
 
 
-def write_world(out_dir, n, seed):
+# Prices in milliunits per currency, the largest included (docs/rules.md §13.1).
+PRICES = {"USD": [4990, 9990, 49990], "EUR": [4490, 8990, 999999], "JPY": [1200000, 600000],
+          "KRW": [14900000, 7450000]}
+
+# Units of USD per unit: undated, and a month's rate that wins over it; KRW has none (its rows
+# are counted as unconverted).
+RATES = """month,currency,rate
+,EUR,1.0725
+2026-05,EUR,1.0841
+,JPY,0.006655
+2026-07,JPY,0.00649
+"""
+
+MONEY = """money:
+  currency: USD
+  rates: rates.csv
+  horizonMonths: 2
+"""
+
+
+def write_world(out_dir, n, seed, money=False):
     os.makedirs(out_dir, exist_ok=True)
     w = World(seed)
     for i in range(n):
@@ -385,7 +413,10 @@ def write_world(out_dir, n, seed):
         json.dump({"offers": OFFERS}, fh, indent=2)
         fh.write("\n")
     with open(os.path.join(out_dir, "pipeline.yaml"), "w", encoding="utf-8") as fh:
-        fh.write(PIPELINE)
+        fh.write(PIPELINE + (MONEY if money else ""))
+    if money:
+        with open(os.path.join(out_dir, "rates.csv"), "w", encoding="utf-8") as fh:
+            fh.write(RATES)
     return len(w.rows)
 
 
@@ -415,8 +446,9 @@ def main():
     p.add_argument("out_dir")
     p.add_argument("--customers", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--money", action="store_true", help="a money: block and its rates file")
     a = p.parse_args()
-    rows = write_world(a.out_dir, a.customers, a.seed)
+    rows = write_world(a.out_dir, a.customers, a.seed, a.money)
     print(f"make_world.py: {a.customers} customers, {rows} rows -> {a.out_dir}")
 
 

@@ -8,9 +8,11 @@ the offer catalog, and writes
 
     OUT_DIR/winback-uplift.csv            docs/rules.md §9.2 (only when the pipeline has `experiment:`)
     OUT_DIR/retention-after-return.csv    docs/rules.md §9.3
+    OUT_DIR/revenue-after-return.csv      docs/rules.md §13.2
+    OUT_DIR/winback-revenue-uplift.csv    docs/rules.md §13.3 (only with `experiment:`)
 
 The rules are implemented from the text of docs/rules.md §2.1, §2.4, §2.5, §3 (rules 1-9),
-§4.3 and §9. Python 3.11 standard library only.
+§4.3, §9 and §13. Python 3.11 standard library only.
 Renewal info is not read: §9.2 evaluates eligibility "with no renewal info" and §9.3 only
 looks at periods.
 """
@@ -254,7 +256,8 @@ class Row:
     __slots__ = ("transaction_id", "original_transaction_id", "group", "product_id",
                  "purchase", "expires", "environment", "ownership", "offer_type",
                  "offer_id", "discount_type", "revocation", "is_upgraded", "storefront",
-                 "signed_date", "file_rank", "line_no")
+                 "signed_date", "file_rank", "line_no", "price", "currency", "revocation_type",
+                 "revocation_percentage")
 
 
 class Rejected(Exception):
@@ -335,7 +338,22 @@ def parse_line(text):
     if token is not None and not UUID_RE.fullmatch(token):
         raise Rejected("appAccountToken is not a UUID")
     r.signed_date = _opt_int(obj, "signedDate")
+    # §13.1: amounts. A price is a non-negative integer, a currency three capital letters, a
+    # percentage 0-100000; revocationType any string.
+    r.price = _opt_int(obj, "price")
+    if r.price is not None and r.price < 0:
+        raise Rejected("negative price")
+    r.currency = _opt_str(obj, "currency")
+    if r.currency is not None and not CURRENCY_RE.fullmatch(r.currency):
+        raise Rejected("currency fails its pattern")
+    r.revocation_type = _opt_str(obj, "revocationType")
+    r.revocation_percentage = _opt_int(obj, "revocationPercentage")
+    if r.revocation_percentage is not None and not 0 <= r.revocation_percentage <= 100000:
+        raise Rejected("revocationPercentage out of range")
     return r
+
+
+CURRENCY_RE = re.compile(r"[A-Z]{3}")
 
 
 def open_text(path):
@@ -740,6 +758,259 @@ def retention_header():
 
 
 # ---------------------------------------------------------------------------------------
+# Money: §13.
+# ---------------------------------------------------------------------------------------
+
+class Money:
+    """§13.1: one reporting currency through a rates file, or (rates None) amounts per currency."""
+
+    def __init__(self, currency=None, rates_path=None, horizon=3):
+        self.currency = currency
+        self.horizon = horizon
+        self.undated, self.monthly = {}, {}
+        if rates_path is not None:
+            with open(rates_path, encoding="utf-8", newline="") as fh:
+                lines = [l.rstrip("\r\n") for l in fh]
+            while lines and lines[-1] == "":
+                lines.pop()
+            dated = lines[0] == "month,currency,rate"
+            for line in lines[1:]:
+                cells = line.split(",")
+                month = cells[0] if dated else ""
+                code, rate = cells[-2], Fraction(Decimal(cells[-1]))
+                if month:
+                    self.monthly[(month, code)] = rate
+                else:
+                    self.undated[code] = rate
+
+    @property
+    def converts(self):
+        return self.currency is not None
+
+    def rate(self, row):
+        if row.currency == self.currency:
+            return Fraction(1)
+        d = date_of_ms(row.purchase)
+        month = f"{d.year:04d}-{d.month:02d}"
+        if (month, row.currency) in self.monthly:
+            return self.monthly[(month, row.currency)]
+        return self.undated.get(row.currency)
+
+    def amounts(self, row, T):
+        """(gross, net) in milliunits, converted half to even; None without an amount or a rate."""
+        if row.price is None or row.currency is None:
+            return None
+        net = row.price - refunded(row, T)
+        if not self.converts:
+            return row.price, net
+        rate = self.rate(row)
+        if rate is None:
+            return None
+        return round(row.price * rate), round(net * rate)  # round(Fraction): half to even
+
+
+def refunded(row, T):
+    """§13.1: what went back of a row revoked before T (not upgraded)."""
+    if row.revocation is None or row.revocation >= T or row.is_upgraded:
+        return 0
+    if row.revocation_type == "FAMILY_REVOKE":
+        return 0
+    if row.revocation_type == "REFUND_PRORATED" and row.revocation_percentage is not None:
+        return row.price * row.revocation_percentage // 100000
+    return row.price
+
+
+def units(milli):
+    """Milliunits (an integer) in units with three decimals."""
+    sign = "-" if milli < 0 else ""
+    m = abs(milli)
+    return f"{sign}{m // 1000}.{m % 1000:03d}"
+
+
+def units_half_away(value):
+    """A Fraction (or float) of milliunits in units, three decimals, half away from zero."""
+    v = Fraction(value)
+    q = math.floor(abs(v) + Fraction(1, 2))
+    return units(-q if v < 0 and q > 0 else q)
+
+
+def revenue_after_return(customers, T, retention_months, money):
+    """§13.2 revenue-after-return.csv."""
+    d = date_of_ms(T)
+    since = month_start(d.year, d.month - retention_months)
+    n = len(HORIZONS)
+    tallies = {}  # (kind, offer_id, currency) -> [returns, obs.., gross.., net..]
+    for rows in customers.values():
+        periods = periods_at(rows, T)
+        reach = None
+        for p in periods:
+            is_return = reach is not None and whole_months(reach, p.start) >= 1
+            reach = p.end if reach is None else max(reach, p.end)
+            if not is_return or p.start < since:
+                continue
+            if money.converts:
+                currency = money.currency
+            else:
+                if p.row.price is None or p.row.currency is None:
+                    continue  # a return whose first row has no amount counts nowhere
+                currency = p.row.currency
+            kind, offer_id = return_kind(p.row)
+            t = tallies.setdefault((kind, offer_id, currency), [0] * (1 + 3 * n))
+            t[0] += 1
+            for i, k in enumerate(HORIZONS):
+                x = add_months(p.start, k)
+                if not x < T:
+                    continue
+                t[1 + i] += 1
+                for r in rows:
+                    if not (r.purchase < T and p.start <= r.purchase < x):
+                        continue
+                    if not money.converts and r.price is not None and r.currency is not None \
+                            and r.currency != currency:
+                        continue
+                    a = money.amounts(r, T)
+                    if a is None:
+                        continue
+                    t[1 + n + i] += a[0]
+                    t[1 + 2 * n + i] += a[1]
+
+    def line(kind, offer_id, currency, t):
+        cells = [kind, offer_id, currency, t[0]]
+        for i in range(n):
+            obs, gross, net = t[1 + i], t[1 + n + i], t[1 + 2 * n + i]
+            cells += [obs, units(gross), units(gross - net), units(net),
+                      units_half_away(Fraction(net, obs)) if obs else ""]
+        return cells
+
+    def order(key):
+        return kind_sort_key((key[0], key[1])) + (key[2].encode("utf-8"),)
+
+    out = []
+    totals = {}
+    if money.converts:
+        totals[money.currency] = [0] * (1 + 3 * n)
+    for key in sorted(tallies, key=order):
+        out.append(line(key[0], key[1], key[2], tallies[key]))
+        tot = totals.setdefault(key[2], [0] * (1 + 3 * n))
+        totals[key[2]] = [a + b for a, b in zip(tot, tallies[key])]
+    for currency in sorted(totals, key=lambda c: c.encode("utf-8")):
+        out.append(line("*", "", currency, totals[currency]))
+    return out
+
+
+def revenue_header():
+    cols = ["kind", "offer_id", "currency", "returns"]
+    for k in HORIZONS:
+        cols += [f"observable_{k}m", f"gross_{k}m", f"refunded_{k}m", f"net_{k}m", f"net_per_return_{k}m"]
+    return cols
+
+
+REVENUE_UPLIFT_HEADER = ["month", "offer_id", "horizon_months", "currency", "treatment_customers",
+                         "holdout_customers", "treatment_revenue_per_customer",
+                         "holdout_revenue_per_customer", "revenue_lift", "revenue_lift_low",
+                         "revenue_lift_high", "incremental_revenue"]
+
+
+def report_currency(customers, T, money):
+    """§13.3: the reporting currency, else the one currency of the priced PURCHASED rows known
+    at T ("" when none); None when there are several."""
+    if money.converts:
+        return money.currency
+    found = {r.currency for rows in customers.values() for r in rows
+             if r.purchase < T and r.price is not None and r.currency is not None}
+    if len(found) > 1:
+        return None
+    return next(iter(found), "")
+
+
+def revenue_uplift(customers, offers, T, cfg, money):
+    """§13.3 winback-revenue-uplift.csv: rows of [header] (None: header only)."""
+    currency = report_currency(customers, T, money)
+    if currency is None:
+        return []
+    start_ms = ms_of_date(*map(int, cfg["start"].split("-")))
+    cohort = [(y, m) for (y, m) in window_months(T, cfg["window"])
+              if month_start(y, m) >= start_ms]
+    threshold = cfg["holdout_bp"]
+    gap = cfg["gap_days"]
+    H = money.horizon
+    # arms[(month, offer, held_out)] = [n, counted, sum x, sum x^2]
+    arms = {}
+    for (group, otid), rows in customers.items():
+        held_out = bucket(cfg["name"], group, otid) < threshold
+        for (y, m) in cohort:
+            t_m = month_start(y, m)
+            offer = best_offer(rows, group, offers, t_m, gap)
+            if offer is None:
+                continue
+            a = arms.setdefault(((y, m), offer.index, held_out), [0, 0, 0, 0])
+            a[0] += 1
+            end = add_months(t_m, H)
+            if end <= T:
+                x = 0
+                for r in rows:
+                    if r.purchase < T and t_m <= r.purchase < end:
+                        amounts = money.amounts(r, T)
+                        if amounts is not None:
+                            x += amounts[1]
+                a[1] += 1
+                a[2] += x
+                a[3] += x * x
+
+    def add(a, b):
+        return [p + q for p, q in zip(a, b)]
+
+    def line(month_label, offer_label, t, h, star):
+        # t, h: [n, counted, sum, squares] of treatment and holdout
+        n1, n0 = (t[1], h[1]) if star else (t[0], h[0])
+        counted = star or (t[1] == t[0] and h[1] == h[0])
+        cells = [month_label, offer_label, H, currency, n1, n0]
+        if not counted:
+            return cells + [""] * 6
+        m1 = Fraction(t[2], t[1]) if t[1] else None
+        m0 = Fraction(h[2], h[1]) if h[1] else None
+        cells += [units_half_away(m1) if m1 is not None else "",
+                  units_half_away(m0) if m0 is not None else ""]
+        if m1 is None or m0 is None:
+            return cells + [""] * 4
+        lift = m1 - m0
+        cells.append(units_half_away(lift))
+        if t[1] >= 2 and h[1] >= 2:
+            v1 = (Fraction(t[3]) - Fraction(t[2]) ** 2 / t[1]) / (t[1] - 1)
+            v0 = (Fraction(h[3]) - Fraction(h[2]) ** 2 / h[1]) / (h[1] - 1)
+            half = Z * math.sqrt(float(v1 / t[1] + v0 / h[1]))
+            cells += [units_half_away(float(lift) - half), units_half_away(float(lift) + half)]
+        else:
+            cells += ["", ""]
+        cells.append(units_half_away(lift * t[1]))
+        return cells
+
+    zero = [0, 0, 0, 0]
+    out = []
+    per_offer = [([0] * 4, [0] * 4) for _ in offers]
+    for (y, m) in cohort:
+        label = f"{y:04d}-{m:02d}"
+        mt, mh = [0] * 4, [0] * 4
+        passed = add_months(month_start(y, m), H) <= T
+        for o in offers:
+            t = arms.get(((y, m), o.index, False), zero)
+            h = arms.get(((y, m), o.index, True), zero)
+            out.append(line(label, o.offer_id, t, h, False))
+            mt, mh = add(mt, t), add(mh, h)
+            if passed:
+                pt, ph = per_offer[o.index]
+                per_offer[o.index] = (add(pt, t), add(ph, h))
+        out.append(line(label, "*", mt, mh, False))
+    gt, gh = [0] * 4, [0] * 4
+    for o in offers:
+        pt, ph = per_offer[o.index]
+        out.append(line("*", o.offer_id, pt, ph, True))
+        gt, gh = add(gt, pt), add(gh, ph)
+    out.append(line("*", "*", gt, gh, True))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
 # Main.
 # ---------------------------------------------------------------------------------------
 
@@ -800,6 +1071,19 @@ def main(argv):
                   uplift_report(customers, offers, T, ecfg))
     write_csv(os.path.join(out_dir, "retention-after-return.csv"), retention_header(),
               retention_report(customers, T, retention_months))
+    mcfg = cfg.get("money")
+    if isinstance(mcfg, dict):
+        rates_path = mcfg["rates"]
+        if not os.path.isabs(rates_path):
+            rates_path = os.path.join(base, rates_path)
+        money = Money(str(mcfg["currency"]), rates_path, int(mcfg.get("horizonMonths") or 3))
+    else:
+        money = Money()
+    write_csv(os.path.join(out_dir, "revenue-after-return.csv"), revenue_header(),
+              revenue_after_return(customers, T, retention_months, money))
+    if isinstance(experiment, dict):
+        write_csv(os.path.join(out_dir, "winback-revenue-uplift.csv"), REVENUE_UPLIFT_HEADER,
+                  revenue_uplift(customers, offers, T, ecfg, money))
     print(f"measure.py: {len(files)} files, {len(rows)} rows kept, {rejected} rejected, "
           f"{len(customers)} customer keys -> {out_dir}", file=sys.stderr)
     return 0

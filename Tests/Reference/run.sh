@@ -1,11 +1,13 @@
 #!/bin/sh
 # Compare winback's campaign reports with the reference implementation on one world.
 #
-#   Tests/Reference/run.sh WORLD_DIR            (SEED and CUSTOMERS tune a new world)
+#   Tests/Reference/run.sh WORLD_DIR            (SEED and CUSTOMERS tune a new world;
+#                                               MONEY=1 gives it a money: block and rates)
 #
 # Makes the world with make_world.py when WORLD_DIR has no pipeline.yaml, runs
 # `${WINBACK:-winback} run WORLD_DIR/pipeline.yaml --threads 2`, runs measure.py into
-# WORLD_DIR/reference, and compares winback-uplift.csv and retention-after-return.csv.
+# WORLD_DIR/reference, and compares winback-uplift.csv, retention-after-return.csv,
+# revenue-after-return.csv and winback-revenue-uplift.csv.
 # Exits non-zero when winback fails or any report differs.
 set -eu
 
@@ -19,7 +21,11 @@ WINBACK=${WINBACK:-winback}
 PYTHON=${PYTHON:-python3}
 
 if [ ! -f "$WORLD/pipeline.yaml" ]; then
-    "$PYTHON" "$HERE/make_world.py" "$WORLD" --customers "${CUSTOMERS:-3000}" --seed "${SEED:-1}"
+    if [ "${MONEY:-0}" = 1 ]; then
+        "$PYTHON" "$HERE/make_world.py" "$WORLD" --customers "${CUSTOMERS:-3000}" --seed "${SEED:-1}" --money
+    else
+        "$PYTHON" "$HERE/make_world.py" "$WORLD" --customers "${CUSTOMERS:-3000}" --seed "${SEED:-1}"
+    fi
 fi
 
 "$WINBACK" run "$WORLD/pipeline.yaml" --threads 2 --quiet
@@ -27,7 +33,8 @@ fi
 
 REPORTS="$WORLD/out/reference/2026-11-22/reports"
 status=0
-for report in winback-uplift.csv retention-after-return.csv; do
+for report in winback-uplift.csv retention-after-return.csv revenue-after-return.csv \
+    winback-revenue-uplift.csv; do
     if [ ! -f "$REPORTS/$report" ]; then
         echo "$report: winback did not write $REPORTS/$report"
         status=1

@@ -36,7 +36,8 @@ struct GoldenWorldTests {
             }
             expectSameFile(produced + "/rejects.csv", golden: expected + "/rejects.csv")
             #expect(
-                summary.states == CustomerStates(customers: 11, active: 1, billingRetry: 1, churned: 9, notSubscriber: 1))
+                summary.states
+                    == CustomerStates(customers: 11, active: 1, billingRetry: 1, churned: 9, notSubscriber: 1))
             #expect(summary.counters.rowsRead == 83)
             #expect(summary.counters.rejected == 1)
             #expect(summary.counters.duplicates == 1)
@@ -79,7 +80,10 @@ struct GoldenWorldTests {
             for f in filesBelow(expected + "/segments") {
                 expectSameFile(out + "/segments/" + f, golden: expected + "/segments/" + f)
             }
-            for f in ["winback-uplift.csv", "retention-after-return.csv"] {
+            for f in [
+                "winback-uplift.csv", "retention-after-return.csv", "revenue-after-return.csv",
+                "winback-revenue-uplift.csv",
+            ] {
                 expectSameFile(out + "/reports/" + f, golden: expected + "/reports/" + f)
             }
             // best-offer without the experiment = best-offer with it + holdout, row for row.

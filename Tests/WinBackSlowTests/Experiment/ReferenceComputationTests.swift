@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import WinBackTestSupport
 
-/// Both measuring reports against an independent computation of docs/rules.md §9
+/// The measuring reports against an independent computation of docs/rules.md §9 and §13
 /// (`Tests/Reference/measure.py`, Python's standard library only) on worlds that
 /// `winback generate` did not make (`Tests/Reference/make_world.py`: other plans, offers,
 /// gaps, refunds, upgrades, duplicates and offer types).
@@ -13,10 +13,12 @@ struct ReferenceComputationTests {
     }
 
     @Test(
-        "winback-uplift.csv and retention-after-return.csv equal the reference: counts exactly, decimals to the fourth",
+        "the uplift, retention and both revenue reports equal the reference: counts and amounts exactly, rates to the"
+            + " fourth decimal, revenue intervals to the third; with money (rates, a month's rate, a currency without"
+            + " one) and without (amounts per currency)",
         .enabled(if: python != nil, "needs python3 (Debian: python3) to run the reference computation"),
-        arguments: [(3, 2000), (8, 1500)])
-    func equalsReference(seed: Int, customers: Int) throws {
+        arguments: [(3, 2000, false), (8, 1500, false), (3, 2000, true), (8, 1500, true)])
+    func equalsReference(seed: Int, customers: Int, money: Bool) throws {
         let world = Paths.temporary() + "/world"
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -26,6 +28,7 @@ struct ReferenceComputationTests {
         env["PYTHON"] = Self.python
         env["SEED"] = String(seed)
         env["CUSTOMERS"] = String(customers)
+        env["MONEY"] = money ? "1" : "0"
         p.environment = env
         let out = Pipe()
         p.standardOutput = out
@@ -34,12 +37,18 @@ struct ReferenceComputationTests {
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         #expect(p.terminationStatus == 0, "\(text)")
-        // Both reports were compared, with rows in them.
+        // Every report was compared, with rows in it (the revenue uplift's only with money: without,
+        // the world's rows are in several currencies and the file holds its header alone).
         let reports = world + "/out/reference/2026-11-22/reports/"
-        for name in ["winback-uplift.csv", "retention-after-return.csv"] {
+        for name in ["winback-uplift.csv", "retention-after-return.csv", "revenue-after-return.csv"]
+            + (money ? ["winback-revenue-uplift.csv"] : [])
+        {
             let rows = try String(contentsOfFile: reports + name, encoding: .utf8).split(separator: "\n").count
             #expect(rows > 5, "\(name) has \(rows) lines")
+            #expect(text.contains(name + ": "), "\(text)")
         }
-        #expect(text.contains("winback-uplift.csv") && text.contains("retention-after-return.csv"), "\(text)")
+        let uplift = try String(contentsOfFile: reports + "winback-revenue-uplift.csv", encoding: .utf8)
+        #expect((uplift.split(separator: "\n").count == 1) == !money)
+        #expect(text.contains("winback-revenue-uplift.csv: "), "\(text)")
     }
 }
