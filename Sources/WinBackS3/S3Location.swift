@@ -23,4 +23,7 @@ public struct S3Location: Sendable, Equatable, Hashable {
     public static func isURI(_ path: String) -> Bool { path.hasPrefix("s3://") }
 
     public var uri: String { "s3://\(bucket)/\(key)" }
+
+    /// How a key prefix is written, for messages and help.
+    public static let prefixForm = "s3://bucket/prefix"
 }

@@ -72,7 +72,7 @@ struct BenchCommand: ParsableCommand {
         name: .customLong("from-s3"),
         help: """
             Instead of the floor: the world read from disk against the same world read from S3, in \
-            turn: s3://bucket/prefix, where the inputs are copied once (credentials and endpoint from \
+            turn: \(S3Location.prefixForm), where the inputs are copied once (credentials and endpoint from \
             the environment, e.g. AWS_ENDPOINT_URL_S3 for a server on loopback).
             """)
     var fromS3: String?
@@ -87,7 +87,9 @@ struct BenchCommand: ParsableCommand {
         if [memory != nil, shards != nil, fromS3 != nil, incremental].filter({ $0 }).count > 1 {
             throw ValidationError("--memory, --shards, --from-s3 and --incremental are separate benchmarks")
         }
-        if let u = fromS3, S3Location(uri: u) == nil { throw ValidationError("--from-s3 expects s3://bucket/prefix") }
+        if let u = fromS3, S3Location(uri: u) == nil {
+            throw ValidationError("--from-s3 expects \(S3Location.prefixForm)")
+        }
         if tasks < 1 { throw ValidationError("--tasks must be at least 1") }
     }
 

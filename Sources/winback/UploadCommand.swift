@@ -4,7 +4,7 @@ import WinBack
 struct UploadCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "upload",
-        abstract: "Upload a published run to the pipeline's output.upload again (s3://bucket/prefix).",
+        abstract: "Upload a published run to the pipeline's output.upload again (\(S3Location.prefixForm)).",
         discussion: """
             Copies <output>/<name>/<date of as-of>/ to <prefix>/<name>/<date>/, every file with its SHA-256 \
             for the server to check, then _SUCCESS (the files and their SHA-256) last, then <prefix>/<name>/latest \

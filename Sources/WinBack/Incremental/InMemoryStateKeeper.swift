@@ -1,7 +1,6 @@
 import Foundation
 import WinBackModel
 import WinBackRead
-import WinBackS3
 import WinBackSupport
 import WinBackWrite
 
@@ -97,8 +96,8 @@ final class InMemoryStateKeeper {
                 let path = paths[i]
                 let absorbed = absorbedSet.contains(i) ? ledger?.files[ledgerIndex[i]] : nil
                 let entry = StateLedger.File(
-                    path: path, etag: absorbed?.etag ?? (S3Location.isURI(path) ? S3Inputs.etag(path) : nil),
-                    identity: identities[i], counts: read)
+                    path: path, etag: absorbed?.etag ?? identities[i].etag,
+                    identity: identities[i].stat, counts: read)
                 lock.withLock { files[ledgerIndex[i]] = entry }
             },
             keeps: { slot, rows in

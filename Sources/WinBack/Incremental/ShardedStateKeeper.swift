@@ -1,7 +1,6 @@
 import Foundation
 import WinBackModel
 import WinBackRead
-import WinBackS3
 import WinBackSupport
 import WinBackWrite
 
@@ -96,8 +95,8 @@ final class ShardedStateKeeper {
             let path = p.transactionFiles[input.file]
             let old = ledger.flatMap { l in ledgerIndex[input.file].map { l.files[$0] } }
             files[input.file] = StateLedger.File(
-                path: path, etag: old?.etag ?? (S3Location.isURI(path) ? S3Inputs.etag(path) : nil),
-                identity: state.identities[input.file], counts: input.counts)
+                path: path, etag: old?.etag ?? state.identities[input.file].etag,
+                identity: state.identities[input.file].stat, counts: input.counts)
         }
         let listed = files.compactMap { $0 }
         guard listed.count == files.count else {

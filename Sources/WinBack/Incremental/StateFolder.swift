@@ -1,7 +1,6 @@
 import Foundation
 import WinBackModel
 import WinBackRead
-import WinBackS3
 import WinBackSupport
 import WinBackWrite
 
@@ -33,8 +32,8 @@ final class StateFolder {
     /// The state found, when it can be used; and each of its files' index in the run's paths.
     private(set) var ledger: StateLedger?
     private(set) var pathOfLedgerFile: [Int] = []
-    /// ``System/fileIdentity(_:)`` of every transaction file, taken before any is read.
-    let identities: [[Int64]?]
+    /// The identity of every transaction file as resolved, before any is read.
+    let identities: [InputIdentity]
     /// The next state, staged in a folder of its own under the root.
     private(set) var staged: String?
     /// Rows in the next state, once it is complete.
@@ -49,7 +48,7 @@ final class StateFolder {
         self.p = p
         self.root = root
         settings = StateSettings(p, shards: shards)
-        identities = p.transactionFiles.map { S3Location.isURI($0) ? nil : System.fileIdentity($0) }
+        identities = p.inputs.map(\.identity)
         examine(keepingMoreShards: keepingMoreShards)
     }
 
@@ -94,7 +93,7 @@ final class StateFolder {
             guard let i = index[f.path] else {
                 return rebuild("\(display(f.path)) was absorbed and is gone (removed or renamed)")
             }
-            if let why = changed(f, identity: identities[i]) {
+            if let why = changed(f, now: identities[i]) {
                 return rebuild("\(display(f.path)) \(why) since it was absorbed")
             }
             paths.append(i)
@@ -106,16 +105,16 @@ final class StateFolder {
         reason = nil
     }
 
-    /// Why absorbed file `f` is not the file read then, or nil when it is: an object's ETag and
-    /// size; a local file's identity, or else its size and the SHA-256 of its bytes.
-    private func changed(_ f: StateLedger.File, identity: [Int64]?) -> String? {
+    /// Why absorbed file `f` is not the file read then, or nil when it is, by the identity its
+    /// input was resolved with (`now`): an object's ETag and size; a local file's identity, or
+    /// else its size and the SHA-256 of its bytes.
+    private func changed(_ f: StateLedger.File, now: InputIdentity) -> String? {
         if let etag = f.etag {
-            guard S3Location.isURI(f.path), S3Inputs.etag(f.path) == etag, S3Inputs.size(f.path) == f.counts.stats.bytes
-            else { return "changed (another ETag or size)" }
+            guard now.etag == etag, now.size == f.counts.stats.bytes else { return "changed (another ETag or size)" }
             return nil
         }
-        if let identity, identity == f.identity { return nil }
-        guard InputFiles.size(f.path) == f.counts.stats.bytes else { return "changed size" }
+        if let identity = now.stat, identity == f.identity { return nil }
+        guard now.size == f.counts.stats.bytes else { return "changed size" }
         guard let source = try? PlainFileSource(path: f.path) else { return "cannot be read" }
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { chunk.deallocate() }

@@ -14,7 +14,7 @@ struct StateLedger: Codable {
 
     /// A transaction file the state absorbed, written as one object.
     struct File: Codable, Equatable {
-        /// The path, or the `s3://` URI, as the globs gave it.
+        /// The path, or the object's URI, as the globs gave it.
         var path: String
         /// An object's ETag when it was read; nil for a local file.
         var etag: String?

@@ -1,7 +1,6 @@
 import Foundation
 import WinBackRead
 import WinBackRules
-import WinBackS3
 import WinBackSupport
 
 /// Reads the rates file of a pipeline's `money:` block (docs/rules.md §13.1), local or in S3.
@@ -11,15 +10,9 @@ enum MoneyRates {
     static func load(_ config: PipelineConfig) throws -> Rates? {
         guard let money = config.money else { return nil }
         let path = config.resolve(money.ratesPath)
-        let bytes: [UInt8]
-        if S3Location.isURI(path) {
-            bytes = [UInt8](try S3Inputs.contents(path))
-        } else {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw WinBackError(.noInput, "the rates file is missing or unreadable", path: path)
-            }
-            bytes = [UInt8](data)
+        guard let data = try InputStores.contents(path) else {
+            throw WinBackError(.noInput, "the rates file is missing or unreadable", path: path)
         }
-        return try Rates.parse(bytes, currency: money.currency, path: path)
+        return try Rates.parse([UInt8](data), currency: money.currency, path: path)
     }
 }

@@ -212,7 +212,7 @@ public struct PipelineConfig: Sendable {
                     if let location = S3Location(uri: u) {
                         c.upload = location
                     } else {
-                        p.fail("output.upload", "expected s3://bucket/prefix, found '\(u)'")
+                        p.fail("output.upload", "expected \(S3Location.prefixForm), found '\(u)'")
                     }
                 }
                 if let d = p.field(m, "destinations") { c.destinations = p.destinations(d) }

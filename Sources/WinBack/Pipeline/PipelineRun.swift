@@ -57,6 +57,21 @@ public struct ResolvedPipeline: Sendable {
     public var signed: SignedReading?
     /// `money`'s rates (docs/rules.md §13.1); nil without `money`.
     public var rates: Rates? = nil
+    /// ``transactionFiles`` as resolved, each with its identity (docs/rules.md §11, §12): what
+    /// the readers open, the ledger records and the manifest lists.
+    public var transactionInputs: [Input] = []
+    /// ``renewalFiles`` as resolved, each with its identity.
+    public var renewalInputs: [Input] = []
+
+    /// The transaction files as resolved (``transactionInput(_:)``).
+    var inputs: [Input] { transactionFiles.indices.map(transactionInput) }
+
+    /// Transaction file `i` as resolved; a pipeline made without its inputs (a test's) has each
+    /// looked up now.
+    func transactionInput(_ i: Int) -> Input {
+        if transactionInputs.count == transactionFiles.count { return transactionInputs[i] }
+        return InputStores.lookUp(transactionFiles[i])
+    }
 
     /// Loads the pipeline file and catalog and resolves the input globs (exit 78 / 66).
     public static func resolve(_ o: RunOptions) throws -> ResolvedPipeline {
@@ -71,8 +86,7 @@ public struct ResolvedPipeline: Sendable {
             asOf = v
         }
         let catalogPath = config.resolve(config.offersPath)
-        let catalog = try OfferCatalog.load(
-            path: catalogPath, contents: S3Location.isURI(catalogPath) ? try S3Inputs.contents(catalogPath) : nil)
+        let catalog = try OfferCatalog.load(path: catalogPath, contents: try InputStores.contents(catalogPath))
         let cwd = FileManager.default.currentDirectoryPath
         let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
         // The output folder may be the command line's: the metrics file must not be in it either
@@ -84,10 +98,9 @@ public struct ResolvedPipeline: Sendable {
         }
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
         let inflater = try self.inflater(asked: o.inflater, file: config.inflater, path: o.pipelinePath)
-        if let i = config.identities, !S3Location.isURI(i.path) {
+        if let i = config.identities {
             let path = config.resolve(i.path)
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), !isFolder.boolValue else {
+            guard InputStores.existsAsFile(path) else {
                 throw WinBackError(.noInput, "the identities file is missing", path: path)
             }
         }
@@ -96,12 +109,13 @@ public struct ResolvedPipeline: Sendable {
         let signed =
             config.format == .appstoreSigned
             ? try SignedReading.resolve(config.apple, folder: config.folder, now: o.now) : nil
+        let transactions = try InputStores.resolve(config.transactionPaths, base: config.folder)
+        let renewals = try InputStores.resolve(config.renewalInfoPaths, base: config.folder)
         return ResolvedPipeline(
             config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),
-            inflater: inflater, outputDirectory: out,
-            transactionFiles: try InputFiles.resolve(config.transactionPaths, base: config.folder),
-            renewalFiles: try InputFiles.resolve(config.renewalInfoPaths, base: config.folder), signed: signed,
-            rates: try MoneyRates.load(config))
+            inflater: inflater, outputDirectory: out, transactionFiles: transactions.map(\.path),
+            renewalFiles: renewals.map(\.path), signed: signed, rates: try MoneyRates.load(config),
+            transactionInputs: transactions, renewalInputs: renewals)
     }
 
     /// The run's publisher, begun (its lock held) before any S3 request, when the pipeline
@@ -113,7 +127,7 @@ public struct ResolvedPipeline: Sendable {
         let inputs =
             config.transactionPaths + config.renewalInfoPaths + [config.offersPath] + [config.identities?.path ?? ""]
             + [config.money?.ratesPath ?? ""]
-        guard inputs.contains(where: S3Location.isURI) else { return nil }
+        guard inputs.contains(where: InputStores.isObject) else { return nil }
         var asOf = config.asOf
         if let s = o.asOf {
             guard let v = PipelineConfig.AsOf.parse(s) else {

@@ -55,9 +55,7 @@ public enum PipelineValidation {
         var offers = 0
         if config.offersPath.isEmpty {
             // Already reported as a missing field.
-        } else if let data = S3Location.isURI(catalogPath)
-            ? try? S3Inputs.contents(catalogPath) : FileManager.default.contents(atPath: catalogPath)
-        {
+        } else if let data = (try? InputStores.contents(catalogPath)) ?? nil {
             let (catalog, problems) = OfferCatalog.parse(
                 data, folder: (catalogPath as NSString).deletingLastPathComponent)
             report.problems += problems.map { "\(catalogPath): \($0)" }
@@ -72,14 +70,14 @@ public enum PipelineValidation {
         }
         if let i = config.identities {
             let path = config.resolve(i.path)
-            if S3Location.isURI(path) {
-                do { _ = try S3Inputs.resolve(path) } catch {
-                    report.problems.append("\(error)")
-                    if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
+            do {
+                if try !InputStores.isReadableFile(path) {
+                    report.problems.append("\(path): identities file is missing or not a readable file")
+                    report.inputProblems += 1
                 }
-            } else if System.kind(path) != .file || !System.isReadable(path) {
-                report.problems.append("\(path): identities file is missing or not a readable file")
-                report.inputProblems += 1
+            } catch {
+                report.problems.append("\(error)")
+                if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
             }
             if report.problems.isEmpty || System.kind(path) == .file {
                 // The columns the destinations need, as `run` checks them before reading.
@@ -94,7 +92,7 @@ public enum PipelineValidation {
         for pattern in config.transactionPaths + config.renewalInfoPaths {
             do {
                 for path in try InputFiles.resolve([pattern], base: config.folder) {
-                    if !S3Location.isURI(path) && !System.isReadable(path) {
+                    if !InputStores.isObject(path) && !System.isReadable(path) {
                         report.problems.append("\(path): input is not readable")
                         report.inputProblems += 1
                     }

@@ -84,7 +84,7 @@ extension Stage {
         return try StateFolder.rebuildingIfDamaged(keeper?.state, progress: progress ?? Progress(mode: .quiet)) { _ in
             let state = try keeper?.forRead(progress: advance)
             let reading = p.transactionFiles.indices.filter { !(state?.absorbed.contains($0) ?? false) }
-            let totalBytes = reading.reduce(0) { $0 + InputFiles.size(p.transactionFiles[$1]) }
+            let totalBytes = reading.reduce(0) { $0 + p.transactionInput($1).identity.size }
             progress?.begin("read", totalBytes: totalBytes + (keeper?.stateBytes ?? 0))
             var inputs = try readFiles(p, only: options.only, state: state, progress: advance)
             inputs.bytesRead = totalBytes
@@ -110,7 +110,7 @@ extension Stage {
         do {
             defer { renewing.wait() }
             set = try TransactionReader.read(
-                paths: p.transactionFiles, format: p.config.format, products: p.config.products, threads: p.threads,
+                inputs: p.inputs, format: p.config.format, products: p.config.products, threads: p.threads,
                 inflater: p.inflater, only: only, progress: progress, environment: p.config.environment,
                 signed: p.signed, limits: p.limits, state: state)
         }

@@ -72,10 +72,11 @@ public enum Upload {
                 S3Location(bucket: prefix.bucket, key: base + "latest"), Data((date + "\n").utf8),
                 contentType: "text/plain")
         }
+        let runURI = S3Location(bucket: prefix.bucket, key: "\(base)\(date)/").uri
         progress.event(
-            "uploaded", "uploaded \(files.count) files to s3://\(prefix.bucket)/\(base)\(date)/",
+            "uploaded", "uploaded \(files.count) files to \(runURI)",
             fields: [
-                "uri": "s3://\(prefix.bucket)/\(base)\(date)/", "files": files.count,
+                "uri": runURI, "files": files.count,
                 "seconds": (Date().timeIntervalSince(started) * 1000).rounded() / 1000,
             ])
     }
@@ -138,7 +139,8 @@ public enum Upload {
         try run(
             folder: folder, to: upload, name: p.config.name, date: publisher.date, threads: p.threads,
             progress: progress)
-        return "s3://\(upload.bucket)/\(upload.key.isEmpty ? "" : upload.key + "/")\(p.config.name)/\(publisher.date)/"
+        let key = "\(upload.key.isEmpty ? "" : upload.key + "/")\(p.config.name)/\(publisher.date)/"
+        return S3Location(bucket: upload.bucket, key: key).uri
     }
 }
 

@@ -35,11 +35,12 @@ public enum Partition {
         let staged = try WorkFolder.staging(for: final)
         let writers = try (0..<shards).map { try PartWriter(path: staged + "/shard-\($0).part") }
         let files = p.transactionFiles
+        let resolved = p.inputs
         // An incremental run's absorbed files are in its state, not read (docs/rules.md §12).
         let mine = files.indices.filter { $0 % tasks == task && !absorbed.contains($0) }
         let format = TransactionReader.format(p.config.format, products: p.config.products, signed: p.signed)
         let done = ResultSlots<(PartitionMarker.Input, RejectList, [PartitionMarker.Renewal])>(count: mine.count)
-        let bySize = InputFiles.largestFirst(mine.map { files[$0] })
+        let bySize = InputFiles.largestFirst(inputs: mine.map { resolved[$0] })
         try parallelFor(count: mine.count, threads: p.threads, order: bySize) { j in
             let fi = mine[j]
             // The rows read so far go to the part files every `spillRows` rows, each part file
@@ -67,7 +68,7 @@ public enum Partition {
                 path: files[fi], store: try TransactionRows(reservingForRead: ()), limits: p.limits,
                 spill: Spill(every: spillRows, flush))
             out.environment = p.config.environment
-            try format.read(path: files[fi], inflater: p.inflater, into: out, progress: progress)
+            try format.read(input: resolved[fi], inflater: p.inflater, into: out, progress: progress)
             try flush(out)
             let renewals = out.renewals.map {
                 PartitionMarker.Renewal(

@@ -19,7 +19,7 @@ public enum ShardedRun {
                 "incremental", "incremental: true is not used by array jobs: every file is read (docs/rules.md §12)")
         }
         let total = p.transactionFiles.indices.filter { $0 % tasks == i }.reduce(0) {
-            $0 + InputFiles.size(p.transactionFiles[$1])
+            $0 + p.transactionInput($1).identity.size
         }
         progress.begin("partition \(i) of \(tasks)", totalBytes: total)
         let s = try Partition.run(
@@ -135,7 +135,7 @@ public enum ShardedRun {
             let reading = p.transactionFiles.indices.filter { !absorbed.contains($0) }
             progress.begin(
                 "partition into \(shards) shards",
-                totalBytes: reading.reduce(0) { $0 + InputFiles.size(p.transactionFiles[$1]) })
+                totalBytes: reading.reduce(0) { $0 + p.transactionInput($1).identity.size })
             let s = try Partition.run(
                 p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) },
                 skipping: absorbed)
@@ -175,9 +175,9 @@ public enum ShardedRun {
     /// Shards enough that one shard's customers fit in `memory`: a run holds about twice the
     /// gzipped input (a fifth of uncompressed NDJSON or CSV) at its peak, plus a fixed part.
     static func shardCount(_ p: ResolvedPipeline, memory: Int) -> Int {
-        let estimate = p.transactionFiles.reduce(0.0) { sum, path in
-            let size = Double(InputFiles.size(path))
-            return sum + (isGzipName(path) ? 2.0 * size : 0.25 * size)
+        let estimate = p.inputs.reduce(0.0) { sum, input in
+            let size = Double(input.identity.size)
+            return sum + (isGzipName(input.path) ? 2.0 * size : 0.25 * size)
         }
         return shardCount(estimate: estimate, memory: memory)
     }

@@ -199,9 +199,7 @@ struct RunFingerprint: Codable, Equatable {
 
     init(_ p: ResolvedPipeline, shards: Int) {
         func digest(_ path: String) -> String {
-            let data =
-                S3Location.isURI(path)
-                ? (try? S3Inputs.contents(path)) : FileManager.default.contents(atPath: path)
+            let data = (try? InputStores.contents(path)) ?? nil
             return Hex.string(SHA256.hash(data: data ?? Data()))
         }
         pipelineSHA256 = digest(p.config.path)

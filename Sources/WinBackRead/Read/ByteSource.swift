@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import WinBackS3
 import WinBackSupport
 
 /// A stream of a file's (decompressed) bytes, read in chunks.
@@ -113,14 +112,26 @@ func progressTap(_ source: ByteSource, _ progress: @escaping @Sendable (Int) -> 
     }
 }
 
-/// Opens `path` as a byte source: gzip (inflated by `inflater`) when it ends in `.gz` (any
-/// case), plain otherwise.
+/// Opens `path` as a byte source, from the store it is kept in as it is now: gzip (inflated by
+/// `inflater`) when it ends in `.gz` (any case), plain otherwise.
 package func openSource(path: String, inflater: Inflater = .zlib) throws -> ByteSource {
-    if S3Location.isURI(path) {
-        let input = try S3Input(uri: path)
-        return isGzipName(path) ? try GzipFileSource(input: input, inflater: inflater) : RawSource(input)
+    let store = try InputStores.store(for: path)
+    if store is LocalStore {
+        return isGzipName(path) ? try GzipFileSource(path: path, inflater: inflater) : try PlainFileSource(path: path)
     }
-    return isGzipName(path) ? try GzipFileSource(path: path, inflater: inflater) : try PlainFileSource(path: path)
+    return try source(store.open(path), inflater: inflater)
+}
+
+/// Opens `input` as resolved (an object changed since is an error): gzip (inflated by
+/// `inflater`) when its name ends in `.gz` (any case), plain otherwise.
+package func openSource(input: Input, inflater: Inflater = .zlib) throws -> ByteSource {
+    let store = try InputStores.store(for: input.path)
+    if store is LocalStore { return try openSource(path: input.path, inflater: inflater) }
+    return try source(store.open(input), inflater: inflater)
+}
+
+private func source(_ raw: RawInput, inflater: Inflater) throws -> ByteSource {
+    isGzipName(raw.path) ? try GzipFileSource(input: raw, inflater: inflater) : RawSource(raw)
 }
 
 /// Any raw input as it is (an uncompressed object in S3).

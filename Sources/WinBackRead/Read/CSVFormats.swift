@@ -7,9 +7,10 @@ import WinBackSupport
 struct CSVFormat: RowFormat {
     typealias Key = TransactionDecoder.Key
 
-    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    func read(input: Input, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
     {
-        let source = try openSource(path: path, inflater: inflater)
+        let path = input.path
+        let source = try openSource(input: input, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         decoder.environment = out.environment
         var columns: [Key?] = []
@@ -143,9 +144,10 @@ struct RevenueCatFormat: RowFormat {
         case updatedAt = "updated_at"
     }
 
-    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    func read(input: Input, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
     {
-        let source = try openSource(path: path, inflater: inflater)
+        let path = input.path
+        let source = try openSource(input: input, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         decoder.environment = out.environment
         // Lookups by bytes, without a String per row.

@@ -11,13 +11,19 @@ package enum IdentityValues {
     package static let maxBytes = 512
 
     /// Why `v` cannot be an identity value, or nil: longer than ``maxBytes``, a control byte
-    /// (U+0000–U+001F, U+007F), or the start of a spreadsheet formula (`=`, `@`, or `+`/`-` not
+    /// (U+0000–U+001F, U+007F), bytes that are not UTF-8, or the start of a spreadsheet formula (`=`, `@`, or `+`/`-` not
     /// followed by a number `[0-9 ().-]*`, so `+14155550100` stays a value).
     package static func problem(_ v: UnsafeRawBufferPointer) -> String? {
         if v.count > maxBytes { return "longer than \(maxBytes) bytes" }
-        for b in v where b < 0x20 || b == 0x7F {
-            return "holds the control byte \\x" + String(b, radix: 16, uppercase: true).leftPadded(2)
+        var ascii = true
+        for b in v {
+            if b < 0x20 || b == 0x7F {
+                return "holds the control byte \\x" + String(b, radix: 16, uppercase: true).leftPadded(2)
+            }
+            if b >= 0x80 { ascii = false }
         }
+        // A value that is not UTF-8 could only reach a tool changed (docs/rules.md §6.2).
+        if !ascii && String(validating: v, as: UTF8.self) == nil { return "is not UTF-8" }
         guard let first = v.first else { return nil }
         switch first {
         case UInt8(ascii: "="), UInt8(ascii: "@"):
@@ -122,7 +128,7 @@ public enum IdentityReader {
         limits: ReadLimits = .default, header: ([String], Int) -> Void = { _, _ in },
         row: (UnsafeRawBufferPointer, [UnsafeRawBufferPointer]) throws -> Void
     ) throws -> IdentityScan {
-        guard S3Location.isURI(path) || FileManager.default.fileExists(atPath: path) else {
+        guard InputStores.exists(path) else {
             throw WinBackError(.noInput, "the identities file is missing", path: path)
         }
         let source = try openSource(path: path, inflater: inflater)
@@ -212,7 +218,7 @@ public enum IdentityReader {
     /// check before a run reads anything, docs/rules.md §10.7). 66 when the file is missing,
     /// 65 when it is empty or its header is not CSV.
     public static func header(path: String, inflater: Inflater = .zlib) throws -> [String] {
-        guard S3Location.isURI(path) || FileManager.default.fileExists(atPath: path) else {
+        guard InputStores.exists(path) else {
             throw WinBackError(.noInput, "the identities file is missing", path: path)
         }
         let reader = CSVRecordReader(source: try openSource(path: path, inflater: inflater), chunkSize: 64 << 10)

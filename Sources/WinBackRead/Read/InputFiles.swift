@@ -1,5 +1,4 @@
 import Foundation
-import WinBackS3
 import WinBackSupport
 
 /// Resolves the input globs of a pipeline to files: relative to the pipeline's folder, each
@@ -10,37 +9,35 @@ import WinBackSupport
 public enum InputFiles {
     /// Makes `path` absolute against `base` and normalises it (`.`/`..`, repeated slashes).
     public static func absolute(_ path: String, base: String) -> String {
-        S3Location.isURI(path) ? path : FilePaths.absolute(path, base: base)
+        InputStores.namingStore(for: path).absolute(path, base: base)
     }
 
     /// Files matching `patterns`; a pattern matching nothing fails with exit 66 naming it.
+    /// (``InputStores/resolve(_:base:)`` gives each with its identity.)
     public static func resolve(_ patterns: [String], base: String) throws -> [String] {
-        var found = Set<String>()
+        try InputStores.resolve(patterns, base: base).map(\.path)
+    }
+
+    /// The local files matching `pattern`, absolute and normalised.
+    static func resolveLocal(_ pattern: String, base: String) throws -> [String] {
         // The pipeline file's paths are text; as names, they join the names glob(3) finds.
         let base = FileName.fromText(base)
-        for pattern in patterns {
-            if S3Location.isURI(pattern) {
-                found.formUnion(try S3Inputs.resolve(pattern))
-                continue
-            }
-            let pattern = FileName.fromText(pattern)
-            let abs = absolute(pattern, base: base)
-            // The base folder is a path, not a pattern: its `[`, `*`, `?` and `\` are literal.
-            let isPattern = pattern.contains { "*?[".contains($0) }
-            let matches = isPattern ? try glob(absolute(pattern, base: escapeGlob(base))) : try literal(abs)
-            if matches.isEmpty {
-                throw WinBackError(.noInput, "matches no file", path: pattern == abs ? pattern : "\(pattern) (\(abs))")
-            }
-            // Only regular files are input (docs/rules.md §6.1): a FIFO would block the read, a
-            // device never end.
-            for m in matches {
-                if let what = System.notRegular(m) {
-                    throw WinBackError(.noInput, "is \(what), not a regular file", path: m)
-                }
-            }
-            found.formUnion(matches.map { absolute($0, base: "/") })
+        let pattern = FileName.fromText(pattern)
+        let abs = FilePaths.absolute(pattern, base: base)
+        // The base folder is a path, not a pattern: its `[`, `*`, `?` and `\` are literal.
+        let isPattern = pattern.contains { "*?[".contains($0) }
+        let matches = isPattern ? try glob(FilePaths.absolute(pattern, base: escapeGlob(base))) : try literal(abs)
+        if matches.isEmpty {
+            throw WinBackError(.noInput, "matches no file", path: pattern == abs ? pattern : "\(pattern) (\(abs))")
         }
-        return found.sorted(by: FileName.precedes)
+        // Only regular files are input (docs/rules.md §6.1): a FIFO would block the read, a
+        // device never end.
+        for m in matches {
+            if let what = System.notRegular(m) {
+                throw WinBackError(.noInput, "is \(what), not a regular file", path: m)
+            }
+        }
+        return matches.map { FilePaths.absolute($0, base: "/") }
     }
 
     /// `path` with glob(3)'s special characters escaped, so it matches only itself.
@@ -84,14 +81,22 @@ public enum InputFiles {
 
     /// Size in bytes of a file, 0 when it cannot be read (the read reports that).
     package static func size(_ path: String) -> Int {
-        S3Location.isURI(path) ? S3Inputs.size(path) : System.fileSize(path) ?? 0
+        InputStores.identity(path)?.size ?? 0
     }
 
     /// The indices of `paths`, largest file first (ties in path order): the order to hand
     /// files to threads in, so that no thread is left with a large one at the end. Each file
     /// is measured once.
     package static func largestFirst(_ paths: [String]) -> [Int] {
-        let sizes = paths.map(size)
-        return paths.indices.sorted { sizes[$0] != sizes[$1] ? sizes[$0] > sizes[$1] : $0 < $1 }
+        largestFirst(sizes: paths.map(size))
+    }
+
+    /// ``largestFirst(_:)`` of resolved inputs, by the sizes they were resolved with.
+    package static func largestFirst(inputs: [Input]) -> [Int] {
+        largestFirst(sizes: inputs.map(\.identity.size))
+    }
+
+    static func largestFirst(sizes: [Int]) -> [Int] {
+        sizes.indices.sorted { sizes[$0] != sizes[$1] ? sizes[$0] > sizes[$1] : $0 < $1 }
     }
 }

@@ -52,7 +52,7 @@ public enum RenewalReader {
             for path in paths {
                 let out = FileRows(path: path, store: TransactionRows([]), limits: limits)
                 try SignedFormat(settings: signed, keepTransactions: false).read(
-                    path: path, inflater: inflater, into: out, progress: { _ in })
+                    input: InputStores.lookUp(path), inflater: inflater, into: out, progress: { _ in })
                 let map = table.merge(out.table)
                 map.withUnsafeBufferPointer { m in
                     for (k, info) in out.renewals {

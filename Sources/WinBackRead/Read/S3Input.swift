@@ -46,16 +46,14 @@ final class S3Input: RawInput {
         }
     }
 
-    init(uri: String) throws {
-        guard let location = S3Location(uri: uri) else {
-            throw WinBackError(.configuration, "not an s3://bucket/key URI", path: uri)
-        }
-        path = uri
+    /// Reads the object at `location` as it was listed or looked up (`size`, `etag`), through
+    /// `client`.
+    init(location: S3Location, size: Int, etag: String, client: S3Client) {
+        path = location.uri
         self.location = location
-        client = try S3Client.shared()
-        let object = try S3Inputs.known(uri) ?? client.head(location)
-        size = object.size
-        etag = object.etag
+        self.client = client
+        self.size = size
+        self.etag = etag
     }
 
     deinit {
@@ -90,63 +88,4 @@ final class S3Input: RawInput {
     }
 
     func sha256() -> String { Hex.string(hasher.finalize()) }
-}
-
-/// `s3://` inputs (docs/rules.md §11): globs listed with ListObjectsV2, matched one key segment
-/// at a time; what a listing found is kept, so sizes are not asked again.
-public enum S3Inputs {
-    nonisolated(unsafe) private static var objects: [String: S3Object] = [:]
-    private static let lock = NSLock()
-
-    static func known(_ uri: String) -> S3Object? {
-        lock.lock()
-        defer { lock.unlock() }
-        return objects[uri]
-    }
-
-    static func remember(_ found: [S3Object]) {
-        lock.lock()
-        for o in found { objects[o.location.uri] = o }
-        lock.unlock()
-    }
-
-    /// The objects `pattern` names: the object itself, or with `*`, `?` and `[…]`, every key
-    /// they match within its `/`-separated segments. None is 66.
-    public static func resolve(_ pattern: String) throws -> [String] {
-        guard let location = S3Location(uri: pattern) else {
-            throw WinBackError(.configuration, "not an s3://bucket/key URI", path: pattern)
-        }
-        let client = try S3Client.shared()
-        let magic = location.key.firstIndex { "*?[".contains($0) }
-        let prefix = magic.map { String(location.key[..<$0]) } ?? location.key
-        let listed = try client.list(bucket: location.bucket, prefix: prefix)
-        let matches = listed.filter { o in
-            magic == nil ? o.location.key == location.key : fnmatch(location.key, o.location.key, FNM_PATHNAME) == 0
-        }
-        if matches.isEmpty { throw WinBackError(.noInput, "matches no object", path: pattern) }
-        remember(matches)
-        return matches.map(\.location.uri)
-    }
-
-    /// The object's ETag as its listing gave it, for the manifest; nil for a local path.
-    public static func etag(_ uri: String) -> String? { known(uri)?.etag }
-
-    /// The object's size, from its listing or a HEAD request; 0 when it cannot be had (the read
-    /// reports why).
-    public static func size(_ uri: String) -> Int {
-        if let o = known(uri) { return o.size }
-        guard let l = S3Location(uri: uri), let o = try? S3Client.shared().head(l) else { return 0 }
-        remember([o])
-        return o.size
-    }
-
-    /// The whole of a small object (a catalog, a pipeline's side file).
-    public static func contents(_ uri: String) throws -> Data {
-        guard let l = S3Location(uri: uri) else {
-            throw WinBackError(.configuration, "not an s3://bucket/key URI", path: uri)
-        }
-        let client = try S3Client.shared()
-        let o = try known(uri) ?? client.head(l)
-        return o.size == 0 ? Data() : try client.read(l, from: 0, count: o.size, etag: o.etag, size: o.size)
-    }
 }

@@ -235,14 +235,15 @@ public struct TransactionSet: @unchecked Sendable {
 
 /// A reader of one export format: turns a file into rows. Adding a format means adding one.
 package protocol RowFormat: Sendable {
-    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    /// Reads `input` as resolved (docs/rules.md §11): an object changed since is an error.
+    func read(input: Input, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
 }
 
 /// App Store Server API NDJSON (docs/rules.md §2.1).
 struct NDJSONFormat: RowFormat {
-    func read(path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
+    func read(input: Input, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
     {
-        let source = try openSource(path: path, inflater: inflater)
+        let source = try openSource(input: input, inflater: inflater)
         let decoder = TransactionDecoder(table: out.table)
         decoder.environment = out.environment
         try LineCursor(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(
@@ -281,8 +282,9 @@ public enum TransactionReader {
         inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
         environment: String = "Production", signed: SignedReading? = nil, limits: ReadLimits = .default
     ) throws -> TransactionSet {
-        try read(
-            paths: paths, format: name, products: products, threads: threads, inflater: inflater, only: only,
+        let inputs = paths.map(InputStores.lookUp)
+        return try read(
+            inputs: inputs, format: name, products: products, threads: threads, inflater: inflater, only: only,
             progress: progress, environment: environment, signed: signed, limits: limits, state: nil)
     }
 
@@ -290,21 +292,22 @@ public enum TransactionReader {
     /// of an incremental run (docs/rules.md §12): the files `state` absorbed are not read; its
     /// rows and counts stand for them.
     package static func read(
-        paths: [String], format name: InputFormat, products: [String: String], threads: Int,
+        inputs: [Input], format name: InputFormat, products: [String: String], threads: Int,
         inflater: Inflater, only: [String]?, progress: @escaping @Sendable (Int) -> Void,
         environment: String, signed: SignedReading?, limits: ReadLimits, state: IncrementalState?
     ) throws -> TransactionSet {
+        let paths = inputs.map(\.path)
         let fmt = format(name, products: products, signed: signed)
         let filter = only.map(CustomerFilter.init)
         let reading = paths.indices.filter { !(state?.absorbed.contains($0) ?? false) }
         let merger = try Merger(
             count: paths.count + (state?.slots ?? 0),
-            totalBytes: reading.reduce(0) { $0 + InputFiles.size(paths[$1]) }, limits: limits)
-        let bySize = InputFiles.largestFirst(reading.map { paths[$0] }).map { reading[$0] }
+            totalBytes: reading.reduce(0) { $0 + inputs[$1].identity.size }, limits: limits)
+        let bySize = InputFiles.largestFirst(inputs: reading.map { inputs[$0] }).map { reading[$0] }
         try parallelFor(count: reading.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], store: merger.store, limits: limits, only: filter)
             out.environment = environment
-            try fmt.read(path: paths[i], inflater: inflater, into: out, progress: progress)
+            try fmt.read(input: inputs[i], inflater: inflater, into: out, progress: progress)
             merger.add(out, index: i)
         }
         guard let state else { return merger.finish(threads: threads) }

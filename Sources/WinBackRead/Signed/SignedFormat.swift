@@ -7,9 +7,10 @@ package struct SignedFormat: RowFormat {
     var keepTransactions = true
 
     package func read(
-        path: String, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void
+        input: Input, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void
     ) throws {
-        let source = try openSource(path: path, inflater: inflater)
+        let path = input.path
+        let source = try openSource(input: input, inflater: inflater)
         let line = SignedLine(settings: settings, into: out)
         line.keepTransactions = keepTransactions
         try LineCursor(source: source, maxLineBytes: out.limits.maxLineBytes).forEachLine(

@@ -5,7 +5,7 @@ import WinBackModel
 public struct MoneySettings: Sendable, Equatable {
     /// ISO 4217, three capital letters.
     public var currency: String
-    /// The rates file, as written in the pipeline file (relative to its folder, or `s3://`).
+    /// The rates file, as written in the pipeline file (relative to its folder, or an object's URI).
     public var ratesPath: String
     /// `horizonMonths`: months of revenue counted per cohort (docs/rules.md §13.3); 1–36.
     public var horizonMonths: Int

@@ -9,7 +9,7 @@ extension Benchmark {
         /// The array job's stages as separate processes, one after another: `partition` with
         /// `tasks` tasks, `run --shard` for each of `shards` shards, `merge`.
         case shards(Int, tasks: Int)
-        /// The same world read from S3 (docs/rules.md §11): copied once under `s3://bucket/prefix`,
+        /// The same world read from S3 (docs/rules.md §11): copied once under a key prefix,
         /// then a run from disk and a run from S3 in turn in every round.
         case fromS3(S3Location)
     }
@@ -127,8 +127,8 @@ extension Benchmark {
             try client.put(S3Location(bucket: base.bucket, key: key), data)
             copied += 1
         }
-        if copied > 0 { log("copied \(copied) input files to s3://\(base.bucket)/\(prefix)") }
-        let uri = "s3://\(base.bucket)/\(prefix)"
+        let uri = S3Location(bucket: base.bucket, key: prefix).uri
+        if copied > 0 { log("copied \(copied) input files to \(uri)") }
         let text = try String(contentsOfFile: dir + "/pipeline.yaml", encoding: .utf8)
             .replacingOccurrences(of: "\"data/transactions-", with: "\"\(uri)transactions-")
             .replacingOccurrences(of: "\"data/renewal-info", with: "\"\(uri)renewal-info")

@@ -251,7 +251,8 @@ extension ReadStageTests {
                         count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
                     for i in order {
                         let f = FileRows(path: paths[i], store: merger.store)
-                        try NDJSONFormat().read(path: paths[i], inflater: .zlib, into: f, progress: { _ in })
+                        try NDJSONFormat().read(
+                            input: InputStores.lookUp(paths[i]), inflater: .zlib, into: f, progress: { _ in })
                         merger.add(f, index: i)
                     }
                     return merger.finish(threads: 2)
