@@ -28,6 +28,9 @@ public struct Offer: Sendable, Equatable {
     public var priority: Priority
     /// Alpha-3 codes; empty = every territory.
     public var territories: [String]
+    /// `targetSubscriptionPlanType`: `UPFRONT` or `MONTHLY` (the billing plans of 2026); nil when
+    /// absent. Shown in explain and the manifest; no effect on eligibility (docs/rules.md §13.4).
+    public var targetSubscriptionPlanType: String?
 
     public init(
         offerId: String, subscriptionGroupId: String, productId: String, paidMonths: Int,

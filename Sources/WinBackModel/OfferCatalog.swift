@@ -127,6 +127,7 @@ package enum KnownKeys {
         "offerId", "referenceName", "subscriptionGroupId", "productId", "appleId", "duration", "offerMode",
         "periodCount", "customerEligibilityPaidSubscriptionDurationInMonths", timeSince,
         "customerEligibilityWaitBetweenOffersInMonths", "startDate", "endDate", "priority", "territories",
+        "targetSubscriptionPlanType",
         // An App Store Connect attribute winback reads nothing from, kept so that offers copied
         // from Apple's responses are accepted as they are.
         "promotionIntent",
@@ -309,6 +310,7 @@ struct FieldChecker {
         if let s = start, let e = end, e < s { fail("endDate", "is before startDate") }
 
         let priority = oneOf("priority", ["HIGH", "NORMAL"])
+        let plan = oneOf("targetSubscriptionPlanType", ["UPFRONT", "MONTHLY"])
 
         var territories: [String] = []
         if let v = value("territories") {
@@ -341,6 +343,7 @@ struct FieldChecker {
         offer.duration = duration
         offer.offerMode = mode
         offer.periodCount = periodCount.map { Int($0) }
+        offer.targetSubscriptionPlanType = plan
         return offer
     }
 }

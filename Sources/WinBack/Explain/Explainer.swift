@@ -12,7 +12,8 @@ public enum Explainer {
     /// began within `retentionMonths` months before T's month (docs/rules.md §9.3).
     public static func explain(
         _ k: Int, customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
-        experiment: Experiment? = nil, retentionMonths: Int = 24
+        experiment: Experiment? = nil, retentionMonths: Int = 24, rates: Rates? = nil, horizonMonths: Int = 3,
+        windowMonths: Int = 12
     ) -> Explanation {
         let s = customers.strings
         let rows = Array(customers.rows(of: k))
@@ -98,7 +99,11 @@ public enum Explainer {
             }
         }
         // Listed in catalog order; the rank says the order of preference.
-        e.offers = verdicts.keys.sorted().map { verdicts[$0]! }
+        e.offers = verdicts.keys.sorted().map { i in
+            var v = verdicts[i]!
+            v.planType = book.offers[i].offer.targetSubscriptionPlanType
+            return v
+        }
         if let experiment {
             var scratch: [UInt8] = []
             let bucket = experiment.assignment.bucket(customer: k, of: customers, scratch: &scratch)
@@ -116,6 +121,30 @@ public enum Explainer {
                 retained: RetentionReport.horizons.indices.map {
                     (RetentionReport.horizons[$0], r.observable[$0] ? r.retained[$0] : nil)
                 })
+        }
+        // Money (docs/rules.md §13): each return's revenue as the report sums it, and the
+        // cohort revenue of each cohort month.
+        let converter = AmountConverter(rates: rates, strings: s)
+        e.moneyCurrency = rates?.currency ?? ""
+        for (i, r) in returns.enumerated() {
+            var tally: [RevenueReport.Key: RevenueRow] = [:]
+            var counts = MoneyTally()
+            RevenueReport.count([r], rows: rows, asOf: t, converter: converter, into: &tally, money: &counts)
+            // Without money, a return whose row has no amount has no revenue (docs/rules.md §13.2).
+            guard let row = tally.first else { continue }
+            e.returns[i].currency =
+                rates?.currency ?? (row.key.currency >= 0 ? s.string(row.key.currency) : "")
+            e.returns[i].revenue = RetentionReport.horizons.indices.map { h in
+                (RetentionReport.horizons[h], r.observable[h] ? row.value.net[h].units : nil)
+            }
+        }
+        if let experiment {
+            let window = ReportWindow(asOf: t, months: windowMonths)
+            let money = CohortMoney(converter: converter, horizonMonths: Int64(horizonMonths))
+            e.cohortRevenue = UpliftReport.cohorts(window, experiment).map { m in
+                let x = money.revenue(rows: rows, from: window.months[m], asOf: t)
+                return (window.label(m), x.map { Milliunits.units($0) })
+            }
         }
         if let renewal {
             e.apple = appleView(rows: rows, group: group, renewal: renewal, book: book, gapDays: gapDays, strings: s)
@@ -276,7 +305,8 @@ public enum Explainer {
             var e = explain(
                 $0, customers: customers, book: book, renewals: inputs.renewals, asOf: p.asOf,
                 gapDays: p.config.consecutiveGapDays, experiment: p.config.experiment,
-                retentionMonths: p.config.retentionMonths)
+                retentionMonths: p.config.retentionMonths, rates: p.rates,
+                horizonMonths: p.config.money?.horizonMonths ?? 3, windowMonths: p.config.windowMonths)
             if let signed = p.signed { e.markSignatures(signed) }
             var ids = [e.originalTransactionId]
             if let token = e.appAccountToken { ids.append(token) }

@@ -80,6 +80,8 @@ public struct Explanation: Sendable {
         public var eligible: Bool
         public var rank: Int?
         public var failures: [Failure]
+        /// The offer's `targetSubscriptionPlanType`, when the catalog gives one (docs/rules.md §13.4).
+        public var planType: String? = nil
     }
 
     /// The customer's arm of the run's experiment (docs/rules.md §9.1).
@@ -107,6 +109,12 @@ public struct Explanation: Sendable {
         public var counted: Bool
         /// Per horizon in months: nil when not yet observable, else whether subscribed then.
         public var retained: [(months: Int64, retained: Bool?)]
+        /// Per horizon in months: the net revenue of the customer's rows from the return until
+        /// then, in units of ``currency`` (docs/rules.md §13.2); nil when not yet observable, or
+        /// when the return's row has no amount and amounts stay per currency.
+        public var revenue: [(months: Int64, net: String?)] = []
+        /// The reporting currency, or the return's row's; empty when it has none.
+        public var currency = ""
     }
 
     public var subscriptionGroupId: String
@@ -138,6 +146,11 @@ public struct Explanation: Sendable {
     public var experiment: ExperimentView? = nil
     /// Every return of the customer at T, with its kind.
     public var returns: [ReturnView] = []
+    /// With an experiment, per cohort month of the report window: the customer's cohort revenue
+    /// over `money.horizonMonths` (docs/rules.md §13.3), nil while the horizon has not passed.
+    public var cohortRevenue: [(month: String, net: String?)] = []
+    /// The currency of amounts: `money.currency`, or empty when they stay per currency.
+    public var moneyCurrency = ""
     /// Rejected lines that name the customer: rows the timeline does not have.
     public var rejectedLines: [Reject] = []
 

@@ -80,6 +80,21 @@ extension Explanation {
             out.append(
                 "  \(iso(r.start))  \(r.kind)\(offer), after leaving \(iso(r.reach)); "
                     + horizons.joined(separator: ", ") + (r.counted ? "" : " (before the report's months)"))
+            if !r.revenue.isEmpty {
+                let currency = r.currency.isEmpty ? "" : " \(r.currency)"
+                out.append(
+                    "      net revenue: "
+                        + r.revenue.map { "\($0.months)m " + ($0.net.map { $0 + currency } ?? "–") }.joined(
+                            separator: ", "))
+            }
+        }
+        if !cohortRevenue.isEmpty {
+            let currency = moneyCurrency.isEmpty ? "" : " \(moneyCurrency)"
+            out.append("")
+            out.append("Cohort revenue (net, from each cohort month's start over the money horizon):")
+            for c in cohortRevenue {
+                out.append("  \(c.month)  " + (c.net.map { $0 + currency } ?? "horizon not passed yet"))
+            }
         }
 
         if let x = experiment {
@@ -103,10 +118,11 @@ extension Explanation {
         let width = offers.map(\.offerId.count).max() ?? 0
         for v in offers {
             let name = v.offerId.padding(toLength: width, withPad: " ", startingAt: 0)
+            let plan = v.planType.map { "  (plan \($0))" } ?? ""
             if v.eligible {
-                out.append("  \(name)  ELIGIBLE, rank \(v.rank ?? 0)")
+                out.append("  \(name)  ELIGIBLE, rank \(v.rank ?? 0)\(plan)")
             } else {
-                out.append("  \(name)  not eligible")
+                out.append("  \(name)  not eligible\(plan)")
                 for f in v.failures { out.append("    - \(f.reason): \(f.detail)") }
             }
         }
@@ -220,7 +236,14 @@ extension Explanation {
             for h in r.retained {
                 x["retained\(h.months)m"] = h.retained.map { $0 ? "yes" : "no" } ?? "not_yet_observable"
             }
+            for h in r.revenue { x["netRevenue\(h.months)m"] = h.net ?? "" }
+            if !r.currency.isEmpty { x["currency"] = r.currency }
             return x
+        }
+        if !cohortRevenue.isEmpty {
+            d["cohortRevenue"] = cohortRevenue.map { c -> [String: Any] in
+                ["month": c.month, "net": c.net ?? "", "currency": moneyCurrency]
+            }
         }
         if !rejectedLines.isEmpty {
             d["rejectedLines"] = rejectedLines.map {
@@ -230,6 +253,7 @@ extension Explanation {
         d["winBackHistory"] = winBackHistory.map { ["offerId": $0.offerId, "lastRedemptionEnd": iso($0.end)] }
         d["offers"] = offers.map { v -> [String: Any] in
             var x: [String: Any] = ["offerId": v.offerId, "eligible": v.eligible]
+            if let plan = v.planType { x["targetSubscriptionPlanType"] = plan }
             if let r = v.rank { x["rank"] = r }
             x["failures"] = v.failures.map { f -> [String: Any] in
                 var y: [String: Any] = ["reason": f.reason, "detail": f.detail]

@@ -37,6 +37,8 @@ public struct Manifest {
     /// `money:` and what the reports found of amounts (docs/rules.md §13.1).
     public var money: MoneySettings?
     public var amounts = MoneyCounts()
+    /// The catalog's `targetSubscriptionPlanType` by offer id, where given (docs/rules.md §13.4).
+    public var planTypes: [String: String] = [:]
     /// What each destination received, and what the identities file held (docs/rules.md §10).
     public var destinations: [DestinationCount] = []
     public var identities: IdentityCount?
@@ -99,6 +101,9 @@ public struct Manifest {
     mutating func record(_ audience: Audience, catalog: OfferCatalog, requireApple: AppleRequirement = .off) {
         states = audience.counts
         eligible = zip(catalog.offers, audience.eligibleCounts).map { ($0.offerId, $1) }
+        planTypes = Dictionary(
+            catalog.offers.compactMap { o in o.targetSubscriptionPlanType.map { (o.offerId, $0) } },
+            uniquingKeysWith: { a, _ in a })
         self.requireApple = requireApple
         let dropped = audience.droppedByApple(requireApple, offers: catalog.offers.count)
         droppedByApple = zip(catalog.offers, dropped.perOffer).map { ($0.offerId, $1) } + [("best-offer", dropped.best)]
@@ -143,7 +148,11 @@ public struct Manifest {
                 "active": states.active, "billingRetry": states.billingRetry, "churned": states.churned,
                 "notSubscriber": states.notSubscriber,
             ] as [String: Any],
-            "eligible": eligible.map { ["offerId": $0.0, "customers": $0.1] as [String: Any] },
+            "eligible": eligible.map { e in
+                var entry: [String: Any] = ["offerId": e.0, "customers": e.1]
+                if let plan = planTypes[e.0] { entry["targetSubscriptionPlanType"] = plan }
+                return entry
+            },
             "requireApple": requireApple.rawValue,
             "droppedByRequireApple": droppedByApple.map { ["segment": $0.0, "rows": $0.1] as [String: Any] },
             "outputs": outputs.map {

@@ -82,9 +82,14 @@ public struct CohortMoney: Sendable {
     let converter: AmountConverter
     let horizonMonths: Int64
 
+    package init(converter: AmountConverter, horizonMonths: Int64) {
+        self.converter = converter
+        self.horizonMonths = horizonMonths
+    }
+
     /// The customer's cohort revenue from `from`, nil while its horizon has not passed at `t`.
     @inline(__always)
-    func revenue<C: RandomAccessCollection>(rows: C, from: Int64, asOf t: Int64) -> Int128?
+    package func revenue<C: RandomAccessCollection>(rows: C, from: Int64, asOf t: Int64) -> Int128?
     where C.Element == Transaction {
         let end = MonthMath.addMonths(from, horizonMonths)
         guard end <= t else { return nil }

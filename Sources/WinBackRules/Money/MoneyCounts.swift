@@ -24,11 +24,13 @@ public struct MoneyCounts: Sendable, Equatable, Codable {
 }
 
 /// ``MoneyCounts`` while counting, by string id.
-struct MoneyTally {
-    var unpriced = 0
-    var unconverted: [Int32: Int] = [:]
+package struct MoneyTally {
+    package var unpriced = 0
+    package var unconverted: [Int32: Int] = [:]
     var otherCurrency = 0
     var currencies: Set<Int32> = []
+    package init() {}
+
     /// The last currency inserted: most customers pay in one.
     var lastCurrency: Int32 = -2
 

@@ -59,17 +59,17 @@ public enum RevenueReport {
 
     /// Tally key: the return's raw offer type, the offer id the report shows, and the currency
     /// (a string id; -1 for the reporting currency).
-    struct Key: Hashable {
-        var offerType: Int64
-        var offerId: Int32
-        var currency: Int32
+    package struct Key: Hashable {
+        package var offerType: Int64
+        package var offerId: Int32
+        package var currency: Int32
     }
 
     /// The revenue of return `r` at each horizon: its customer's rows (PURCHASED, known at `t`)
     /// bought from its start until the horizon, counted when the horizon has passed. Without
     /// `money` only rows in the currency of the return's first row count (others are counted in
     /// `money`), and a return whose first row has no amount counts nowhere.
-    static func count<C: RandomAccessCollection>(
+    package static func count<C: RandomAccessCollection>(
         _ returns: [Return], rows: C, asOf t: Int64, converter: AmountConverter, into tally: inout [Key: RevenueRow],
         money: inout MoneyTally
     ) where C.Element == Transaction, C.Index == Int {

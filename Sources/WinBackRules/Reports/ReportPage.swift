@@ -82,6 +82,7 @@ public enum ReportPage {
 
         experimentSections(reports, into: &h)
         retentionSection(reports.retention, into: &h)
+        moneySection(reports, into: &h)
 
         let a = reports.apple
         h.line("<h2>Agreement with Apple</h2>")

@@ -13,9 +13,7 @@ struct ReferenceComputationTests {
     }
 
     @Test(
-        "the uplift, retention and both revenue reports equal the reference: counts and amounts exactly, rates to the"
-            + " fourth decimal, revenue intervals to the third; with money (rates, a month's rate, a currency without"
-            + " one) and without (amounts per currency)",
+        "uplift, retention and revenue reports equal the reference, with and without money: counts and amounts exactly, rates to the 4th decimal, revenue intervals to the 3rd",
         .enabled(if: python != nil, "needs python3 (Debian: python3) to run the reference computation"),
         arguments: [(3, 2000, false), (8, 1500, false), (3, 2000, true), (8, 1500, true)])
     func equalsReference(seed: Int, customers: Int, money: Bool) throws {

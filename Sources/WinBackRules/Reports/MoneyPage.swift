@@ -1,0 +1,145 @@
+import WinBackModel
+
+/// The section of `report.html` that answers "did the discount pay?" (docs/rules.md §13.4): the
+/// incremental revenue per targeted customer against the holdout, per offer and in total, as a
+/// forest plot in the reporting currency; and revenue after a return per kind at each horizon.
+/// Every coordinate is an integer, so the same reports give the same bytes.
+extension ReportPage {
+    static func moneySection(_ reports: Reports, into h: inout HTML) {
+        h.line("<h2>Did the discount pay?</h2>")
+        if reports.experiment == nil {
+            h.line(
+                "<p class=\"note\">Revenue against a holdout needs an experiment: add an <code>experiment:</code>"
+                    + " block to the pipeline file (README, \"Did the discount pay?\").</p>")
+        } else if let currency = RevenueUpliftReport.currency(reports) {
+            let all = RevenueUpliftReport.figures(reports.uplift, offerIds: reports.funnel.map(\.offerId))
+            let overall = all.filter { $0.month == "*" }
+            h.line(
+                "<p class=\"note\">Revenue per targeted customer over the \(reports.horizonMonths) months from each"
+                    + " cohort month's start, net of refunds, in \(escape(currency)) (winback-revenue-uplift.csv):"
+                    + " the treatment's less the holdout's, with a 95 % interval. It nets out the discount given"
+                    + " and the customers who would have paid full price anyway; an interval that holds zero has"
+                    + " not shown that the offer earns more. Only cohort months whose horizon has passed count.</p>")
+            revenueForestPlot(overall, currency: currency, into: &h)
+        } else {
+            h.line(
+                "<p class=\"note\">The rows are priced in several currencies (\(escape(reports.money.currencies.sorted().joined(separator: ", "))))"
+                    + " and the pipeline has no <code>money:</code> block to convert them, so revenue against the"
+                    + " holdout is not computed.</p>")
+        }
+        revenueAfterReturn(reports, into: &h)
+    }
+
+    /// One row per offer and overall: incremental revenue per targeted customer as a point, its
+    /// interval as a bar, zero marked.
+    static func revenueForestPlot(_ rows: [RevenueUpliftReport.Figures], currency: String, into h: inout HTML) {
+        func text(_ f: RevenueUpliftReport.Figures) -> String {
+            guard f.lift != nil else { return "no figure (an arm has nobody, or no horizon has passed)" }
+            let interval = f.interval.map {
+                " [\(Milliunits.units(double: $0.low)), \(Milliunits.units(double: $0.high))]"
+            }
+            return "\(f.liftText)\(interval ?? "") \(currency) · \(f.incrementalText) \(currency) in all"
+        }
+        let labels = rows.map { $0.offerId == "*" ? "all offers" : $0.offerId }
+        let left = max(180, labels.map { textWidth($0) + 16 }.max() ?? 0)
+        let plot = 360
+        let right = max(320, rows.map { textWidth(text($0)) + 16 }.max() ?? 0)
+        let pitch = 26
+        let top = 8
+        let width = left + plot + right
+        let height = top + rows.count * pitch + 28
+        // A scale the same either side of zero, 1, 2 or 5 × 10ⁿ units: the smallest that holds
+        // every lift and the overall interval; a wider interval is cut with an arrowhead.
+        let overall = rows.last?.interval.map { max(abs($0.low), abs($0.high)) } ?? 0
+        let reach = rows.compactMap(\.lift).map(abs).reduce(overall, max) / 1000
+        var scale = 0.01
+        var mantissa = 1
+        while scale < reach && scale < 1e15 {
+            scale *= mantissa == 2 ? 2.5 : 2
+            mantissa = mantissa == 1 ? 2 : mantissa == 2 ? 5 : 1
+        }
+        func x(_ milli: Double) -> Int {
+            let v = milli / 1000
+            return left + Int((Double(plot) * (min(max(v, -scale), scale) + scale) / (2 * scale)).rounded())
+        }
+        h.line(
+            "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
+                + " role=\"img\" aria-label=\"Incremental revenue per targeted customer per offer, with 95 % intervals\">"
+        )
+        let bottom = top + rows.count * pitch
+        for (v, cls) in [(-scale, "grid"), (0, "zero"), (scale, "grid")] {
+            h.line(
+                "<line class=\"\(cls)\" x1=\"\(x(v * 1000))\" y1=\"\(top)\" x2=\"\(x(v * 1000))\" y2=\"\(bottom)\"/>")
+            h.line(
+                "<text x=\"\(x(v * 1000))\" y=\"\(bottom + 16)\" text-anchor=\"middle\">"
+                    + "\(Milliunits.units(double: v * 1000)) \(escape(currency))</text>")
+        }
+        for (i, f) in rows.enumerated() {
+            let y = top + i * pitch + pitch / 2
+            let label = f.offerId == "*" ? "all offers" : f.offerId
+            let weight = f.offerId == "*" ? " font-weight=\"bold\"" : ""
+            h.line("<text x=\"\(left - 8)\" y=\"\(y + 4)\" text-anchor=\"end\"\(weight)>\(escape(label))</text>")
+            let numbers = escape(text(f))
+            guard let lift = f.lift else {
+                h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(numbers)</text>")
+                continue
+            }
+            let tip = escape(
+                "\(label): \(text(f)); treatment \(f.treatmentCustomers), holdout \(f.holdoutCustomers) customers")
+            if let i = f.interval {
+                h.line(
+                    "<line class=\"interval\" x1=\"\(x(i.low))\" y1=\"\(y)\" x2=\"\(x(i.high))\" y2=\"\(y)\"><title>\(tip)</title></line>"
+                )
+                for (end, cut, dir) in [(i.low, i.low / 1000 < -scale, -1), (i.high, i.high / 1000 > scale, 1)]
+                where cut {
+                    let e = x(end)
+                    h.line("<polygon class=\"point\" points=\"\(e + 6 * dir),\(y) \(e),\(y - 5) \(e),\(y + 5)\"/>")
+                }
+            }
+            let side = f.offerId == "*" ? 6 : 4
+            h.line(
+                "<rect class=\"point\" x=\"\(x(lift) - side)\" y=\"\(y - side)\" width=\"\(2 * side)\" height=\"\(2 * side)\"><title>\(tip)</title></rect>"
+            )
+            h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(numbers)</text>")
+        }
+        h.line("</svg>")
+    }
+
+    /// Net revenue per return at 1, 3, 6 and 12 months, per kind and currency (offers summed).
+    static func revenueAfterReturn(_ reports: Reports, into h: inout HTML) {
+        h.line("<h3>Revenue after a return</h3>")
+        var byKind: [RevenueRow] = []
+        for r in reports.revenue {
+            if let last = byKind.last, last.kind == r.kind, last.currency == r.currency {
+                byKind[byKind.count - 1] = last + r
+            } else {
+                byKind.append(RevenueRow(kind: r.kind, offerId: "", currency: r.currency) + r)
+            }
+        }
+        // Offer ids were summed away: kind, then currency, in report order.
+        byKind = RevenueReport.sorted(byKind)
+        guard !byKind.isEmpty else {
+            h.line(
+                "<p class=\"note\">No return with an amount yet (revenue-after-return.csv): rows need"
+                    + " <code>price</code> and <code>currency</code>.</p>")
+            return
+        }
+        h.line(
+            "<p class=\"note\">Net revenue per return (after refunds) from the return until each horizon, over the"
+                + " returns whose horizon has passed (revenue-after-return.csv).</p>")
+        h.line("<div class=\"scroll\"><table class=\"audience\">")
+        var head = "<thead><tr><th class=\"segment\">kind</th><th>currency</th><th>returns</th>"
+        for k in RetentionReport.horizons { head += "<th>\(k) month\(k == 1 ? "" : "s")</th>" }
+        h.line(head + "</tr></thead><tbody>")
+        for r in byKind {
+            var row =
+                "<tr><td class=\"segment\">\(escape(r.kind))</td><td>\(escape(r.currency))</td><td>\(r.returns)</td>"
+            for k in RetentionReport.horizons.indices {
+                let v = r.netPerReturn(k)
+                row += "<td>\(v.isEmpty ? "–" : escape(v))</td>"
+            }
+            h.line(row + "</tr>")
+        }
+        h.line("</tbody></table></div>")
+    }
+}
