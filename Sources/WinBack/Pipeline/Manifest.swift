@@ -56,6 +56,9 @@ public struct Manifest {
     /// What changed since the baseline run, per segment (docs/rules.md §10.5); nil: no changes
     /// were written (a run whose segments are not in CSV).
     var changes: ChangesSummary?
+    /// What `output.keep` removes of the runs before this one (docs/rules.md §10.6); nil: every
+    /// run is kept.
+    var pruned: PrunePlan?
 
     public init() {}
 
@@ -183,6 +186,10 @@ public struct Manifest {
                             as [String: Any]
                     },
                 ] as [String: Any]
+        }
+        if let pruned {
+            d["pruned"] =
+                ["keepDays": pruned.keepDays, "dates": pruned.dates, "failedRuns": pruned.failed] as [String: Any]
         }
         if let memory {
             d["memory"] = [

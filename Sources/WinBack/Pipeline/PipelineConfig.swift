@@ -81,6 +81,9 @@ public struct PipelineConfig: Sendable {
     public var metricsPath: String?
     /// `output.upload`: where published runs are copied in S3 (docs/rules.md §11).
     public var upload: S3Location?
+    /// `output.keep`: days of published runs kept before the newest; 0 keeps every run
+    /// (docs/rules.md §10.6).
+    public var keep = 35
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
     public var threads: Int?
@@ -207,7 +210,15 @@ public struct PipelineConfig: Sendable {
         }
         if let out = p.field(root, "output", required: true) {
             if let m = out.mapping {
-                p.allow(m, ["directory", "formats", "group", "destinations", "metrics", "upload"], at: "output.")
+                p.allow(
+                    m, ["directory", "formats", "group", "destinations", "metrics", "upload", "keep"], at: "output.")
+                if let k = p.int(m, "keep", at: "output.") {
+                    if k < 0 || k > 36_500 {
+                        p.fail("output.keep", "must be 0 (keep every run) to 36500 days, found \(k)")
+                    } else {
+                        c.keep = k
+                    }
+                }
                 if let u = p.string(m, "upload", at: "output.") {
                     if let location = S3Location(uri: u) {
                         c.upload = location

@@ -71,10 +71,12 @@ struct AfterPublish {
     }
 
     /// The steps after a run of `p` publishes, in order: the state swap (when `swapState` is
-    /// given), the upload, the metrics file.
+    /// given), the upload, the pruning of old runs (`output.keep`, after the upload so the
+    /// bucket never loses a date before tonight's is there), the metrics file.
     static func steps(_ p: ResolvedPipeline, swapState: (() -> Void)?, progress: Progress) -> [AfterPublish] {
         [
-            swapState.map { self.swapState($0) }, upload(p, progress: progress), metrics(p, progress: progress),
+            swapState.map { self.swapState($0) }, upload(p, progress: progress), prune(p, progress: progress),
+            metrics(p, progress: progress),
         ].compactMap { $0 }
     }
 
@@ -145,6 +147,8 @@ extension Stage {
             defer { try? sync.wait() }  // no descriptor outlives a failed run
             held = try stages(&manifest, &rejects, publisher.staging, sync)
             manifest.finished = Date()
+            // What `output.keep` removes once published, listed in the manifest (docs/rules.md §10.6).
+            manifest.pruned = Pruning.plan(root: publisher.root, date: publisher.date, keep: p.config.keep)
             folder = try publish(manifest, with: publisher, sync: sync)
         } catch {
             manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)

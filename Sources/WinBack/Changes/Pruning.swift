@@ -1,0 +1,115 @@
+import Foundation
+import WinBackModel
+import WinBackS3
+import WinBackSupport
+import WinBackWrite
+
+/// What a successful run removes of the published runs before it (docs/rules.md §10.6):
+/// decided before its manifest is written, so the manifest lists it, and taken after the
+/// publish, under the lock.
+struct PrunePlan: Sendable, Equatable {
+    /// `output.keep`: days kept before the newest published date.
+    var keepDays: Int
+    /// Published runs removed (`YYYY-MM-DD`, ascending): their link and the versioned folder it
+    /// points at, and, with `output.upload`, their objects under the prefix.
+    var dates: [String] = []
+    /// Failed runs' folders removed (`.failed-<YYYY-MM-DD>`), by date, ascending.
+    var failed: [String] = []
+}
+
+/// `output.keep` (docs/rules.md §10.6): published runs name customers, and since §10 their
+/// emails, so they do not pile up for ever.
+enum Pruning {
+    static let failedPrefix = ".failed-"
+
+    /// The plan of a run of `date` publishing under `root` (`<output>/<name>`) that keeps
+    /// `keep` days, or nil when `keep` is 0 (every run kept).
+    ///
+    /// Removed: every published date more than `keep` days before the newest published date
+    /// (tonight's included), earlier than tonight's (a backfill prunes nothing newer than
+    /// itself), and neither tonight's baseline (§10.5) nor tonight's; failed runs' folders by
+    /// the same rule. `latest` points at the newest date, which is never removed.
+    static func plan(root: String, date: String, keep: Int) -> PrunePlan? {
+        guard keep > 0, let tonight = Timestamp.parseDate(date) else { return nil }
+        let published = Publisher(root: root, date: date).publishedDates()
+        let newest = max(published.compactMap { Timestamp.parseDate($0) }.max() ?? tonight, tonight)
+        // Day numbers: a date more than `keep` days before the newest.
+        let limit = newest - Int64(keep)
+        let baseline = Baseline.find(root: root, before: date)?.date
+        func old(_ d: String) -> Bool {
+            guard let t = Timestamp.parseDate(d) else { return false }
+            return t < limit && t < tonight
+        }
+        var plan = PrunePlan(keepDays: keep)
+        plan.dates = published.filter { old($0) && $0 != baseline && $0 != date }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        plan.failed = entries.filter { $0.hasPrefix(failedPrefix) }.map { String($0.dropFirst(failedPrefix.count)) }
+            .filter(old).sorted()
+        return plan
+    }
+
+    /// Removes the plan's runs under `root`: each date's link first (a reader then sees the run
+    /// gone, never half of it), then the hidden versioned folder it pointed at; then the failed
+    /// runs' folders. What cannot be removed is a warning, never the run's failure: the run is
+    /// published.
+    static func removeLocal(_ plan: PrunePlan, root: String, progress: Progress) {
+        for d in plan.dates {
+            let link = root + "/" + d
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link)
+            guard System.linkKind(link) == System.symbolicLinkType else { continue }
+            System.unlinkIfPresent(link)
+            // Only a folder of the root's own, as the publisher names them.
+            if let target, target.hasPrefix(".run-"), !target.contains("/") {
+                remove(root + "/" + target, progress: progress)
+            }
+        }
+        for d in plan.failed { remove(root + "/" + failedPrefix + d, progress: progress) }
+        System.syncDirectory(root)
+    }
+
+    private static func remove(_ path: String, progress: Progress) {
+        guard System.kind(path, followLinks: false) != .missing else { return }
+        do { try FileManager.default.removeItem(atPath: path) } catch {
+            progress.warn("pruned", "cannot remove an old run: \(error)", fields: ["path": path])
+        }
+    }
+
+    /// Removes the plan's dates from `<prefix>/<name>/`: for each, its `_SUCCESS` first (a
+    /// reader waiting for it no longer takes the date for a whole run), then every other object
+    /// under the date.
+    static func removeRemote(_ plan: PrunePlan, from prefix: S3Location, name: String) throws {
+        guard !plan.dates.isEmpty else { return }
+        let client = try S3Client.shared()
+        let base = (prefix.key.isEmpty ? "" : (prefix.key.hasSuffix("/") ? prefix.key : prefix.key + "/")) + name + "/"
+        for d in plan.dates {
+            let objects = try client.list(bucket: prefix.bucket, prefix: base + d + "/")
+            let success = S3Location(bucket: prefix.bucket, key: base + d + "/_SUCCESS")
+            if objects.contains(where: { $0.location == success }) { try client.delete(success) }
+            for o in objects where o.location != success { try client.delete(o.location) }
+        }
+    }
+
+    /// The log's line.
+    static func line(_ plan: PrunePlan) -> String {
+        let runs = plan.dates.isEmpty ? "no published run" : "published runs " + plan.dates.joined(separator: ", ")
+        let failed = plan.failed.isEmpty ? "" : " and failed runs " + plan.failed.joined(separator: ", ")
+        return "removed \(runs)\(failed) (output.keep: \(plan.keepDays) days)"
+    }
+}
+
+extension AfterPublish {
+    /// `output.keep`: the runs the manifest lists as pruned removed locally, then, with
+    /// `output.upload`, from the prefix (docs/rules.md §10.6), under the lock.
+    static func prune(_ p: ResolvedPipeline, progress: Progress) -> AfterPublish? {
+        guard p.config.keep > 0 else { return nil }
+        return AfterPublish(name: "prune", underLock: true) { published in
+            guard let plan = published.manifest.pruned else { return }
+            Pruning.removeLocal(
+                plan, root: (published.folder as NSString).deletingLastPathComponent, progress: progress)
+            if let upload = p.config.upload { try Pruning.removeRemote(plan, from: upload, name: p.config.name) }
+            progress.event(
+                "pruned", Pruning.line(plan),
+                fields: ["dates": plan.dates, "failed": plan.failed, "keepDays": plan.keepDays])
+        }
+    }
+}
