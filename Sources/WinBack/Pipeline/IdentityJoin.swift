@@ -123,7 +123,9 @@ final class IdentityBuckets {
         self.budget = max(budget, 1 << 20)
         // What a killed run of the same work folder left goes first.
         discard()
-        try System.makeDirectory(folder, mode: 0o700)
+        do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create the identities' work folder", path: folder)
+        }
         writers = try (0..<Self.bucketCount).map { try IntermediateWriter(path: folder + "/bucket-\($0)") }
     }
 
@@ -149,7 +151,8 @@ final class IdentityBuckets {
         groupOf = []
         groups = 0
         for s in sizes {
-            let cost = s.bytes + s.rows * 2 * MemoryLayout<Int>.stride
+            // The records, and a table of up to four slots of 8 bytes a row.
+            let cost = s.bytes + s.rows * 4 * MemoryLayout<Int>.stride
             if groupOf.isEmpty || held + cost > budget {
                 if !groupOf.isEmpty { groups += 1 }
                 held = 0
@@ -167,13 +170,15 @@ final class IdentityBuckets {
         var files: [[(String, Int, String)]] = Array(repeating: [], count: lists.count)
         for g in 0..<groups {
             let members = (0..<Self.bucketCount).filter { groupOf[$0] == g }
+            // The records' bytes are the most the live rows can take: reserved once, never doubled.
             let index = IdentityIndex(
                 columns: columns, reservingBytes: members.reduce(0) { $0 + sizes[$1].bytes },
                 rows: members.reduce(0) { $0 + sizes[$1].rows })
             for b in members {
-                let bytes = try IntermediateWriter.readChecked(
-                    folder + "/bucket-\(b)", bytes: sizes[b].bytes, sha256: sizes[b].sha256)
-                bytes.withUnsafeBytes { index.append(records: $0) }
+                // Record by record: a key repeated over and over costs its live row only.
+                let r = try IntermediateReader(
+                    path: folder + "/bucket-\(b)", bytes: sizes[b].bytes, sha256: sizes[b].sha256)
+                try r.forEachRecord(columns: columns) { index.insert(key: $0, values: $1) }
                 System.unlinkIfPresent(folder + "/bucket-\(b)")
             }
             duplicates += index.replaced
@@ -255,29 +260,6 @@ final class IntermediateWriter {
         let (bytes, sha) = try file.finish()
         return (bytes, rows, sha)
     }
-
-    /// The whole of a file this run wrote, checked against the size and SHA-256 it recorded
-    /// (65 naming it otherwise).
-    static func readChecked(_ path: String, bytes: Int, sha256: String) throws -> [UInt8] {
-        let (fd, size) = try System.openRegularFile(path, followLinks: false)
-        defer { System.closeQuietly(fd) }
-        guard size == bytes else {
-            throw WinBackError(.badData, "a file of the run changed size under it (\(size), not \(bytes))", path: path)
-        }
-        var out = [UInt8](repeating: 0, count: bytes)
-        var filled = 0
-        try out.withUnsafeMutableBytes { p in
-            while filled < bytes {
-                let n = try System.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: p[filled...]))
-                if n == 0 { break }
-                filled += n
-            }
-        }
-        guard filled == bytes, Hex.string(SHA256.hash(data: out)) == sha256 else {
-            throw WinBackError(.badData, "a file of the run does not match what it wrote", path: path)
-        }
-        return out
-    }
 }
 
 /// Reads a file this run wrote, sequentially, after checking it whole (size and SHA-256).
@@ -290,22 +272,47 @@ final class IntermediateReader {
 
     init(path: String, bytes: Int, sha256: String) throws {
         self.path = path
-        let (fd, size) = try System.openRegularFile(path, followLinks: false)
-        self.fd = fd
-        var hasher = SHA256()
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        var total = 0
-        while true {
-            let n = try chunk.withUnsafeMutableBytes { try System.read(fd, into: $0) }
-            if n == 0 { break }
-            chunk.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
-            total += n
+        do {
+            let (fd, size) = try System.openRegularFile(path, followLinks: false)
+            self.fd = fd
+            var hasher = SHA256()
+            var chunk = [UInt8](repeating: 0, count: 64 << 10)
+            var total = 0
+            while true {
+                let n = try chunk.withUnsafeMutableBytes { try System.read(fd, into: $0) }
+                if n == 0 { break }
+                chunk.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+                total += n
+            }
+            // Thrown once the descriptor is held: deinit closes it.
+            guard size == bytes, total == bytes, Hex.string(hasher.finalize()) == sha256 else {
+                throw WinBackError(.badData, "a file of the run does not match what it wrote", path: path)
+            }
+            try System.seek(fd, to: 0)
+        } catch let e as SystemError {
+            throw e.winBack(.badData, "cannot read a file of the run", path: path)
         }
-        guard size == bytes, total == bytes, Hex.string(hasher.finalize()) == sha256 else {
-            System.closeQuietly(fd)
-            throw WinBackError(.badData, "a file of the run does not match what it wrote", path: path)
+    }
+
+    /// Calls `body` with each record's key and `columns` values (``IdentityIndex`` records).
+    func forEachRecord(
+        columns: Int, _ body: (UnsafeRawBufferPointer, [UnsafeRawBufferPointer]) throws -> Void
+    ) throws {
+        var flat: [UInt8] = []
+        var ranges: [Range<Int>] = []
+        while !atEnd {
+            flat.removeAll(keepingCapacity: true)
+            ranges.removeAll(keepingCapacity: true)
+            for _ in 0...columns {
+                let n = Int(try byte()) | Int(try byte()) << 8
+                ranges.append(flat.count..<(flat.count + n))
+                flat.append(contentsOf: try bytes(n))
+            }
+            try flat.withUnsafeBytes { p in
+                let parts = ranges.map { UnsafeRawBufferPointer(rebasing: p[$0]) }
+                try body(parts[0], Array(parts.dropFirst()))
+            }
         }
-        try System.seek(fd, to: 0)
     }
 
     deinit { System.closeQuietly(fd) }
@@ -320,7 +327,10 @@ final class IntermediateReader {
     private func fill() throws -> Bool {
         if eof { return false }
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        let n = try chunk.withUnsafeMutableBytes { try System.read(fd, into: $0) }
+        let n: Int
+        do { n = try chunk.withUnsafeMutableBytes { try System.read(fd, into: $0) } } catch let e as SystemError {
+            throw e.winBack(.badData, "cannot read a file of the run", path: path)
+        }
         if n == 0 {
             eof = true
             return false

@@ -32,30 +32,48 @@ package final class IdentityIndex {
     /// The bytes held (arena and table), for memory budgets.
     package var heldBytes: Int { arena.capacity + slots.count * MemoryLayout<Int>.stride }
 
-    /// The stable hash of a key: FNV-1a, then a 64-bit finaliser so that its high and low bits
-    /// are both well mixed (the high bits choose a bucket on disk, the low bits a slot).
+    /// The hash of a key: Swift's Hasher, seeded afresh by every process, so that nobody can
+    /// choose keys that collide (in this table, or in the buckets of a join on disk). Only
+    /// where a key is kept depends on it, never what a run writes.
     @inline(__always)
     package static func hash(_ key: UnsafeRawBufferPointer) -> UInt64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in key {
-            h ^= UInt64(b)
-            h = h &* 0x0000_0100_0000_01B3
-        }
-        h ^= h >> 33
-        h = h &* 0xff51_afd7_ed55_8ccd
-        h ^= h >> 33
-        h = h &* 0xc4ce_b9fe_1a85_ec53
-        h ^= h >> 33
-        return h
+        var h = Hasher()
+        h.combine(bytes: key)
+        return UInt64(bitPattern: Int64(h.finalize()))
     }
 
+    /// Bytes of records a later record of the same key replaced.
+    package private(set) var deadBytes = 0
+
+    /// The bytes of live records.
+    package var liveBytes: Int { arena.count - deadBytes }
+
     /// Appends one record made of `key` and `values` (``columns`` of them); the last record of
-    /// a key wins.
+    /// a key wins. Once replaced records hold more bytes than live ones (a key repeated
+    /// over and over), the arena is compacted: it never holds much more than the live rows.
     package func insert(key: UnsafeRawBufferPointer, values: [UnsafeRawBufferPointer]) {
         precondition(values.count == columns)
         let at = arena.count
         IdentityIndex.appendRecord(key: key, values: values, to: &arena)
         place(at, key: key)
+        if deadBytes > 1 << 20 && deadBytes > liveBytes { compact() }
+    }
+
+    /// Keeps only the live records, in the order they were written.
+    private func compact() {
+        var live = slots.filter { $0 != 0 }.map { $0 - 1 }
+        live.sort()
+        var fresh: [UInt8] = []
+        fresh.reserveCapacity(liveBytes)
+        var moved: [Int: Int] = [:]
+        moved.reserveCapacity(live.count)
+        for at in live {
+            moved[at] = fresh.count
+            fresh.append(contentsOf: arena[at..<recordEnd(at)])
+        }
+        for i in slots.indices where slots[i] != 0 { slots[i] = moved[slots[i] - 1]! + 1 }
+        arena = fresh
+        deadBytes = 0
     }
 
     /// Appends every record of `bytes` (a run of whole records, as ``appendRecord(key:values:to:)``
@@ -108,6 +126,7 @@ package final class IdentityIndex {
         var i = Int(truncatingIfNeeded: IdentityIndex.hash(key)) & mask
         while slots[i] != 0 {
             if keyMatches(slots[i] - 1, key) {
+                deadBytes += recordEnd(slots[i] - 1) - (slots[i] - 1)
                 slots[i] = at + 1
                 replaced += 1
                 return

@@ -245,11 +245,15 @@ struct DeliveryIdentityReaderTests {
             ("17,,u-17,+", true),
             ("18,,u-18,", true),
         ]
-        let text = Self.header + rows.map { $0.0 + "\n" }.joined()
-        let path = try Self.file(text)
+        var bytes = Array((Self.header + rows.map { $0.0 + "\n" }.joined()).utf8)
+        // A Latin-1 e-acute (0xE9) is not UTF-8: refused, never turned into U+FFFD.
+        bytes += Array("\(rows.count + 1),,u-x,jos".utf8) + [0xE9] + Array("@example.com\n".utf8)
+        let path = Paths.temporary() + "/identities.csv"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
         let t = try IdentityReader.read(path: path, key: .originalTransactionId)
-        #expect(t.lines == rows.count)
-        #expect(t.rejects.total == rows.filter { !$0.1 }.count)
+        #expect(t.lines == rows.count + 1)
+        #expect(t.rejects.total == rows.filter { !$0.1 }.count + 1)
+        #expect(t.fields(for: String(rows.count + 1), token: false) == nil)
         for (i, (row, kept)) in rows.enumerated() {
             let key = String(i + 1)
             #expect((t.fields(for: key, token: false) != nil) == kept, "\(row)")
@@ -267,6 +271,7 @@ struct DeliveryIdentityReaderTests {
         #expect(reasons.contains { $0.contains("formula") })
         #expect(reasons.contains { $0.contains("control byte \\x1B") })
         #expect(reasons.contains { $0.contains("longer than 512 bytes") })
+        #expect(reasons.contains { $0.contains("is not UTF-8") })
     }
 
     @Test("only the columns asked for are kept, in the order asked; a column the file lacks is named as missing")
