@@ -158,6 +158,15 @@ struct CustomerSimulator {
                 // Refunded, and gone for good.
                 r.revocationDate = min(end - 1000, t + Int64(rng.int(1...20)) * Self.day)
                 r.revocationReason = rng.int(0...1)
+                // Prorated at 0, 50 or 100 %, or in full (docs/rules.md §13.1), decided by the row's
+                // id so the world's other draws stay as they were.
+                switch r.transactionId % 4 {
+                case 0, 1:
+                    r.revocationType = "REFUND_PRORATED"
+                    r.revocationPercentage = Int(r.transactionId / 4 % 3) * 50_000
+                case 2: r.revocationType = "REFUND_FULL"
+                default: break
+                }
                 out.rows.append(r)
                 break
             }

@@ -17,6 +17,9 @@ struct GeneratedTransaction {
     var offerPeriod: String?
     var revocationDate: Int64?
     var revocationReason: Int?
+    /// `revocationType` and `revocationPercentage` of a refund (docs/rules.md §13.1).
+    var revocationType: String?
+    var revocationPercentage: Int?
     var isUpgraded = false
     var storefront: String
     var appAccountToken: String?
@@ -72,6 +75,23 @@ enum GeneratedCatalog {
 
     /// offers.json: Apple's own example first, then offers that exercise ranking, territories,
     /// dates and a second group.
+    /// Units of USD per unit of the world's other currencies (``CustomerSimulator/currencies``),
+    /// undated, with monthly EUR and JPY rates beside them (docs/rules.md §13.1).
+    static let rates = """
+        month,currency,rate
+        ,EUR,1.0825
+        ,GBP,1.2710
+        ,CAD,0.7315
+        ,AUD,0.6580
+        ,JPY,0.006650
+        ,BRL,0.1790
+        ,INR,0.011950
+        ,MXN,0.05480
+        2026-06,EUR,1.0968
+        2026-06,JPY,0.006890
+
+        """
+
     static let offersJSON = """
         {
           "offers": [

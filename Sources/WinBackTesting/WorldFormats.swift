@@ -41,6 +41,8 @@ struct NDJSONWorldFormat: WorldFormat {
         if let id = t.offerIdentifier { s("offerIdentifier", id) }
         if let r = t.revocationDate { n("revocationDate", r) }
         if let r = t.revocationReason { n("revocationReason", Int64(r)) }
+        if let r = t.revocationType { s("revocationType", r) }
+        if let p = t.revocationPercentage { n("revocationPercentage", Int64(p)) }
         if t.isUpgraded { fields.append(("isUpgraded", "true")) }
         s("environment", t.sandbox ? "Sandbox" : "Production")
         s("transactionReason", t.renewal ? "RENEWAL" : "PURCHASE")

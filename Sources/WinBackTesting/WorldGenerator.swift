@@ -172,6 +172,8 @@ public enum WorldGenerator {
             try write(try TestChain.pem(signed.chain.root), to: directory + "/test-root.pem")
             files.append("test-root.pem")
         }
+        try write(GeneratedCatalog.rates, to: directory + "/rates.csv")
+        files.append("rates.csv")
         try write(pipeline(o, format: format), to: directory + "/pipeline.yaml")
         files.append("pipeline.yaml")
         return GenerateSummary(files: files, transactions: transactions, customers: o.customers, bytes: bytes)
@@ -238,6 +240,12 @@ public enum WorldGenerator {
             output:
               directory: out
               destinations: [braze, klaviyo]
+
+            """
+        s += """
+            money:                      # revenue in USD (docs/rules.md §13); the rows are priced in nine currencies
+              currency: USD
+              rates: rates.csv
 
             """
         if let e = o.experiment {

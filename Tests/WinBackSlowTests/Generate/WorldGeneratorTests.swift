@@ -141,6 +141,7 @@ struct WorldGeneratorTests {
         var used = Set(try InputFiles.resolve(config.transactionPaths + config.renewalInfoPaths, base: dir))
         used.formUnion([identities.path, config.offersPath].map(config.resolve))
         used.formUnion(config.apple.roots.map(config.resolve))
+        if let money = config.money { used.insert(config.resolve(money.ratesPath)) }
         used.insert(config.path)
         #expect(Set(written.map { dir + "/" + $0 }).subtracting(used).sorted() == [], "written and never read")
         // Run, the destinations hold the addressable customers of the best-offer segment.
