@@ -73,19 +73,19 @@ public struct Manifest {
         signed = p.signed
         experiment = p.config.experiment
         money = p.config.money
+        etags = Dictionary(
+            (p.transactionInputs + p.renewalInputs).compactMap { i in i.identity.etag.map { (i.path, $0) } },
+            uniquingKeysWith: { a, _ in a })
     }
+
+    /// Each object input's ETag as it was resolved, by its URI (docs/rules.md §11).
+    var etags: [String: String] = [:]
 
     /// After a failure: the manifest says why, and it and the rejects are kept in the failed
     /// folder (docs/rules.md §6) while the published runs stay as they were.
     mutating func failed(_ error: Error, rejects: RejectList, folder: String, publisher: Publisher) {
-        etags = Dictionary(
-            (p.transactionInputs + p.renewalInputs).compactMap { i in i.identity.etag.map { (i.path, $0) } },
-            uniquingKeysWith: { a, _ in a })
         status = "failed"
         self.error = "\(error)"
-    /// Each object input's ETag as it was resolved, by its URI (docs/rules.md §11).
-    var etags: [String: String] = [:]
-
         finished = Date()
         publisher.fail(keeping: [
             ("rejects.csv", RejectsWriter.bytes(rejects, relativeTo: folder)), ("manifest.json", json()),

@@ -210,16 +210,16 @@ public enum PipelineRun {
             throw error
         }
         progress.pipeline = p.config.name
-        if let memory = options.memory ?? p.config.memoryLimit {
-            let summary = try ShardedRun.bounded(
-                options, memory: memory, progress: progress, started: started, publisher: locked)
-            // Each shard's memory was freed as the next began: nothing large is left to hold.
         // Which inflater reads the gzip inputs: ISA-L's where it loads (the default, `auto`).
         progress.event(
             "inflater", "inflating with \(p.inflater.rawValue)",
             fields: [
                 "inflater": p.inflater.rawValue, "asked": options.inflater?.rawValue ?? p.config.inflater.rawValue,
             ])
+        if let memory = options.memory ?? p.config.memoryLimit {
+            let summary = try ShardedRun.bounded(
+                options, memory: memory, progress: progress, started: started, publisher: locked)
+            // Each shard's memory was freed as the next began: nothing large is left to hold.
             return PublishedRun(summary: summary, memory: RunMemory(()))
         }
         // The run's lock before its state is examined: a state is read and replaced under it.

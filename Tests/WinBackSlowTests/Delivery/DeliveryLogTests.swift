@@ -11,7 +11,8 @@ import WinBackTestSupport
 struct DeliveryLogTests {
     /// The events docs/rules.md §10.4 documents, with their level.
     static let documented = [
-        "stage_finished": "info", "repartition": "info", "inflater": "info", "published": "info", "metrics": "warning",
+        "stage_finished": "info", "repartition": "info", "inflater": "info", "changes": "info", "published": "info",
+        "pruned": "info", "metrics": "warning",
         "failed": "error",
     ]
 
@@ -98,7 +99,9 @@ struct DeliveryLogTests {
         let folder = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(published.first?["folder"] as? String == folder)
         #expect(FileManager.default.fileExists(atPath: folder + "/destinations/braze/best-offer-001.csv"))
-        #expect(events.last?["event"] as? String == "published")
+        // After the publish, only the steps after it speak: pruning (docs/rules.md §10.6).
+        let after = events.drop { $0["event"] as? String != "published" }.dropFirst()
+        #expect(after.allSatisfy { ["pruned", "metrics"].contains($0["event"] as? String ?? "") }, "\(after)")
     }
 
     @Test("text stays the default: stage lines in words, no JSON")

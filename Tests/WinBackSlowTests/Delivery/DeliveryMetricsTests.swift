@@ -88,7 +88,9 @@ struct DeliveryMetricsTests {
                     s.labels.hasPrefix("{pipeline=\"reference\""), "\(name)\(s.labels)", sourceLocation: sourceLocation)
                 #expect(!s.value.isNaN, "\(name)\(s.labels)", sourceLocation: sourceLocation)
             }
-            if !["winback_customers", "winback_eligible", "winback_segment_changes"].contains(name) {
+            if !["winback_customers", "winback_eligible", "winback_segment_changes", "winback_destination_exited"]
+                .contains(name)
+            {
                 #expect(list.count == 1, "\(name) has \(list.count) samples", sourceLocation: sourceLocation)
             }
         }

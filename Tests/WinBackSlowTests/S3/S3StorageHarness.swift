@@ -582,6 +582,8 @@ struct S3World {
                 of: "output:\n  directory: out\n", with: "output:\n  directory: out\n  destinations: [braze, klaviyo]\n"
             )
         }
+        // The rates file the generator's money block names stays in the world's folder.
+        text = text.replacingOccurrences(of: "  rates: rates.csv\n", with: "  rates: \(folder)/rates.csv\n")
         let path = Paths.temporary() + "/pipeline.yaml"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path

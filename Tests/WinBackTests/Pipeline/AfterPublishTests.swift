@@ -103,7 +103,8 @@ struct AfterPublishTests {
         next.unlock()
     }
 
-    @Test("the steps of a run in order: the state swap, the upload, the metrics file, each only when configured")
+    @Test(
+        "the steps of a run in order: the state swap, the upload, pruning, the metrics file, each only when configured")
     func stepsOfARun() throws {
         let folder = NSTemporaryDirectory() + "/after-publish-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -112,13 +113,17 @@ struct AfterPublishTests {
         let p = ResolvedPipeline(
             config: config, catalog: OfferCatalog(offers: []), asOf: 0, threads: 1, outputDirectory: folder,
             transactionFiles: [], renewalFiles: [])
-        #expect(AfterPublish.steps(p, swapState: nil, progress: progress).map(\.name) == [])
+        // Pruning is on by default (output.keep 35 days); keep 0 takes it away.
+        #expect(AfterPublish.steps(p, swapState: nil, progress: progress).map(\.name) == ["prune"])
+        var kept = p
+        kept.config.keep = 0
+        #expect(AfterPublish.steps(kept, swapState: nil, progress: progress).map(\.name) == [])
         config.metricsPath = "metrics.prom"
         config.upload = S3Location(bucket: "b", key: "k")
         var q = p
         q.config = config
         let steps = AfterPublish.steps(q, swapState: {}, progress: progress)
-        #expect(steps.map(\.name) == ["state", "upload", "metrics"])
-        #expect(steps.map(\.underLock) == [true, true, false])
+        #expect(steps.map(\.name) == ["state", "upload", "prune", "metrics"])
+        #expect(steps.map(\.underLock) == [true, true, true, false])
     }
 }
