@@ -247,10 +247,11 @@ public enum IdentityReader {
     ) throws -> [String] {
         let wanted = Array(value.utf8)
         var found: [String] = []
+        var seen: Set<String> = []
         _ = try scan(path: path, key: key, columns: nil, inflater: inflater, limits: limits) { k, values in
             guard values.contains(where: { $0.elementsEqual(wanted) }) else { return }
             let s = String(decoding: k, as: UTF8.self)
-            if !found.contains(s) { found.append(s) }
+            if seen.insert(s).inserted { found.append(s) }
         }
         return found
     }

@@ -40,26 +40,11 @@ struct HostileIdentityTests {
     /// Runs the command line under /usr/bin/time: its result and its peak resident memory in bytes.
     static func measured(_ args: [String]) throws -> (CLI.Result, Int) {
         let report = Paths.temporary() + "/time.txt"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/time")
-        p.arguments = ["-f", "%M", "-o", report, CLI.binary] + args
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        let r = try CLI.run(args, launcher: ["/usr/bin/time", "-f", "%M", "-o", report])
         // GNU time writes "Command exited with non-zero status N" first when the status is not 0.
         let text = try String(contentsOfFile: report, encoding: .utf8)
         let kb = text.split(separator: "\n").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? -1
-        return (
-            CLI.Result(
-                status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-                stderr: String(decoding: e, as: UTF8.self)), kb * 1024
-        )
+        return (r, kb * 1024)
     }
 
     static let timeAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/time")

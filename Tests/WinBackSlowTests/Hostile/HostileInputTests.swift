@@ -597,21 +597,7 @@ struct HostileInputTests {
 
     /// Runs `winback args…` under `umask 022`.
     static func runUnderUmask(_ args: [String]) throws -> CLI.Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", "umask 022; exec \"$0\" \"$@\"", CLI.binary] + args
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return CLI.Result(
-            status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-            stderr: String(decoding: e, as: UTF8.self))
+        try CLI.run(args, launcher: ["/bin/sh", "-c", "umask 022; exec \"$0\" \"$@\""])
     }
 
     static func status(_ path: String) throws -> stat {

@@ -17,8 +17,12 @@ struct CLI {
     }
 
     /// Runs to completion with no terminal attached (as under cron).
-    static func run(_ args: [String], cwd: String? = nil, environment: [String: String] = [:]) throws -> Result {
-        let p = try start(args, cwd: cwd, environment: environment)
+    /// With `launcher` (a program and its first arguments, such as `/usr/bin/time -f %M`), the
+    /// binary runs under it.
+    static func run(
+        _ args: [String], cwd: String? = nil, environment: [String: String] = [:], launcher: [String] = []
+    ) throws -> Result {
+        let p = try start(args, cwd: cwd, environment: environment, launcher: launcher)
         let out = p.out.fileHandleForReading.readDataToEndOfFile()
         let err = p.err.fileHandleForReading.readDataToEndOfFile()
         p.process.waitUntilExit()
@@ -28,11 +32,11 @@ struct CLI {
     }
 
     static func start(
-        _ args: [String], cwd: String? = nil, environment: [String: String] = [:]
+        _ args: [String], cwd: String? = nil, environment: [String: String] = [:], launcher: [String] = []
     ) throws -> (process: Process, out: Pipe, err: Pipe) {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = args
+        p.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
+        p.arguments = launcher.isEmpty ? args : Array(launcher.dropFirst()) + [binary] + args
         if !environment.isEmpty {
             var env = ProcessInfo.processInfo.environment
             for name in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"] {
