@@ -28,7 +28,7 @@ enum SegmentChanges {
         to out: OutputFile, reason: (SegmentKey) throws -> String
     ) throws -> (count: SegmentChangeCount, rows: Int) {
         var count = SegmentChangeCount(segment: segment)
-        let now = try SegmentRecords(path: tonight)
+        let now = try SegmentRecords(path: tonight, hashed: false)
         let before = try baseline.map { try SegmentRecords(path: $0) }
         // Entered rows are written as they come (all of tonight's on a first run); changed ones
         // follow them, and exited ones in the baseline's order after those.
@@ -46,26 +46,26 @@ enum SegmentChanges {
             rec.field(reason)
             rec.end()
         }
-        var a = try before?.next()
-        var b = try now.next()
-        while a != nil || b != nil {
-            let c = a == nil ? 1 : b == nil ? -1 : SegmentKey.compare(a!, b!)
+        var hasA = try before?.advance() ?? false
+        var hasB = try now.advance()
+        while hasA || hasB {
+            let c = !hasA ? 1 : !hasB ? -1 : SegmentKey.compare(before!.current, now.current)
             if c < 0 {
-                exited.append(a!)
-                a = try before?.next()
+                exited.append(before!.current)
+                hasA = try before!.advance()
             } else if c > 0 {
-                line("entered", b!, offer: b!.offer, previous: [], reason: "")
+                line("entered", now.current, offer: now.current.offer, previous: [], reason: "")
                 try out.write(rec.bytes)
                 count.entered += 1
-                b = try now.next()
+                hasB = try now.advance()
             } else {
-                if mayChange && a!.offer != b!.offer {
-                    line("changed", b!, offer: b!.offer, previous: a!.offer, reason: "")
+                if mayChange && before!.current.offer != now.current.offer {
+                    line("changed", now.current, offer: now.current.offer, previous: before!.current.offer, reason: "")
                     changed += rec.bytes
                     count.changed += 1
                 }
-                a = try before?.next()
-                b = try now.next()
+                hasA = try before!.advance()
+                hasB = try now.advance()
             }
         }
         if let before, let expected = expectedSHA256, before.sha256() != expected {

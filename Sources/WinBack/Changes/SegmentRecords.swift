@@ -31,14 +31,13 @@ struct SegmentKey: Equatable, Hashable, Sendable {
 /// Reads a segment CSV (docs/rules.md §4.1) one record at a time, for the merge-join of two of
 /// them: RFC 4180 records (a quoted field may hold line breaks), the header checked, every row's
 /// field count checked, and rows checked to be in customer order, strictly (a customer once).
-/// The bytes read are hashed, so that a published file can be checked against its manifest once
-/// read (``finish(expecting:)``).
+/// The bytes read are hashed (unless told not to: tonight's own files), so that a published file
+/// can be checked against its manifest once read (``sha256()``).
 final class SegmentRecords {
     let path: String
     private let cursor: LineCursor
-    private var hasher = SHA256()
+    private var hasher: SHA256?
     private var record: [UInt8] = []
-    private var last: SegmentKey?
     private(set) var rows = 0
 
     /// Where the fields the changes need are (``SegmentWriter/columns``).
@@ -49,9 +48,11 @@ final class SegmentRecords {
 
     /// Opens `path` and checks its header (`columns`: a segment's, unless said): a file that is
     /// not of that form is bad data (65).
-    init(path: String, columns: [String] = SegmentWriter.columns) throws {
+    init(path: String, columns: [String] = SegmentWriter.columns, hashed: Bool = true) throws {
         self.path = path
-        cursor = LineCursor(source: try PlainFileSource(path: path), chunkSize: 1 << 18, maxLineBytes: .max)
+        hasher = hashed ? SHA256() : nil
+        cursor = LineCursor(
+            source: try PlainFileSource(path: path, hashed: false), chunkSize: 1 << 18, maxLineBytes: .max)
         guard let header = try nextRecord() else {
             throw WinBackError(.badData, "empty file: it has no header", path: path)
         }
@@ -66,8 +67,8 @@ final class SegmentRecords {
 
     /// The fields of the next record, unquoted, nil at the end; a record that is not
     /// well-formed CSV is bad data (65).
-    func nextFields(only wanted: Set<Int>? = nil) throws -> [[UInt8]]? {
-        guard let bytes = try nextRecord() else { return nil }
+    func nextFields(only wanted: Set<Int>? = nil, first: UnsafeRawBufferPointer? = nil) throws -> [[UInt8]]? {
+        guard let bytes = try nextRecord(first: first) else { return nil }
         rows += 1
         guard let fields = SegmentRecords.split(bytes, only: wanted) else {
             throw WinBackError(.badData, "row \(rows) is not well-formed CSV", path: path)
@@ -75,39 +76,93 @@ final class SegmentRecords {
         return fields
     }
 
-    /// The next row, nil at the end. A row that is not well-formed, or not after the one before
-    /// it in customer order, is bad data (65) naming the file and the row.
-    func next() throws -> SegmentKey? {
-        // Only the fields the changes need are copied out: a row costs three small arrays.
-        guard let fields = try nextFields(only: SegmentRecords.keyColumns) else { return nil }
-        guard fields.count == SegmentWriter.columns.count else {
-            throw WinBackError(
-                .badData, "row \(rows) of a segment file is not \(SegmentWriter.columns.count) CSV fields", path: path)
+    /// The row ``advance()`` read last, and the one before it (for the order check): their
+    /// arrays are refilled in place, so a row read costs no allocation unless a caller kept it.
+    private(set) var current = SegmentKey(group: [], original: [], offer: [])
+    private var previous = SegmentKey(group: [], original: [], offer: [])
+
+    /// The next row, nil at the end (see ``advance()``).
+    func next() throws -> SegmentKey? { try advance() ? current : nil }
+
+    /// Reads the next row into ``current``; false at the end. A row that is not well-formed, or
+    /// not after the one before it in customer order, is bad data (65) naming the file and the
+    /// row.
+    func advance() throws -> Bool {
+        // Only the fields the changes need are copied out. A line without a quote (nearly every
+        // row) is a whole record, split where it lies.
+        guard let line = try cursor.next() else { return false }
+        hasher?.update(bufferPointer: line)
+        swap(&previous, &current)
+        if line.isEmpty || memchr(line.baseAddress!, 0x22, line.count) == nil {
+            rows += 1
+            guard SegmentRecords.fill(&current, unquoted: line) else {
+                throw WinBackError(
+                    .badData, "row \(rows) of a segment file is not \(SegmentWriter.columns.count) CSV fields",
+                    path: path)
+            }
+        } else {
+            guard let fields = try nextFields(only: SegmentRecords.keyColumns, first: line) else { return false }
+            guard fields.count == SegmentWriter.columns.count else {
+                throw WinBackError(
+                    .badData, "row \(rows) of a segment file is not \(SegmentWriter.columns.count) CSV fields",
+                    path: path)
+            }
+            current = SegmentKey(
+                group: fields[SegmentRecords.groupColumn], original: fields[SegmentRecords.originalColumn],
+                offer: fields[SegmentRecords.offerColumn])
         }
-        let key = SegmentKey(
-            group: fields[SegmentRecords.groupColumn], original: fields[SegmentRecords.originalColumn],
-            offer: fields[SegmentRecords.offerColumn])
-        if let last, SegmentKey.compare(last, key) >= 0 {
+        if rows > 1, SegmentKey.compare(previous, current) >= 0 {
             throw WinBackError(
                 .badData,
                 "row \(rows) of a segment file is not after the row before it in customer order "
                     + "(docs/rules.md §4.1)", path: path)
         }
-        last = key
-        return key
+        return true
     }
 
-    /// The file's SHA-256 (hex), once every row was read.
-    func sha256() -> String { Hex.string(hasher.finalize()) }
+    /// The file's SHA-256 (hex), once every row was read; empty when it was not hashed.
+    func sha256() -> String { hasher.map { Hex.string($0.finalize()) } ?? "" }
 
-    /// One record's bytes, its lines joined while a quoted field is open, without the last `\n`.
-    private func nextRecord() throws -> [UInt8]? {
+    /// Fills `key` from a record that is one line without a quote (its `\n` kept, or none at
+    /// the end): fields split at each comma; false unless it has a segment's number of fields.
+    static func fill(_ key: inout SegmentKey, unquoted line: UnsafeRawBufferPointer) -> Bool {
+        var n = line.count
+        if n > 0 && line[n - 1] == UInt8(ascii: "\n") { n -= 1 }
+        var field = 0
+        var i = 0
+        func set(_ a: inout [UInt8], _ from: Int, _ to: Int) {
+            a.removeAll(keepingCapacity: true)
+            a.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[from..<to]))
+        }
+        while true {
+            var end = n
+            if i < n, let comma = memchr(line.baseAddress! + i, 0x2C, n - i) {
+                end = UnsafeRawPointer(line.baseAddress!).distance(to: UnsafeRawPointer(comma))
+            }
+            switch field {
+            case groupColumn: set(&key.group, i, end)
+            case originalColumn: set(&key.original, i, end)
+            case offerColumn: set(&key.offer, i, end)
+            default: break
+            }
+            field += 1
+            if end == n { break }
+            i = end + 1
+        }
+        return field == SegmentWriter.columns.count
+    }
+
+    /// One record's bytes, its lines joined while a quoted field is open, without the last `\n`;
+    /// `first`: its first line, already read (and hashed).
+    private func nextRecord(first: UnsafeRawBufferPointer? = nil) throws -> [UInt8]? {
         record.removeAll(keepingCapacity: true)
         var quotes = 0
         var any = false
-        while let line = try cursor.next() {
+        var pending = first
+        while let line = try pending ?? cursor.next() {
+            if pending == nil { hasher?.update(bufferPointer: line) }
+            pending = nil
             any = true
-            hasher.update(bufferPointer: line)
             record.append(contentsOf: line)
             for b in line where b == UInt8(ascii: "\"") { quotes += 1 }
             if quotes % 2 == 0 { break }

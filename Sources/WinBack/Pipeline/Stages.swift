@@ -174,8 +174,9 @@ extension Stage {
     /// handed to `sync`.
     ///
     /// With several threads the report stage runs, and its files are written, while the segments
-    /// are written: each job has a long last piece (the best-offer list, the busiest customers)
-    /// that the other fills in. With one thread, one after the other.
+    /// are written, and then the segment changes: each job has a long last piece (the
+    /// best-offer list, the busiest customers) that the other fills in. With one thread, one
+    /// after the other.
     ///
     /// Then the destinations' files from the segments (docs/rules.md §10.2), recorded in
     /// `manifest`; their identities' rejected rows join `rejects`, written last.
@@ -201,16 +202,21 @@ extension Stage {
                 requireApple: p.config.requireApple
             ).write(to: directory, threads: p.threads, sync: sync)
         }
+        // What changed since the last published run, from the segments just written (docs/rules.md
+        // §10.5): while the reports are still being counted.
+        let changed = Result {
+            _ = try segments.get()
+            return try Changes.write(
+                p,
+                reasoner: {
+                    ExitReasoner(
+                        customers: customers, audience: audience, book: book, requireApple: p.config.requireApple,
+                        baselineAsOf: $0.asOf)
+                }, to: directory, sync: sync)
+        }
         if p.threads > 1 { reporting.wait() } else { writeReports() }
         var outputs = try segments.get()
-        // What changed since the last published run, from the segments just written (docs/rules.md §10.5).
-        let changes = try Changes.write(
-            p,
-            reasoner: {
-                ExitReasoner(
-                    customers: customers, audience: audience, book: book, requireApple: p.config.requireApple,
-                    baselineAsOf: $0.asOf)
-            }, to: directory, sync: sync)
+        let changes = try changed.get()
         manifest.changes = changes.summary
         outputs += changes.outputs
         let (reports, reportOutputs) = try reportFiles[0]!.get()

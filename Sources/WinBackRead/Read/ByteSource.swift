@@ -34,9 +34,11 @@ final class FileHandleFD: RawInput {
     let size: Int
 
     /// Opens a regular file (docs/rules.md §6.1): a FIFO, a device, a socket or a folder is an
-    /// input error (66) before anything is read; without `followLinks`, so is a link.
-    init(path: String, followLinks: Bool = true) throws {
+    /// input error (66) before anything is read; without `followLinks`, so is a link. Without
+    /// `hashed`, no digest is kept (``sha256()`` means nothing).
+    init(path: String, followLinks: Bool = true, hashed: Bool = true) throws {
         self.path = path
+        hashing = hashed
         do { (fd, size) = try System.openRegularFile(path, followLinks: followLinks) } catch let e as SystemError {
             throw e.winBack(.noInput, "cannot open", path: path)
         } catch let e as System.NotRegularFile {
@@ -78,8 +80,10 @@ package final class PlainFileSource: ByteSource {
     private let file: FileHandleFD
     @exclusivity(unchecked) package private(set) var fileBytesConsumed = 0
 
-    package init(path: String, followLinks: Bool = true) throws {
-        file = try FileHandleFD(path: path, followLinks: followLinks)
+    /// - Parameter hashed: whether the file's SHA-256 is kept as it is read (``fileSHA256()``);
+    ///   a file this run just wrote and reads back needs none.
+    package init(path: String, followLinks: Bool = true, hashed: Bool = true) throws {
+        file = try FileHandleFD(path: path, followLinks: followLinks, hashed: hashed)
     }
 
     package func fileSHA256() -> String { file.sha256() }

@@ -74,6 +74,8 @@ public enum RevenueReport {
         money: inout MoneyTally
     ) where C.Element == Transaction, C.Index == Int {
         let hs = RetentionReport.horizons
+        var ends: [Int64] = []
+        ends.reserveCapacity(hs.count)
         for ret in returns {
             var currency: Int32 = -1
             if !converter.converts {
@@ -82,28 +84,34 @@ public enum RevenueReport {
                 currency = first.currency
             }
             let key = Key(offerType: ret.offerType, offerId: ret.reportedOffer, currency: currency)
-            var row = tally[key] ?? RevenueRow(kind: "", offerId: "", currency: "")
-            row.returns += 1
-            let last = hs.indices.last { ret.observable[$0] }
-            if let last {
-                var ends: [Int64] = []
-                ends.reserveCapacity(hs.count)
-                for h in hs { ends.append(MonthMath.addMonths(ret.start, h)) }
-                for h in 0...last { row.observable[h] += 1 }
-                for r in rows
-                where r.isKnownPurchase(at: t) && r.purchaseDate >= ret.start && r.purchaseDate < ends[last] {
-                    if !converter.converts && r.isPriced && r.currency != currency {
-                        money.otherCurrency += 1
-                        continue
-                    }
-                    guard let a = converter.amounts(r, at: t) else { continue }
-                    for h in 0...last where r.purchaseDate < ends[h] {
-                        row.gross[h].value += a.gross
-                        row.net[h].value += a.net
-                    }
-                }
+            // Changed in place: a row taken out of the tally and put back would copy its arrays.
+            add(
+                ret, rows: rows, asOf: t, currency: currency, converter: converter, ends: &ends,
+                to: &tally[key, default: RevenueRow(kind: "", offerId: "", currency: "")], money: &money)
+        }
+    }
+
+    @inline(__always)
+    private static func add<C: RandomAccessCollection>(
+        _ ret: Return, rows: C, asOf t: Int64, currency: Int32, converter: AmountConverter, ends: inout [Int64],
+        to row: inout RevenueRow, money: inout MoneyTally
+    ) where C.Element == Transaction, C.Index == Int {
+        let hs = RetentionReport.horizons
+        row.returns += 1
+        guard let last = hs.indices.last(where: { ret.observable[$0] }) else { return }
+        ends.removeAll(keepingCapacity: true)
+        for h in hs { ends.append(MonthMath.addMonths(ret.start, h)) }
+        for h in 0...last { row.observable[h] += 1 }
+        for r in rows where r.isKnownPurchase(at: t) && r.purchaseDate >= ret.start && r.purchaseDate < ends[last] {
+            if !converter.converts && r.isPriced && r.currency != currency {
+                money.otherCurrency += 1
+                continue
             }
-            tally[key] = row
+            guard let a = converter.amounts(r, at: t) else { continue }
+            for h in 0...last where r.purchaseDate < ends[h] {
+                row.gross[h].value += a.gross
+                row.net[h].value += a.net
+            }
         }
     }
 

@@ -80,6 +80,9 @@ struct SegmentJoinTests {
             Self.segment([("g", "2", "a"), ("g", "1", "a")]), Self.segment([("g", "1", "a"), ("g", "1", "b")]),
             "subscription_group_id,original_transaction_id\ng,1\n", Self.segment([]) + "g,1,a\n", "",
             Self.segment([]) + "g,\"1\n",
+            // Out of order across a quoted row and a plain one, each way.
+            Self.segment([("g", "7,\"x\"", "a"), ("g", "1", "a")]),
+            Self.segment([("g", "8", "a"), ("g", "7,\"x\"", "a")]),
         ] {
             #expect {
                 try Self.join(baseline: bad, tonight: tonight)
