@@ -24,22 +24,7 @@ public struct Baseline: Sendable, Equatable, Codable {
         let publisher = Publisher(root: root, date: date)
         for d in publisher.publishedDates().reversed() where d < date {
             let folder = root + "/" + d
-            guard let (fd, size) = try? System.openRegularFile(folder + "/manifest.json"), size < 64 << 20 else {
-                continue
-            }
-            defer { System.closeQuietly(fd) }
-            var bytes = [UInt8](repeating: 0, count: size)
-            var filled = 0
-            let read: Bool = bytes.withUnsafeMutableBytes { p in
-                while filled < size {
-                    guard let n = try? System.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: p[filled...])),
-                        n > 0
-                    else { return false }
-                    filled += n
-                }
-                return true
-            }
-            guard read,
+            guard let bytes = manifestBytes(folder + "/manifest.json"),
                 let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
                 let asOfText = object["asOf"] as? String, let asOf = Timestamp.parseDateTime(asOfText)
             else { continue }
@@ -47,5 +32,28 @@ public struct Baseline: Sendable, Equatable, Codable {
                 date: d, folder: folder, manifestSHA256: Hex.string(SHA256.hash(data: bytes)), asOf: asOf)
         }
         return nil
+    }
+
+    /// The largest manifest a baseline may have.
+    static let maxManifestBytes = 64 << 20
+
+    /// The bytes of a published run's manifest: a regular file opened without following a link
+    /// in its last component, under ``maxManifestBytes``, read whole; nil otherwise.
+    static func manifestBytes(_ path: String) -> [UInt8]? {
+        guard let (fd, size) = try? System.openRegularFile(path, followLinks: false), size < maxManifestBytes else {
+            return nil
+        }
+        defer { System.closeQuietly(fd) }
+        var bytes = [UInt8](repeating: 0, count: size)
+        var filled = 0
+        let read: Bool = bytes.withUnsafeMutableBytes { p in
+            while filled < size {
+                guard let n = try? System.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: p[filled...])), n > 0
+                else { return false }
+                filled += n
+            }
+            return true
+        }
+        return read ? bytes : nil
     }
 }

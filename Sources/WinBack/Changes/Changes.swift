@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import WinBackModel
 import WinBackSupport
@@ -68,7 +69,7 @@ enum Changes {
         guard written(p) else { return ([], ChangesSummary(baseline: baseline, segments: [])) }
         try OutputFile.makeFolder(directory + "/" + folder)
         let segments = self.segments(p)
-        let recorded = try baseline.map { try BaselineFiles(folder: $0.folder) }
+        let recorded = try baseline.map { try BaselineFiles($0) }
         let slots = ResultSlots<(OutputStats, SegmentChangeCount)>(count: segments.count)
         try parallelFor(count: segments.count, threads: p.threads) { j in
             let (name, kind) = segments[j]
@@ -86,11 +87,12 @@ enum Changes {
         return (all.map(\.0), ChangesSummary(baseline: baseline, segments: all.map(\.1)))
     }
 
-    /// Writes the changes of a run in memory: the reasons from its customers and their evaluation.
+    /// Writes the changes of a run in memory against `baseline` (``baseline(_:)``, found once
+    /// per run): the reasons from its customers and their evaluation.
     static func write(
-        _ p: ResolvedPipeline, reasoner: (Baseline) -> ExitReasoner, to directory: String, sync: DiskSync?
+        _ p: ResolvedPipeline, baseline: Baseline?, reasoner: (Baseline) -> ExitReasoner, to directory: String,
+        sync: DiskSync?
     ) throws -> (outputs: [OutputStats], summary: ChangesSummary) {
-        let baseline = self.baseline(p)
         let r = baseline.map(reasoner)
         return try write(p, baseline: baseline, to: directory, sync: sync) { _, kind, row in
             guard let r else { throw WinBackError(.software, "an exited row without a baseline") }
@@ -106,11 +108,20 @@ struct BaselineFiles: Sendable {
     /// SHA-256 (hex) by path relative to the run's folder.
     let sha256: [String: String]
 
-    init(folder: String) throws {
-        self.folder = folder
+    /// Reads `baseline`'s manifest again (never through a link, at most
+    /// ``Baseline/maxManifestBytes``) and trusts it only with the SHA-256 it had when the
+    /// baseline was found: a manifest changed or replaced since is bad data (65).
+    init(_ baseline: Baseline) throws {
+        folder = baseline.folder
         let path = folder + "/manifest.json"
-        guard let data = FileManager.default.contents(atPath: path),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+        guard let bytes = Baseline.manifestBytes(path) else {
+            throw WinBackError(.badData, "the baseline's manifest can no longer be read", path: path)
+        }
+        guard Hex.string(SHA256.hash(data: bytes)) == baseline.manifestSHA256 else {
+            throw WinBackError(
+                .badData, "the baseline's manifest changed while this run used it: run again", path: path)
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
             let outputs = object["outputs"] as? [[String: Any]]
         else {
             throw WinBackError(.badData, "the baseline's manifest lists no outputs", path: path)

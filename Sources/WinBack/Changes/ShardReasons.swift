@@ -19,14 +19,15 @@ enum ShardReasons {
     /// Writes shard `shard`'s reasons into `directory` (empty but for its header without a
     /// baseline, or when the run writes no changes); returns the file written.
     static func write(
-        _ p: ResolvedPipeline, shard: Int, shards: Int, reasoner: (Baseline) -> ExitReasoner, to directory: String
+        _ p: ResolvedPipeline, baseline: Baseline?, shard: Int, shards: Int, reasoner: (Baseline) -> ExitReasoner,
+        to directory: String
     ) throws -> OutputStats {
         let out = try OutputFile(path: directory + "/" + file)
         try out.write(CSVRecord.header(columns))
         var rows = 0
-        if Changes.written(p), let baseline = Changes.baseline(p) {
+        if Changes.written(p), let baseline {
             let reasoner = reasoner(baseline)
-            let recorded = try BaselineFiles(folder: baseline.folder)
+            let recorded = try BaselineFiles(baseline)
             var rec = CSVRecord()
             for (name, kind) in Changes.segments(p) {
                 let rel = "segments/\(name).csv"

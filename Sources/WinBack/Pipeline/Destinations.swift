@@ -50,11 +50,11 @@ extension Stage {
     ///
     /// Each file set (type × list) also gets `<list>-exited-NNN.csv`: the identity values of the
     /// baseline run's files of the set that tonight's lack (``DestinationExits``, §10.5); the
-    /// baseline is the one the segment changes compare with (``Changes/baseline(_:)``), found
-    /// under the run's lock. Tonight's values are held as a compact set of bytes per file set
+    /// baseline is the one the segment changes compare with (``Changes/baseline(_:)``, found
+    /// once per run under its lock and handed to both). Tonight's values are held as a compact set of bytes per file set
     /// (``IdentityValueSet``), also under `bounds`.
     static func writeDestinations(
-        _ p: ResolvedPipeline, to directory: String, rejects: inout RejectList, sync: DiskSync,
+        _ p: ResolvedPipeline, baseline: Baseline?, to directory: String, rejects: inout RejectList, sync: DiskSync,
         bounds: IdentityJoin.Bounds? = nil
     ) throws -> (outputs: [OutputStats], counts: [DestinationCount], identities: IdentityCount?) {
         guard let source = p.config.identities, !p.config.destinations.isEmpty else { return ([], [], nil) }
@@ -90,7 +90,7 @@ extension Stage {
         }
         try join.prepare(lists: lists.map { directory + "/segments/" + $0 + ".csv" })
         let asOf = Timestamp.date(p.asOf)
-        let baseline = try Changes.baseline(p).map { try BaselineFiles(folder: $0.folder) }
+        let baseline = try baseline.map { try BaselineFiles($0) }
         var files: [[String: [OutputStats]]] = Array(repeating: [:], count: p.config.destinations.count)
         var exitedFiles = files
         var counts = p.config.destinations.map {

@@ -204,10 +204,11 @@ extension Stage {
         }
         // What changed since the last published run, from the segments just written (docs/rules.md
         // §10.5): while the reports are still being counted.
+        let baseline = Changes.baseline(p)
         let changed = Result {
             _ = try segments.get()
             return try Changes.write(
-                p,
+                p, baseline: baseline,
                 reasoner: {
                     ExitReasoner(
                         customers: customers, audience: audience, book: book, requireApple: p.config.requireApple,
@@ -223,7 +224,7 @@ extension Stage {
         manifest.record(amountsOf: reports)
         outputs += reportOutputs
         let page = outputs.count
-        let delivered = try writeDestinations(p, to: directory, rejects: &rejects, sync: sync)
+        let delivered = try writeDestinations(p, baseline: baseline, to: directory, rejects: &rejects, sync: sync)
         manifest.record(delivered)
         outputs += delivered.outputs
         try writePage(reports, p, manifest: manifest, outputs: &outputs, at: page, to: directory, sync: sync)

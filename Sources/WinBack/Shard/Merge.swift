@@ -123,7 +123,7 @@ public enum Merge {
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
             let page = outputs.count
             let delivered = try Stage.writeDestinations(
-                p, to: staging, rejects: &rejects, sync: sync,
+                p, baseline: fingerprint.baseline, to: staging, rejects: &rejects, sync: sync,
                 bounds: memoryLimit.map { IdentityJoin.Bounds(folder: work.root + "/identities", memory: $0) })
             manifest.record(delivered)
             outputs += delivered.outputs

@@ -72,7 +72,7 @@ public enum ShardRun {
         // The reasons of its customers who left a segment since the baseline (docs/rules.md §10.5).
         outputs.append(
             try ShardReasons.write(
-                p, shard: shard, shards: shards,
+                p, baseline: fingerprint.baseline, shard: shard, shards: shards,
                 reasoner: {
                     ExitReasoner(
                         customers: customers, audience: audience, book: book, requireApple: p.config.requireApple,

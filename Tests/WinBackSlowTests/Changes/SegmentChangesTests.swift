@@ -238,6 +238,36 @@ struct SegmentChangesTests {
         #expect((try Self.manifest(earliest)["changes"] as? [String: Any])?["baseline"] is NSNull)
     }
 
+    @Test("a baseline's manifest is never read through a link, and trusted only as it was when found")
+    func baselineManifestTrusted() throws {
+        let pipeline = try Self.world()
+        let first = try Self.run(pipeline, asOf: "2026-06-01")
+        let root = (first as NSString).deletingLastPathComponent
+        let found = try #require(Baseline.find(root: root, before: "2026-07-01"))
+        #expect(found.date == "2026-06-01")
+        #expect(try BaselineFiles(found).sha256["segments/best-offer.csv"] != nil)
+        // Changed after it was found (one byte more): 65, naming it.
+        let manifest = found.folder + "/manifest.json"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: manifest))
+        try (bytes + Data(" ".utf8)).write(to: URL(fileURLWithPath: manifest))
+        #expect {
+            try BaselineFiles(found)
+        } throws: { e in
+            (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == manifest
+        }
+        // Put back: trusted again.
+        try bytes.write(to: URL(fileURLWithPath: manifest))
+        #expect(try BaselineFiles(found).folder == found.folder)
+        // The same bytes behind a link: the run is passed over (none earlier: no baseline), and a
+        // baseline found before the link was planted is no longer trusted.
+        let elsewhere = Paths.temporary() + "/planted-manifest.json"
+        try bytes.write(to: URL(fileURLWithPath: elsewhere))
+        try FileManager.default.removeItem(atPath: manifest)
+        try FileManager.default.createSymbolicLink(atPath: manifest, withDestinationPath: elsewhere)
+        #expect(Baseline.find(root: root, before: "2026-07-01") == nil)
+        #expect(throws: WinBackError.self) { try BaselineFiles(found) }
+    }
+
     @Test("the same changes in memory, under --memory, from an array job and on incremental nights")
     func sameBytesEverywhere() throws {
         func secondNight(_ pipeline: String, _ mode: (RunOptions) throws -> String) throws -> [String: Data] {
