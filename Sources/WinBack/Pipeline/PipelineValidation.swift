@@ -88,6 +88,11 @@ public enum PipelineValidation {
                 }
             }
         }
+        // The rates file of `money`, parsed as `run` parses it (docs/rules.md §13.1).
+        do { _ = try MoneyRates.load(config) } catch {
+            report.problems.append("\(error)")
+            if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
+        }
         var files = 0
         for pattern in config.transactionPaths + config.renewalInfoPaths {
             do {

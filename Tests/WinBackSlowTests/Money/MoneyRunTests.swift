@@ -87,11 +87,18 @@ struct MoneyRunTests {
         } throws: { e in
             (e as? WinBackError)?.code == .configuration && "\(e)".contains("rates file line 2")
         }
+        // validate says so too, as a configuration problem (78).
+        let malformed = PipelineValidation.check(pipelinePath: pipeline)
+        #expect(malformed.problems.contains { $0.contains("rates file line 2") } && malformed.inputProblems == 0)
         try FileManager.default.removeItem(atPath: rates)
         #expect {
             try PipelineRun.run(o, progress: Progress(mode: .quiet))
         } throws: { e in
             (e as? WinBackError)?.code == .noInput
         }
+        // A missing rates file is missing input (66) for validate as for run.
+        let missing = PipelineValidation.check(pipelinePath: pipeline)
+        #expect(missing.problems.contains { $0.contains("rates file is missing") } && missing.inputProblems == 1)
+        #expect(missing.exitCode == WinBackError.Code.noInput.exitCode)
     }
 }
