@@ -72,6 +72,25 @@ struct MoneyRunTests {
             #expect(((money?["unconverted"] as? [String: Int])?["KRW"] ?? 0) > 0)
             #expect((money?["unpriced"] as? Int ?? 0) > 0)
         }
+        // Incremental nights: the first builds the state, a rerun takes every file from it (its
+        // rows' amounts and refunds with them), in memory and under --memory: the same files.
+        let incremental = (pipeline as NSString).deletingLastPathComponent + "/incremental.yaml"
+        try (String(contentsOfFile: pipeline, encoding: .utf8) + "\nincremental: true\n").write(
+            toFile: incremental, atomically: true, encoding: .utf8)
+        // (A state is kept in memory or memory-bounded, so each way has its own output.)
+        for memory in [nil, 64_000_000] {
+            let out = Paths.temporary()
+            for _ in 0..<2 {
+                var o = ShardedRunTests.options(incremental, output: out)
+                o.memory = memory
+                let night = try PipelineRun.run(o, progress: quiet)
+                ShardedRunTests.expectSame(ShardedRunTests.published(night.published), reference)
+            }
+            let manifest = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: out + "/reference/latest/manifest.json")))
+            let state = (manifest as? [String: Any])?["incremental"] as? [String: Any]
+            #expect(state?["state"] as? String == "absorbed" && (state?["filesFromState"] as? Int ?? 0) > 0)
+        }
     }
 
     @Test(
