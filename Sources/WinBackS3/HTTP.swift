@@ -51,13 +51,22 @@ enum HTTP {
         var description: String
     }
 
+    /// A request that cannot be sent as asked (not an http(s) URL, a header holding a line
+    /// break or NUL): no try would go otherwise, so none is retried.
+    struct BadRequest: Error, CustomStringConvertible {
+        var description: String
+    }
+
     /// An answer longer than its limit: refused as it streamed, never held whole.
     struct Oversized: Error, CustomStringConvertible {
         var limit: Int
         /// The length the answer announced (Content-Length), when it did.
         var announced: Int?
+        /// Whether it was the answer's head (its status line and headers) that went on.
+        var head = false
         var description: String {
-            announced.map { "the answer announced \($0) bytes, more than the \(limit) asked for" }
+            if head { return "the answer's head went on past \(limit) bytes" }
+            return announced.map { "the answer announced \($0) bytes, more than the \(limit) asked for" }
                 ?? "the answer went on past the \(limit) bytes asked for"
         }
     }
@@ -84,6 +93,9 @@ enum HTTP {
 
     /// The most bytes of an answer that is not a success (an S3 error document is small).
     static let errorLimit = 1 << 20
+    /// The most bytes of an answer's head (status lines and headers, every 1xx answer's
+    /// included): S3's are a few hundred.
+    static let headLimit = 64 << 10
 
     /// curl_global_init, once, before any thread uses curl: a static `let` is initialised once,
     /// thread-safely, on first use.
@@ -168,6 +180,7 @@ enum HTTP {
         var headers: [String: String] = [:]
         var body = Data()
         var failure: Error?
+        private var headBytes = 0
         private var lastMoved = ProcessInfo.processInfo.systemUptime
         private var moved: (down: Int64, up: Int64) = (0, 0)
 
@@ -184,6 +197,11 @@ enum HTTP {
         /// One line of the answer's head: false (abort) when it announces more than its cap.
         func headerLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
             lastMoved = ProcessInfo.processInfo.systemUptime
+            headBytes += bytes.count
+            if headBytes > HTTP.headLimit {
+                failure = failure ?? Oversized(limit: HTTP.headLimit, announced: nil, head: true)
+                return false
+            }
             let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if line.hasPrefix("HTTP/") {
                 // A new answer (after a 1xx): its own status and headers.
@@ -284,17 +302,18 @@ enum HTTP {
     /// Sends `request` and waits for the whole answer, at most `limit` bytes of a success
     /// (``errorLimit`` of anything else), within `limits`, and never past `deadline`.
     ///
-    /// Throws ``TransportError`` (no answer, or too slow), ``Oversized`` or ``OutOfTime``.
+    /// Throws ``BadRequest`` (never sent), ``TransportError`` (no answer, or too slow),
+    /// ``Oversized`` or ``OutOfTime``.
     static func send(
         _ request: Request, limit: Int, limits: Limits = Limits(), deadline: () -> TimeInterval = { .infinity }
     ) throws -> Response {
         guard request.url.scheme == "http" || request.url.scheme == "https" else {
-            throw TransportError(description: "not an http(s) URL: \(request.url.absoluteString)")
+            throw BadRequest(description: "not an http(s) URL: \(request.url.absoluteString)")
         }
         // A CR or LF would end the header line early (and NUL the C string): another header, or a
         // request smuggled in. Looked for as bytes: "\r\n" is one Character.
         for (name, value) in request.headers where (name + value).utf8.contains(where: { [0, 10, 13].contains($0) }) {
-            throw TransportError(description: "the header \(name) holds a line break or NUL")
+            throw BadRequest(description: "the header \(name) holds a line break or NUL")
         }
         let easy = try take()
         defer { put(easy) }

@@ -169,6 +169,9 @@ public final class S3Client: @unchecked Sendable {
                 throw outOfTime()
             } catch let o as HTTP.Oversized {
                 throw WinBackError(oversized, "S3's answer was refused as it came: \(o)", path: uri)
+            } catch let b as HTTP.BadRequest {
+                // From the configuration (an endpoint, a credential): the same on every try.
+                throw WinBackError(.configuration, "cannot ask S3: \(b)", path: uri)
             } catch {
                 lastProblem = "\(error)"
                 continue
@@ -279,12 +282,18 @@ public final class S3Client: @unchecked Sendable {
                             .badData, "S3's listing has a key that is not URL-encoded UTF-8", path: listed)
                     }
                     key = k
-                case "ListBucketResult/Contents/Size": size = Int(text)
+                case "ListBucketResult/Contents/Size":
+                    guard let n = Int(text), n >= 0 else {
+                        throw WinBackError(
+                            .badData, "S3's listing gives an object the size '\(text.prefix(40))'", path: listed)
+                    }
+                    size = n
                 case "ListBucketResult/Contents/ETag": etag = text
                 case "ListBucketResult/Contents":
-                    if let k = key, let n = size {
-                        out.append(S3Object(location: S3Location(bucket: bucket, key: k), size: n, etag: etag))
+                    guard let k = key, let n = size else {
+                        throw WinBackError(.badData, "S3's listing has an object without a key or a size", path: listed)
                     }
+                    out.append(S3Object(location: S3Location(bucket: bucket, key: k), size: n, etag: etag))
                     key = nil
                     size = nil
                     etag = ""

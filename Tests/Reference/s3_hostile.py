@@ -23,6 +23,8 @@ Modes:
   huge-range      a ranged GET answers 206 announcing 2 GiB, and streams zeros
   endless-range   a ranged GET answers 206 with no length, streams zeros until the client leaves
   huge-list       a listing answers 200 with no length and an endless page of keys
+  negative-size   as serve, but every listed object's Size is negative
+  huge-head       every answer is 200 with 64 headers of 8 KiB each (half a MiB of head)
   redirect        every request answered 307 to the redirect target (same path)
   region          AWS's region redirect, for an endpoint whose paths start with /REGION/:
                   under /us-east-1/ a 301 with x-amz-bucket-region: eu-west-1; under
@@ -161,6 +163,9 @@ class Handler(BaseHTTPRequestHandler):
             self.rfile.read(n)
         mode = ARGS.mode
         region, bucket, key, query = self.split()
+        if mode == "huge-head":
+            # 64 headers of 8 KiB each: half a megabyte of head before any body.
+            return self.send_plain(200, b"", [("x-amz-meta-pad-%d" % i, "h" * 8192) for i in range(64)])
         if mode == "drip":
             return self.stream(200, [("Content-Type", "application/xml")], b" ", announced=1000, pause=20)
         if mode == "redirect":
@@ -213,6 +218,8 @@ class Handler(BaseHTTPRequestHandler):
             path = os.path.join(ARGS.dir, name)
             size = os.path.getsize(path)
             etag = '"%x-%d"' % (int(os.path.getmtime(path)), size)
+            if ARGS.mode == "negative-size":
+                size = -size
             entries.append(
                 "<Contents><Key>%s</Key><Size>%d</Size><ETag>%s</ETag></Contents>"
                 % (quote_key(k, encode), size, etag.replace('"', "&quot;")))

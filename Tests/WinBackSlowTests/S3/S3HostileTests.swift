@@ -144,6 +144,58 @@ struct S3HostileTests {
         Self.expectIntact(output, before)
     }
 
+    @Test("a listing that gives an object a negative size is 65 naming the listing, at once")
+    func negativeSize() throws {
+        let world = try World()
+        let output = Paths.temporary()
+        let before = try Self.publishFirst(world, output: output)
+        let server = try Self.endpoint("negative-size", world.folder)
+        defer { server.stop() }
+        let (r, seconds, _) = try Self.run(
+            try world.pipeline(transactions: "s3://inputs/w/transactions-*.jsonl.gz"), output: output,
+            Self.environment(server.url))
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(r.stderr.contains("s3://inputs/w/transactions-") && r.stderr.contains("size '-"), "\(r.stderr)")
+        #expect(seconds < 30)
+        #expect(server.entries().count == 1, "one listing asked, nothing read")
+        Self.expectIntact(output, before)
+    }
+
+    @Test("an answer whose head goes on past 64 KiB is refused as it comes, once: 65 for a listing")
+    func hugeHead() throws {
+        let world = try World()
+        let output = Paths.temporary()
+        let before = try Self.publishFirst(world, output: output)
+        let server = try Self.endpoint("huge-head", world.folder)
+        defer { server.stop() }
+        let (r, seconds, _) = try Self.run(
+            try world.pipeline(transactions: "s3://inputs/w/transactions-*.jsonl.gz"), output: output,
+            Self.environment(server.url))
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(r.stderr.contains("head went on past 65536 bytes"), "\(r.stderr)")
+        #expect(seconds < 30)
+        #expect(server.entries().count == 1, "refused, not tried again")
+        Self.expectIntact(output, before)
+    }
+
+    @Test("a session token holding a line break is 78 before any request, never sent nor retried")
+    func tokenWithLineBreak() throws {
+        let world = try World()
+        let output = Paths.temporary()
+        let before = try Self.publishFirst(world, output: output)
+        let server = try Self.endpoint("serve", world.folder)
+        defer { server.stop() }
+        var env = Self.environment(server.url)
+        env["AWS_SESSION_TOKEN"] = "hostile-session-token\r\nX-Smuggled: 1"
+        let (r, seconds, _) = try Self.run(
+            try world.pipeline(transactions: "s3://inputs/w/transactions-*.jsonl.gz"), output: output, env)
+        #expect(r.status == 78, "\(r.stderr)")
+        #expect(r.stderr.contains("line break"), "\(r.stderr)")
+        #expect(seconds < 10, "no retries with their pauses")
+        #expect(server.entries().isEmpty)
+        Self.expectIntact(output, before)
+    }
+
     @Test("a drip of one byte every 20 s ends as 75 when the run's network time (20 s) is spent")
     func dripEndsOnTheBudget() throws {
         let world = try World()
