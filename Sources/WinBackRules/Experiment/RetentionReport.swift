@@ -19,7 +19,10 @@ public struct Return: Sendable, Equatable {
     public var row: Int = 0
 
     /// `win_back`, `promotional`, `offer_code`, `introductory`, `unknown:N` or `none`.
-    public func kind(strings: StringTable) -> String {
+    public func kind(strings: StringTable) -> String { Return.kind(offerType, strings: strings) }
+
+    /// The kind of a return whose row has raw offerType `offerType` (0 = none).
+    static func kind(_ offerType: Int64, strings: StringTable) -> String {
         offerType == 0 ? "none" : OfferType.label(offerType, strings: strings)
     }
 
@@ -29,8 +32,26 @@ public struct Return: Sendable, Equatable {
     }
 }
 
+/// A row of a report on returns by how they began (docs/rules.md §9.3, §13.2), in
+/// ``RetentionReport/kindOrder(_:_:)``.
+package protocol ReturnKindRow {
+    /// The returns' ``Return/kind(strings:)``, or `*` on a total row.
+    var kind: String { get set }
+    /// The offer id the report shows (``Return/reportedOffer``); empty for `introductory` and `none`.
+    var offerId: String { get set }
+}
+
+extension ReturnKindRow {
+    /// Names a tally row after its returns' raw offer type and reported offer (a string id,
+    /// negative when none).
+    mutating func name(offerType: Int64, offer: Int32, strings: StringTable) {
+        kind = Return.kind(offerType, strings: strings)
+        offerId = offer >= 0 ? strings.string(offer) : ""
+    }
+}
+
 /// One line of `retention-after-return.csv` (docs/rules.md §9.3).
-public struct RetentionRow: Sendable, Equatable, Codable {
+public struct RetentionRow: Sendable, Equatable, Codable, ReturnKindRow {
     public var kind: String
     public var offerId: String
     public var returns: Int
@@ -51,12 +72,7 @@ public struct RetentionRow: Sendable, Equatable, Codable {
 }
 
 extension RetentionRow: SummableRow {
-    package struct Key: Hashable {
-        var kind: String
-        var offerId: String
-    }
-
-    package var key: Key { Key(kind: kind, offerId: offerId) }
+    package var key: [String] { [kind, offerId] }
 
     package static func + (a: RetentionRow, b: RetentionRow) -> RetentionRow {
         RetentionRow(
@@ -133,26 +149,30 @@ public enum RetentionReport {
 
     /// The tally's rows, named and in report order.
     static func rows(_ tally: [Key: RetentionRow], strings: StringTable) -> [RetentionRow] {
-        sorted(
-            tally.map { key, row in
-                var row = row
-                row.kind = key.offerType == 0 ? "none" : OfferType.label(key.offerType, strings: strings)
-                row.offerId = key.offerId >= 0 ? strings.string(key.offerId) : ""
-                return row
-            })
+        sorted(tally.named { key, row in row.name(offerType: key.offerType, offer: key.offerId, strings: strings) })
     }
 
     /// The report order of kinds: win_back, promotional, offer_code, introductory, unknown ones
     /// bytewise, none; then offer ids bytewise.
     package static func sorted(_ rows: [RetentionRow]) -> [RetentionRow] {
-        let rank = ["win_back": 0, "promotional": 1, "offer_code": 2, "introductory": 3, "none": 5]
-        return rows.sorted { a, b in
-            let (ra, rb) = (rank[a.kind] ?? 4, rank[b.kind] ?? 4)
-            if ra != rb { return ra < rb }
-            if a.kind != b.kind { return bytewiseLess(a.kind, b.kind) }
-            return bytewiseLess(a.offerId, b.offerId)
-        }
+        rows.sorted { kindOrder($0, $1) ?? false }
     }
+
+    /// Whether `a` comes before `b` in the report order of kinds, then offer ids bytewise; nil
+    /// when both have the same kind and offer.
+    static func kindOrder<Row: ReturnKindRow>(_ a: Row, _ b: Row) -> Bool? {
+        let (ra, rb) = (kindRank(a.kind), kindRank(b.kind))
+        if ra != rb { return ra < rb }
+        if a.kind != b.kind { return bytewiseLess(a.kind, b.kind) }
+        if a.offerId != b.offerId { return bytewiseLess(a.offerId, b.offerId) }
+        return nil
+    }
+
+    /// A kind's place in the report order: win_back 0, promotional 1, offer_code 2,
+    /// introductory 3, unknown ones 4, none 5.
+    static func kindRank(_ kind: String) -> Int { kindRanks[kind] ?? 4 }
+
+    private static let kindRanks = ["win_back": 0, "promotional": 1, "offer_code": 2, "introductory": 3, "none": 5]
 
     /// Every line: the rows, then `*` summing them all.
     public static func table(_ rows: [RetentionRow]) -> [RetentionRow] {

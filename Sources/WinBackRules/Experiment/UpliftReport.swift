@@ -63,12 +63,7 @@ public struct UpliftRow: Sendable, Equatable, Codable {
 }
 
 extension UpliftRow: SummableRow {
-    package struct Key: Hashable {
-        var month: String
-        var offerId: String
-    }
-
-    package var key: Key { Key(month: month, offerId: offerId) }
+    package var key: [String] { [month, offerId] }
 
     package static func + (a: UpliftRow, b: UpliftRow) -> UpliftRow {
         UpliftRow(

@@ -2,7 +2,7 @@ import WinBackModel
 
 /// One line of `revenue-after-return.csv` (docs/rules.md §13.2): the returns of a kind and offer
 /// in a currency, and per horizon how many are observable and what their rows earned.
-public struct RevenueRow: Sendable, Equatable, Codable {
+public struct RevenueRow: Sendable, Equatable, Codable, ReturnKindRow {
     public var kind: String
     public var offerId: String
     public var currency: String
@@ -31,13 +31,7 @@ public struct RevenueRow: Sendable, Equatable, Codable {
 }
 
 extension RevenueRow: SummableRow {
-    package struct Key: Hashable {
-        var kind: String
-        var offerId: String
-        var currency: String
-    }
-
-    package var key: Key { Key(kind: kind, offerId: offerId, currency: currency) }
+    package var key: [String] { [kind, offerId, currency] }
 
     package static func + (a: RevenueRow, b: RevenueRow) -> RevenueRow {
         var s = a
@@ -118,25 +112,15 @@ public enum RevenueReport {
     /// The tally's rows, named and in report order.
     static func rows(_ tally: [Key: RevenueRow], strings: StringTable, reporting: String?) -> [RevenueRow] {
         sorted(
-            tally.map { key, row in
-                var row = row
-                row.kind = key.offerType == 0 ? "none" : OfferType.label(key.offerType, strings: strings)
-                row.offerId = key.offerId >= 0 ? strings.string(key.offerId) : ""
+            tally.named { key, row in
+                row.name(offerType: key.offerType, offer: key.offerId, strings: strings)
                 row.currency = key.currency >= 0 ? strings.string(key.currency) : (reporting ?? "")
-                return row
             })
     }
 
     /// Retention's order (docs/rules.md §9.3), then currency bytewise.
     package static func sorted(_ rows: [RevenueRow]) -> [RevenueRow] {
-        let rank = ["win_back": 0, "promotional": 1, "offer_code": 2, "introductory": 3, "none": 5]
-        return rows.sorted { a, b in
-            let (ra, rb) = (rank[a.kind] ?? 4, rank[b.kind] ?? 4)
-            if ra != rb { return ra < rb }
-            if a.kind != b.kind { return bytewiseLess(a.kind, b.kind) }
-            if a.offerId != b.offerId { return bytewiseLess(a.offerId, b.offerId) }
-            return bytewiseLess(a.currency, b.currency)
-        }
+        rows.sorted { a, b in RetentionReport.kindOrder(a, b) ?? bytewiseLess(a.currency, b.currency) }
     }
 
     /// Every line: the rows, then a `*` row per currency (bytewise) summing that currency's;

@@ -3,7 +3,7 @@ import WinBackModel
 /// One line of `winback-eligibility-summary.csv`: churned customers counted in the shape of
 /// Apple's *Win-back eligibility report*, so a team can reconcile with App Store Connect.
 /// See https://developer.apple.com/help/app-store-connect/reference/win-back-eligibility-report
-public struct EligibilitySummaryRow: Sendable, Equatable, Codable {
+public struct EligibilitySummaryRow: Sendable, Hashable, Codable {
     public var subscriptionGroupId: String
     /// The customer's product (docs/rules.md §3 rule 6).
     public var productId: String
@@ -34,22 +34,11 @@ public struct EligibilitySummaryRow: Sendable, Equatable, Codable {
 }
 
 extension EligibilitySummaryRow: SummableRow {
-    /// Every column but the count.
-    package struct Key: Hashable {
-        var subscriptionGroupId: String
-        var productId: String
-        var paidTenure: Int64
-        var monthsSinceLastSubscribed: Int64
-        var hasRedeemedWinBack: Bool
-        var monthsSinceLastWinBack: Int64?
-        var territory: String
-    }
-
-    package var key: Key {
-        Key(
-            subscriptionGroupId: subscriptionGroupId, productId: productId, paidTenure: paidTenure,
-            monthsSinceLastSubscribed: monthsSinceLastSubscribed, hasRedeemedWinBack: hasRedeemedWinBack,
-            monthsSinceLastWinBack: monthsSinceLastWinBack, territory: territory)
+    /// Every column but the count: the row with no churned customer.
+    package var key: EligibilitySummaryRow {
+        var key = self
+        key.churned = 0
+        return key
     }
 
     package static func + (a: EligibilitySummaryRow, b: EligibilitySummaryRow) -> EligibilitySummaryRow {

@@ -204,8 +204,7 @@ extension ReportPage {
             h.line("<text x=\"\(x(k))\" y=\"\(top + plot + 16)\" text-anchor=\"middle\">\(hs[k]) mo</text>")
         }
         for (n, r) in byKind.enumerated() {
-            let order = ["win_back": 0, "promotional": 1, "offer_code": 2, "introductory": 3, "none": 5]
-            let cls = "kind\(order[r.kind] ?? 4)"
+            let cls = "kind\(RetentionReport.kindRank(r.kind))"
             var pts: [(Int, Int)] = []
             for k in hs.indices where r.observable[k] > 0 {
                 let y = top + plot - (2 * plot * r.retained[k] + r.observable[k]) / (2 * r.observable[k])

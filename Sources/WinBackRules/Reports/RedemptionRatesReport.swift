@@ -27,12 +27,7 @@ public struct RedemptionRateRow: Sendable, Equatable, Codable {
 }
 
 extension RedemptionRateRow: SummableRow {
-    package struct Key: Hashable {
-        var month: String
-        var offerId: String
-    }
-
-    package var key: Key { Key(month: month, offerId: offerId) }
+    package var key: [String] { [month, offerId] }
 
     package static func + (a: RedemptionRateRow, b: RedemptionRateRow) -> RedemptionRateRow {
         var sum = a
@@ -49,18 +44,6 @@ public enum RedemptionRatesReport {
         "month", "offer_id", "eligible_at_month_start", "redeemed_by_eligible", "redemption_rate", "redeemed_total",
     ]
 
-    struct Counts {
-        var eligible = 0
-        var redeemedByEligible = 0
-        var redeemedTotal = 0
-
-        mutating func add(_ o: Counts) {
-            eligible += o.eligible
-            redeemedByEligible += o.redeemedByEligible
-            redeemedTotal += o.redeemedTotal
-        }
-    }
-
     /// Scratch reused across customers by one worker.
     struct Scratch {
         var timelines = SuccessiveTimelines()
@@ -68,7 +51,7 @@ public enum RedemptionRatesReport {
         var redeemed: [(month: Int, offer: Int)] = []
     }
 
-    /// Counts one customer into `tally` (months × catalog offers, month-major).
+    /// Counts one customer into `tally` (the rows of ``cells(_:book:)``, month-major).
     ///
     /// The customer is reconstructed at each month's first instant from the same rows, with no
     /// renewal info (docs/rules.md §4.3), and evaluated against their group's offers; their
@@ -79,7 +62,8 @@ public enum RedemptionRatesReport {
     /// their rank-1 offer and their arm.
     static func count<C: RandomAccessCollection>(
         rows: C, group: Int32, episodes: [Episode], book: OfferBook, window: ReportWindow, gapDays: Int64,
-        scratch: inout Scratch, into tally: inout [Counts], cohorts: Range<Int> = 0..<0, heldOut: Bool = false,
+        scratch: inout Scratch, into tally: inout [RedemptionRateRow], cohorts: Range<Int> = 0..<0,
+        heldOut: Bool = false,
         money: CohortMoney? = nil, uplift: inout [UpliftRow]
     ) where C.Element == Transaction, C.Index == Int {
         guard let ranked = book.rankedByGroup[group], let first = rows.first else { return }
@@ -111,7 +95,7 @@ public enum RedemptionRatesReport {
             book.evaluate(group: group, tl, asOf: tm, skipping: settled) { j, o, failed in
                 if failed.isEmpty {
                     if best < 0 { best = o }
-                    tally[m * n + o].eligible += 1
+                    tally[m * n + o].eligibleAtMonthStart += 1
                     if scratch.redeemed.contains(where: { $0.month == m && $0.offer == o }) {
                         tally[m * n + o].redeemedByEligible += 1
                     }
@@ -131,16 +115,16 @@ public enum RedemptionRatesReport {
     /// the paid months), not on the instant it is looked at.
     static let fixedByReconstruction: Reasons = [.otherProduct, .territory, .paidDuration]
 
-    /// One row per complete month and catalog offer: by month, then catalog order.
-    static func rows(_ tally: [Counts], book: OfferBook, window: ReportWindow) -> [RedemptionRateRow] {
-        let n = book.offers.count
-        return window.months.indices.flatMap { m in
+    /// One row per complete month and catalog offer, nothing counted yet: by month, then catalog
+    /// order (months × catalog offers, month-major). `count` counts into them in place, so the
+    /// summed cells are the report's rows.
+    static func cells(_ window: ReportWindow, book: OfferBook) -> [RedemptionRateRow] {
+        window.months.indices.flatMap { m in
             let month = window.label(m)
-            return book.offers.indices.map { o in
-                let c = tally[m * n + o]
-                return RedemptionRateRow(
-                    month: month, offerId: book.offers[o].offer.offerId, eligibleAtMonthStart: c.eligible,
-                    redeemedByEligible: c.redeemedByEligible, redeemedTotal: c.redeemedTotal)
+            return book.offers.map {
+                RedemptionRateRow(
+                    month: month, offerId: $0.offer.offerId, eligibleAtMonthStart: 0, redeemedByEligible: 0,
+                    redeemedTotal: 0)
             }
         }
     }

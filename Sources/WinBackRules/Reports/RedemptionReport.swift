@@ -16,8 +16,8 @@ public struct RedemptionRow: Sendable, Equatable, Codable {
     public var pending: Int
 
     public init(
-        offerType: String, offerId: String, discountType: String, redemptions: Int, customers: Int,
-        converted: Int, pending: Int
+        offerType: String, offerId: String, discountType: String, redemptions: Int = 0, customers: Int = 0,
+        converted: Int = 0, pending: Int = 0
     ) {
         self.offerType = offerType
         self.offerId = offerId
@@ -33,13 +33,7 @@ public struct RedemptionRow: Sendable, Equatable, Codable {
 }
 
 extension RedemptionRow: SummableRow {
-    package struct Key: Hashable {
-        var offerType: String
-        var offerId: String
-        var discountType: String
-    }
-
-    package var key: Key { Key(offerType: offerType, offerId: offerId, discountType: discountType) }
+    package var key: [String] { [offerType, offerId, discountType] }
 
     package static func + (a: RedemptionRow, b: RedemptionRow) -> RedemptionRow {
         var sum = a
@@ -72,51 +66,42 @@ public enum RedemptionReport {
         }
     }
 
-    struct Counts {
-        var redemptions = 0
-        var customers = 0
-        var converted = 0
-        var pending = 0
-
-        mutating func add(_ o: Counts) {
-            redemptions += o.redemptions
-            customers += o.customers
-            converted += o.converted
-            pending += o.pending
-        }
-    }
-
-    /// Counts one customer's episodes whose redemption falls in the window into `tally`.
-    /// `seen` is scratch for the keys this customer was already counted under.
+    /// Counts one customer's episodes whose redemption falls in the window into `tally`, whose
+    /// rows are named by ``rows(_:strings:)``. `seen` is scratch for the keys this customer was
+    /// already counted under.
     static func count(
-        _ episodes: [Episode], window: ReportWindow, emptyId: Int32, into tally: inout [Key: Counts],
+        _ episodes: [Episode], window: ReportWindow, emptyId: Int32, into tally: inout [Key: RedemptionRow],
         seen: inout [Key]
     ) {
         seen.removeAll(keepingCapacity: true)
         for e in episodes where e.start >= window.start && e.start < window.asOf {
             let key = Key(e, emptyId: emptyId)
-            var c = tally[key] ?? Counts()
-            c.redemptions += 1
-            if e.outcome == .converted { c.converted += 1 }
-            if e.outcome == .pending { c.pending += 1 }
-            if !seen.contains(key) {
-                seen.append(key)
-                c.customers += 1
-            }
-            tally[key] = c
+            let newCustomer = !seen.contains(key)
+            if newCustomer { seen.append(key) }
+            // Changed in place: one lookup of the key.
+            add(
+                e, newCustomer: newCustomer,
+                to: &tally[key, default: RedemptionRow(offerType: "", offerId: "", discountType: "")])
         }
+    }
+
+    @inline(__always)
+    private static func add(_ e: Episode, newCustomer: Bool, to row: inout RedemptionRow) {
+        row.redemptions += 1
+        if e.outcome == .converted { row.converted += 1 }
+        if e.outcome == .pending { row.pending += 1 }
+        if newCustomer { row.customers += 1 }
     }
 
     /// The report rows in the order of docs/rules.md §4.3: offer type (introductory, promotional, offer_code,
     /// win_back, then unknown:… bytewise), offer id, discount type (bytewise).
-    static func rows(_ tally: [Key: Counts], strings: StringTable) -> [RedemptionRow] {
+    static func rows(_ tally: [Key: RedemptionRow], strings: StringTable) -> [RedemptionRow] {
         func text(_ id: Int32) -> String { id >= 0 ? strings.string(id) : "" }
         return sorted(
-            tally.map { key, c in
-                RedemptionRow(
-                    offerType: OfferType.label(key.offerType, strings: strings), offerId: text(key.offerId),
-                    discountType: text(key.discountType), redemptions: c.redemptions, customers: c.customers,
-                    converted: c.converted, pending: c.pending)
+            tally.named { key, row in
+                row.offerType = OfferType.label(key.offerType, strings: strings)
+                row.offerId = text(key.offerId)
+                row.discountType = text(key.discountType)
             })
     }
 

@@ -57,9 +57,9 @@ public struct Reports: Sendable {
 
     /// What one worker counts over its shard.
     struct Tally {
-        var redemptions: [RedemptionReport.Key: RedemptionReport.Counts] = [:]
+        var redemptions: [RedemptionReport.Key: RedemptionRow] = [:]
         /// Months × catalog offers, month-major.
-        var rates: [RedemptionRatesReport.Counts]
+        var rates: [RedemptionRateRow]
         var summary: [EligibilitySummaryReport.Key: Int] = [:]
         /// Window months × catalog offers, month-major; empty without an experiment.
         var uplift: [UpliftRow]
@@ -67,18 +67,18 @@ public struct Reports: Sendable {
         var revenue: [RevenueReport.Key: RevenueRow] = [:]
         var money = MoneyTally()
 
-        init(cells: Int, uplift: [UpliftRow]) {
-            rates = Array(repeating: .init(), count: cells)
+        init(rates: [RedemptionRateRow], uplift: [UpliftRow]) {
+            self.rates = rates
             self.uplift = uplift
         }
 
         mutating func add(_ o: Tally) {
-            for (k, c) in o.redemptions { redemptions[k, default: .init()].add(c) }
-            for i in rates.indices { rates[i].add(o.rates[i]) }
+            redemptions.add(o.redemptions)
+            for i in rates.indices { rates[i] = rates[i] + o.rates[i] }
             for (k, n) in o.summary { summary[k, default: 0] += n }
             for i in uplift.indices { uplift[i] = uplift[i] + o.uplift[i] }
-            for (k, r) in o.retention { retention[k] = retention[k].map { $0 + r } ?? r }
-            for (k, r) in o.revenue { revenue[k] = revenue[k].map { $0 + r } ?? r }
+            retention.add(o.retention)
+            revenue.add(o.revenue)
             money.add(o.money)
         }
     }
@@ -129,7 +129,7 @@ public struct Reports: Sendable {
         let t = audience.asOf
         let window = ReportWindow(asOf: t, months: windowMonths)
         let results = audience.results
-        let cells = window.months.count * book.offers.count
+        let rateCells = RedemptionRatesReport.cells(window, book: book)
         let experiment = audience.experiment
         let upliftCells = UpliftReport.cells(window, book: book, experiment: experiment)
         let cohorts = experiment.map { UpliftReport.cohorts(window, $0) } ?? 0..<0
@@ -139,7 +139,7 @@ public struct Reports: Sendable {
         let pieces = chunks(results.count, pieces: max(1, threads) * 8)
         let pool = TallyPool()
         try? parallelFor(count: pieces.count, threads: threads) { p in
-            var tally = pool.take() ?? Tally(cells: cells, uplift: upliftCells)
+            var tally = pool.take() ?? Tally(rates: rateCells, uplift: upliftCells)
             var episodes: [Episode] = []
             var periods: [Period] = []
             var returns: [Return] = []
@@ -174,12 +174,12 @@ public struct Reports: Sendable {
             pool.put(tally)
         }
         var tallies = pool.tallies
-        var total = tallies.popLast() ?? Tally(cells: cells, uplift: upliftCells)
+        var total = tallies.popLast() ?? Tally(rates: rateCells, uplift: upliftCells)
         for s in tallies { total.add(s) }
         return Reports(
             window: window,
             redemptions: RedemptionReport.rows(total.redemptions, strings: customers.strings),
-            rates: RedemptionRatesReport.rows(total.rates, book: book, window: window),
+            rates: total.rates,
             funnel: FunnelReport.rows(audience, book: book),
             summary: EligibilitySummaryReport.rows(total.summary, strings: customers.strings),
             apple: AppleAgreement.compute(

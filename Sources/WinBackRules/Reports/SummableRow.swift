@@ -33,3 +33,21 @@ extension Array where Element: SummableRow {
         return zip(self, other).map(+)
     }
 }
+
+extension Dictionary where Value: SummableRow {
+    /// Adds another worker's tally of a report (rows by a key of interned ids) to this one:
+    /// rows under the same key summed.
+    mutating func add(_ other: Self) {
+        for (k, r) in other { self[k] = self[k].map { $0 + r } ?? r }
+    }
+
+    /// The tally's rows, each given its names by `name` from its key: a tally's rows carry
+    /// only the counts.
+    func named(_ name: (Key, inout Value) -> Void) -> [Value] {
+        map { key, row in
+            var row = row
+            name(key, &row)
+            return row
+        }
+    }
+}

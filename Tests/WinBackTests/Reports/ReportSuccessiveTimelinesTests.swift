@@ -162,7 +162,7 @@ struct ReportSuccessiveTimelinesTests {
         let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: 1)
         let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
         let window = ReportWindow(asOf: ms("2026-11-22"), months: 30)
-        var tally = [RedemptionRatesReport.Counts](repeating: .init(), count: window.months.count * offers.count)
+        var tally = RedemptionRatesReport.cells(window, book: book)
         var scratch = RedemptionRatesReport.Scratch()
         var episodes: [Episode] = []
         var expected = [Int](repeating: 0, count: tally.count)
@@ -185,7 +185,7 @@ struct ReportSuccessiveTimelinesTests {
                 }
             }
         }
-        #expect(tally.map(\.eligible) == expected)
+        #expect(tally.map(\.eligibleAtMonthStart) == expected)
         #expect(expected.reduce(0, +) > 200)
         #expect(
             Set(offers.indices.map { o in window.months.indices.reduce(0) { $0 + expected[$1 * offers.count + o] } })
