@@ -87,25 +87,13 @@ final class PartWriter: @unchecked Sendable {
     }
 
     /// Rows written so far.
-    var rows: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return rowCount
-    }
+    var rows: Int { lock.withLock { rowCount } }
 
     /// Bytes of the file written so far.
-    var compressedBytes: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return byteCount
-    }
+    var compressedBytes: Int { lock.withLock { byteCount } }
 
     /// Hex SHA-256 of every byte written; call once, after the last section.
-    var sha256: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return Hex.string(hasher.finalize())
-    }
+    var sha256: String { lock.withLock { Hex.string(hasher.finalize()) } }
 
     /// Syncs (unless `sync` is false) and closes the file.
     func close(sync: Bool = true) throws {

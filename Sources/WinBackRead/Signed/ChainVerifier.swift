@@ -45,18 +45,10 @@ package final class ChainVerifier: @unchecked Sendable {  // all mutable state b
     }
 
     /// How many chains were validated in full and cached, for tests.
-    var fullValidations: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return validations
-    }
+    var fullValidations: Int { lock.withLock { validations } }
 
     /// How many headers were decoded and checked (cache misses), for tests.
-    var validationAttempts: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return attempts
-    }
+    var validationAttempts: Int { lock.withLock { attempts } }
 
     /// The verified chain of the base64url `header` of a JWS, valid at `time` (ms since epoch).
     func chain(header: UnsafeRawBufferPointer, at time: Int64) -> Result<VerifiedChain, SignedDataFailure> {
