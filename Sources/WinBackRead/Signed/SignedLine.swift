@@ -151,14 +151,7 @@ final class SignedLine {
             return
         }
         let v = lineScanner.lastValues
-        var found = false
-        switch v[0] {
-        case .absent, .null: break
-        case .string(let s):
-            found = true
-            jws(s, level: 0)
-        case let other: note(.jwsFormat, "signedPayload is \(other.typeName), not a string")
-        }
+        var found = signed("signedPayload", v[0], level: 0)
         switch v[1] {
         case .absent, .null: break
         case .other(.array, let raw):
@@ -208,12 +201,17 @@ final class SignedLine {
         signed("signedRenewalInfo", renewal, level: level)
     }
 
-    /// The JWS held by a field, if any.
-    private func signed(_ name: StaticString, _ value: ScannedValue, level: Int) {
+    /// The JWS held by a field, if any: whether the field held a string.
+    @discardableResult
+    private func signed(_ name: StaticString, _ value: ScannedValue, level: Int) -> Bool {
         switch value {
-        case .absent, .null: break
-        case .string(let s): jws(s, level: level)
-        case let other: note(.jwsFormat, "\(name) is \(other.typeName), not a string")
+        case .absent, .null: return false
+        case .string(let s):
+            jws(s, level: level)
+            return true
+        case let other:
+            note(.jwsFormat, "\(name) is \(other.typeName), not a string")
+            return false
         }
     }
 
