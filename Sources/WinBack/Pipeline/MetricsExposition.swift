@@ -244,19 +244,36 @@ struct MetricsExposition {
         return out
     }
 
-    /// A label value in the text format: backslash, quote and line feed escaped.
+    /// A label value in the text format: backslash, quote and line feed escaped
+    /// (``LabelEscape``).
     static func escaped(_ s: String) -> String {
-        var out = ""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.unicodeScalars.append(c)
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count)
+        for b in s.utf8 {
+            if let letter = LabelEscape.letter(for: b) {
+                out += [UInt8(ascii: "\\"), letter]
+            } else {
+                out.append(b)
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
+}
+
+/// The escapes of a label value, which the writer makes and the reader undoes: a backslash
+/// followed by a letter that stands for a byte. Each byte is ASCII, so escaping UTF-8 byte by
+/// byte leaves every other character whole.
+private enum LabelEscape {
+    /// The bytes escaped, each with its letter.
+    static let pairs: [(byte: UInt8, letter: UInt8)] = [
+        (UInt8(ascii: "\\"), UInt8(ascii: "\\")), (UInt8(ascii: "\""), UInt8(ascii: "\"")), (0x0A, UInt8(ascii: "n")),
+    ]
+
+    /// The letter that stands for `byte` after a backslash; nil when it is written as it is.
+    static func letter(for byte: UInt8) -> UInt8? { pairs.first { $0.byte == byte }?.letter }
+
+    /// The byte the escape letter stands for; nil when it is not an escape.
+    static func byte(for letter: UInt8) -> UInt8? { pairs.first { $0.letter == letter }?.byte }
 }
 
 /// Reads one line of the text format, byte by byte.
@@ -322,12 +339,8 @@ private struct Scanner {
             case UInt8(ascii: "\\"):
                 guard let e = peek else { return nil }
                 i += 1
-                switch e {
-                case UInt8(ascii: "\\"): out.append(e)
-                case UInt8(ascii: "\""): out.append(e)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                default: return nil
-                }
+                guard let b = LabelEscape.byte(for: e) else { return nil }
+                out.append(b)
             default: out.append(c)
             }
         }
