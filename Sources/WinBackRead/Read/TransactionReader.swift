@@ -69,13 +69,6 @@ package struct FileCounts: Sendable, Equatable, Codable {
     /// Transactions beyond one a line (signed lines that hold several).
     package var extraRows: Int
 
-    package init(stats: InputStats, rows: Int, nonSubscription: Int, extraRows: Int) {
-        self.stats = stats
-        self.rows = rows
-        self.nonSubscription = nonSubscription
-        self.extraRows = extraRows
-    }
-
     /// `rows` rows of no file in particular (no bytes, lines or rejects): what the files an
     /// incremental state absorbed gave one shard of a memory-bounded run.
     package static func rows(_ rows: Int) -> FileCounts {
