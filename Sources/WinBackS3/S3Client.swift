@@ -254,8 +254,12 @@ public final class S3Client: @unchecked Sendable {
     /// Every object whose key starts with `prefix`, in key order, across every page
     /// (ListObjectsV2). Keys are asked URL-encoded, so that a key with bytes XML cannot carry
     /// (controls) is listed as it is; a page over 16 MiB, a continuation token that repeats or
-    /// a listing past a million pages is bad data (65, docs/rules.md §6.2).
-    public func list(bucket: String, prefix: String, maxPages: Int = 1_000_000) throws -> [S3Object] {
+    /// a listing past a million pages is bad data (65, docs/rules.md §6.2). Only the objects
+    /// whose key `keeping` accepts are kept, page by page: a listing of many keys that a glob
+    /// mostly rejects is never held whole.
+    public func list(
+        bucket: String, prefix: String, maxPages: Int = 1_000_000, keeping: (String) -> Bool = { _ in true }
+    ) throws -> [S3Object] {
         var out: [S3Object] = []
         var token: String?
         var pages = ListingPages(maxPages: maxPages)
@@ -293,7 +297,9 @@ public final class S3Client: @unchecked Sendable {
                     guard let k = key, let n = size else {
                         throw WinBackError(.badData, "S3's listing has an object without a key or a size", path: listed)
                     }
-                    out.append(S3Object(location: S3Location(bucket: bucket, key: k), size: n, etag: etag))
+                    if keeping(k) {
+                        out.append(S3Object(location: S3Location(bucket: bucket, key: k), size: n, etag: etag))
+                    }
                     key = nil
                     size = nil
                     etag = ""

@@ -103,9 +103,9 @@ final class ObjectStore: InputStore {
         let location = try location(pattern)
         let magic = location.key.firstIndex { "*?[".contains($0) }
         let prefix = magic.map { String(location.key[..<$0]) } ?? location.key
-        let listed = try client.list(bucket: location.bucket, prefix: prefix)
-        let matches = listed.filter { o in
-            magic == nil ? o.location.key == location.key : fnmatch(location.key, o.location.key, FNM_PATHNAME) == 0
+        // Filtered page by page: only the matches are held (docs/rules.md §6.2).
+        let matches = try client.list(bucket: location.bucket, prefix: prefix) { key in
+            magic == nil ? key == location.key : fnmatch(location.key, key, FNM_PATHNAME) == 0
         }
         if matches.isEmpty { throw WinBackError(.noInput, "matches no object", path: pattern) }
         return matches.map { Input(path: $0.location.uri, identity: .object(etag: $0.etag, size: $0.size)) }

@@ -426,6 +426,19 @@ struct S3HostileTests {
         }
     }
 
+    @Test("a listing keeps only the objects its filter accepts, as the pages come")
+    func listingFiltered() throws {
+        let world = try World()
+        let server = try Self.endpoint("serve", world.folder)
+        defer { server.stop() }
+        let client = try S3Client(environment: Self.environment(server.url))
+        let all = try client.list(bucket: "inputs", prefix: "w/")
+        let kept = try client.list(bucket: "inputs", prefix: "w/") { $0.hasSuffix("-2026-11.jsonl.gz") }
+        #expect(all.count > 3)
+        #expect(kept.map(\.location.key) == ["w/transactions-2026-11.jsonl.gz"])
+        #expect(try client.list(bucket: "inputs", prefix: "w/") { _ in false }.isEmpty)
+    }
+
     @Test("keys with control bytes are listed URL-encoded and read: exit 0, the inputs named escaped")
     func controlKeys() throws {
         let world = try World()
