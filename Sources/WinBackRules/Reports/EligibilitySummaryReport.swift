@@ -33,19 +33,8 @@ public struct EligibilitySummaryRow: Sendable, Hashable, Codable {
     }
 }
 
-extension EligibilitySummaryRow: SummableRow {
-    /// Every column but the count: the row with no churned customer.
-    package var key: EligibilitySummaryRow {
-        var key = self
-        key.churned = 0
-        return key
-    }
-
-    package static func + (a: EligibilitySummaryRow, b: EligibilitySummaryRow) -> EligibilitySummaryRow {
-        var sum = a
-        sum.churned += b.churned
-        return sum
-    }
+extension EligibilitySummaryRow: CountedRow {
+    package static let counts = [\EligibilitySummaryRow.churned]
 }
 
 /// Builds and prints the Apple-shaped eligibility summary.

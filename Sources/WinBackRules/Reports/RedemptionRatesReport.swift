@@ -2,7 +2,7 @@ import WinBackModel
 
 /// One line of `winback-redemption-rates.csv` (docs/rules.md §4.3): of the customers eligible for a
 /// win-back offer at the first instant of a month, how many redeemed it during that month.
-public struct RedemptionRateRow: Sendable, Equatable, Codable {
+public struct RedemptionRateRow: Sendable, Hashable, Codable {
     /// `YYYY-MM`.
     public var month: String
     public var offerId: String
@@ -26,16 +26,8 @@ public struct RedemptionRateRow: Sendable, Equatable, Codable {
     public var redemptionRate: String { Rate.format(redeemedByEligible, eligibleAtMonthStart) }
 }
 
-extension RedemptionRateRow: SummableRow {
-    package var key: [String] { [month, offerId] }
-
-    package static func + (a: RedemptionRateRow, b: RedemptionRateRow) -> RedemptionRateRow {
-        var sum = a
-        sum.eligibleAtMonthStart += b.eligibleAtMonthStart
-        sum.redeemedByEligible += b.redeemedByEligible
-        sum.redeemedTotal += b.redeemedTotal
-        return sum
-    }
+extension RedemptionRateRow: CountedRow {
+    package static let counts = [\RedemptionRateRow.eligibleAtMonthStart, \.redeemedByEligible, \.redeemedTotal]
 }
 
 /// Builds and prints the monthly win-back redemption rates.

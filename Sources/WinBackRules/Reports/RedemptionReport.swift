@@ -2,7 +2,7 @@ import WinBackModel
 
 /// `redemptions-by-offer-type.csv` (docs/rules.md §4.3): redemptions, customers, conversions and
 /// pending episodes per (offer type, offer id, discount type) inside the report window.
-public struct RedemptionRow: Sendable, Equatable, Codable {
+public struct RedemptionRow: Sendable, Hashable, Codable {
     /// `introductory`, `promotional`, `offer_code`, `win_back` or `unknown:N`.
     public var offerType: String
     /// Empty for introductory offers.
@@ -32,17 +32,8 @@ public struct RedemptionRow: Sendable, Equatable, Codable {
     public var conversionRate: String { Rate.format(converted, redemptions - pending) }
 }
 
-extension RedemptionRow: SummableRow {
-    package var key: [String] { [offerType, offerId, discountType] }
-
-    package static func + (a: RedemptionRow, b: RedemptionRow) -> RedemptionRow {
-        var sum = a
-        sum.redemptions += b.redemptions
-        sum.customers += b.customers
-        sum.converted += b.converted
-        sum.pending += b.pending
-        return sum
-    }
+extension RedemptionRow: CountedRow {
+    package static let counts = [\RedemptionRow.redemptions, \.customers, \.converted, \.pending]
 }
 
 /// Builds and prints the redemptions report.

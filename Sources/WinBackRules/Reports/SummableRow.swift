@@ -9,6 +9,30 @@ package protocol SummableRow {
     static func + (a: Self, b: Self) -> Self
 }
 
+/// A summable row whose counts are whole numbers, each in a field of its own: two rows add up
+/// count by count, and the fields that are not counts tell the row from the others.
+package protocol CountedRow: SummableRow {
+    /// The row's counts.
+    static var counts: [WritableKeyPath<Self, Int> & Sendable] { get }
+}
+
+extension CountedRow {
+    package static func + (a: Self, b: Self) -> Self {
+        var sum = a
+        for c in counts { sum[keyPath: c] += b[keyPath: c] }
+        return sum
+    }
+}
+
+extension CountedRow where Self: Hashable {
+    /// Every field but the counts: the row with nothing counted.
+    package var key: Self {
+        var key = self
+        for c in Self.counts { key[keyPath: c] = 0 }
+        return key
+    }
+}
+
 extension Array where Element: SummableRow {
     /// The rows of both reports, those with equal keys summed into one: in the order their
     /// keys first appear. For a report whose rows are whichever keys were met; sort afterwards.
