@@ -41,61 +41,23 @@ extension ReportPage {
         }
     }
 
-    /// One row per offer and overall: the lift as a point, its interval as a bar, zero marked.
+    /// One row per offer and overall: the lift as a point, its interval as a bar, zero marked;
+    /// the scale the smallest step of 1, 2 or 5 hundredths up to 1 that holds every lift.
     static func forestPlot(_ rows: [UpliftRow], into h: inout HTML) {
-        // Wide enough for every label and every row's numbers (a long offer id widens it).
-        let labels = rows.map { $0.offerId == "*" ? "all offers" : $0.offerId }
-        let left = max(180, labels.map { textWidth($0) + 16 }.max() ?? 0)
-        let plot = 360
-        let right = max(320, rows.map { textWidth(forestText($0)) + 16 }.max() ?? 0)
-        let pitch = 26
-        let top = 8
-        let width = left + plot + right
-        let height = top + rows.count * pitch + 28
-        // The scale, the same either side of zero: the smallest step that holds every lift and
-        // the overall interval. An offer with few customers has a wide interval; it is cut at
-        // the edge, with an arrowhead, rather than squeezing every other row.
-        let overall = rows.last?.lift.map { max(abs($0.low), abs($0.high)) } ?? 0
-        let reach = rows.compactMap(\.lift).map { abs($0.lift) }.reduce(overall, max)
-        let scale = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0].first { reach <= $0 } ?? 1.0
-        func x(_ v: Double) -> Int {
-            left + Int((Double(plot) * (min(max(v, -scale), scale) + scale) / (2 * scale)).rounded())
-        }
-        h.line(
-            "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
-                + " role=\"img\" aria-label=\"Lift in return rate per offer, with 95 % intervals\">")
-        let bottom = top + rows.count * pitch
-        for (v, cls) in [(-scale, "grid"), (0, "zero"), (scale, "grid")] {
-            h.line("<line class=\"\(cls)\" x1=\"\(x(v))\" y1=\"\(top)\" x2=\"\(x(v))\" y2=\"\(bottom)\"/>")
-            h.line("<text x=\"\(x(v))\" y=\"\(bottom + 16)\" text-anchor=\"middle\">\(points(v))</text>")
-        }
-        for (i, r) in rows.enumerated() {
-            let y = top + i * pitch + pitch / 2
-            let label = r.offerId == "*" ? "all offers" : r.offerId
-            let weight = r.offerId == "*" ? " font-weight=\"bold\"" : ""
-            h.line("<text x=\"\(left - 8)\" y=\"\(y + 4)\" text-anchor=\"end\"\(weight)>\(escape(label))</text>")
-            let counts =
-                "treatment \(r.treatment.returned)/\(r.treatment.customers), holdout \(r.holdout.returned)/\(r.holdout.customers)"
-            guard let l = r.lift else {
-                h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(forestText(r))</text>")
-                continue
+        let figures = rows.map { r in
+            let tip = r.lift.map { l in
+                "\(ForestRow.label(r.offerId)): lift \(points(l.lift)) [\(points(l.low)), \(points(l.high))];"
+                    + " treatment \(r.treatment.returned)/\(r.treatment.customers),"
+                    + " holdout \(r.holdout.returned)/\(r.holdout.customers)"
             }
-            let tip = "\(label): lift \(points(l.lift)) [\(points(l.low)), \(points(l.high))]; \(counts)"
-            h.line(
-                "<line class=\"interval\" x1=\"\(x(l.low))\" y1=\"\(y)\" x2=\"\(x(l.high))\" y2=\"\(y)\"><title>\(escape(tip))</title></line>"
-            )
-            for (end, cut, dir) in [(l.low, l.low < -scale, -1), (l.high, l.high > scale, 1)] where cut {
-                let e = x(end)
-                h.line(
-                    "<polygon class=\"point\" points=\"\(e + 6 * dir),\(y) \(e),\(y - 5) \(e),\(y + 5)\"/>")
-            }
-            let side = r.offerId == "*" ? 6 : 4
-            h.line(
-                "<rect class=\"point\" x=\"\(x(l.lift) - side)\" y=\"\(y - side)\" width=\"\(2 * side)\" height=\"\(2 * side)\"><title>\(escape(tip))</title></rect>"
-            )
-            h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(forestText(r))</text>")
+            return ForestRow(
+                offerId: r.offerId, point: r.lift?.lift, interval: r.lift.map { ($0.low, $0.high) },
+                text: forestText(r), tip: tip ?? "")
         }
-        h.line("</svg>")
+        forestPlot(
+            figures, unit: 1, ariaLabel: "Lift in return rate per offer, with 95 % intervals",
+            scale: { reach in [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0].first { reach <= $0 } ?? 1.0 }, axis: points,
+            into: &h)
     }
 
     /// The numbers right of a forest plot's row.

@@ -31,78 +31,34 @@ extension ReportPage {
     }
 
     /// One row per offer and overall: incremental revenue per targeted customer as a point, its
-    /// interval as a bar, zero marked.
+    /// interval as a bar, zero marked; the scale 1, 2 or 5 × 10ⁿ units, the smallest that holds
+    /// every lift and the overall interval.
     static func revenueForestPlot(_ rows: [RevenueUpliftReport.Figures], currency: String, into h: inout HTML) {
-        func text(_ f: RevenueUpliftReport.Figures) -> String {
-            guard f.lift != nil else { return "no figure (an arm has nobody, or no horizon has passed)" }
-            let interval = f.interval.map {
-                " [\(Milliunits.units(double: $0.low)), \(Milliunits.units(double: $0.high))]"
-            }
-            return "\(f.liftText)\(interval ?? "") \(currency) · \(f.incrementalText) \(currency) in all"
-        }
-        let labels = rows.map { $0.offerId == "*" ? "all offers" : $0.offerId }
-        let left = max(180, labels.map { textWidth($0) + 16 }.max() ?? 0)
-        let plot = 360
-        let right = max(320, rows.map { textWidth(text($0)) + 16 }.max() ?? 0)
-        let pitch = 26
-        let top = 8
-        let width = left + plot + right
-        let height = top + rows.count * pitch + 28
-        // A scale the same either side of zero, 1, 2 or 5 × 10ⁿ units: the smallest that holds
-        // every lift and the overall interval; a wider interval is cut with an arrowhead.
-        let overall = rows.last?.interval.map { max(abs($0.low), abs($0.high)) } ?? 0
-        let reach = rows.compactMap(\.lift).map(abs).reduce(overall, max) / 1000
-        var scale = 0.01
-        var mantissa = 1
-        while scale < reach && scale < 1e15 {
-            scale *= mantissa == 2 ? 2.5 : 2
-            mantissa = mantissa == 1 ? 2 : mantissa == 2 ? 5 : 1
-        }
-        func x(_ milli: Double) -> Int {
-            let v = milli / 1000
-            return left + Int((Double(plot) * (min(max(v, -scale), scale) + scale) / (2 * scale)).rounded())
-        }
-        h.line(
-            "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
-                + " role=\"img\" aria-label=\"Incremental revenue per targeted customer per offer, with 95 % intervals\">"
-        )
-        let bottom = top + rows.count * pitch
-        for (v, cls) in [(-scale, "grid"), (0, "zero"), (scale, "grid")] {
-            h.line(
-                "<line class=\"\(cls)\" x1=\"\(x(v * 1000))\" y1=\"\(top)\" x2=\"\(x(v * 1000))\" y2=\"\(bottom)\"/>")
-            h.line(
-                "<text x=\"\(x(v * 1000))\" y=\"\(bottom + 16)\" text-anchor=\"middle\">"
-                    + "\(Milliunits.units(double: v * 1000)) \(escape(currency))</text>")
-        }
-        for (i, f) in rows.enumerated() {
-            let y = top + i * pitch + pitch / 2
-            let label = f.offerId == "*" ? "all offers" : f.offerId
-            let weight = f.offerId == "*" ? " font-weight=\"bold\"" : ""
-            h.line("<text x=\"\(left - 8)\" y=\"\(y + 4)\" text-anchor=\"end\"\(weight)>\(escape(label))</text>")
-            let numbers = escape(text(f))
-            guard let lift = f.lift else {
-                h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(numbers)</text>")
-                continue
-            }
-            let tip = escape(
-                "\(label): \(text(f)); treatment \(f.treatmentCustomers), holdout \(f.holdoutCustomers) customers")
-            if let i = f.interval {
-                h.line(
-                    "<line class=\"interval\" x1=\"\(x(i.low))\" y1=\"\(y)\" x2=\"\(x(i.high))\" y2=\"\(y)\"><title>\(tip)</title></line>"
-                )
-                for (end, cut, dir) in [(i.low, i.low / 1000 < -scale, -1), (i.high, i.high / 1000 > scale, 1)]
-                where cut {
-                    let e = x(end)
-                    h.line("<polygon class=\"point\" points=\"\(e + 6 * dir),\(y) \(e),\(y - 5) \(e),\(y + 5)\"/>")
+        let figures = rows.map { f in
+            var text = "no figure (an arm has nobody, or no horizon has passed)"
+            if f.lift != nil {
+                let interval = f.interval.map {
+                    " [\(Milliunits.units(double: $0.low)), \(Milliunits.units(double: $0.high))]"
                 }
+                text = "\(f.liftText)\(interval ?? "") \(currency) · \(f.incrementalText) \(currency) in all"
             }
-            let side = f.offerId == "*" ? 6 : 4
-            h.line(
-                "<rect class=\"point\" x=\"\(x(lift) - side)\" y=\"\(y - side)\" width=\"\(2 * side)\" height=\"\(2 * side)\"><title>\(tip)</title></rect>"
-            )
-            h.line("<text x=\"\(left + plot + 8)\" y=\"\(y + 4)\">\(numbers)</text>")
+            return ForestRow(
+                offerId: f.offerId, point: f.lift, interval: f.interval, text: text,
+                tip: "\(ForestRow.label(f.offerId)): \(text); treatment \(f.treatmentCustomers), holdout"
+                    + " \(f.holdoutCustomers) customers")
         }
-        h.line("</svg>")
+        forestPlot(
+            figures, unit: 1000,
+            ariaLabel: "Incremental revenue per targeted customer per offer, with 95 % intervals",
+            scale: { reach in
+                var scale = 0.01
+                var mantissa = 1
+                while scale < reach && scale < 1e15 {
+                    scale *= mantissa == 2 ? 2.5 : 2
+                    mantissa = mantissa == 1 ? 2 : mantissa == 2 ? 5 : 1
+                }
+                return scale
+            }, axis: { "\(Milliunits.units(double: $0 * 1000)) \(escape(currency))" }, into: &h)
     }
 
     /// Net revenue per return at 1, 3, 6 and 12 months, per kind and currency (offers summed).
