@@ -4,20 +4,20 @@ import WinBackModel
 /// below the holdout are left out of every audience, so that the campaign's effect can be
 /// measured against them.
 public struct Experiment: Sendable, Equatable {
-    /// `[A-Za-z0-9._-]{1,64}`; a new name is a new experiment (new buckets).
-    public var name: String
-    /// The share held out, in basis points: 1 (0.01 %) to 5 000 (50 %).
-    public var basisPoints: Int
+    /// Who is held out: the experiment's name and share.
+    package let assignment: HoldoutAssignment
     /// The first instant of the first UTC day whose audiences leave the holdout out.
     public var start: Int64
 
     public init(name: String, basisPoints: Int, start: Int64) {
-        self.name = name
-        self.basisPoints = basisPoints
+        assignment = HoldoutAssignment(name: name, basisPoints: basisPoints)
         self.start = start
     }
 
-    package var assignment: HoldoutAssignment { HoldoutAssignment(name: name, basisPoints: basisPoints) }
+    /// `[A-Za-z0-9._-]{1,64}`; a new name is a new experiment (new buckets).
+    public var name: String { assignment.name }
+    /// The share held out, in basis points: 1 (0.01 %) to 5 000 (50 %).
+    public var basisPoints: Int { assignment.basisPoints }
 
     /// Whether a run at `t` leaves the holdout out of its audiences: from `start` on.
     public func applies(at t: Int64) -> Bool { t >= start }

@@ -10,18 +10,22 @@ import WinBackModel
 /// (UTF-8), read as a big-endian unsigned integer, mod 10 000. A customer is held out when the
 /// bucket is below the holdout in basis points (10 % = 1 000), else in treatment.
 package struct HoldoutAssignment: Sendable, Equatable {
+    /// The experiment's name.
     package let name: String
     /// The share held out, in basis points (1–5 000).
     package let basisPoints: Int
+    /// What every customer's hashed bytes begin with: the name and a line feed.
+    private let prefix: [UInt8]
 
     package init(name: String, basisPoints: Int) {
         self.name = name
         self.basisPoints = basisPoints
+        prefix = Array(name.utf8) + [0x0A]
     }
 
     /// The customer's bucket, 0..<10 000.
     package func bucket(group: String, originalTransactionId: String) -> Int {
-        HoldoutAssignment.bucket(SHA256.hash(data: Data((name + "\n" + group + "\n" + originalTransactionId).utf8)))
+        HoldoutAssignment.bucket(SHA256.hash(data: prefix + Array((group + "\n" + originalTransactionId).utf8)))
     }
 
     /// Whether the customer is held out (in no audience).
@@ -32,8 +36,7 @@ package struct HoldoutAssignment: Sendable, Equatable {
     /// The bucket of customer `k` of `customers`; `scratch` holds the hashed bytes (reused).
     package func bucket(customer k: Int, of customers: CustomerRows, scratch: inout [UInt8]) -> Int {
         scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: name.utf8)
-        scratch.append(0x0A)
+        scratch.append(contentsOf: prefix)
         customers.strings.withBytes(customers.groups[k]) { scratch.append(contentsOf: $0) }
         scratch.append(0x0A)
         customers.originalTransactionIds[k].withBytes(in: customers.strings) { scratch.append(contentsOf: $0) }

@@ -31,10 +31,13 @@ public struct FirstScreen: Sendable, Equatable {
         }
     }
 
-    /// A segment's changes since the baseline run.
+    /// A segment's changes since the baseline run (docs/rules.md §10.5).
     public struct Changes: Sendable, Equatable {
+        /// Customers in tonight's segment and not in the baseline's.
         public var entered: Int
+        /// Customers in both with another offer (best-offer and holdout only).
         public var changed: Int
+        /// Customers in the baseline's segment and not in tonight's.
         public var exited: Int
 
         public init(entered: Int, changed: Int, exited: Int) {
