@@ -151,29 +151,25 @@ public struct PipelineConfig: Sendable {
                 "reports", "limits", "threads", "inflater", "audience", "environment", "apple", "experiment",
                 "identities", "incremental", "money",
             ], at: "")
-        if let name = p.string(root, "name", required: true) {
-            if name.range(of: "^[a-z0-9-]+$", options: .regularExpression) == nil {
-                p.fail("name", "'\(name)' must match [a-z0-9-]+ (it names the output folder)")
-            } else {
-                c.name = name
-            }
+        if let name = p.string(
+            root, "name", required: true, where: { $0.range(of: "^[a-z0-9-]+$", options: .regularExpression) != nil },
+            else: { "'\($0)' must match [a-z0-9-]+ (it names the output folder)" })
+        {
+            c.name = name
         }
-        if let t = p.field(root, "transactions", required: true) {
-            if let m = t.mapping {
-                p.allow(m, ["format", "paths"], at: "transactions.")
-                if let f = p.string(m, "format", at: "transactions.") {
-                    if let known = InputFormat(rawValue: f) {
-                        c.format = known
-                    } else {
-                        p.fail("transactions.format", "'\(f)' is not one of \(formatsKnown.joined(separator: ", "))")
-                    }
-                }
-                c.transactionPaths = p.strings(m, "paths", at: "transactions.", required: true)
-                if c.transactionPaths.isEmpty && m["paths"] != nil {
-                    p.fail("transactions.paths", "lists no path")
-                }
-            } else {
-                p.fail("transactions", "expected a mapping with format and paths")
+        if let t = p.field(root, "transactions", required: true),
+            let m = p.mapping(
+                t, at: "transactions", keys: ["format", "paths"], else: "expected a mapping with format and paths")
+        {
+            if let f = p.string(
+                m, "format", at: "transactions.", as: InputFormat.init(rawValue:),
+                else: { "'\($0)' is not one of \(formatsKnown.joined(separator: ", "))" })
+            {
+                c.format = f
+            }
+            c.transactionPaths = p.strings(m, "paths", at: "transactions.", required: true)
+            if c.transactionPaths.isEmpty && m["paths"] != nil {
+                p.fail("transactions.paths", "lists no path")
             }
         }
         if root["renewalInfo"] != nil { c.renewalInfoPaths = p.strings(root, "renewalInfo") }
@@ -194,69 +190,53 @@ public struct PipelineConfig: Sendable {
             p.fail("products", "required for format revenuecat (the export has no subscription group)")
         }
         if let o = p.string(root, "offers", required: true) { c.offersPath = o }
-        if let a = p.string(root, "asOf") {
-            if let v = AsOf.parse(a) {
-                c.asOf = v
-            } else {
-                p.fail("asOf", AsOf.problem(a))
-            }
+        if let a = p.string(root, "asOf", as: AsOf.parse, else: AsOf.problem) { c.asOf = a }
+        if let g = p.int(root, "consecutiveGapDays", in: 0...Int.max, else: { "must be 0 or more, found \($0)" }) {
+            c.consecutiveGapDays = Int64(g)
         }
-        if let g = p.int(root, "consecutiveGapDays") {
-            if g < 0 {
-                p.fail("consecutiveGapDays", "must be 0 or more, found \(g)")
-            } else {
-                c.consecutiveGapDays = Int64(g)
+        if let out = p.field(root, "output", required: true),
+            let m = p.mapping(
+                out, at: "output",
+                keys: ["directory", "formats", "group", "destinations", "metrics", "upload", "keep"],
+                else: "expected a mapping with directory (and formats)")
+        {
+            if let k = p.int(
+                m, "keep", at: "output.", in: 0...36_500,
+                else: { "must be 0 (keep every run) to 36500 days, found \($0)" })
+            {
+                c.keep = k
             }
-        }
-        if let out = p.field(root, "output", required: true) {
-            if let m = out.mapping {
-                p.allow(
-                    m, ["directory", "formats", "group", "destinations", "metrics", "upload", "keep"], at: "output.")
-                if let k = p.int(m, "keep", at: "output.") {
-                    if k < 0 || k > 36_500 {
-                        p.fail("output.keep", "must be 0 (keep every run) to 36500 days, found \(k)")
-                    } else {
-                        c.keep = k
-                    }
+            if let u = p.string(
+                m, "upload", at: "output.", as: S3Location.init(uri:),
+                else: { "expected \(S3Location.prefixForm), found '\($0)'" })
+            {
+                c.upload = u
+            }
+            if let d = p.field(m, "destinations") { c.destinations = p.destinations(d) }
+            if let path = p.string(
+                m, "metrics", at: "output.", where: { !$0.isEmpty && !$0.hasSuffix("/") },
+                else: { _ in "expected a file path such as /var/lib/node_exporter/textfile/winback.prom" })
+            {
+                c.metricsPath = path
+            }
+            if let d = p.string(m, "directory", at: "output.", required: true) { c.outputDirectory = d }
+            if let g = p.string(
+                m, "group", at: "output.",
+                where: { !$0.isEmpty && !$0.contains(where: { $0 == "/" || $0 == ":" || $0.isWhitespace }) },
+                else: { "'\($0)' is not a group name" })
+            {
+                c.outputGroup = g
+            }
+            if m["formats"] != nil {
+                let f = p.strings(m, "formats", at: "output.")
+                let bad = f.filter { $0 != "csv" && $0 != "xml" }
+                if !bad.isEmpty {
+                    p.fail("output.formats", "unknown format \(bad.joined(separator: ", ")); use csv and/or xml")
+                } else if f.isEmpty {
+                    p.fail("output.formats", "lists no format")
+                } else {
+                    c.formats = f
                 }
-                if let u = p.string(m, "upload", at: "output.") {
-                    if let location = S3Location(uri: u) {
-                        c.upload = location
-                    } else {
-                        p.fail("output.upload", "expected \(S3Location.prefixForm), found '\(u)'")
-                    }
-                }
-                if let d = p.field(m, "destinations") { c.destinations = p.destinations(d) }
-                if let path = p.string(m, "metrics", at: "output.") {
-                    if path.isEmpty || path.hasSuffix("/") {
-                        p.fail(
-                            "output.metrics",
-                            "expected a file path such as /var/lib/node_exporter/textfile/winback.prom")
-                    } else {
-                        c.metricsPath = path
-                    }
-                }
-                if let d = p.string(m, "directory", at: "output.", required: true) { c.outputDirectory = d }
-                if let g = p.string(m, "group", at: "output.") {
-                    if g.isEmpty || g.contains(where: { $0 == "/" || $0 == ":" || $0.isWhitespace }) {
-                        p.fail("output.group", "'\(g)' is not a group name")
-                    } else {
-                        c.outputGroup = g
-                    }
-                }
-                if m["formats"] != nil {
-                    let f = p.strings(m, "formats", at: "output.")
-                    let bad = f.filter { $0 != "csv" && $0 != "xml" }
-                    if !bad.isEmpty {
-                        p.fail("output.formats", "unknown format \(bad.joined(separator: ", ")); use csv and/or xml")
-                    } else if f.isEmpty {
-                        p.fail("output.formats", "lists no format")
-                    } else {
-                        c.formats = f
-                    }
-                }
-            } else {
-                p.fail("output", "expected a mapping with directory (and formats)")
             }
         }
         // docs/rules.md §6.2: a metrics file in the output folder would replace what runs publish.
@@ -265,25 +245,17 @@ public struct PipelineConfig: Sendable {
         {
             p.fail("output.metrics", MetricsFile.insideProblem(m, output: c.resolve(c.outputDirectory)))
         }
-        if let r = p.field(root, "reports") {
-            if let m = r.mapping {
-                p.allow(m, ["windowMonths", "retentionMonths"], at: "reports.")
-                if let w = p.int(m, "windowMonths", at: "reports.") {
-                    if w < 1 || w > 120 {
-                        p.fail("reports.windowMonths", "must be 1–120, found \(w)")
-                    } else {
-                        c.windowMonths = w
-                    }
-                }
-                if let w = p.int(m, "retentionMonths", at: "reports.") {
-                    if w < 1 || w > 240 {
-                        p.fail("reports.retentionMonths", "must be 1–240, found \(w)")
-                    } else {
-                        c.retentionMonths = w
-                    }
-                }
-            } else {
-                p.fail("reports", "expected a mapping with windowMonths")
+        if let r = p.field(root, "reports"),
+            let m = p.mapping(
+                r, at: "reports", keys: ["windowMonths", "retentionMonths"],
+                else: "expected a mapping with windowMonths")
+        {
+            if let w = p.int(m, "windowMonths", at: "reports.", in: 1...120, else: { "must be 1–120, found \($0)" }) {
+                c.windowMonths = w
+            }
+            if let w = p.int(m, "retentionMonths", at: "reports.", in: 1...240, else: { "must be 1–240, found \($0)" })
+            {
+                c.retentionMonths = w
             }
         }
         if let e = p.field(root, "experiment") { c.experiment = p.experiment(e) }
@@ -295,65 +267,55 @@ public struct PipelineConfig: Sendable {
         if !c.destinations.isEmpty && !c.formats.contains("csv") {
             p.fail("output.destinations", "are made from the CSV segments: add csv to output.formats")
         }
-        if let a = p.field(root, "audience") {
-            if let m = a.mapping {
-                p.allow(m, ["requireApple"], at: "audience.")
-                if let v = p.string(m, "requireApple", at: "audience.") {
-                    if let r = AppleRequirement(rawValue: v) {
-                        c.requireApple = r
-                    } else {
-                        p.fail("audience.requireApple", "expected false, true or strict, found '\(v)'")
-                    }
-                }
-            } else {
-                p.fail("audience", "expected a mapping with requireApple")
-            }
+        if let a = p.field(root, "audience"),
+            let m = p.mapping(a, at: "audience", keys: ["requireApple"], else: "expected a mapping with requireApple"),
+            let r = p.string(
+                m, "requireApple", at: "audience.", as: AppleRequirement.init(rawValue:),
+                else: { "expected false, true or strict, found '\($0)'" })
+        {
+            c.requireApple = r
         }
-        if let l = p.field(root, "limits") {
-            if let m = l.mapping {
-                p.allow(
-                    m, ["maxRejectedFraction", "memory", "maxLineBytes", "maxRejectsListed", "networkSeconds"],
-                    at: "limits.")
-                if let v = p.field(m, "networkSeconds") {
-                    if let n = v.scalar.flatMap({ Int($0.string) }), n >= 1, n <= 86_400 {
-                        c.networkSeconds = n
-                    } else {
-                        p.fail("limits.networkSeconds", "expected a number of seconds between 1 and 86400")
+        if let l = p.field(root, "limits"),
+            let m = p.mapping(
+                l, at: "limits",
+                keys: ["maxRejectedFraction", "memory", "maxLineBytes", "maxRejectsListed", "networkSeconds"],
+                else: "expected a mapping with maxRejectedFraction")
+        {
+            if let n = p.scalar(
+                m, "networkSeconds", at: "limits.", as: { Int($0).flatMap { (1...86_400).contains($0) ? $0 : nil } },
+                else: "expected a number of seconds between 1 and 86400")
+            {
+                c.networkSeconds = n
+            }
+            if let bytes = p.scalar(
+                m, "maxLineBytes", at: "limits.",
+                as: { MemorySize.bytes($0).flatMap { (1024...(1 << 30)).contains($0) ? $0 : nil } },
+                else: "expected a size between 1KiB and 1GiB, such as 16MiB")
+            {
+                c.maxLineBytes = bytes
+            }
+            if let n = p.scalar(
+                m, "maxRejectsListed", at: "limits.",
+                as: { Int($0).flatMap { (0...100_000_000).contains($0) ? $0 : nil } },
+                else: "expected a count of rows between 0 and 100000000")
+            {
+                c.maxRejectsListed = n
+            }
+            if let v = p.field(m, "memory") {
+                if let text = v.scalar?.string {
+                    switch MemorySize.read(text) {
+                    case .bytes(let bytes): c.memoryLimit = bytes
+                    case .problem(let why): p.fail("limits.memory", why)
                     }
+                } else {
+                    p.fail("limits.memory", "expected a size such as 2GB, 512MB or 96MiB (at least 32 MB)")
                 }
-                if let v = p.field(m, "maxLineBytes") {
-                    if let bytes = v.scalar.flatMap({ MemorySize.bytes($0.string) }), bytes >= 1024, bytes <= 1 << 30 {
-                        c.maxLineBytes = bytes
-                    } else {
-                        p.fail("limits.maxLineBytes", "expected a size between 1KiB and 1GiB, such as 16MiB")
-                    }
-                }
-                if let v = p.field(m, "maxRejectsListed") {
-                    if let n = v.scalar.flatMap({ Int($0.string) }), n >= 0, n <= 100_000_000 {
-                        c.maxRejectsListed = n
-                    } else {
-                        p.fail("limits.maxRejectsListed", "expected a count of rows between 0 and 100000000")
-                    }
-                }
-                if let v = p.field(m, "memory") {
-                    if let text = v.scalar?.string {
-                        switch MemorySize.read(text) {
-                        case .bytes(let bytes): c.memoryLimit = bytes
-                        case .problem(let why): p.fail("limits.memory", why)
-                        }
-                    } else {
-                        p.fail("limits.memory", "expected a size such as 2GB, 512MB or 96MiB (at least 32 MB)")
-                    }
-                }
-                if let v = p.field(m, "maxRejectedFraction") {
-                    if let d = v.scalar.flatMap({ Double($0.string) }), d >= 0, d <= 1 {
-                        c.maxRejectedFraction = d
-                    } else {
-                        p.fail("limits.maxRejectedFraction", "expected a fraction between 0 and 1")
-                    }
-                }
-            } else {
-                p.fail("limits", "expected a mapping with maxRejectedFraction")
+            }
+            if let d = p.scalar(
+                m, "maxRejectedFraction", at: "limits.", as: { Double($0).flatMap { (0...1).contains($0) ? $0 : nil } },
+                else: "expected a fraction between 0 and 1")
+            {
+                c.maxRejectedFraction = d
             }
         }
         if let t = p.string(root, "threads") {
@@ -365,27 +327,20 @@ public struct PipelineConfig: Sendable {
                 p.fail("threads", "expected auto or a number of threads from 1 to 256, found '\(t)'")
             }
         }
-        if let i = p.string(root, "inflater") {
-            if let choice = InflaterChoice(rawValue: i) {
-                c.inflater = choice
-            } else {
-                p.fail("inflater", "expected zlib, isal or auto, found '\(i)'")
-            }
+        if let i = p.string(
+            root, "inflater", as: InflaterChoice.init(rawValue:), else: { "expected zlib, isal or auto, found '\($0)'" }
+        ) {
+            c.inflater = i
         }
-        if let e = p.string(root, "environment") {
-            if AppleSettings.environments.contains(e) {
-                c.environment = e
-            } else {
-                p.fail("environment", "expected Production or Sandbox, found '\(e)'")
-            }
+        if let e = p.string(
+            root, "environment", where: AppleSettings.environments.contains,
+            else: { "expected Production or Sandbox, found '\($0)'" })
+        {
+            c.environment = e
         }
         if let a = p.field(root, "apple") { c.apple = p.apple(a) }
-        if let v = p.string(root, "incremental") {
-            switch v {
-            case "true": c.incremental = true
-            case "false": c.incremental = false
-            default: p.fail("incremental", "expected true or false, found '\(v)'")
-            }
+        if let v = p.string(root, "incremental", as: Bool.init, else: { "expected true or false, found '\($0)'" }) {
+            c.incremental = v
         }
         // The configuration is returned even with problems, so `validate` can go on to check
         // the catalog and the inputs; `load` refuses it.
@@ -402,20 +357,16 @@ struct YAMLChecker {
 
     /// The `identities:` block (docs/rules.md §10.1): path and key.
     mutating func identities(_ node: Node) -> IdentitiesSource? {
-        guard let m = node.mapping else {
-            fail("identities", "expected a mapping with path and key")
-            return nil
-        }
-        allow(m, ["path", "key"], at: "identities.")
+        guard
+            let m = mapping(
+                node, at: "identities", keys: ["path", "key"], else: "expected a mapping with path and key")
+        else { return nil }
         let path = string(m, "path", at: "identities.", required: true)
-        var key = IdentitiesSource.Key.originalTransactionId
-        if let k = string(m, "key", at: "identities.") {
-            if let known = IdentitiesSource.Key(rawValue: k) {
-                key = known
-            } else {
-                fail("identities.key", "expected original_transaction_id or app_account_token, found '\(k)'")
-            }
-        }
+        let key =
+            string(
+                m, "key", at: "identities.", as: IdentitiesSource.Key.init(rawValue:),
+                else: { "expected original_transaction_id or app_account_token, found '\($0)'" })
+            ?? .originalTransactionId
         guard let path, !path.isEmpty else { return nil }
         return IdentitiesSource(path: path, key: key)
     }
@@ -444,37 +395,34 @@ struct YAMLChecker {
                 out.append(Destination(type: type))
                 continue
             }
-            guard let m = item.mapping else {
-                fail(at, "expected a destination name or a mapping with type")
-                continue
-            }
-            allow(m, ["type", "audience", "maxRows", "maxBytes"], at: at + ".")
+            guard
+                let m = mapping(
+                    item, at: at, keys: ["type", "audience", "maxRows", "maxBytes"],
+                    else: "expected a destination name or a mapping with type")
+            else { continue }
             guard let name = string(m, "type", at: at + ".", required: true) else { continue }
             guard let type = DestinationType(rawValue: name) else {
                 fail(at + ".type", unknown(name))
                 continue
             }
             var d = Destination(type: type)
-            if let a = string(m, "audience", at: at + ".") {
-                if let audience = Destination.Audience(rawValue: a) {
-                    d.audience = audience
-                } else {
-                    fail(at + ".audience", "expected best-offer or per-offer, found '\(a)'")
-                }
+            if let a = string(
+                m, "audience", at: at + ".", as: Destination.Audience.init(rawValue:),
+                else: { "expected best-offer or per-offer, found '\($0)'" })
+            {
+                d.audience = a
             }
-            if let v = string(m, "maxRows", at: at + ".") {
-                if let n = Int(v), n >= 1 {
-                    d.maxRows = n
-                } else {
-                    fail(at + ".maxRows", "expected a count of rows of 1 or more")
-                }
+            if let n = string(
+                m, "maxRows", at: at + ".", as: { Int($0).flatMap { $0 >= 1 ? $0 : nil } },
+                else: { _ in "expected a count of rows of 1 or more" })
+            {
+                d.maxRows = n
             }
-            if let v = string(m, "maxBytes", at: at + ".") {
-                if let n = MemorySize.bytes(v), n >= 1024 {
-                    d.maxBytes = n
-                } else {
-                    fail(at + ".maxBytes", "expected a size of at least 1KiB, such as 50MB")
-                }
+            if let n = string(
+                m, "maxBytes", at: at + ".", as: { MemorySize.bytes($0).flatMap { $0 >= 1024 ? $0 : nil } },
+                else: { _ in "expected a size of at least 1KiB, such as 50MB" })
+            {
+                d.maxBytes = n
             }
             out.append(d)
         }
@@ -487,73 +435,55 @@ struct YAMLChecker {
 
     /// The `experiment:` block (docs/rules.md §9.1): name, holdout and start, all required.
     mutating func experiment(_ node: Node) -> Experiment? {
-        guard let m = node.mapping else {
-            fail("experiment", "expected a mapping with name, holdout and start")
-            return nil
-        }
-        allow(m, ["name", "holdout", "start"], at: "experiment.")
-        var name: String?
-        if let n = string(m, "name", at: "experiment.", required: true) {
-            if Experiment.isValidName(n) {
-                name = n
-            } else {
-                fail("experiment.name", "'\(n)' must match [A-Za-z0-9._-]{1,64}")
-            }
-        }
-        var basisPoints: Int?
-        if let h = string(m, "holdout", at: "experiment.", required: true) {
-            basisPoints = Experiment.basisPoints(h)
-            if basisPoints == nil {
-                fail(
-                    "experiment.holdout",
-                    "'\(h)' is not a share from 0.01% to 50% in steps of 0.01% (write 10%, 2.5% or 0.1)")
-            }
-        }
-        var start: Int64?
-        if let s = string(m, "start", at: "experiment.", required: true) {
-            if let d = Timestamp.parseDate(s) {
-                start = d * MonthMath.day
-            } else {
-                fail(
-                    "experiment.start",
-                    Timestamp.whyNotADate(s).map { "'\(s)' is not a date (\($0))" }
-                        ?? "'\(s)' is not a date YYYY-MM-DD")
-            }
-        }
+        guard
+            let m = mapping(
+                node, at: "experiment", keys: ["name", "holdout", "start"],
+                else: "expected a mapping with name, holdout and start")
+        else { return nil }
+        let name = string(
+            m, "name", at: "experiment.", required: true, where: Experiment.isValidName,
+            else: { "'\($0)' must match [A-Za-z0-9._-]{1,64}" })
+        let basisPoints = string(
+            m, "holdout", at: "experiment.", required: true, as: Experiment.basisPoints,
+            else: { "'\($0)' is not a share from 0.01% to 50% in steps of 0.01% (write 10%, 2.5% or 0.1)" })
+        let start = string(
+            m, "start", at: "experiment.", required: true, as: { Timestamp.parseDate($0).map { $0 * MonthMath.day } },
+            else: { s in
+                Timestamp.whyNotADate(s).map { "'\(s)' is not a date (\($0))" } ?? "'\(s)' is not a date YYYY-MM-DD"
+            })
         guard let name, let basisPoints, let start else { return nil }
         return Experiment(name: name, basisPoints: basisPoints, start: start)
     }
 
     /// The `money:` block (docs/rules.md §13.1): currency, rates and horizonMonths.
     mutating func money(_ node: Node) -> MoneySettings? {
-        guard let m = node.mapping else {
-            fail("money", "expected a mapping with currency and rates")
-            return nil
-        }
-        allow(m, ["currency", "rates", "horizonMonths"], at: "money.")
-        var currency: String?
-        if let c = string(m, "currency", at: "money.", required: true) {
-            if MoneySettings.isCurrency(c) {
-                currency = c
-            } else {
-                fail("money.currency", "'\(c)' is not a currency code (three capital letters, ISO 4217)")
-            }
-        }
+        guard
+            let m = mapping(
+                node, at: "money", keys: ["currency", "rates", "horizonMonths"],
+                else: "expected a mapping with currency and rates")
+        else { return nil }
+        let currency = string(
+            m, "currency", at: "money.", required: true, where: MoneySettings.isCurrency,
+            else: { "'\($0)' is not a currency code (three capital letters, ISO 4217)" })
         let rates = string(m, "rates", at: "money.", required: true)
         if rates?.isEmpty == true { fail("money.rates", "expected the path of a rates file") }
-        var horizon = 3
-        if let h = int(m, "horizonMonths", at: "money.") {
-            if (1...36).contains(h) {
-                horizon = h
-            } else {
-                fail("money.horizonMonths", "must be 1–36, found \(h)")
-            }
-        }
+        let horizon = int(m, "horizonMonths", at: "money.", in: 1...36, else: { "must be 1–36, found \($0)" }) ?? 3
         guard let currency, let rates, !rates.isEmpty else { return nil }
         return MoneySettings(currency: currency, ratesPath: rates, horizonMonths: horizon)
     }
 
     mutating func fail(_ field: String, _ why: String) { problems.append("field '\(field)': \(why)") }
+
+    /// The mapping `node` holds, its keys checked against `keys`; nil, with the problem
+    /// `problem` at `field`, when it holds something else.
+    mutating func mapping(_ node: Node, at field: String, keys: Set<String>, else problem: String) -> Node.Mapping? {
+        guard let m = node.mapping else {
+            fail(field, problem)
+            return nil
+        }
+        allow(m, keys, at: field + ".")
+        return m
+    }
 
     mutating func allow(_ m: Node.Mapping, _ keys: Set<String>, at prefix: String) {
         for k in m.keys {
@@ -593,12 +523,56 @@ struct YAMLChecker {
     }
 
     mutating func int(_ m: Node.Mapping, _ key: String, at prefix: String = "") -> Int? {
-        guard let s = string(m, key, at: prefix) else { return nil }
-        guard let i = Int(s) else {
-            fail(prefix + key, "expected a whole number, found '\(s)'")
+        string(m, key, at: prefix, as: { Int($0) }, else: { "expected a whole number, found '\($0)'" })
+    }
+
+    /// A whole number in `range`; nil, with the problem `problem(n)`, when it is outside.
+    mutating func int(
+        _ m: Node.Mapping, _ key: String, at prefix: String = "", in range: ClosedRange<Int>,
+        else problem: (Int) -> String
+    ) -> Int? {
+        guard let n = int(m, key, at: prefix) else { return nil }
+        guard range.contains(n) else {
+            fail(prefix + key, problem(n))
             return nil
         }
-        return i
+        return n
+    }
+
+    /// A single value read by `parse`; nil, with the problem `problem(value)`, when `parse`
+    /// refuses it.
+    mutating func string<T>(
+        _ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false, as parse: (String) -> T?,
+        else problem: (String) -> String
+    ) -> T? {
+        guard let s = string(m, key, at: prefix, required: required) else { return nil }
+        guard let value = parse(s) else {
+            fail(prefix + key, problem(s))
+            return nil
+        }
+        return value
+    }
+
+    /// A single value that `valid` accepts; nil, with the problem `problem(value)`, when it
+    /// does not.
+    mutating func string(
+        _ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false,
+        where valid: (String) -> Bool, else problem: (String) -> String
+    ) -> String? {
+        string(m, key, at: prefix, required: required, as: { valid($0) ? $0 : nil }, else: problem)
+    }
+
+    /// A value that `parse` reads from a scalar; nil, with the problem `problem`, when the value
+    /// is not a scalar or `parse` refuses it.
+    mutating func scalar<T>(
+        _ m: Node.Mapping, _ key: String, at prefix: String, as parse: (String) -> T?, else problem: String
+    ) -> T? {
+        guard let v = field(m, key) else { return nil }
+        guard let value = v.scalar.flatMap({ parse($0.string) }) else {
+            fail(prefix + key, problem)
+            return nil
+        }
+        return value
     }
 
     /// A list of strings; a single string counts as a one-item list.
