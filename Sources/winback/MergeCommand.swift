@@ -27,8 +27,7 @@ struct MergeCommand: ParsableCommand {
     @OptionGroup var log: LogOptions
 
     func run() throws {
-        let progress = log.progress()
-        let summary = try reportingErrors(progress) {
+        let summary = try log.reporting { progress in
             try ShardedRun.merge(
                 RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output), work: work,
                 shards: shards, progress: progress)

@@ -35,8 +35,7 @@ struct PartitionCommand: ParsableCommand {
     @OptionGroup var log: LogOptions
 
     func run() throws {
-        let progress = log.progress()
-        try reportingErrors(progress) {
+        try log.reporting { progress in
             _ = try ShardedRun.partition(
                 RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, threads: threads), work: work,
                 shards: shards, task: task, tasks: tasks, progress: progress)

@@ -33,4 +33,11 @@ struct LogOptions: ParsableArguments {
 
     /// The progress reporter these options ask for.
     func progress() -> WinBack.Progress { .automatic(quiet: quiet, json: format == .json) }
+
+    /// Runs `body` with the progress reporter these options ask for, which also reports a
+    /// winback error `body` throws (ending the command with its exit code).
+    func reporting<T>(_ body: (WinBack.Progress) throws -> T) throws -> T {
+        let progress = progress()
+        return try reportingErrors(progress) { try body(progress) }
+    }
 }

@@ -21,11 +21,10 @@ struct UploadCommand: ParsableCommand {
     @OptionGroup var log: LogOptions
 
     func run() throws {
-        let progress = log.progress()
-        let uri = try reportingErrors(progress) {
-            try Upload.again(
-                RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output), progress: progress)
-        }
-        print(uri)
+        print(
+            try log.reporting {
+                try Upload.again(
+                    RunOptions(pipelinePath: pipeline.pipeline, asOf: pipeline.asOf, output: output), progress: $0)
+            })
     }
 }
