@@ -27,8 +27,122 @@ struct IdentityValueSet {
         value.withUnsafeBytes { index.find($0) != nil }
     }
 
+    /// Adds `value` (at most ``IdentityValues/maxBytes`` bytes: a bucket's record).
+    func insert(raw value: UnsafeRawBufferPointer) { index.insert(key: value, values: []) }
+
+    func contains(raw value: UnsafeRawBufferPointer) -> Bool { index.find(value) != nil }
+
     /// Distinct values held.
     var count: Int { index.count }
+}
+
+/// Tonight's identity values of one destination file set (docs/rules.md §10.5): a set in
+/// memory, or, in a memory-bounded run, records split on disk by the hash of the value, so that
+/// tonight's audience is never held whole (§6.2). The exits are then found bucket by bucket
+/// (``exits(_:)``).
+final class TonightValues {
+    private let memory: IdentityValueSet?
+    private let folder: String?
+    private var writers: [IntermediateWriter] = []
+    private var record: [UInt8] = []
+
+    /// In memory, or with `folder` (made anew; what a killed run left there goes first) on disk.
+    init(folder: String?) throws {
+        self.folder = folder
+        guard let folder else {
+            memory = IdentityValueSet()
+            return
+        }
+        memory = nil
+        TonightValues.discard(folder)
+        do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create the exits' work folder", path: folder)
+        }
+        writers = try (0..<IdentityBuckets.bucketCount).map {
+            try IntermediateWriter(path: folder + "/tonight-\($0)")
+        }
+    }
+
+    /// Adds one of tonight's values (an identity value: at most ``IdentityValues/maxBytes`` bytes).
+    func insert(_ value: String) throws {
+        if let memory { return memory.insert(value) }
+        var v = value
+        try v.withUTF8 { p in
+            let key = UnsafeRawBufferPointer(p)
+            record.removeAll(keepingCapacity: true)
+            IdentityIndex.appendRecord(key: key, values: [], to: &record)
+            try writers[IdentityBuckets.bucket(key)].write(record)
+        }
+    }
+
+    /// Which of the baseline's values exit, given every one of them in order by `values`
+    /// (called once or twice): `exits(i, value)` for the `i`-th, in order. A value exits when
+    /// it is not empty, not tonight's, and not seen before (a value held twice exits once;
+    /// one longer than an identity value can be is never tonight's nor kept, and exits each
+    /// time, as in memory). On disk the baseline's values are split like tonight's, each
+    /// bucket's pair is loaded in turn and the exiting rows marked in a bitset of the
+    /// baseline's rows: the rows then come out in the baseline's order, the same as in memory.
+    func exits(_ values: ((([UInt8]) throws -> Void) throws -> Void)) throws -> (Int, [UInt8]) -> Bool {
+        if let memory {
+            return { _, value in
+                guard !value.isEmpty, !memory.contains(bytes: value) else { return false }
+                memory.insert(bytes: value)
+                return true
+            }
+        }
+        guard let folder else { return { _, _ in false } }
+        let tonight = try writers.map { try $0.finish() }
+        writers = []
+        let baseline = try (0..<IdentityBuckets.bucketCount).map {
+            try IntermediateWriter(path: folder + "/baseline-\($0)")
+        }
+        var marks: [UInt64] = []
+        var n = 0
+        func mark(_ i: Int) { marks[i >> 6] |= 1 << UInt64(i & 63) }
+        try values { value in
+            let i = n
+            n += 1
+            if i & 63 == 0 { marks.append(0) }
+            guard !value.isEmpty else { return }
+            guard value.count <= IdentityValues.maxBytes else { return mark(i) }
+            var at = UInt64(i).littleEndian
+            try value.withUnsafeBytes { v in
+                try withUnsafeBytes(of: &at) { index in
+                    record.removeAll(keepingCapacity: true)
+                    IdentityIndex.appendRecord(key: v, values: [index], to: &record)
+                    try baseline[IdentityBuckets.bucket(v)].write(record)
+                }
+            }
+        }
+        let written = try baseline.map { try $0.finish() }
+        for b in 0..<IdentityBuckets.bucketCount {
+            let set = IdentityValueSet()
+            try IntermediateReader(
+                path: folder + "/tonight-\(b)", bytes: tonight[b].bytes, sha256: tonight[b].sha256
+            ).forEachRecord(columns: 0) { key, _ in set.insert(raw: key) }
+            try IntermediateReader(
+                path: folder + "/baseline-\(b)", bytes: written[b].bytes, sha256: written[b].sha256
+            ).forEachRecord(columns: 1) { key, index in
+                guard !set.contains(raw: key) else { return }
+                set.insert(raw: key)
+                guard index[0].count == 8 else { return }
+                mark(Int(UInt64(littleEndian: index[0].loadUnaligned(as: UInt64.self))))
+            }
+            System.unlinkIfPresent(folder + "/tonight-\(b)")
+            System.unlinkIfPresent(folder + "/baseline-\(b)")
+        }
+        return { i, _ in i >> 6 < marks.count && marks[i >> 6] & (1 << UInt64(i & 63)) != 0 }
+    }
+
+    /// Removes the work folder, when on disk.
+    func discard() { folder.map(TonightValues.discard) }
+
+    private static func discard(_ folder: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            System.unlinkIfPresent(folder + "/" + name)
+        }
+        _ = try? FileManager.default.removeItem(atPath: folder)
+    }
 }
 
 /// The rows of a destination file set that left since the baseline run (docs/rules.md §10.5):
@@ -58,33 +172,38 @@ enum DestinationExits {
     }
 
     /// Writes the exited rows of the set (type `type`, list `list`) into `out`: the identity
-    /// values of the baseline's files absent from `tonight`. Values written are added to
-    /// `tonight`, so a value the baseline held twice exits once. Returns the rows written.
+    /// values of the baseline's files absent from `tonight` (``TonightValues/exits(_:)``: a
+    /// value the baseline held twice exits once). Returns the rows written.
     ///
     /// The baseline's files are read by their header's names (a file from before
     /// `winback_status` has no such column): the identity column is the tool's first column; a
     /// record that is not well-formed CSV is skipped. A file its manifest lists that is gone,
     /// or whose bytes differ from what the manifest recorded, is bad data (65).
     static func write(
-        baseline: BaselineFiles, type: DestinationType, list: String, tonight: IdentityValueSet, asOf: String,
+        baseline: BaselineFiles, type: DestinationType, list: String, tonight: TonightValues, asOf: String,
         into out: inout DestinationSplitter
     ) throws -> Int {
+        let files = try files(of: baseline, type: type, list: list).compactMap { rel, sha in
+            try baseline.path(of: rel).map { ($0, sha) }
+        }
+        func values(_ body: ([UInt8]) throws -> Void) throws {
+            for (path, sha) in files { try read(path, firstColumn: type.firstColumn, expectedSHA256: sha, body) }
+        }
+        let exits = try tonight.exits(values)
         var rows = 0
+        var i = 0
         var record = CSVRecord()
-        for (rel, sha) in files(of: baseline, type: type, list: list) {
-            guard let path = try baseline.path(of: rel) else { continue }
-            try read(path, firstColumn: type.firstColumn, expectedSHA256: sha) { value in
-                guard !value.isEmpty, !tonight.contains(bytes: value) else { return }
-                tonight.insert(bytes: value)
-                record.reset()
-                record.field(verbatim: String(decoding: value, as: UTF8.self))
-                for _ in 0..<(Stage.destinationColumns.count - 1) { record.empty() }
-                record.field(asOf)
-                record.field(exited)
-                record.end()
-                try out.write(record.bytes)
-                rows += 1
-            }
+        try values { value in
+            defer { i += 1 }
+            guard exits(i, value) else { return }
+            record.reset()
+            record.field(verbatim: String(decoding: value, as: UTF8.self))
+            for _ in 0..<(Stage.destinationColumns.count - 1) { record.empty() }
+            record.field(asOf)
+            record.field(exited)
+            record.end()
+            try out.write(record.bytes)
+            rows += 1
         }
         return rows
     }

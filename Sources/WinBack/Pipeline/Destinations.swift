@@ -51,8 +51,9 @@ extension Stage {
     /// Each file set (type × list) also gets `<list>-exited-NNN.csv`: the identity values of the
     /// baseline run's files of the set that tonight's lack (``DestinationExits``, §10.5); the
     /// baseline is the one the segment changes compare with (``Changes/baseline(_:)``, found
-    /// once per run under its lock and handed to both). Tonight's values are held as a compact set of bytes per file set
-    /// (``IdentityValueSet``), also under `bounds`.
+    /// once per run under its lock and handed to both). Tonight's values are held per file set
+    /// as a compact set of bytes (``IdentityValueSet``), or under `bounds` split on disk by
+    /// their hash (``TonightValues``).
     static func writeDestinations(
         _ p: ResolvedPipeline, baseline: Baseline?, to directory: String, rejects: inout RejectList, sync: DiskSync,
         bounds: IdentityJoin.Bounds? = nil
@@ -111,7 +112,11 @@ extension Stage {
                     header: [d.type.firstColumn] + destinationColumns + [statusColumn],
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
             }
-            let tonight = readers.map { _ in IdentityValueSet() }
+            // Under bounds, each set's values on disk beside the identities' buckets (§6.2).
+            let tonight = try readers.indices.map { k in
+                try TonightValues(folder: bounds.map { $0.folder + "-exits-\(k)" })
+            }
+            defer { for t in tonight { t.discard() } }
             let positions = readers.map { join.position(of: p.config.destinations[$0].type.identityColumn)! }
             var written = [Int](repeating: 0, count: readers.count)
             var unaddressable = [Int](repeating: 0, count: readers.count)
@@ -133,7 +138,7 @@ extension Stage {
                     record.field(DestinationExits.eligible)
                     record.end()
                     try outs[k].write(record.bytes)
-                    tonight[k].insert(values[positions[k]])
+                    try tonight[k].insert(values[positions[k]])
                     counts[i].rows += 1
                     written[k] += 1
                 }

@@ -239,6 +239,46 @@ struct DestinationChangesTests {
         #expect(String(decoding: last, as: UTF8.self).contains("u-again,"))
     }
 
+    @Test("tonight's values on disk (under --memory) give the exits of the set in memory, row for row")
+    func exitsOnDisk() throws {
+        // Tonight: 500 values; the baseline: some of them, others, repeats, empties and values
+        // longer than an identity value may be (each of those exits every time, as in memory).
+        let tonight = (0..<500).map { "user\($0)@example.com" }
+        var baseline: [String] = []
+        for i in 0..<1_200 {
+            switch i % 7 {
+            case 0: baseline.append("")
+            case 1: baseline.append(tonight[i % 500])
+            case 2: baseline.append("gone\(i % 300)@example.com")  // repeats after 300
+            case 3: baseline.append(String(repeating: "x", count: 600 + i % 2))
+            default: baseline.append("left\(i)@example.com")
+            }
+        }
+        func exits(_ t: TonightValues) throws -> [Int] {
+            for v in tonight { try t.insert(v) }
+            let values = baseline.map { Array($0.utf8) }
+            var calls = 0
+            let exits = try t.exits { body in
+                calls += 1
+                for v in values { try body(v) }
+            }
+            #expect(calls <= 1, "the exits ask for the baseline's values once before the rows are written")
+            return values.indices.filter { exits($0, values[$0]) }
+        }
+        let folder = Paths.temporary() + "/exits"
+        let onDisk = try TonightValues(folder: folder)
+        let inMemory = try exits(TonightValues(folder: nil))
+        #expect(try exits(onDisk) == inMemory)
+        onDisk.discard()
+        #expect(!FileManager.default.fileExists(atPath: folder))
+        // What exits: every non-empty value not tonight's, first time seen; long ones every time.
+        let expected = baseline.indices.filter { i in
+            let v = baseline[i]
+            return !v.isEmpty && !tonight.contains(v) && (v.utf8.count > 512 || !baseline[..<i].contains(v))
+        }
+        #expect(inMemory == expected)
+    }
+
     /// Rewrites a published file and its size and SHA-256 in its run's manifest, as a run from
     /// before `winback_status` would have written them.
     static func republish(_ folder: String, _ rel: String, _ text: String) throws {

@@ -210,6 +210,44 @@ struct HostileIdentityTests {
         #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("+1415555") }, "\(lines.prefix(3))")
     }
 
+    @Test(
+        "a baseline whose Braze file holds a million values: their exits under --memory 64MB stay within 64 MB",
+        .enabled(if: timeAvailable, "needs /usr/bin/time (Debian: time) to measure the run's peak memory"))
+    func millionExits() throws {
+        let plain = try HostileInputTests.world(customers: 100)
+        let audience = try Self.audience(plain)
+        try #require(audience.count > 5)
+        let pipeline = try Self.world(identities: "ids.csv", customers: 100) { path in
+            var text = "original_transaction_id,external_id,email\n"
+            for (k, id) in audience.enumerated() { text += "\(id),tonight-\(k),c\(k)@example.com\n" }
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        }
+        let output = Paths.temporary()
+        let first = try CLI.run(["run", pipeline, "--quiet", "--output", output, "--as-of", "2026-11-01"])
+        #expect(first.status == 0, "\(first.stderr)")
+        // The first night's Braze file becomes a million customers, every one gone tonight.
+        let folder = output + "/generated/2026-11-01"
+        let rel = "destinations/braze/best-offer-001.csv"
+        var text =
+            "external_id,winback_offer_id,winback_offer_url,winback_eligible_offer_ids,"
+            + "winback_months_since_last_subscribed,winback_as_of,winback_status\n"
+        text.reserveCapacity(80_000_000)
+        for i in 0..<1_000_000 {
+            text += "someone.with.a.long.name\(i)@old.example.com,wb.a,,wb.a,2,2026-11-01,eligible\n"
+        }
+        try DestinationChangesTests.republish(folder, rel, text)
+        text = ""
+        let (r, peak) = try Self.measured(["run", pipeline, "--quiet", "--output", output, "--memory", "64MB"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(peak > 0 && peak < 64_000_000, "peak \(peak) bytes")
+        let published = ShardedRunTests.published(output + "/generated/latest")
+        var exited = 0
+        for (name, data) in published where name.hasPrefix("destinations/braze/best-offer-exited-") {
+            exited += data.reduce(0) { $0 + ($1 == 10 ? 1 : 0) } - 1
+        }
+        #expect(exited == 1_000_000)
+    }
+
     @Test("identity values with controls or formulas are rejected, one line each; what is written holds none of them")
     func controlsAndFormulas() throws {
         let plain = try HostileInputTests.world(customers: 200)
