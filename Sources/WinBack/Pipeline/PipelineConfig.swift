@@ -59,9 +59,9 @@ public struct PipelineConfig: Sendable {
     /// the owner.
     public var outputGroup: String?
     /// `limits.maxLineBytes`: a longer line is rejected without being held (docs/rules.md §6.1).
-    public var maxLineBytes = 16 << 20
+    public var maxLineBytes = ReadLimits.default.maxLineBytes
     /// `limits.maxRejectsListed`: rejects.csv lists at most this many rows, then a count.
-    public var maxRejectsListed = 100_000
+    public var maxRejectsListed = ReadLimits.default.maxRejectsListed
     /// `limits.networkSeconds`: the most network time a run spends on S3 (docs/rules.md §6.2).
     public var networkSeconds = 600
     public var windowMonths: Int = 12

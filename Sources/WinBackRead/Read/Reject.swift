@@ -41,12 +41,13 @@ public struct ReadLimits: Sendable, Equatable {
     /// rejects.csv lists at most this many rejected rows, then says how many more there were.
     public var maxRejectsListed: Int
 
-    public init(maxLineBytes: Int, maxRejectsListed: Int) {
+    /// The defaults are a pipeline file's when its `limits:` does not set them.
+    public init(maxLineBytes: Int = 16 << 20, maxRejectsListed: Int = 100_000) {
         self.maxLineBytes = maxLineBytes
         self.maxRejectsListed = maxRejectsListed
     }
 
-    public static let `default` = ReadLimits(maxLineBytes: 16 << 20, maxRejectsListed: 100_000)
+    public static let `default` = ReadLimits()
 }
 
 /// Rejected rows as rejects.csv lists them (docs/rules.md §6.1): the first `limit` in (file,
