@@ -6,8 +6,9 @@ import WinBackWrite
 extension Manifest {
     /// The first screen of report.html (docs/rules.md §4.3) from what this run counted and wrote:
     /// the funnel's eligible, the rows the experiment and Apple's word left out, the segment
-    /// files' rows (in `outputs`) and what each destination received. A run in memory and a
-    /// merge record the same, so they write the same page.
+    /// files' rows (in `outputs`), what each destination received, and who entered, changed
+    /// offer and exited each segment since the baseline run. A run in memory and a merge record
+    /// the same, so they write the same page.
     ///
     /// best-offer's eligible are the customers eligible for some offer: its rows, the held-out
     /// rows of holdout and those Apple's word left out.
@@ -29,12 +30,21 @@ extension Manifest {
                     guard (d.audience == .bestOffer) == best else { return nil }
                     return FirstScreen.Delivery(
                         addressable: d.rowsByList[list] ?? 0, unaddressable: d.unaddressableByList[list] ?? 0)
-                })
+                }, changes: changes(of: list))
         }
         return FirstScreen(
             destinations: destinations.map {
                 FirstScreen.Destination(name: $0.type.rawValue, bestOffer: $0.audience == .bestOffer)
-            }, rows: rows, requireApple: requireApple != .off)
+            }, rows: rows, requireApple: requireApple != .off, baseline: changes?.baseline?.date)
+    }
+
+    /// The segment changes of `list` since the baseline run (docs/rules.md §10.5); nil without
+    /// a baseline, or when the run wrote no changes.
+    func changes(of list: String) -> FirstScreen.Changes? {
+        guard let summary = changes, summary.baseline != nil,
+            let c = summary.segments.first(where: { $0.segment == list })
+        else { return nil }
+        return FirstScreen.Changes(entered: c.entered, changed: c.changed, exited: c.exited)
     }
 }
 

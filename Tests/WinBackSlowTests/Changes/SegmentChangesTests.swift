@@ -215,6 +215,17 @@ struct SegmentChangesTests {
         let best = try #require(
             (changes["segments"] as? [[String: Any]])?.first { $0["segment"] as? String == "best-offer" })
         #expect(best["entered"] as? Int == 1 && best["changed"] as? Int == 1 && best["exited"] as? Int == 4)
+        // The page's first screen says the same, against its baseline's date (docs/rules.md §4.3).
+        let page = try String(contentsOfFile: second + "/reports/report.html", encoding: .utf8)
+        #expect(page.contains(">since 2026-06-01</th>"))
+        #expect(
+            page.split(separator: "\n").contains {
+                $0.hasPrefix("<tr><th>best-offer</th>") && $0.hasSuffix("<td>1</td><td>1</td><td>4</td></tr>")
+            })
+        #expect(!page.contains("No earlier run to compare with"))
+        // The first night's page had none: dashes and the note.
+        let firstPage = try String(contentsOfFile: first + "/reports/report.html", encoding: .utf8)
+        #expect(firstPage.contains("No earlier run to compare with") && firstPage.contains(">since the last run</th>"))
         // The reasons agree with explain, for the criteria (docs/rules.md §10.5).
         let e = try Explainer.explain(Self.options(pipeline, asOf: "2026-07-01"), customer: Self.redeemed)
         #expect(e.first?.offers.first { $0.offerId == "wb.b" }?.failures.first?.reason == "paid_duration")
