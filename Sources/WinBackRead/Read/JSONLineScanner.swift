@@ -828,7 +828,12 @@ final class JSONLineScanner {
         guard pos < count else { throw fail("expected a value") }
         switch byte(pos) {
         case UInt8(ascii: "{"):
-            if opensEmpty(closedBy: UInt8(ascii: "}")) { return }
+            pos += 1
+            skipWS()
+            if pos < count && byte(pos) == UInt8(ascii: "}") {
+                pos += 1
+                return
+            }
             while true {
                 skipWS()
                 guard pos < count, byte(pos) == UInt8(ascii: "\"") else { throw fail("expected a key string") }
@@ -838,17 +843,34 @@ final class JSONLineScanner {
                 pos += 1
                 skipWS()
                 try skipValue(depth: depth + 1)
-                if try closes(UInt8(ascii: "}"), unterminated: "unterminated object", expected: "expected ',' or '}'") {
-                    return
+                skipWS()
+                guard pos < count else { throw fail("unterminated object") }
+                let c = byte(pos)
+                pos += 1
+                if c == UInt8(ascii: "}") { return }
+                if c != UInt8(ascii: ",") {
+                    pos -= 1
+                    throw fail("expected ',' or '}'")
                 }
             }
         case UInt8(ascii: "["):
-            if opensEmpty(closedBy: UInt8(ascii: "]")) { return }
+            pos += 1
+            skipWS()
+            if pos < count && byte(pos) == UInt8(ascii: "]") {
+                pos += 1
+                return
+            }
             while true {
                 skipWS()
                 try skipValue(depth: depth + 1)
-                if try closes(UInt8(ascii: "]"), unterminated: "unterminated array", expected: "expected ',' or ']'") {
-                    return
+                skipWS()
+                guard pos < count else { throw fail("unterminated array") }
+                let c = byte(pos)
+                pos += 1
+                if c == UInt8(ascii: "]") { return }
+                if c != UInt8(ascii: ",") {
+                    pos -= 1
+                    throw fail("expected ',' or ']'")
                 }
             }
         case UInt8(ascii: "\""):
@@ -856,31 +878,6 @@ final class JSONLineScanner {
         default:
             _ = try parseValue()
         }
-    }
-
-    /// Steps over the opening bracket of an object or array at `pos` and the blanks after it;
-    /// true when `close` follows at once (the empty container, stepped over too).
-    @inline(__always) private func opensEmpty(closedBy close: UInt8) -> Bool {
-        pos += 1
-        skipWS()
-        guard pos < count && byte(pos) == close else { return false }
-        pos += 1
-        return true
-    }
-
-    /// After a member or element of an object or array: steps over the blanks and the comma
-    /// (false: another one follows) or `close` (true: the container ends).
-    @inline(__always) private func closes(_ close: UInt8, unterminated: String, expected: String) throws -> Bool {
-        skipWS()
-        guard pos < count else { throw fail(unterminated) }
-        let c = byte(pos)
-        pos += 1
-        if c == close { return true }
-        if c != UInt8(ascii: ",") {
-            pos -= 1
-            throw fail(expected)
-        }
-        return false
     }
 
     /// Validates a string without keeping its decoded bytes.

@@ -64,29 +64,26 @@ package final class TransactionDecoder {
 
     @inline(__always) private func value(_ k: Key) -> ScannedValue { values[k.rawValue] }
 
-    /// The value of `k`; nil when it is absent or null, which rejects the row when `required`.
     @inline(__always)
-    private func present(_ k: Key, required: Bool) throws -> ScannedValue? {
+    private func string(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
         switch value(k) {
         case .absent, .null:
             if required { throw Rejection(reason: "missing required field \(k.name)") }
             return nil
-        case let v: return v
+        case .string(let s): return s
+        case let v: throw Rejection(reason: "field \(k.name): expected a string, found \(v.typeName)")
         }
     }
 
     @inline(__always)
-    private func string(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
-        guard let v = try present(k, required: required) else { return nil }
-        if case .string(let s) = v { return s }
-        throw Rejection(reason: "field \(k.name): expected a string, found \(v.typeName)")
-    }
-
-    @inline(__always)
     private func int(_ k: Key, required: Bool = false) throws -> Int64? {
-        guard let v = try present(k, required: required) else { return nil }
-        if case .int(let i) = v { return i }
-        throw Rejection(reason: "field \(k.name): expected an integer, found \(v.typeName)")
+        switch value(k) {
+        case .absent, .null:
+            if required { throw Rejection(reason: "missing required field \(k.name)") }
+            return nil
+        case .int(let i): return i
+        case let v: throw Rejection(reason: "field \(k.name): expected an integer, found \(v.typeName)")
+        }
     }
 
     /// The bytes of an identifier field (docs/rules.md §2.1's pattern), nil when absent.
