@@ -91,22 +91,41 @@ public struct AppAccountToken: Hashable, Sendable {
         case .none: return body(UnsafeRawBufferPointer(start: nil, count: 0))
         case .interned: return table.withBytes(Int32(bitPattern: UInt32(truncatingIfNeeded: low)), body)
         case .lowercase, .uppercase:
-            let letters: UInt8 = kind == .uppercase ? 55 : 87
-            return withUnsafeTemporaryAllocation(byteCount: 36, alignment: 1) { buf in
-                var k = 0
-                for i in 0..<36 {
-                    if i == 8 || i == 13 || i == 18 || i == 23 {
-                        buf[i] = 45
-                        continue
-                    }
-                    let word = k < 16 ? high : low
-                    let d = UInt8(truncatingIfNeeded: word >> (4 * UInt64(15 - k % 16))) & 15
-                    buf[i] = d < 10 ? 48 + d : letters + d
-                    k += 1
-                }
-                return body(UnsafeRawBufferPointer(buf))
+            // The letters' offset past '0' + 10: 'A' or 'a'.
+            let letters: UInt64 = kind == .uppercase ? 7 : 39
+            return withUnsafeTemporaryAllocation(byteCount: 36, alignment: 8) { buf in
+                let raw = UnsafeMutableRawBufferPointer(buf)
+                let d = (
+                    AppAccountToken.hexDigits(high >> 32, letters), AppAccountToken.hexDigits(high, letters),
+                    AppAccountToken.hexDigits(low >> 32, letters), AppAccountToken.hexDigits(low, letters)
+                )
+                // 8-4-4-4-12: digits 1–8, 9–12, 13–16, 17–20, 21–32.
+                raw.storeBytes(of: d.0, toByteOffset: 0, as: UInt64.self)
+                raw.storeBytes(of: UInt32(truncatingIfNeeded: d.1), toByteOffset: 9, as: UInt32.self)
+                raw.storeBytes(of: UInt32(truncatingIfNeeded: d.1 >> 32), toByteOffset: 14, as: UInt32.self)
+                raw.storeBytes(of: UInt32(truncatingIfNeeded: d.2), toByteOffset: 19, as: UInt32.self)
+                raw.storeBytes(of: UInt32(truncatingIfNeeded: d.2 >> 32), toByteOffset: 24, as: UInt32.self)
+                raw.storeBytes(of: d.3, toByteOffset: 28, as: UInt64.self)
+                for i in [8, 13, 18, 23] { raw[i] = UInt8(ascii: "-") }
+                return body(UnsafeRawBufferPointer(raw))
             }
         }
+    }
+
+    /// The eight hex digits of the low 32 bits of `v`, most significant first, as ASCII bytes
+    /// (the first in the lowest byte): ``hexValue(_:)`` backwards; `letters` is 7 for
+    /// uppercase, 39 for lowercase.
+    @inline(__always)
+    static func hexDigits(_ v: UInt64, _ letters: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        // A nibble a byte, the lowest nibble in the lowest byte; then the most significant first.
+        var x = v & 0xFFFF_FFFF
+        x = (x | x << 16) & 0x0000_FFFF_0000_FFFF
+        x = (x | x << 8) & 0x00FF_00FF_00FF_00FF
+        x = ((x | x << 4) & 0x0F0F_0F0F_0F0F_0F0F).byteSwapped
+        // 1 in each byte whose nibble is 10 or more: a letter.
+        let letter = ((x &+ ones &* 6) >> 4) & ones
+        return x &+ ones &* 0x30 &+ letter &* letters
     }
 
     /// Appends the token's bytes (none for no token) to `out`.

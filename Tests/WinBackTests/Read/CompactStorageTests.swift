@@ -67,6 +67,31 @@ extension ReadStageTests {
             #expect(t.low == 0x0123_4567_89AB_CDEF)
         }
 
+        @Test func tokensAreWrittenBackDigitForDigit() {
+            // Every digit value at every place, in both cases, against a formatter of its own.
+            var g = SystemRandomNumberGenerator()
+            let table = StringTable()
+            let samples: [(UInt64, UInt64)] =
+                [(0, 0), (.max, .max), (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210)]
+                + (0..<2_000).map { _ in (g.next(), g.next()) }
+            for (high, low) in samples {
+                for kind in [AppAccountToken.Kind.lowercase, .uppercase] {
+                    let hex = [high, low].map { w in
+                        let s = String(w, radix: 16, uppercase: kind == .uppercase)
+                        return String(repeating: "0", count: 16 - s.count) + s
+                    }.joined()
+                    let d = Array(hex)
+                    let expected =
+                        String(d[0..<8]) + "-" + String(d[8..<12]) + "-" + String(d[12..<16]) + "-"
+                        + String(d[16..<20]) + "-" + String(d[20..<32])
+                    let t = AppAccountToken(high: high, low: low, kind: kind)
+                    #expect(t.string(in: table) == expected)
+                    // Read back, the same string (digits alone read as lowercase: no letter says).
+                    #expect(AppAccountToken.parse(expected, table: table)?.string(in: table) == expected)
+                }
+            }
+        }
+
         @Test func aRowTakesOneHundredTwelveBytesAndItsFlagsAreIndependent() {
             #expect(MemoryLayout<Transaction>.stride == 112)
             var t = Transaction(
