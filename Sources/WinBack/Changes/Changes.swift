@@ -71,7 +71,10 @@ enum Changes {
         let segments = self.segments(p)
         let recorded = try baseline.map { try BaselineFiles($0) }
         let slots = ResultSlots<(OutputStats, SegmentChangeCount)>(count: segments.count)
-        try parallelFor(count: segments.count, threads: p.threads) { j in
+        // The largest segment first (best-offer, most nights): the others fill in beside it.
+        let sizes = segments.map { System.fileSize(directory + "/segments/\($0.name).csv") ?? 0 }
+        let order = segments.indices.sorted { sizes[$0] != sizes[$1] ? sizes[$0] > sizes[$1] : $0 < $1 }
+        try parallelFor(count: segments.count, threads: p.threads, order: order) { j in
             let (name, kind) = segments[j]
             let rel = "segments/\(name).csv"
             let before = try recorded?.path(of: rel)

@@ -18,6 +18,11 @@ enum SegmentChanges {
         "change", "subscription_group_id", "original_transaction_id", "offer_id", "previous_offer_id", "reason",
     ]
 
+    /// The `change` column's values, as a field's bytes.
+    static let entered = CSVRecord.escaped("entered")
+    static let changed = CSVRecord.escaped("changed")
+    static let exited = CSVRecord.escaped("exited")
+
     /// Joins `baseline` (nil: no baseline file, everyone entered) with `tonight` and writes the
     /// changes to `out`: `entered`, then `changed`, in tonight's order, then `exited` in the
     /// baseline's, each exited row with `reason(group, original, previous offer)`. The baseline's
@@ -36,9 +41,9 @@ enum SegmentChanges {
         var changed: [UInt8] = []
         var exited: [SegmentKey] = []
         var rec = CSVRecord()
-        func line(_ change: String, _ k: SegmentKey, offer: [UInt8], previous: [UInt8], reason: String) {
+        func line(_ change: [UInt8], _ k: SegmentKey, offer: [UInt8], previous: [UInt8], reason: String) {
             rec.reset()
-            rec.field(change)
+            rec.field(escaped: change)
             rec.field(bytes: k.group)
             rec.field(bytes: k.original)
             rec.field(bytes: offer)
@@ -54,13 +59,15 @@ enum SegmentChanges {
                 exited.append(before!.current)
                 hasA = try before!.advance()
             } else if c > 0 {
-                line("entered", now.current, offer: now.current.offer, previous: [], reason: "")
+                line(Self.entered, now.current, offer: now.current.offer, previous: [], reason: "")
                 try out.write(rec.bytes)
                 count.entered += 1
                 hasB = try now.advance()
             } else {
                 if mayChange && before!.current.offer != now.current.offer {
-                    line("changed", now.current, offer: now.current.offer, previous: before!.current.offer, reason: "")
+                    line(
+                        Self.changed, now.current, offer: now.current.offer, previous: before!.current.offer, reason: ""
+                    )
                     changed += rec.bytes
                     count.changed += 1
                 }
@@ -77,7 +84,7 @@ enum SegmentChanges {
         }
         try out.write(changed)
         for k in exited {
-            line("exited", k, offer: [], previous: k.offer, reason: try reason(k))
+            line(Self.exited, k, offer: [], previous: k.offer, reason: try reason(k))
             try out.write(rec.bytes)
         }
         count.exited = exited.count
