@@ -93,9 +93,9 @@ final class SegmentRecords {
         guard let line = try cursor.next() else { return false }
         hasher?.update(bufferPointer: line)
         swap(&previous, &current)
-        if let fields = SegmentRecords.fill(&current, unquoted: line) {
+        if line.isEmpty || memchr(line.baseAddress!, 0x22, line.count) == nil {
             rows += 1
-            guard fields == SegmentWriter.columns.count else {
+            guard SegmentRecords.fill(&current, unquoted: line) else {
                 throw WinBackError(
                     .badData, "row \(rows) of a segment file is not \(SegmentWriter.columns.count) CSV fields",
                     path: path)
@@ -123,36 +123,33 @@ final class SegmentRecords {
     /// The file's SHA-256 (hex), once every row was read; empty when it was not hashed.
     func sha256() -> String { hasher.map { Hex.string($0.finalize()) } ?? "" }
 
-    /// Fills `key` from a line (its `\n` kept, or none at the end) split at each comma, in one
-    /// pass over its bytes; returns its number of fields, or nil (`key` untouched) when it holds
-    /// a quote: a record the full reader splits.
-    static func fill(_ key: inout SegmentKey, unquoted line: UnsafeRawBufferPointer) -> Int? {
+    /// Fills `key` from a record that is one line without a quote (its `\n` kept, or none at
+    /// the end): fields split at each comma; false unless it has a segment's number of fields.
+    static func fill(_ key: inout SegmentKey, unquoted line: UnsafeRawBufferPointer) -> Bool {
         var n = line.count
         if n > 0 && line[n - 1] == UInt8(ascii: "\n") { n -= 1 }
-        var bounds = (group: 0..<0, original: 0..<0, offer: 0..<0)
         var field = 0
-        var start = 0
-        for i in 0...n {
-            let b = i < n ? line[i] : UInt8(ascii: ",")
-            if b == UInt8(ascii: "\"") { return nil }
-            guard b == UInt8(ascii: ",") else { continue }
+        var i = 0
+        func set(_ a: inout [UInt8], _ from: Int, _ to: Int) {
+            a.removeAll(keepingCapacity: true)
+            a.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[from..<to]))
+        }
+        while true {
+            var end = n
+            if i < n, let comma = memchr(line.baseAddress! + i, 0x2C, n - i) {
+                end = UnsafeRawPointer(line.baseAddress!).distance(to: UnsafeRawPointer(comma))
+            }
             switch field {
-            case groupColumn: bounds.group = start..<i
-            case originalColumn: bounds.original = start..<i
-            case offerColumn: bounds.offer = start..<i
+            case groupColumn: set(&key.group, i, end)
+            case originalColumn: set(&key.original, i, end)
+            case offerColumn: set(&key.offer, i, end)
             default: break
             }
             field += 1
-            start = i + 1
+            if end == n { break }
+            i = end + 1
         }
-        func set(_ a: inout [UInt8], _ r: Range<Int>) {
-            a.removeAll(keepingCapacity: true)
-            a.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[r]))
-        }
-        set(&key.group, bounds.group)
-        set(&key.original, bounds.original)
-        set(&key.offer, bounds.offer)
-        return field
+        return field == SegmentWriter.columns.count
     }
 
     /// One record's bytes, its lines joined while a quoted field is open, without the last `\n`;
