@@ -32,8 +32,12 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Threads (default: one per core).")
     var threads: Int?
 
-    @Option(help: "The library that inflates .gz inputs, for the floor and the pipeline: zlib or isal.")
-    var inflater: Inflater = .zlib
+    @Option(
+        help: """
+            The library that inflates .gz inputs, for the floor and the pipeline: zlib, isal, or auto (ISA-L \
+            where this machine has it, as a run's default).
+            """)
+    var inflater: InflaterChoice = .auto
 
     @Option(
         help: """
@@ -100,7 +104,7 @@ struct BenchCommand: ParsableCommand {
         o.cache = cache
         o.runs = max(1, runs)
         if let threads { o.threads = threads }
-        o.inflater = inflater
+        o.inflater = inflater.resolved()
         o.format = format
         let log = { (s: String) in FileHandleStderr.write(s + "\n") }
         let lines = try reportingErrors {
