@@ -71,7 +71,7 @@ package struct SignedFixture {
         let path = dir + (gzip ? "/signed.jsonl.gz" : "/signed.jsonl")
         try Data(gzip ? ReadSupport.gzip(text) : Array(text.utf8)).write(to: URL(fileURLWithPath: path))
         return try TransactionReader.read(
-            paths: [path], format: .appstoreSigned, threads: 1, environment: environment,
+            inputs: [path].map(InputStores.lookUp), format: .appstoreSigned, threads: 1, environment: environment,
             signed: settings ?? self.settings())
     }
 }

@@ -20,23 +20,12 @@ public enum Merge {
     /// Merges `shards` shards of `work` and publishes; returns the published folder. With a
     /// `publisher` already begun (a memory-bounded run holds the lock throughout), publishes
     /// through it. `started` is when the run began: for a memory-bounded run, before its
-    /// partition.
-    public static func run(
-        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher? = nil,
-        memoryLimit: Int? = nil, started: Date = Date()
-    ) throws -> RunSummary {
-        try run(
-            p, work: work, shards: shards, progress: progress, publisher: given, memoryLimit: memoryLimit,
-            started: started, state: nil)
-    }
-
-    /// ``run(_:work:shards:progress:publisher:memoryLimit:started:)`` of an incremental
-    /// memory-bounded run: the files its state absorbed are counted with those read now, their
-    /// rejects listed with theirs, and once published the next state replaces the previous one
-    /// (docs/rules.md §12).
+    /// partition. With the state `keeper` of an incremental memory-bounded run, the files its
+    /// state absorbed are counted with those read now, their rejects listed with theirs, and
+    /// once published the next state replaces the previous one (docs/rules.md §12).
     static func run(
-        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher?,
-        memoryLimit: Int?, started: Date, state keeper: ShardedStateKeeper?
+        _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher? = nil,
+        memoryLimit: Int? = nil, started: Date = Date(), state keeper: ShardedStateKeeper? = nil
     ) throws -> RunSummary {
         let fingerprint = RunFingerprint(p, shards: shards)
         let partitions = try Partition.markers(work, expecting: fingerprint)

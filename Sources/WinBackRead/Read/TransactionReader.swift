@@ -262,32 +262,24 @@ public enum TransactionReader {
         }
     }
 
+    /// Reads `inputs` and keeps the winners of docs/rules.md §3 rule 1.
+    ///
     /// - Parameters:
-    ///   - paths: files in sorted path order (the order ties in deduplication go by).
+    ///   - inputs: files in sorted path order (the order ties in deduplication go by), each with
+    ///     its identity (``InputStores/lookUp(_:)`` for a path as it is now).
     ///   - inflater: the library that inflates `.gz` files.
     ///   - only: keep only the rows of customers with one of these originalTransactionIds or
     ///     appAccountTokens (nil = all).
     ///   - progress: called with compressed bytes consumed since the last call, from any thread.
     ///   - environment: the pipeline's environment; rows of another are counted, not kept.
     ///   - signed: how `appstore-signed` files are verified (default: against Apple's root).
-    public static func read(
-        paths: [String], format name: InputFormat = .appstoreNDJSON, products: [String: String] = [:], threads: Int,
-        inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
-        environment: String = "Production", signed: SignedReading? = nil, limits: ReadLimits = .default
-    ) throws -> TransactionSet {
-        let inputs = paths.map(InputStores.lookUp)
-        return try read(
-            inputs: inputs, format: name, products: products, threads: threads, inflater: inflater, only: only,
-            progress: progress, environment: environment, signed: signed, limits: limits, state: nil)
-    }
-
-    /// ``read(paths:format:products:threads:inflater:only:progress:environment:signed:limits:)``
-    /// of an incremental run (docs/rules.md §12): the files `state` absorbed are not read; its
-    /// rows and counts stand for them.
+    ///   - state: of an incremental run (docs/rules.md §12): the files it absorbed are not read;
+    ///     its rows and counts stand for them.
     package static func read(
-        inputs: [Input], format name: InputFormat, products: [String: String], threads: Int,
-        inflater: Inflater, only: [String]?, progress: @escaping @Sendable (Int) -> Void,
-        environment: String, signed: SignedReading?, limits: ReadLimits, state: IncrementalState?
+        inputs: [Input], format name: InputFormat = .appstoreNDJSON, products: [String: String] = [:], threads: Int,
+        inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
+        environment: String = "Production", signed: SignedReading? = nil, limits: ReadLimits = .default,
+        state: IncrementalState? = nil
     ) throws -> TransactionSet {
         let paths = inputs.map(\.path)
         let fmt = format(name, products: products, signed: signed)

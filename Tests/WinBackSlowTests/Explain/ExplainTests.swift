@@ -119,7 +119,8 @@ struct ExplainTests {
         #expect((world == "sample") == !heldOut.isEmpty)
         // Explain every customer from one read of the same inputs.
         let p = try ResolvedPipeline.resolve(o)
-        let set = try TransactionReader.read(paths: p.transactionFiles, format: p.config.format, threads: 2)
+        let set = try TransactionReader.read(
+            inputs: p.transactionFiles.map(InputStores.lookUp), format: p.config.format, threads: 2)
         let (renewals, _, _) = try RenewalReader.read(paths: p.renewalFiles, strings: set.strings)
         let customers = CustomerRows.build(rows: set.rows, strings: set.strings, threads: 2)
         let book = OfferBook(catalog: p.catalog, ids: { set.strings.lookup($0) })

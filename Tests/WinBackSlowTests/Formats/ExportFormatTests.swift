@@ -103,7 +103,7 @@ struct ExportFormatTests {
         let dir = Paths.temporary()
         try ([header] + rows).joined(separator: "\n").write(toFile: dir + "/rc.csv", atomically: true, encoding: .utf8)
         return try TransactionReader.read(
-            paths: [dir + "/rc.csv"], format: .revenuecat, products: products, threads: 1)
+            inputs: [dir + "/rc.csv"].map(InputStores.lookUp), format: .revenuecat, products: products, threads: 1)
     }
 
     @Test("RevenueCat rows map onto transactions: groups, countries, offers, trials, refunds, newest updated_at")
@@ -166,7 +166,7 @@ struct ExportFormatTests {
             "t5,o1,g,p,1767225600000,1767225599999,,",
         ]
         try rows.joined(separator: "\n").write(toFile: dir + "/t.csv", atomically: true, encoding: .utf8)
-        let set = try TransactionReader.read(paths: [dir + "/t.csv"], format: .csv, threads: 1)
+        let set = try TransactionReader.read(inputs: [dir + "/t.csv"].map(InputStores.lookUp), format: .csv, threads: 1)
         #expect(set.rows.count == 1)
         #expect(set.rows.first?.isUpgraded == true && set.rows.first?.offerType == 4)
         #expect(set.rows.first?.expiresDate == ms("2026-02-01"))

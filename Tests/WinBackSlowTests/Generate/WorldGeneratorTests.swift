@@ -45,7 +45,7 @@ struct WorldGeneratorTests {
         let dir = try generate(400)
         let files = try InputFiles.resolve(["transactions-*.jsonl.gz"], base: dir)
         #expect(files.count > 30)
-        let set = try TransactionReader.read(paths: files, threads: 2)
+        let set = try TransactionReader.read(inputs: files.map(InputStores.lookUp), threads: 2)
         #expect(set.rejects.isEmpty)
         let c = set.counters
         #expect(c.duplicates > 0 && c.sandbox > 0 && c.nonSubscription > 0 && c.familyShared > 0)

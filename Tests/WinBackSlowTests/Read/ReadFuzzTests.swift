@@ -242,7 +242,7 @@ extension ReadStageTests {
                         try LineCursor(source: try openSource(path: path), chunkSize: 64).forEachLine { _, _ in
                             lines += 1
                         }
-                        let set = try TransactionReader.read(paths: [path], threads: 1)
+                        let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                         #expect(set.counters.rowsRead <= lines)
                         read += 1
                     } catch let e as WinBackError {

@@ -50,7 +50,7 @@ struct ControlEscapeTests {
             "t\u{1}1,o1,g,p,2026-01-01T00:00:00Z,2026-02-01T00:00:00Z",
         ]
         try rows.joined(separator: "\n").write(toFile: dir + "/t.csv", atomically: true, encoding: .utf8)
-        let set = try TransactionReader.read(paths: [dir + "/t.csv"], format: .csv, threads: 1)
+        let set = try TransactionReader.read(inputs: [dir + "/t.csv"].map(InputStores.lookUp), format: .csv, threads: 1)
         #expect(set.rejects.count == 1)
         #expect(set.rejects.first?.reason.contains("'t\\x011' is not a valid identifier") == true, "\(set.rejects)")
         #expect(set.rejects.first?.excerpt.hasPrefix("t\\x011,o1,") == true)
@@ -68,7 +68,8 @@ struct ControlEscapeTests {
         let dir = Paths.temporary()
         try [header, row].joined(separator: "\n").write(toFile: dir + "/rc.csv", atomically: true, encoding: .utf8)
         let set = try TransactionReader.read(
-            paths: [dir + "/rc.csv"], format: .revenuecat, products: ["basic": "g1"], threads: 1)
+            inputs: [dir + "/rc.csv"].map(InputStores.lookUp), format: .revenuecat, products: ["basic": "g1"],
+            threads: 1)
         #expect(set.rejects.map(\.reason) == ["country 'U\\x7F' is not in the ISO 3166 table"])
     }
 }

@@ -96,7 +96,7 @@ extension ReadStageTests {
         @Test func theCommittedTwoMemberFixtureReads() throws {
             let url = try #require(
                 Bundle.module.url(forResource: "Fixtures/read/two-members.jsonl", withExtension: "gz"))
-            let set = try TransactionReader.read(paths: [url.path], threads: 1)
+            let set = try TransactionReader.read(inputs: [url.path].map(InputStores.lookUp), threads: 1)
             #expect(set.counters.rowsRead == 4)
             #expect(set.counters.nonSubscription == 1)
             #expect(set.counters.sandbox == 1)
@@ -120,7 +120,7 @@ extension ReadStageTests {
                 let path =
                     name.lowercased().hasSuffix(".gz")
                     ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
-                let set = try TransactionReader.read(paths: [path], threads: 1)
+                let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                 #expect(set.rows.map { set.strings.string($0.transactionId) } == ["t1", "t2"])
                 #expect(set.counters.rowsRead == 2)
                 #expect(set.inputs[0].uncompressedBytes == text.utf8.count)
@@ -136,7 +136,7 @@ extension ReadStageTests {
                 let url = dir.appendingPathComponent(gzip ? "bom.jsonl.gz" : "bom.jsonl")
                 let path =
                     gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
-                let set = try TransactionReader.read(paths: [path], threads: 1)
+                let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                 #expect(set.rows.map { set.strings.string($0.transactionId) } == ["t1"])
                 #expect(set.rejects.map(\.line) == [2])
                 #expect(set.inputs[0].uncompressedBytes == text.utf8.count)
@@ -162,7 +162,8 @@ extension ReadStageTests {
                 }
                 // Through the reader too, with the file named.
                 #expect {
-                    _ = try TransactionReader.read(paths: [path], threads: 2, inflater: inflater)
+                    _ = try TransactionReader.read(
+                        inputs: [path].map(InputStores.lookUp), threads: 2, inflater: inflater)
                 } throws: { e in
                     (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == path
                 }
@@ -278,7 +279,7 @@ extension ReadStageTests {
         @Test func anEmptyPlainFileHasNoLines() throws {
             try ReadSupport.withTempDir { dir in
                 let path = try ReadSupport.write("", to: dir.appendingPathComponent("empty.jsonl"))
-                let set = try TransactionReader.read(paths: [path], threads: 1)
+                let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                 #expect(set.counters.rowsRead == 0)
                 #expect(set.inputs[0].sha256 == (try ReadSupport.sha256sum(path)))
             }
@@ -294,7 +295,7 @@ extension ReadStageTests {
                     (e as? WinBackError)?.code == .noInput && (e as? WinBackError)?.path == path
                 }
                 #expect {
-                    _ = try TransactionReader.read(paths: [path], threads: 1)
+                    _ = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                 } throws: { e in
                     (e as? WinBackError)?.code == .noInput
                 }
@@ -323,7 +324,7 @@ extension ReadStageTests {
                 let url = dir.appendingPathComponent(gzip ? "long.jsonl.gz" : "long.jsonl")
                 let path =
                     gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
-                let set = try TransactionReader.read(paths: [path], threads: 1)
+                let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                 #expect(set.rows.map { set.strings.string($0.transactionId) } == ["before", "long", "after"])
                 #expect(set.rejects.map(\.line) == [4])
                 #expect(set.inputs[0].uncompressedBytes == text.utf8.count)
@@ -339,7 +340,7 @@ extension ReadStageTests {
                 let url = dir.appendingPathComponent(gzip ? "s.jsonl.gz" : "s.jsonl")
                 let path =
                     gzip ? try ReadSupport.write(ReadSupport.gzip(text), to: url) : try ReadSupport.write(text, to: url)
-                let set = try TransactionReader.read(paths: [path], threads: 1)
+                let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                 let stats = try #require(set.inputs.first)
                 #expect(stats.path == path)
                 #expect(stats.sha256 == (try ReadSupport.sha256sum(path)))

@@ -57,7 +57,7 @@ extension ReadStageTests {
             try ReadSupport.withTempDir { dir in
                 let text = "\n" + TxLine(id: "a").json + "\r\n   \r\n\t\n" + "{bad}\r\n\n" + TxLine(id: "b").json
                 let path = try ReadSupport.write(ReadSupport.gzip(text), to: dir.appendingPathComponent("b.jsonl.gz"))
-                let set = try TransactionReader.read(paths: [path], threads: 1)
+                let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                 #expect(set.counters.rowsRead == 3)
                 #expect(set.inputs[0].rows == 3)
                 #expect(set.rows.count == 2)
@@ -73,7 +73,7 @@ extension ReadStageTests {
                 var bytes = Array("{\u{FF}".utf8)
                 bytes = [0x7B, 0xFF, 0x7D, 0x0A] + Array(long.utf8)
                 let path = try ReadSupport.write(bytes, to: dir.appendingPathComponent("x.jsonl"))
-                let set = try TransactionReader.read(paths: [path], threads: 1)
+                let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), threads: 1)
                 #expect(set.rejects.count == 2)
                 #expect(set.rejects.first?.excerpt == "{\u{FFFD}}")
                 #expect(set.rejects.last?.excerpt.unicodeScalars.count == 200)

@@ -43,7 +43,7 @@ extension ReadStageTests {
                         ("b.jsonl.gz", [line("x", signed: 200, version: 2), line("y", signed: 200, version: 2)]),
                         ("c.jsonl.gz", [line("x", signed: 299, version: 3)]),
                     ], in: dir)
-                let set = try TransactionReader.read(paths: paths, threads: threads)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: threads)
                 #expect(kept(set) == ["x": 1_001, "y": 1_002])
                 #expect(set.counters.duplicates == 3)
                 #expect(set.counters.rowsRead == 5)
@@ -64,7 +64,7 @@ extension ReadStageTests {
                             ]
                         ),
                     ], in: dir)
-                let set = try TransactionReader.read(paths: paths, threads: 2)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 2)
                 // Two unsigned versions tie: the later line wins.
                 #expect(kept(set) == ["x": 1_001, "y": 1_002, "z": 1_002])
                 #expect(set.counters.duplicates == 4)
@@ -86,7 +86,7 @@ extension ReadStageTests {
                         ),
                         ("2024-03.jsonl.gz", [line("x", signed: 500, version: 4), line("x", signed: 400, version: 5)]),
                     ], in: dir)
-                let set = try TransactionReader.read(paths: paths, threads: threads)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: threads)
                 #expect(kept(set) == ["x": 1_004, "y": 1_003])
             }
         }
@@ -111,7 +111,7 @@ extension ReadStageTests {
                             [line("x", signed: 200, version: 2, env: "Sandbox"), line("y", signed: 200, version: 2)]
                         ),
                     ], in: dir)
-                let set = try TransactionReader.read(paths: paths, threads: 2)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 2)
                 #expect(kept(set) == ["y": 1_002])
                 #expect(set.counters.sandbox == 2)
                 #expect(set.counters.duplicates == 2)
@@ -133,7 +133,7 @@ extension ReadStageTests {
                         .json,
                 ]
                 let paths = try writeFiles([("a.jsonl", rows)], in: dir)
-                let set = try TransactionReader.read(paths: paths, threads: 1)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 1)
                 #expect(set.counters.familyShared == 2)
                 #expect(set.counters.sandbox == 1)
                 #expect(set.counters.duplicates == 1)
@@ -152,7 +152,7 @@ extension ReadStageTests {
                             ["  ", #"{"transactionId":"3"}"#, TxLine(id: "1").json, #"{"type":"Non-Consumable"}"#]
                         ),
                     ], in: dir)
-                let set = try TransactionReader.read(paths: paths, threads: 2)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 2)
                 #expect(set.counters.rowsRead == 7)
                 #expect(set.counters.nonSubscription == 2)
                 #expect(set.counters.rejected == 2)
@@ -179,7 +179,7 @@ extension ReadStageTests {
                         ("c.jsonl", [TxLine(id: "c").json, "{6"]),
                     ], in: dir)
                 for threads in [1, 3] {
-                    let set = try TransactionReader.read(paths: paths, threads: threads)
+                    let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: threads)
                     #expect(set.rejects.map(\.file) == [paths[0], paths[0], paths[0], paths[1], paths[1], paths[2]])
                     #expect(set.rejects.map(\.line) == [1, 3, 4, 1, 3002, 2])
                     #expect(set.rejects.map(\.excerpt) == ["{1", "{2", "{3", "{4", "{5", "{6"])
@@ -229,13 +229,14 @@ extension ReadStageTests {
                     ["part-*"], ["part-4.jsonl.gz", "part-*.ndjson", "part-0.jsonl.gz", "part-2.jsonl.gz"],
                     ["./part-3.ndjson", "part-[0-2]*", "../\(dir.lastPathComponent)/part-4*", "part-1.ndjson"],
                 ]
-                let reference = snapshot(try TransactionReader.read(paths: paths, threads: 1))
+                let reference = snapshot(try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 1))
                 #expect(reference.count > 400)
                 for globs in globOrders {
                     let resolved = try InputFiles.resolve(globs, base: base)
                     #expect(resolved == paths.map { InputFiles.absolute($0, base: "/") })
                     for threads in [1, 2, 4] {
-                        let got = snapshot(try TransactionReader.read(paths: resolved, threads: threads))
+                        let got = snapshot(
+                            try TransactionReader.read(inputs: resolved.map(InputStores.lookUp), threads: threads))
                         #expect(got == reference, "globs \(globs), threads \(threads)")
                     }
                 }
@@ -286,7 +287,7 @@ extension ReadStageTests {
                         ),
                         ("b.jsonl", [line("b1", signed: 1, version: 1), line("shared", signed: 1, version: 2)]),
                     ], in: dir)
-                let set = try TransactionReader.read(paths: paths, threads: 2)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 2)
                 let byId = Dictionary(uniqueKeysWithValues: set.rows.map { (set.strings.string($0.transactionId), $0) })
                 #expect(byId.keys.sorted() == ["a1", "a2", "b1", "shared"])
                 #expect(byId["shared"]?.signedDate == 9 && byId["shared"]?.expiresDate == 1_001)
@@ -300,7 +301,7 @@ extension ReadStageTests {
                         ("a.jsonl", [TxLine(id: "1", original: "o").with("storefront", #""FRA""#).json]),
                         ("b.jsonl", [TxLine(id: "2", original: "o").with("storefront", #""FRA""#).json]),
                     ], in: dir)
-                let set = try TransactionReader.read(paths: paths, threads: 2)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 2)
                 #expect(set.rows.count == 2)
                 #expect(set.rows[0].originalTransactionId == set.rows[1].originalTransactionId)
                 #expect(set.rows[0].storefront == set.rows[1].storefront)
@@ -321,7 +322,7 @@ extension ReadStageTests {
                     var calls = 0
                 }
                 let total = Total()
-                let set = try TransactionReader.read(paths: paths, threads: 3) { n in
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 3) { n in
                     total.lock.lock()
                     total.bytes += n
                     total.calls += 1
@@ -334,7 +335,7 @@ extension ReadStageTests {
         }
 
         @Test func noFilesGiveAnEmptySet() throws {
-            let set = try TransactionReader.read(paths: [], threads: 4)
+            let set = try TransactionReader.read(inputs: [].map(InputStores.lookUp), threads: 4)
             #expect(set.rows.isEmpty)
             #expect(set.counters == ReadCounters())
         }
@@ -346,7 +347,7 @@ extension ReadStageTests {
                 paths.insert(bad, at: 1)
                 for threads in [1, 3] {
                     #expect {
-                        _ = try TransactionReader.read(paths: paths, threads: threads)
+                        _ = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: threads)
                     } throws: { e in
                         (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == bad
                     }

@@ -72,7 +72,7 @@ import WinBackTestSupport
         let dir = Paths.temporary()
         let line = SignedFixture.transaction("2000000000000001", purchase: "1697679936049.7297")
         try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: dir + "/t.jsonl"))
-        let set = try TransactionReader.read(paths: [dir + "/t.jsonl"], threads: 1)
+        let set = try TransactionReader.read(inputs: [dir + "/t.jsonl"].map(InputStores.lookUp), threads: 1)
         #expect(set.rejects.count == 1)
     }
 
@@ -196,10 +196,11 @@ extension SignedLineTests {
                 of: #""environment":"Production","#, with: ""),
         ]
         try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: dir + "/t.jsonl"))
-        let production = try TransactionReader.read(paths: [dir + "/t.jsonl"], threads: 1)
+        let production = try TransactionReader.read(inputs: [dir + "/t.jsonl"].map(InputStores.lookUp), threads: 1)
         #expect(production.rows.count == 2)
         #expect(production.counters.otherEnvironment == 1)
-        let sandbox = try TransactionReader.read(paths: [dir + "/t.jsonl"], threads: 1, environment: "Sandbox")
+        let sandbox = try TransactionReader.read(
+            inputs: [dir + "/t.jsonl"].map(InputStores.lookUp), threads: 1, environment: "Sandbox")
         #expect(sandbox.rows.count == 1)
         #expect(sandbox.counters.otherEnvironment == 2)
         #expect(sandbox.rows.first?.transactionId.raw == 2_000_000_000_000_001)
