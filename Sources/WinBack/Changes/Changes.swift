@@ -81,7 +81,8 @@ enum Changes {
             let out = try OutputFile(path: directory + "/\(folder)/\(name).csv", sync: sync)
             let (count, rows) = try SegmentChanges.write(
                 segment: name, mayChange: kind.offerMayChange, baseline: before,
-                expectedSHA256: recorded?.sha256[rel], tonight: directory + "/" + rel, to: out
+                expectedSHA256: recorded?.sha256[rel], tonight: directory + "/" + rel, to: out,
+                spill: directory + "/\(folder)/.\(name)"
             ) { try reason(name, kind, $0) }
             let (bytes, sha) = try out.finish()
             slots[j] = (OutputStats(path: "\(folder)/\(name).csv", bytes: bytes, rows: rows, sha256: sha), count)

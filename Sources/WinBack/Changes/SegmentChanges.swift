@@ -25,12 +25,18 @@ enum SegmentChanges {
 
     /// Joins `baseline` (nil: no baseline file, everyone entered) with `tonight` and writes the
     /// changes to `out`: `entered`, then `changed`, in tonight's order, then `exited` in the
-    /// baseline's, each exited row with `reason(group, original, previous offer)`. The baseline's
-    /// file, once read whole, must have the SHA-256 its manifest recorded (`expectedSHA256`,
-    /// when it lists the file): a published file changed since is bad data (65).
+    /// baseline's, each exited row with `reason(group, original, previous offer)`, asked in the
+    /// baseline's order. The baseline's file, once read whole, must have the SHA-256 its
+    /// manifest recorded (`expectedSHA256`, when it lists the file): a published file changed
+    /// since is bad data (65), found before any reason is asked.
+    ///
+    /// The changed lines and the exited rows wait in two files of the run's own (`spill` +
+    /// `.changed` and `.exited`, made anew and removed once read back, each checked whole
+    /// before it is read), so a night on which a million customers leave holds none of them in
+    /// memory (docs/rules.md §6.2).
     static func write(
         segment: String, mayChange: Bool, baseline: String?, expectedSHA256: String?, tonight: String,
-        to out: OutputFile, reason: (SegmentKey) throws -> String
+        to out: OutputFile, spill: String, reason: (SegmentKey) throws -> String
     ) throws -> (count: SegmentChangeCount, rows: Int) {
         var count = SegmentChangeCount(segment: segment)
         let now = try SegmentRecords(path: tonight, hashed: false)
@@ -38,8 +44,15 @@ enum SegmentChanges {
         // Entered rows are written as they come (all of tonight's on a first run); changed ones
         // follow them, and exited ones in the baseline's order after those.
         try out.write(CSVRecord.header(columns))
-        var changed: [UInt8] = []
-        var exited: [SegmentKey] = []
+        let changedPath = spill + ".changed"
+        let exitedPath = spill + ".exited"
+        defer {
+            System.unlinkIfPresent(changedPath)
+            System.unlinkIfPresent(exitedPath)
+        }
+        let changed = try IntermediateWriter(path: changedPath)
+        let exited = try IntermediateWriter(path: exitedPath)
+        var key: [UInt8] = []
         var rec = CSVRecord()
         func line(_ change: [UInt8], _ k: SegmentKey, offer: [UInt8], previous: [UInt8], reason: String) {
             rec.reset()
@@ -56,7 +69,12 @@ enum SegmentChanges {
         while hasA || hasB {
             let c = !hasA ? 1 : !hasB ? -1 : SegmentKey.compare(before!.current, now.current)
             if c < 0 {
-                exited.append(before!.current)
+                key.removeAll(keepingCapacity: true)
+                for field in [before!.current.group, before!.current.original, before!.current.offer] {
+                    SpilledKeys.append(field, to: &key)
+                }
+                try exited.write(key)
+                count.exited += 1
                 hasA = try before!.advance()
             } else if c > 0 {
                 line(Self.entered, now.current, offer: now.current.offer, previous: [], reason: "")
@@ -68,7 +86,7 @@ enum SegmentChanges {
                     line(
                         Self.changed, now.current, offer: now.current.offer, previous: before!.current.offer, reason: ""
                     )
-                    changed += rec.bytes
+                    try changed.write(rec.bytes)
                     count.changed += 1
                 }
                 hasA = try before!.advance()
@@ -82,13 +100,39 @@ enum SegmentChanges {
                     + "published): remove that run or restore the file",
                 path: before.path)
         }
-        try out.write(changed)
-        for k in exited {
+        let (changedBytes, _, changedSHA) = try changed.finish()
+        let copy = try IntermediateReader(path: changedPath, bytes: changedBytes, sha256: changedSHA)
+        var left = changedBytes
+        while left > 0 {
+            let n = min(left, 64 << 10)
+            try out.write(Array(try copy.bytes(n)))
+            left -= n
+        }
+        let (exitedBytes, _, exitedSHA) = try exited.finish()
+        let keys = try IntermediateReader(path: exitedPath, bytes: exitedBytes, sha256: exitedSHA)
+        for _ in 0..<count.exited {
+            let k = SegmentKey(
+                group: try SpilledKeys.next(keys), original: try SpilledKeys.next(keys),
+                offer: try SpilledKeys.next(keys))
             line(Self.exited, k, offer: [], previous: k.offer, reason: try reason(k))
             try out.write(rec.bytes)
         }
-        count.exited = exited.count
         return (count, count.entered + count.changed + count.exited)
     }
 
+}
+
+/// The exited rows' keys as a segment's changes spill them: each field a 4-byte length (little
+/// endian) and its bytes.
+enum SpilledKeys {
+    static func append(_ field: [UInt8], to out: inout [UInt8]) {
+        withUnsafeBytes(of: UInt32(truncatingIfNeeded: field.count).littleEndian) { out.append(contentsOf: $0) }
+        out.append(contentsOf: field)
+    }
+
+    static func next(_ r: IntermediateReader) throws -> [UInt8] {
+        let b = Array(try r.bytes(4))
+        let n = Int(b[0]) | Int(b[1]) << 8 | Int(b[2]) << 16 | Int(b[3]) << 24
+        return Array(try r.bytes(n))
+    }
 }

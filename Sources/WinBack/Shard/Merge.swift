@@ -92,21 +92,11 @@ public enum Merge {
             var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
             // What changed since the last published run (docs/rules.md §10.5), the exited rows'
             // reasons from the shards that hold their customers.
-            let reasons = try ShardReasons.load((0..<shards).map { work.shard($0) + "/" + ShardReasons.file })
-            let changes = try Changes.write(
-                p, baseline: fingerprint.baseline, to: staging, sync: sync
-            ) { segment, _, row in
-                guard let reason = reasons[segment]?[SegmentKey(group: row.group, original: row.original, offer: [])]
-                else {
-                    throw WinBackError(
-                        .software,
-                        "no shard gave the reason of a customer who left \(segment): "
-                            + ControlEscape.escaped(
-                                String(decoding: row.group + Array("/".utf8) + row.original, as: UTF8.self)),
-                        path: work.root)
-                }
-                return reason
+            let reasons = ShardReasonFiles((0..<shards).map { work.shard($0) + "/" + ShardReasons.file })
+            let changes = try Changes.write(p, baseline: fingerprint.baseline, to: staging, sync: sync) {
+                segment, _, row in try reasons.reason(segment: segment, row)
             }
+            try reasons.finish()
             manifest.changes = changes.summary
             outputs += changes.outputs
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)

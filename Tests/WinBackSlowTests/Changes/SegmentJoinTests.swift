@@ -35,7 +35,7 @@ struct SegmentJoinTests {
         let f = try OutputFile(path: out)
         _ = try SegmentChanges.write(
             segment: "best-offer", mayChange: mayChange, baseline: try baseline.map(file), expectedSHA256: nil,
-            tonight: try file(tonight), to: f
+            tonight: try file(tonight), to: f, spill: Paths.temporary() + "/spill-\(UUID().uuidString)"
         ) { "r:" + String(decoding: $0.original, as: UTF8.self) }
         _ = try f.finish()
         let records = try SegmentRecords(path: out, columns: SegmentChanges.columns)
@@ -92,7 +92,7 @@ struct SegmentJoinTests {
         }
     }
 
-    @Test("the shards' reasons: a customer given by a shard it does not fall in, or twice, is 65")
+    @Test("the shards' reasons, read as asked: a customer given by another shard, twice or out of order is 65")
     func shardReasons() throws {
         func reasons(_ rows: [[String]]) throws -> String {
             var out = CSVRecord.header(ShardReasons.columns)
@@ -105,21 +105,45 @@ struct SegmentJoinTests {
             }
             return try Self.file(String(decoding: out, as: UTF8.self))
         }
-        let id = (0..<100).map(String.init).first { ShardKey.shard(group: "g", original: $0, shards: 2) == 1 }!
-        let empty = try reasons([])
-        let good = try reasons([["best-offer", "g", id, "returned"]])
-        let loaded = try ShardReasons.load([empty, good])
-        #expect(
-            loaded["best-offer"]?[SegmentKey(group: Array("g".utf8), original: Array(id.utf8), offer: [])] == "returned"
-        )
-        for paths in [
-            [good, empty], [empty, try reasons([["best-offer", "g", id, "a"], ["best-offer", "g", id, "b"]])],
-        ] {
+        func key(_ id: String) -> SegmentKey { SegmentKey(group: Array("g".utf8), original: Array(id.utf8), offer: []) }
+        func badData(_ body: () throws -> Void) {
             #expect {
-                try ShardReasons.load(paths)
+                try body()
             } throws: { e in
                 (e as? WinBackError)?.code == .badData
             }
+        }
+        let ids = (0..<100).map(String.init).filter { ShardKey.shard(group: "g", original: $0, shards: 2) == 1 }
+        let (id, other) = (ids[0], ids[1])
+        let empty = try reasons([])
+        // Two segments, each in the baseline's order: asked as the merge asks, then nothing left.
+        let good = try reasons([
+            ["best-offer", "g", id, "returned"], ["best-offer", "g", other, "too_long_ago"],
+            ["wb.a", "g", id, "returned"],
+        ])
+        let files = ShardReasonFiles([empty, good])
+        #expect(try files.reason(segment: "wb.a", key(id)) == "returned")
+        #expect(try files.reason(segment: "best-offer", key(id)) == "returned")
+        #expect(try files.reason(segment: "best-offer", key(other)) == "too_long_ago")
+        try files.finish()
+        // Given by the shard it does not fall in: never asked of that shard, left over.
+        badData { try ShardReasonFiles([good, empty]).finish() }
+        // Given twice: the second is left over.
+        let twice = ShardReasonFiles([
+            empty, try reasons([["best-offer", "g", id, "a"], ["best-offer", "g", id, "b"]]),
+        ])
+        #expect(try twice.reason(segment: "best-offer", key(id)) == "a")
+        badData { try twice.finish() }
+        // Out of the baseline's order: the record is not the row asked for.
+        let swapped = ShardReasonFiles([
+            empty, try reasons([["best-offer", "g", other, "a"], ["best-offer", "g", id, "b"]]),
+        ])
+        badData { _ = try swapped.reason(segment: "best-offer", key(id)) }
+        // A row no shard gave: the run's own fault (70).
+        #expect {
+            _ = try ShardReasonFiles([empty, empty]).reason(segment: "best-offer", key(id))
+        } throws: { e in
+            (e as? WinBackError)?.code == .software
         }
     }
 }

@@ -248,6 +248,41 @@ struct HostileIdentityTests {
         #expect(exited == 1_000_000)
     }
 
+    @Test(
+        "a baseline whose best-offer segment holds a million customers: their exits under --memory 64MB stay within 64 MB",
+        .enabled(if: timeAvailable, "needs /usr/bin/time (Debian: time) to measure the run's peak memory"))
+    func millionSegmentExits() throws {
+        let pipeline = try HostileInputTests.world(customers: 100)
+        let output = Paths.temporary()
+        let first = try CLI.run(["run", pipeline, "--quiet", "--output", output, "--as-of", "2026-11-01"])
+        #expect(first.status == 0, "\(first.stderr)")
+        // The first night's best-offer segment becomes a million customers of a group of its own,
+        // in customer order, every one gone tonight.
+        let rel = "segments/best-offer.csv"
+        var text = SegmentWriter.columns.joined(separator: ",") + "\n"
+        text.reserveCapacity(200_000_000)
+        for i in 0..<1_000_000 {
+            text +=
+                "9,\(9_000_000_000_000_000 + i),,USA,p,3,2024-09-17T13:52:42.000Z,2024-12-17T13:52:42.000Z,"
+                + "23,wb.a,1,wb.a,,\n"
+        }
+        try DestinationChangesTests.republish(output + "/generated/2026-11-01", rel, text)
+        text = ""
+        for memory in [["--memory", "64MB"], []] {
+            let night = Paths.temporary()
+            try FileManager.default.copyItem(atPath: output, toPath: night + "/out")
+            let (r, peak) = try Self.measured(["run", pipeline, "--quiet", "--output", night + "/out"] + memory)
+            #expect(r.status == 0, "\(memory): \(r.stderr)")
+            #expect(peak > 0 && peak < (memory.isEmpty ? 256 << 20 : 64_000_000), "\(memory): peak \(peak) bytes")
+            let changes = try Data(
+                contentsOf: URL(fileURLWithPath: night + "/out/generated/latest/segments/changes/best-offer.csv"))
+            let exited = String(decoding: changes, as: UTF8.self).split(separator: "\n").filter {
+                $0.hasPrefix("exited,9,9")
+            }
+            #expect(exited.count == 1_000_000, "\(memory)")
+        }
+    }
+
     @Test("identity values with controls or formulas are rejected, one line each; what is written holds none of them")
     func controlsAndFormulas() throws {
         let plain = try HostileInputTests.world(customers: 200)
