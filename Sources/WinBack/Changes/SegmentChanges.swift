@@ -126,7 +126,7 @@ enum SegmentChanges {
 /// endian) and its bytes.
 enum SpilledKeys {
     static func append(_ field: [UInt8], to out: inout [UInt8]) {
-        withUnsafeBytes(of: UInt32(truncatingIfNeeded: field.count).littleEndian) { out.append(contentsOf: $0) }
+        for shift in [0, 8, 16, 24] { out.append(UInt8(truncatingIfNeeded: field.count >> shift)) }
         out.append(contentsOf: field)
     }
 
