@@ -41,20 +41,23 @@ struct IdentityValueSet {
 /// tonight's audience is never held whole (§6.2). The exits are then found bucket by bucket
 /// (``exits(_:)``).
 final class TonightValues {
-    private let memory: IdentityValueSet?
-    private let folder: String?
+    private enum Storage {
+        case memory(IdentityValueSet)
+        /// The work folder of the buckets.
+        case disk(String)
+    }
+    private let storage: Storage
     private var writers: [IntermediateWriter] = []
     private var record: [UInt8] = []
 
     /// In memory, or with `folder` (made anew; what a killed run left there goes first) on disk.
     init(folder: String?) throws {
-        self.folder = folder
         guard let folder else {
-            memory = IdentityValueSet()
+            storage = .memory(IdentityValueSet())
             return
         }
-        memory = nil
-        TonightValues.discard(folder)
+        storage = .disk(folder)
+        IdentityBuckets.removeFolder(folder)
         do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create the exits' work folder", path: folder)
         }
@@ -65,7 +68,7 @@ final class TonightValues {
 
     /// Adds one of tonight's values (an identity value: at most ``IdentityValues/maxBytes`` bytes).
     func insert(_ value: String) throws {
-        if let memory { return memory.insert(value) }
+        if case .memory(let memory) = storage { return memory.insert(value) }
         var v = value
         try v.withUTF8 { p in
             let key = UnsafeRawBufferPointer(p)
@@ -83,14 +86,16 @@ final class TonightValues {
     /// bucket's pair is loaded in turn and the exiting rows marked in a bitset of the
     /// baseline's rows: the rows then come out in the baseline's order, the same as in memory.
     func exits(_ values: ((([UInt8]) throws -> Void) throws -> Void)) throws -> (Int, [UInt8]) -> Bool {
-        if let memory {
+        let folder: String
+        switch storage {
+        case .memory(let memory):
             return { _, value in
                 guard !value.isEmpty, !memory.contains(bytes: value) else { return false }
                 memory.insert(bytes: value)
                 return true
             }
+        case .disk(let f): folder = f
         }
-        guard let folder else { return { _, _ in false } }
         let tonight = try writers.map { try $0.finish() }
         writers = []
         let baseline = try (0..<IdentityBuckets.bucketCount).map {
@@ -135,13 +140,8 @@ final class TonightValues {
     }
 
     /// Removes the work folder, when on disk.
-    func discard() { folder.map(TonightValues.discard) }
-
-    private static func discard(_ folder: String) {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
-            System.unlinkIfPresent(folder + "/" + name)
-        }
-        _ = try? FileManager.default.removeItem(atPath: folder)
+    func discard() {
+        if case .disk(let folder) = storage { IdentityBuckets.removeFolder(folder) }
     }
 }
 

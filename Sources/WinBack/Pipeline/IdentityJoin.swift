@@ -231,7 +231,10 @@ final class IdentityBuckets {
         }
     }
 
-    func discard() {
+    func discard() { Self.removeFolder(folder) }
+
+    /// Removes a work folder of the run's own files (buckets, answers): each file, then the folder.
+    static func removeFolder(_ folder: String) {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
             System.unlinkIfPresent(folder + "/" + name)
         }
