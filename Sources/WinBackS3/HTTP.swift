@@ -97,38 +97,78 @@ enum HTTP {
     /// included): S3's are a few hundred.
     static let headLimit = 64 << 10
 
-    /// curl_global_init, once, before any thread uses curl: a static `let` is initialised once,
-    /// thread-safely, on first use.
-    private static let started: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    /// libcurl could not be loaded: the run cannot speak to S3 on this machine.
+    struct Unavailable: Error, CustomStringConvertible {
+        var reason: String
+        var description: String {
+            "s3:// needs libcurl (libcurl.so.4), which could not be loaded (\(reason)): install libcurl4 "
+                + "(Debian, Ubuntu) or libcurl (Fedora)"
+        }
+    }
+
+    /// libcurl's entry points, loaded on the first exchange (Sources/CCurl/shim.h), then
+    /// curl_global_init, before any thread uses curl: a static `let` is initialised once,
+    /// thread-safely, on first use. A run that never speaks to S3 never loads libcurl.
+    private static let library: Result<Library, Unavailable> = {
+        let api = UnsafeMutablePointer<winback_curl_api>.allocate(capacity: 1)
+        api.initialize(to: winback_curl_api())
+        var why = [CChar](repeating: 0, count: 512)
+        guard winback_curl_load(api, &why, why.count) == 1 else {
+            let reason = why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+            return .failure(Unavailable(reason: String(decoding: reason, as: UTF8.self)))
+        }
+        guard api.pointee.global_init!(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK else {
+            return .failure(Unavailable(reason: "curl_global_init failed"))
+        }
+        return .success(Library(api: api))
+    }()
+
+    /// Throws ``Unavailable`` when libcurl cannot be loaded on this machine.
+    static func ready() throws { _ = try library.get() }
+
+    /// The loaded library: its entry points live as long as the process, and none is nil
+    /// (winback_curl_load found each).
+    private final class Library: @unchecked Sendable {
+        let api: UnsafePointer<winback_curl_api>
+        init(api: UnsafeMutablePointer<winback_curl_api>) { self.api = UnsafePointer(api) }
+        var curl: winback_curl_api { api.pointee }
+
+        /// What curl says `code` means.
+        func message(_ code: CURLcode) -> String {
+            curl.easy_strerror!(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)"
+        }
+    }
 
     // MARK: The pool
 
     /// One easy handle and the buffer its errors are written to. It carries one exchange at a
     /// time and keeps its connections for the next (curl_easy_reset does not close them).
     private final class Easy: @unchecked Sendable {
+        let library: Library
         let handle: UnsafeMutableRawPointer
         let errors = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
-        init?() {
-            guard let h = curl_easy_init() else { return nil }
+        init?(_ library: Library) {
+            guard let h = library.curl.easy_init!() else { return nil }
+            self.library = library
             handle = h
         }
 
         deinit {
-            curl_easy_cleanup(handle)
+            library.curl.easy_cleanup!(handle)
             errors.deallocate()
         }
 
         func set(_ option: CURLoption, _ value: Int) throws {
-            try check(option, winback_curl_setopt_long(handle, option, value))
+            try check(option, winback_curl_setopt_long(library.api, handle, option, value))
         }
 
         func set(_ option: CURLoption, offset value: Int) throws {
-            try check(option, winback_curl_setopt_off(handle, option, curl_off_t(value)))
+            try check(option, winback_curl_setopt_off(library.api, handle, option, curl_off_t(value)))
         }
 
         func set(_ option: CURLoption, _ value: UnsafeRawPointer?) throws {
-            try check(option, winback_curl_setopt_ptr(handle, option, value))
+            try check(option, winback_curl_setopt_ptr(library.api, handle, option, value))
         }
 
         /// A string option; curl keeps a copy of it.
@@ -140,7 +180,7 @@ enum HTTP {
             guard code == CURLE_OK else {
                 throw TransportError(
                     description:
-                        "libcurl refused option \(option.rawValue): \(String(cString: curl_easy_strerror(code)))")
+                        "libcurl refused option \(option.rawValue): \(library.message(code))")
             }
         }
     }
@@ -150,12 +190,14 @@ enum HTTP {
     private static let lock = NSLock()
 
     private static func take() throws -> Easy {
-        guard started else { throw TransportError(description: "libcurl did not start (curl_global_init)") }
+        let library = try HTTP.library.get()
         lock.lock()
         let e = idle.popLast()
         lock.unlock()
         if let e { return e }
-        guard let made = Easy() else { throw TransportError(description: "libcurl gave no handle (curl_easy_init)") }
+        guard let made = Easy(library) else {
+            throw TransportError(description: "libcurl gave no handle (curl_easy_init)")
+        }
         return made
     }
 
@@ -263,7 +305,7 @@ enum HTTP {
         }
 
         /// Why curl stopped with `code`, when no callback said why already.
-        func transportFailure(_ code: CURLcode, detail: String) -> Error {
+        func transportFailure(_ code: CURLcode, detail: String, strerror: (CURLcode) -> String) -> Error {
             if code == CURLE_OPERATION_TIMEDOUT {
                 // curl's own clocks are backstops for those of ``progress``: the connect
                 // timeout is the idle limit, the whole timeout the whole one.
@@ -273,7 +315,7 @@ enum HTTP {
                         ? "the exchange took longer than \(Int(limits.whole)) s"
                         : "no byte came for \(Int(limits.idle)) s")
             }
-            let what = String(cString: curl_easy_strerror(code))
+            let what = strerror(code)
             return TransportError(description: detail.isEmpty ? what : "\(what): \(detail)")
         }
     }
@@ -329,7 +371,9 @@ enum HTTP {
     /// Sets `easy` up for `request` and carries it out; `x` collects the answer.
     private static func perform(_ request: Request, on easy: Easy, exchange x: Exchange) throws -> Response {
         let h = easy.handle
-        curl_easy_reset(h)
+        let curl = easy.library.curl
+        let api = easy.library.api
+        curl.easy_reset!(h)
         try easy.set(CURLOPT_URL, request.url.absoluteString)
         // Threads: no SIGALRM for timeouts (the threaded resolver needs none).
         try easy.set(CURLOPT_NOSIGNAL, 1)
@@ -341,9 +385,9 @@ enum HTTP {
         easy.errors[0] = 0
         try easy.set(CURLOPT_ERRORBUFFER, UnsafeRawPointer(easy.errors))
         let me = Unmanaged.passUnretained(x).toOpaque()
-        try easy.check(CURLOPT_HEADERFUNCTION, winback_curl_setopt_header(h, onHeader, me))
-        try easy.check(CURLOPT_WRITEFUNCTION, winback_curl_setopt_write(h, onBody, me))
-        try easy.check(CURLOPT_XFERINFOFUNCTION, winback_curl_setopt_xferinfo(h, onProgress, me))
+        try easy.check(CURLOPT_HEADERFUNCTION, winback_curl_setopt_header(api, h, onHeader, me))
+        try easy.check(CURLOPT_WRITEFUNCTION, winback_curl_setopt_write(api, h, onBody, me))
+        try easy.check(CURLOPT_XFERINFOFUNCTION, winback_curl_setopt_xferinfo(api, h, onProgress, me))
 
         // A body for PUT and POST, even an empty one (Content-Length: 0); sent as set, with no
         // form content type of curl's own and no `Expect: 100-continue` wait.
@@ -352,9 +396,9 @@ enum HTTP {
         lines.append("Expect:")
         if body != nil && request.header("content-type") == nil { lines.append("Content-Type:") }
         var list: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(list) }
+        defer { curl.slist_free_all!(list) }
         for line in lines {
-            guard let next = curl_slist_append(list, line) else {
+            guard let next = curl.slist_append!(list, line) else {
                 throw TransportError(description: "libcurl could not hold the request's headers")
             }
             list = next
@@ -377,17 +421,17 @@ enum HTTP {
                 } else {
                     try easy.set(CURLOPT_COPYPOSTFIELDS, "")
                 }
-                return curl_easy_perform(h)
+                return curl.easy_perform!(h)
             }
         } else {
-            code = curl_easy_perform(h)
+            code = curl.easy_perform!(h)
         }
         if let failure = x.failure { throw failure }
         guard code == CURLE_OK else {
-            throw x.transportFailure(code, detail: String(cString: easy.errors))
+            throw x.transportFailure(code, detail: String(cString: easy.errors), strerror: easy.library.message)
         }
         var status = 0
-        if winback_curl_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0 {
+        if winback_curl_getinfo_long(api, h, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK, status > 0 {
             x.status = status
         }
         if x.status == 0 { throw TransportError(description: "no HTTP answer") }

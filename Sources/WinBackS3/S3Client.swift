@@ -36,6 +36,12 @@ public final class S3Client: @unchecked Sendable {
     }
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        do {
+            try HTTP.ready()
+        } catch {
+            // The machine, not a try, is wanting: said before any credential is looked for.
+            throw WinBackError(.configuration, "\(error)")
+        }
         chain = CredentialChain(environment: environment)
         region = chain.region
         let url =
