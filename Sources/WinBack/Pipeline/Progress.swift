@@ -137,12 +137,13 @@ public final class Progress: @unchecked Sendable {
         }
     }
 
-    /// An error that ends the command: printed even when quiet.
+    /// An error that ends the command: printed even when quiet. `message` is a
+    /// ``WinBackError``'s description: its parts already escaped, one problem a line after it.
     public func error(_ message: String, code: String, exitCode: Int32) {
         if mode == .json {
             emit("error", "failed", ["message": message, "code": code, "exitCode": Int(exitCode)])
         } else {
-            FileHandle.standardError.write(Data("winback: error (\(code)): \(ControlEscape.escaped(message))\n".utf8))
+            FileHandle.standardError.write(Data("winback: error (\(code)): \(message)\n".utf8))
         }
     }
 

@@ -329,6 +329,22 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: w + "/out/golden/latest"))
     }
 
+    @Test("a pipeline file's problems are printed one a line, a name's line break escaped")
+    func problemsOneALine() throws {
+        let w = try Paths.copyFixture("golden")
+        let yaml = try String(contentsOfFile: w + "/pipeline.yaml", encoding: .utf8)
+        try (yaml + "colour: blue\n\"bad\\nkey\": 1\n").write(
+            toFile: w + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        let r = try CLI.run(["run", "pipeline.yaml", "--quiet"], cwd: w)
+        #expect(r.status == 78)
+        let lines = r.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("winback: error (configuration): pipeline.yaml: invalid pipeline file") == true)
+        #expect(lines.filter { $0.hasPrefix("  - ") }.count == 2, "\(r.stderr)")
+        #expect(lines.contains { $0.hasPrefix("  - ") && $0.contains("'colour'") }, "\(r.stderr)")
+        #expect(lines.contains { $0.hasPrefix("  - ") && $0.contains("bad\\x0Akey") }, "\(r.stderr)")
+        #expect(!r.stderr.contains("\\x0A  - "), "\(r.stderr)")
+    }
+
     @Test("--memory below 32 MB is a usage error saying so")
     func memoryBelowMinimum() throws {
         let w = try Paths.copyFixture("golden")
