@@ -368,6 +368,30 @@ package enum System {
     /// Hands the pages of `bytes` at `p` back to the system (they read as zero if touched again).
     package static func release(_ p: UnsafeMutableRawPointer, _ bytes: Int) { _ = madvise(p, bytes, MADV_DONTNEED) }
 
+    /// Unmaps the pages of `start..<end` of this process's address space (madvise(2)
+    /// MADV_DONTNEED): for a read-only mapping of a file, they are read again from the page
+    /// cache when next touched. Never for a writable or anonymous mapping, whose contents
+    /// would be lost.
+    package static func unmapPages(_ start: Int, _ end: Int) -> Bool {
+        guard let p = UnsafeMutableRawPointer(bitPattern: start), end > start else { return false }
+        return madvise(p, end - start, MADV_DONTNEED) == 0
+    }
+
+    /// The bytes of a file the system makes as it is read (/proc), whatever size it reports;
+    /// nil when it cannot be opened.
+    package static func readGenerated(_ path: String) -> [UInt8]? {
+        guard let fd = try? openForReading(path) else { return nil }
+        defer { closeQuietly(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { (try? read(fd, into: $0)) ?? -1 }
+            if n < 0 { return nil }
+            if n == 0 { return bytes }
+            bytes += chunk[..<n]
+        }
+    }
+
     /// The most memory this process has held resident so far, in bytes (getrusage(2)).
     package static var peakResidentBytes: Int {
         var usage = rusage()

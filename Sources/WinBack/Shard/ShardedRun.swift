@@ -142,7 +142,9 @@ public enum ShardedRun {
             _ = progress.end("\(s.rows) rows, \(Progress.mb(s.partBytes)) of parts")
             return s
         }
+        ResidentMemory.releaseUnused()
         let s = try partition()
+        ResidentMemory.releaseUnused()
         // The estimate went by bytes; the rows now known (with the state's) may ask for more
         // shards (inputs that compress far better than exports do). Once.
         let largest = zip(s.shardRows, 0..<shards).map { $0 + (keeper?.shard($1).rows?.stats.rows ?? 0) }.max() ?? 0
@@ -167,6 +169,7 @@ public enum ShardedRun {
             let r = try ShardRun.run(
                 p, work: work, shard: k, shards: shards, maxRows: maxRows(memory), state: keeper?.shard(k))
             if let keeper, let kept = r.state { keeper.shard(k, wrote: kept) }
+            ResidentMemory.releaseUnused()
             _ = progress.end("\(r.customers) customers")
         }
         return shards

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Memory limits hold at every size (docs/rules.md §6.2 and §8): the release binary runs a
+# 20,000-customer world under `--memory 32MB`, and ten thousand small files under `--memory
+# 64MB`, each peaking below its limit (the maximum resident size /usr/bin/time reports, code
+# and libraries included), and publishes the same segments, destinations and reports as the
+# run in memory. Exits non-zero when any check fails.
+#
+#   Scripts/check-memory-limits.sh                check .build/release/winback (build it first:
+#                                                 swift build -c release --static-swift-stdlib)
+#   Scripts/check-memory-limits.sh --binary F     check executable F
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin=.build/release/winback
+case "${1:-}" in
+    --binary) bin=${2:?--binary needs a path} ;;
+    "") ;;
+    *) echo "usage: $0 [--binary FILE]" >&2; exit 64 ;;
+esac
+fail() { echo "check-memory-limits: FAIL: $*" >&2; exit 1; }
+[ -x "$bin" ] || fail "$bin is missing (build it with: swift build -c release --static-swift-stdlib --product winback)"
+/usr/bin/time -f %M true >/dev/null 2>&1 || fail "/usr/bin/time is missing (Debian's time package)"
+bin=$(readlink -f "$bin")
+
+work=$(mktemp -d /tmp/winback-memory.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# Runs the pipeline in folder $1 with --memory $2 (bytes as winback reads them: 32MB is
+# 32,000,000), then in memory, and compares what both published.
+bounded() {
+    local dir=$1 limit=$2 bytes=$3 what=$4
+    (cd "$dir" && rm -rf out && /usr/bin/time -f %M -o "$work/peak" "$bin" run pipeline.yaml --memory "$limit" --quiet >/dev/null) \
+        || fail "$what: the run under --memory $limit failed"
+    local peak=$(($(tail -1 "$work/peak") * 1024))
+    echo "check-memory-limits: $what under --memory $limit: peak $peak bytes (limit $bytes)"
+    ((peak < bytes)) || fail "$what under --memory $limit peaked at $peak bytes, not below $bytes"
+    mv "$dir/out" "$dir/bounded"
+    (cd "$dir" && "$bin" run pipeline.yaml --quiet >/dev/null) || fail "$what: the run in memory failed"
+    local name
+    name=$(ls "$dir/out")
+    for part in segments destinations reports; do
+        [ -d "$dir/out/$name/latest/$part" ] || continue
+        diff -r "$dir/out/$name/latest/$part" "$dir/bounded/$name/latest/$part" >/dev/null \
+            || fail "$what: $part under --memory $limit differ from the run in memory"
+    done
+}
+
+# 1. The 20,000-customer world: identities, two destinations and money included.
+"$bin" generate --customers 20000 --seed 3 --out "$work/w20k" >/dev/null
+bounded "$work/w20k" 32MB 32000000 "a 20,000-customer world"
+
+# 2. Ten thousand small files: the first 49,052 rows of that world's exports, about five a file.
+mkdir -p "$work/small/t"
+python3 - "$work/w20k" "$work/small/t" <<'EOF'
+import glob, gzip, sys
+rows = []
+for path in sorted(glob.glob(sys.argv[1] + "/transactions-*.jsonl.gz")):
+    with gzip.open(path, "rb") as f:
+        rows.extend(f.readlines()[: 49052 - len(rows)])
+    if len(rows) >= 49052:
+        break
+for i in range(10000):
+    with gzip.open("%s/tx-%05d.jsonl.gz" % (sys.argv[2], i), "wb") as f:
+        f.writelines(rows[i * len(rows) // 10000 : (i + 1) * len(rows) // 10000])
+EOF
+cp "$work/w20k/offers.json" "$work/w20k/renewal-info.jsonl.gz" "$work/small/"
+printf '%s\n' 'name: small-files' 'transactions:' '  format: appstore-ndjson' '  paths: ["t/tx-*.jsonl.gz"]' \
+    'renewalInfo: ["renewal-info.jsonl.gz"]' 'offers: offers.json' 'asOf: 2026-11-22T00:00:00.000Z' \
+    'output:' '  directory: out' >"$work/small/pipeline.yaml"
+bounded "$work/small" 64MB 64000000 "ten thousand small files"
+echo "check-memory-limits: ok"
