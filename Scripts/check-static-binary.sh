@@ -61,7 +61,7 @@ if grep -E 'libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime' 
 fi
 if grep -F 'not found' <<<"$libs"; then fail "a library the binary needs is missing"; fi
 if grep -F 'libcurl' <<<"$libs"; then fail "libcurl is linked: it must be loaded only when a run speaks to S3"; fi
-curl=$(readlink -f "$(ldconfig -p | awk '$1 == "libcurl.so.4" { print $NF; exit }')") \
+curl=$(readlink -f "$(ldconfig -p | awk '$1 == "libcurl.so.4" && !found { print $NF; found = 1 }')") \
     || fail "libcurl.so.4 is not installed: the check of S3 without it needs it there to hide"
 [ -f "$curl" ] || fail "libcurl.so.4 is not installed: the check of S3 without it needs it there to hide"
 
