@@ -150,14 +150,12 @@ package final class TransactionDecoder {
     private func remembered(_ s: UnsafeRawBufferPointer, checked: Bool) -> Int32? {
         guard s.count >= 8 else { return nil }
         let key = TransactionDecoder.memoKey(s)
-        return memo.withUnsafeBufferPointer { m in
-            let e = m[key.slot]
-            // Up to sixteen bytes, the first and last words are the whole string.
-            guard e.length == s.count, e.first == key.first, e.last == key.last, e.checked || !checked,
-                s.count <= 16 || table.equals(e.id, s)
-            else { return nil }
-            return e.id
-        }
+        let e = memo[key.slot]
+        // Up to sixteen bytes, the first and last words are the whole string.
+        guard e.length == s.count, e.first == key.first, e.last == key.last, e.checked || !checked,
+            s.count <= 16 || table.equals(e.id, s)
+        else { return nil }
+        return e.id
     }
 
     private func remember(_ s: UnsafeRawBufferPointer, _ id: Int32, checked: Bool) {
