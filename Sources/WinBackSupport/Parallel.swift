@@ -46,14 +46,32 @@ public func chunks(_ count: Int, pieces: Int) -> [Range<Int>] {
 }
 
 /// A place for each worker to store its result by index, written without locks.
-// Each slot is written by one worker only, and read after every worker has finished.
+// Each slot is written by one worker only, and read after every worker has finished. The
+// slots are one allocation that never moves: an array would check that its buffer is unique
+// on every write, and a write on another thread holding a reference to it at that moment
+// made it copy the buffer, losing the other workers' results.
 public final class ResultSlots<T>: @unchecked Sendable {
-    @exclusivity(unchecked) private var items: [T?]
-    public init(count: Int) { items = Array(repeating: nil, count: count) }
+    private let items: UnsafeMutablePointer<T?>
+    public let count: Int
+    public init(count: Int) {
+        self.count = count
+        items = .allocate(capacity: Swift.max(count, 1))
+        items.initialize(repeating: nil, count: count)
+    }
+    deinit {
+        items.deinitialize(count: count)
+        items.deallocate()
+    }
     /// Each index must be written by one worker only.
     public subscript(i: Int) -> T? {
-        get { items.withUnsafeBufferPointer { $0[i] } }
-        set { items.withUnsafeMutableBufferPointer { $0[i] = newValue } }
+        get {
+            precondition(i >= 0 && i < count, "result slot \(i) of \(count)")
+            return items[i]
+        }
+        set {
+            precondition(i >= 0 && i < count, "result slot \(i) of \(count)")
+            items[i] = newValue
+        }
     }
-    public var all: [T] { items.map { $0! } }
+    public var all: [T] { (0..<count).map { items[$0]! } }
 }
