@@ -56,6 +56,8 @@ public enum Merge {
         ) {
             manifest, rejects, staging, sync in
             progress.begin("merge")
+            // Under a memory limit, what a step no longer needs is let go of before the next.
+            let settle = { if memoryLimit != nil { ResidentMemory.releaseUnused() } }
             if let absorbed = keeper?.absorbedRejects { rejects.merge(absorbed) }
             let absorbedInputs = keeper?.absorbedInputs ?? []
             for (m, _) in partitions {
@@ -89,7 +91,9 @@ public enum Merge {
             manifest.requireApple = p.config.requireApple
             manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))
             manifest.heldOut = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], held))
+            settle()
             var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
+            settle()
             // What changed since the last published run (docs/rules.md §10.5), the exited rows'
             // reasons from the shards that hold their customers.
             let reasons = ShardReasonFiles((0..<shards).map { work.shard($0) + "/" + ShardReasons.file })
@@ -99,13 +103,16 @@ public enum Merge {
             try reasons.finish()
             manifest.changes = changes.summary
             outputs += changes.outputs
+            settle()
             outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
             let page = outputs.count
+            settle()
             let delivered = try Stage.writeDestinations(
                 p, baseline: fingerprint.baseline, to: staging, rejects: &rejects, sync: sync,
                 bounds: memoryLimit.map { IdentityJoin.Bounds(folder: work.root + "/identities", memory: $0) })
             manifest.record(delivered)
             outputs += delivered.outputs
+            settle()
             try Stage.writePage(
                 reports, p, manifest: manifest, outputs: &outputs, at: page, to: staging, sync: sync)
             outputs.append(try Stage.writeRejects(rejects, p, to: staging, sync: sync))

@@ -267,6 +267,12 @@ struct ShardedRunTests {
         #expect(ShardedRun.shardCount(p, memory: 64_000_000) == 1)
         #expect(ShardedRun.shardCount(estimate: 100 * 2.0 * Double(gz), memory: 64_000_000) > 1)
         #expect(ShardedRun.shardCount(estimate: 10e9, memory: 2_000_000_000) == 6)
+        // Near the 32 MB minimum the run's own code and buffers take most of the limit: a shard
+        // gets an eighth of it; above 64 MB, what the run's own 48 MiB leave.
+        #expect(ShardedRun.room(32_000_000) == 4_000_000)
+        #expect(ShardedRun.room(64_000_000) == 64_000_000 - (48 << 20))
+        #expect(ShardedRun.room(2_000_000_000) == 2_000_000_000 - (48 << 20))
+        #expect(ShardedRun.shardCount(estimate: 31e6, memory: 32_000_000) == 8)
         // Through the pipeline's entry point (one shard), and with several shards.
         let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
         Self.expectSame(Self.published(s.published), reference)
