@@ -90,8 +90,6 @@ struct StateSettings: Codable, Equatable {
     /// A memory-bounded run's shard count: the state is kept per shard.
     var shards: Int?
 
-    static func shards(_ n: Int) -> String { n == 1 ? "1 shard" : "\(n) shards" }
-
     /// What differs from `old` (the state's), in words; empty when nothing does.
     func changes(from old: StateSettings) -> [String] {
         var out: [String] = []
@@ -111,13 +109,14 @@ struct StateSettings: Codable, Equatable {
         }
         if maxLineBytes != old.maxLineBytes { out.append("limits.maxLineBytes changed") }
         if maxRejectsListed != old.maxRejectsListed { out.append("limits.maxRejectsListed changed") }
+        let shardCount = { ReadSummary.count($0, "shard") }
         switch (old.shards, shards) {
         case (nil, let now?):
-            out.append("a run in memory kept the state; this run is memory-bounded (\(StateSettings.shards(now)))")
+            out.append("a run in memory kept the state; this run is memory-bounded (\(shardCount(now)))")
         case (let then?, nil):
-            out.append("a memory-bounded run kept the state in \(StateSettings.shards(then)); this run is in memory")
+            out.append("a memory-bounded run kept the state in \(shardCount(then)); this run is in memory")
         case (let then?, let now?) where then != now:
-            out.append("the state was kept in \(StateSettings.shards(then)); this run uses \(now)")
+            out.append("the state was kept in \(shardCount(then)); this run uses \(now)")
         default: break
         }
         return out

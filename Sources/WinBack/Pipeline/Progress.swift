@@ -90,7 +90,7 @@ public final class Progress: @unchecked Sendable {
                 "info", "stage_finished",
                 [
                     "stage": name, "summary": summary, "seconds": (seconds * 1000).rounded() / 1000,
-                    "peakResidentBytes": Progress.peakRSS(),
+                    "peakResidentBytes": System.peakResidentBytes,
                 ])
         case .terminal, .log:
             let prefix = clear ? "\r\u{1B}[K" : ""
@@ -98,18 +98,9 @@ public final class Progress: @unchecked Sendable {
                 prefix
                     + String(
                         format: "winback: %@: %@ (%.2f s, peak %@)", name, ControlEscape.escaped(summary), seconds,
-                        Progress.mb(Progress.peakRSS())))
+                        Progress.mb(System.peakResidentBytes)))
         }
         return seconds
-    }
-
-    /// The process's peak resident memory so far (VmHWM), in bytes; 0 where unknown.
-    public static func peakRSS() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
-        else { return 0 }
-        let kb = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int($0) } ?? 0
-        return kb * 1024
     }
 
     /// A line on stderr, unless quiet.

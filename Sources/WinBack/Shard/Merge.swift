@@ -120,7 +120,7 @@ public enum Merge {
             manifest.stages = [
                 ("partition", partitions.reduce(0) { $0 + $1.0.seconds }),
                 ("shards", markers.reduce(0) { $0 + $1.seconds }),
-                ("merge", progress.end("\(shards) \(shards == 1 ? "shard" : "shards"), \(outputs.count) files")),
+                ("merge", progress.end("\(ReadSummary.count(shards, "shard")), \(outputs.count) files")),
             ]
             if let memoryLimit { manifest.memory = (memoryLimit, shards, System.peakResidentBytes) }
         }.summary

@@ -134,7 +134,7 @@ public enum ShardedRun {
         func partition() throws -> Partition.Summary {
             let reading = p.transactionFiles.indices.filter { !absorbed.contains($0) }
             progress.begin(
-                "partition into \(shards) \(shards == 1 ? "shard" : "shards")",
+                "partition into \(ReadSummary.count(shards, "shard"))",
                 totalBytes: reading.reduce(0) { $0 + p.transactionInput($1).identity.size })
             let s = try Partition.run(
                 p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) },
