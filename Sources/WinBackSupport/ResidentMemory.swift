@@ -13,15 +13,6 @@ import CWinBackShims
 /// data, a library with text relocations) or that can be written is never touched: its
 /// contents would be lost.
 package enum ResidentMemory {
-    /// Bytes resident now, all of them and those mapped from files (/proc/self/statm), or nil
-    /// where it cannot be read.
-    package static var current: (all: Int, files: Int)? {
-        guard let bytes = System.readGenerated("/proc/self/statm") else { return nil }
-        let fields = bytes.split(separator: UInt8(ascii: " ")).map { Int(String(decoding: $0, as: UTF8.self)) }
-        guard fields.count > 2, let all = fields[1], let files = fields[2] else { return nil }
-        return (all * System.pageSize, files * System.pageSize)
-    }
-
     /// Unmaps the read-only file mappings that hold no private page and hands the heap's free
     /// pages back; returns the mappings unmapped (0 where /proc/self/smaps cannot be read).
     @discardableResult

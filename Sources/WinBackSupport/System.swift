@@ -366,7 +366,10 @@ package enum System {
     package static func unmap(_ p: UnsafeMutableRawPointer, _ bytes: Int) { _ = munmap(p, bytes) }
 
     /// Hands the pages of `bytes` at `p` back to the system (they read as zero if touched again).
-    package static func release(_ p: UnsafeMutableRawPointer, _ bytes: Int) { _ = madvise(p, bytes, MADV_DONTNEED) }
+    @discardableResult
+    package static func release(_ p: UnsafeMutableRawPointer, _ bytes: Int) -> Bool {
+        madvise(p, bytes, MADV_DONTNEED) == 0
+    }
 
     /// Unmaps the pages of `start..<end` of this process's address space (madvise(2)
     /// MADV_DONTNEED): for a read-only mapping of a file, they are read again from the page
@@ -374,11 +377,12 @@ package enum System {
     /// would be lost.
     package static func unmapPages(_ start: Int, _ end: Int) -> Bool {
         guard let p = UnsafeMutableRawPointer(bitPattern: start), end > start else { return false }
-        return madvise(p, end - start, MADV_DONTNEED) == 0
+        return release(p, end - start)
     }
 
     /// The bytes of a file the system makes as it is read (/proc), whatever size it reports;
-    /// nil when it cannot be opened.
+    /// nil when it cannot be opened. Foundation's `String(contentsOfFile:)` stops after the
+    /// first read of such a file: 3,784 of /proc/self/smaps's 78,059 bytes.
     package static func readGenerated(_ path: String) -> [UInt8]? {
         guard let fd = try? openForReading(path) else { return nil }
         defer { closeQuietly(fd) }
