@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -15,7 +16,7 @@ struct AfterPublishTests {
 
     /// A publisher begun (its lock held) in a fresh folder.
     static func begun() throws -> Publisher {
-        let root = NSTemporaryDirectory() + "/after-publish-\(UUID().uuidString)/pipeline"
+        let root = Paths.temporary() + "/pipeline"
         let publisher = Publisher(root: root, date: "2026-11-22")
         try publisher.begin()
         return publisher
@@ -106,7 +107,7 @@ struct AfterPublishTests {
     @Test(
         "the steps of a run in order: the state swap, the upload, pruning, the metrics file, each only when configured")
     func stepsOfARun() throws {
-        let folder = NSTemporaryDirectory() + "/after-publish-\(UUID().uuidString)"
+        let folder = Paths.temporary()
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var config = PipelineConfig(path: folder + "/pipeline.yaml", folder: folder, name: "nightly")
         let progress = Progress(mode: .quiet)

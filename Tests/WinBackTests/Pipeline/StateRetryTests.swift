@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -13,7 +14,7 @@ struct StateRetryTests {
 
     /// A pipeline with no input, its output in a fresh folder.
     static func pipeline() throws -> ResolvedPipeline {
-        let folder = NSTemporaryDirectory() + "/state-retry-\(UUID().uuidString)"
+        let folder = Paths.temporary()
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         var config = PipelineConfig(path: folder + "/pipeline.yaml", folder: folder, name: "nightly")
         config.incremental = true

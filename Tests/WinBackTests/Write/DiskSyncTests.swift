@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WinBackTestSupport
 
 @testable import WinBack
 @testable import WinBackModel
@@ -12,7 +13,7 @@ import Testing
 @Suite("Output files synced in the background before publishing (docs/rules.md §4, §6)")
 struct DiskSyncTests {
     func temporaryFolder() throws -> String {
-        let dir = NSTemporaryDirectory() + "winback-sync-\(UUID().uuidString)"
+        let dir = Paths.temporary()
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir
     }
