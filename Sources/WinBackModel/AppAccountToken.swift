@@ -31,7 +31,7 @@ public struct AppAccountToken: Hashable, Sendable {
     /// The token of `bytes`, which ``Identifier/isUUID(_:)`` accepts; interned in `table` only
     /// when its letters mix cases.
     @inline(__always)
-    public init(uuid bytes: UnsafeRawBufferPointer, table: StringTable) {
+    public init(uuid bytes: UnsafeRawBufferPointer, table: borrowing StringTable) {
         precondition(bytes.count == 36, "a token is a UUID")
         // The 32 digits as four words of eight: 0–7, 9–12 + 14–17, 19–22 + 24–27, 28–35.
         @inline(__always) func word(_ at: Int) -> UInt64 { bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self) }

@@ -52,12 +52,19 @@ public struct SegmentWriter: Sendable {
     /// The bytes of each ``AppleEligible`` value, by raw value (plain letters: no escaping).
     static let appleLabels: [[UInt8]] = [AppleEligible.silent, .yes, .no].map { Array($0.label.utf8) }
 
+    /// Calls `body` with entry `i` of `list` where it is stored: an element read from an array of
+    /// arrays is a copy, and a copy takes a reference, on every line written.
+    @inline(__always)
+    static func entry<R>(_ list: [[UInt8]], _ i: Int, _ body: ([UInt8]) -> R) -> R {
+        list.withUnsafeBufferPointer { body($0[i]) }
+    }
+
     /// Appends the ids of the offers `r` is eligible for, best first, joined by `separator`.
     @inline(__always)
     func appendEligibleIds(_ r: UnsafePointer<CustomerResult>, separator: UInt8, to out: inout [UInt8]) {
         for (i, id) in r.pointee.eligible.enumerated() {
             if i > 0 { out.append(separator) }
-            out.append(contentsOf: offerIds[Int(id)])
+            SegmentWriter.entry(offerIds, Int(id)) { out.append(contentsOf: $0) }
         }
     }
 
@@ -145,13 +152,15 @@ public struct SegmentWriter: Sendable {
                 rec.field(timestamp: r.pointee.timeline.paidRunStart)
                 rec.field(timestamp: r.pointee.timeline.lastSubscribedEnd)
                 rec.field(r.pointee.timeline.monthsSinceLastSubscribed)
-                rec.field(escaped: csvOfferIds[e.offer])
+                SegmentWriter.entry(csvOfferIds, e.offer) { rec.field(escaped: $0) }
                 rec.field(e.rank)
                 eligible.removeAll(keepingCapacity: true)
                 appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
                 rec.field(bytes: eligible)
-                rec.field(escaped: csvOfferURLs[e.offer])
-                rec.field(escaped: SegmentWriter.appleLabels[Int(r.pointee.apple(rank: e.rank).rawValue)])
+                SegmentWriter.entry(csvOfferURLs, e.offer) { rec.field(escaped: $0) }
+                SegmentWriter.entry(SegmentWriter.appleLabels, Int(r.pointee.apple(rank: e.rank).rawValue)) {
+                    rec.field(escaped: $0)
+                }
                 rec.end()
                 try file.write(rec.bytes)
             }
@@ -200,12 +209,19 @@ public struct SegmentWriter: Sendable {
                 try x.attribute("monthsSinceLastSubscribed") {
                     CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0)
                 }
-                if offer == nil { try x.attribute("offerId") { $0.append(contentsOf: offerIds[e.offer]) } }
+                if offer == nil {
+                    try x.attribute("offerId") { out in
+                        SegmentWriter.entry(offerIds, e.offer) { out.append(contentsOf: $0) }
+                    }
+                }
                 try x.attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
                 try x.attribute("eligibleOfferIds") { appendEligibleIds(r, separator: UInt8(ascii: " "), to: &$0) }
-                try x.attribute("offerUrl") { $0.append(contentsOf: offerURLs[e.offer]) }
-                try x.attribute("appleEligible") {
-                    $0.append(contentsOf: SegmentWriter.appleLabels[Int(r.pointee.apple(rank: e.rank).rawValue)])
+                try x.attribute("offerUrl") { out in
+                    SegmentWriter.entry(offerURLs, e.offer) { out.append(contentsOf: $0) }
+                }
+                try x.attribute("appleEligible") { out in
+                    let label = Int(r.pointee.apple(rank: e.rank).rawValue)
+                    SegmentWriter.entry(SegmentWriter.appleLabels, label) { out.append(contentsOf: $0) }
                 }
                 try x.end()
             }

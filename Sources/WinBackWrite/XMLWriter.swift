@@ -77,7 +77,11 @@ package final class XMLWriter {
         body(&value)
         if value.isEmpty { return }
         value.append(0)
-        let rc = value.withUnsafeBufferPointer { xmlTextWriterWriteAttribute(writer, name.utf8Start, $0.baseAddress!) }
+        // Mutable access reaches the stored array in place; a read would take a reference.
+        let writer = self.writer
+        let rc = value.withUnsafeMutableBufferPointer {
+            xmlTextWriterWriteAttribute(writer, name.utf8Start, $0.baseAddress!)
+        }
         try check(rc)
     }
 

@@ -165,6 +165,10 @@ package final class Merger: @unchecked Sendable {
         }
         let ahead = 8
         let count = f.rows.count
+        // The index as a local for the loop, so that reaching it takes no reference per row.
+        var winners = Int64Map(capacity: 0)
+        swap(&winners, &self.winners)
+        defer { swap(&winners, &self.winners) }
         // The file's rows and id map as buffers for the whole loop: no reference is taken per row.
         f.rows.withChunks { chunks in
             map.withUnsafeBufferPointer { map in

@@ -4,24 +4,29 @@ import WinBackSupport
 
 /// A file's rows while the run is read: chunks of the run's ``TransactionRows``, taken as
 /// the file grows, so a file never holds spare capacity beyond its last chunk.
-package final class RowChunks {
+package struct RowChunks {
     let store: TransactionRows
     /// The chunks' numbers in the store, in the file's order, and their first rows.
-    @exclusivity(unchecked) private(set) var numbers: [Int] = []
-    @exclusivity(unchecked) private var chunks: [UnsafeMutablePointer<Transaction>] = []
-    @exclusivity(unchecked) package private(set) var count = 0
+    private(set) var numbers: [Int] = []
+    private var chunks: [UnsafeMutablePointer<Transaction>] = []
+    /// The last chunk's first row: where the next rows go until it is full.
+    private var last = UnsafeMutablePointer<Transaction>(bitPattern: MemoryLayout<Transaction>.alignment)!
+    package private(set) var count = 0
 
     init(store: TransactionRows) { self.store = store }
 
+    /// A value, so that appending through a class's stored property changes it in place and
+    /// takes no reference per row.
     @inline(__always)
-    func append(_ t: Transaction) throws {
+    mutating func append(_ t: Transaction) throws {
         let k = count & (TransactionRows.chunkRows - 1)
         if k == 0 {
             let c = try store.takeChunk()
             numbers.append(c.number)
             chunks.append(c.rows)
+            last = c.rows
         }
-        (chunks[chunks.count - 1] + k).initialize(to: t)
+        (last + k).initialize(to: t)
         count += 1
     }
 

@@ -221,7 +221,7 @@ extension ReadStageTests {
         }
 
         @Test func rowsSurviveChunkBoundaries() throws {
-            let rows = RowChunks(store: try TransactionRows(reservingForRead: ()))
+            var rows = RowChunks(store: try TransactionRows(reservingForRead: ()))
             let n = TransactionRows.chunkRows * 2 + 3
             for i in 0..<n {
                 try rows.append(
@@ -245,7 +245,7 @@ extension ReadStageTests {
         @Test(arguments: [1, 2, 3, 8])
         func compactingKeepsExactlyTheKeptRowsInChunkOrder(threads: Int) throws {
             let store = try TransactionRows(reservingForRead: ())
-            let files = (0..<3).map { _ in RowChunks(store: store) }
+            var files = (0..<3).map { _ in RowChunks(store: store) }
             let sizes = [TransactionRows.chunkRows * 2 + 5, TransactionRows.chunkRows, 17]
             func row(_ file: Int, _ i: Int) -> Transaction {
                 Transaction(
