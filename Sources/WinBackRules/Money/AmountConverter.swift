@@ -4,36 +4,43 @@ import WinBackModel
 /// currency through the rates when the pipeline has `money`, else in the row's own currency.
 /// Built once per run against its string table, so a row's currency is looked up by its id.
 public struct AmountConverter: Sendable {
-    /// A currency's rates × 10⁹: undated, and by month.
-    struct CurrencyRates: Sendable {
-        var undated: Int64?
-        var monthly: [Int64: Int64]
+    /// A currency's rate for a month: the currency's string id and the month (``Rates/month(_:)``).
+    struct MonthKey: Hashable {
+        var currency: Int32
+        var month: Int64
     }
 
     /// The pipeline's rates; nil = amounts stay per currency.
     public let rates: Rates?
-    /// By currency string id.
-    let byId: [Int32: CurrencyRates]
+    /// Rates × 10⁹ by currency string id and month, and undated by currency string id: looked
+    /// up as they are, with no per-currency value copied on every row.
+    let monthly: [MonthKey: Int64]
+    let undated: [Int32: Int64]
     /// The reporting currency's id; nil when no row names it.
     let reportingId: Int32?
 
     public init(rates: Rates?, strings: StringTable) {
         self.rates = rates
-        var byId: [Int32: CurrencyRates] = [:]
+        converts = rates != nil
+        var monthly: [MonthKey: Int64] = [:]
+        var undated: [Int32: Int64] = [:]
         if let rates {
             for code in Set(rates.undated.keys).union(rates.monthly.keys) {
                 guard let id = strings.lookup(code) else { continue }
-                byId[id] = CurrencyRates(undated: rates.undated[code], monthly: rates.monthly[code] ?? [:])
+                undated[id] = rates.undated[code]
+                for (month, rate) in rates.monthly[code] ?? [:] { monthly[MonthKey(currency: id, month: month)] = rate }
             }
             reportingId = strings.lookup(rates.currency)
         } else {
             reportingId = nil
         }
-        self.byId = byId
+        self.monthly = monthly
+        self.undated = undated
     }
 
-    /// Whether amounts are converted to one currency.
-    public var converts: Bool { rates != nil }
+    /// Whether amounts are converted to one currency: kept, since asking `rates != nil` of
+    /// every row copies the rates (their strings and tables) and lets the copy go.
+    public let converts: Bool
 
     /// The row's gross and net at `t` in milliunits of the reporting currency (or of its own
     /// without `money`); nil when it has no amount or its currency no rate for its month.
@@ -41,12 +48,12 @@ public struct AmountConverter: Sendable {
     public func amounts(_ r: Transaction, at t: Int64) -> (gross: Int128, net: Int128)? {
         guard r.isPriced else { return nil }
         let net = r.net(at: t)
-        guard rates != nil, r.currency != reportingId else { return (Int128(r.price), Int128(net)) }
-        guard let c = byId[r.currency] else { return nil }
+        guard converts, r.currency != reportingId else { return (Int128(r.price), Int128(net)) }
+        // The month's rate, else the currency's undated one (docs/rules.md §13.1).
         let rate: Int64
-        if !c.monthly.isEmpty, let m = c.monthly[Rates.month(r.purchaseDate)] {
+        if !monthly.isEmpty, let m = monthly[MonthKey(currency: r.currency, month: Rates.month(r.purchaseDate))] {
             rate = m
-        } else if let u = c.undated {
+        } else if let u = undated[r.currency] {
             rate = u
         } else {
             return nil
