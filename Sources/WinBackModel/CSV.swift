@@ -25,6 +25,13 @@ public struct CSVRecord {
         CSVRecord.appendEscaped(Array(s.utf8), to: &bytes)
     }
 
+    /// A text field, escaped as needed: a String's bytes where they are, no copy made.
+    public mutating func field(_ s: String) {
+        separator()
+        var s = s
+        s.withUTF8 { CSVRecord.appendEscaped(UnsafeRawBufferPointer($0), to: &bytes) }
+    }
+
     public mutating func field(bytes b: UnsafeRawBufferPointer) {
         separator()
         CSVRecord.appendEscaped(b, to: &bytes)
@@ -84,6 +91,19 @@ public struct CSVRecord {
     public mutating func field<S: StringProtocol>(verbatim s: S) {
         separator()
         CSVRecord.appendEscaped(Array(s.utf8), to: &bytes, guardFormula: false)
+    }
+
+    /// ``appendEscaped(_:to:guardFormula:)`` of bytes in memory: those that need neither quotes
+    /// nor the formula guard (nearly all: ids, dates, numbers) are appended at once.
+    static func appendEscaped(_ s: UnsafeRawBufferPointer, to out: inout [UInt8], guardFormula: Bool = true) {
+        guard let c0 = s.first else { return }
+        let formula =
+            guardFormula && (c0 == 0x3D || c0 == 0x2B || c0 == 0x2D || c0 == 0x40 || c0 == 0x09 || c0 == 0x0D)
+        if !formula && !s.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0D || $0 == 0x0A }) {
+            out.append(contentsOf: s)
+            return
+        }
+        appendEscaped(s.lazy.map { $0 }, to: &out, guardFormula: guardFormula)
     }
 
     static func appendEscaped<C: Collection>(_ s: C, to out: inout [UInt8], guardFormula: Bool = true)

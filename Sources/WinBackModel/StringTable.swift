@@ -8,27 +8,87 @@ import Foundation
 /// their bytes where the rules ask for a bytewise order.
 // Written by one thread at a time (its reader, or the merger under its lock); shared only to be read.
 public final class StringTable: @unchecked Sendable {
-    @exclusivity(unchecked) private(set) var arena: [UInt8] = []
-    @exclusivity(unchecked) private(set) var starts: [Int32] = [0]
+    /// The strings' bytes one after another, `arenaCount` of `arenaCapacity` in use; string
+    /// `id` is `arena[starts[id]..<starts[id + 1]]`, and `hashes[id]` its ``hash(_:)``. Plain
+    /// pointers rather than arrays: reading one takes no reference, so the threads that read a
+    /// table at once (evaluation, writing) never contend on a reference count, and the readers
+    /// can be inlined into other modules.
+    @usableFromInline @exclusivity(unchecked) var arena: UnsafeMutablePointer<UInt8>
+    @exclusivity(unchecked) private var arenaCount = 0
+    @exclusivity(unchecked) private var arenaCapacity: Int
+    @usableFromInline @exclusivity(unchecked) var starts: UnsafeMutablePointer<Int32>
+    @exclusivity(unchecked) private var hashes: UnsafeMutablePointer<UInt32>
+    /// Room in `starts` (one more than in `hashes`).
+    @exclusivity(unchecked) private var idCapacity: Int
+    /// Number of distinct strings.
+    public private(set) var count = 0
     /// Open addressing: each slot holds a string's hash (high half) and id (low half), so a
-    /// probe compares hashes without touching `hashes`; ``empty`` when free.
-    @exclusivity(unchecked) private var slots: [UInt64]
-    @exclusivity(unchecked) private var hashes: [UInt32] = []
+    /// probe compares hashes without touching `hashes`; ``empty`` when free. `mask + 1` slots.
+    @exclusivity(unchecked) private var slots: UnsafeMutablePointer<UInt64>
     private static let empty = UInt64.max
     @exclusivity(unchecked) private var mask: Int
 
     public init(capacity: Int = 1024) {
         var n = 16
         while n < capacity * 2 { n <<= 1 }
-        slots = Array(repeating: StringTable.empty, count: n)
+        slots = .allocate(capacity: n)
+        slots.initialize(repeating: StringTable.empty, count: n)
         mask = n - 1
-        arena.reserveCapacity(capacity * 12)
+        arenaCapacity = max(16, capacity * 12)
+        arena = .allocate(capacity: arenaCapacity)
+        idCapacity = max(16, capacity)
+        starts = .allocate(capacity: idCapacity + 1)
+        starts.initialize(to: 0)
+        hashes = .allocate(capacity: idCapacity)
     }
 
-    /// Number of distinct strings.
-    public var count: Int { starts.count - 1 }
+    deinit {
+        arena.deallocate()
+        starts.deallocate()
+        hashes.deallocate()
+        slots.deallocate()
+    }
 
-    /// The stored ``hash(_:)`` of `id`'s bytes.
+    /// Adds string `bytes`, of hash `h`, as the next id.
+    private func append(_ bytes: UnsafeRawBufferPointer, hash h: UInt32) {
+        if arenaCount + bytes.count > arenaCapacity {
+            var n = arenaCapacity * 2
+            while arenaCount + bytes.count > n { n *= 2 }
+            precondition(n <= Int(Int32.max), "a string table holds at most 2 GB of strings")
+            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: n)
+            grown.update(from: arena, count: arenaCount)
+            arena.deallocate()
+            arena = grown
+            arenaCapacity = n
+        }
+        if count == idCapacity {
+            let n = idCapacity * 2
+            let grownStarts = UnsafeMutablePointer<Int32>.allocate(capacity: n + 1)
+            grownStarts.initialize(from: starts, count: count + 1)
+            starts.deallocate()
+            starts = grownStarts
+            let grownHashes = UnsafeMutablePointer<UInt32>.allocate(capacity: n)
+            grownHashes.initialize(from: hashes, count: count)
+            hashes.deallocate()
+            hashes = grownHashes
+            idCapacity = n
+        }
+        if let b = bytes.baseAddress {
+            UnsafeMutableRawPointer(arena + arenaCount).copyMemory(from: b, byteCount: bytes.count)
+        }
+        arenaCount += bytes.count
+        hashes[count] = h
+        count += 1
+        starts[count] = Int32(arenaCount)
+    }
+
+    /// The bytes of `id`, valid while the table lives and adds nothing.
+    @inlinable @inline(__always)
+    func bytes(_ id: Int32) -> UnsafeRawBufferPointer {
+        let s = Int(starts[Int(id)])
+        let e = Int(starts[Int(id) + 1])
+        return UnsafeRawBufferPointer(start: arena + s, count: e - s)
+    }
 
     @inline(__always)
     static func hash(_ p: UnsafeRawBufferPointer) -> UInt32 {
@@ -80,11 +140,9 @@ public final class StringTable: @unchecked Sendable {
             i = (i + 1) & mask
         }
         let id = Int32(count)
-        arena.append(contentsOf: bytes)
-        starts.append(Int32(arena.count))
-        hashes.append(h)
+        append(bytes, hash: h)
         slots[i] = StringTable.slot(h, id)
-        if count * 2 > slots.count { grow() }
+        if count * 2 > mask + 1 { grow() }
         return id
     }
 
@@ -122,10 +180,9 @@ public final class StringTable: @unchecked Sendable {
     /// Whether string `id` is exactly `bytes`.
     @inline(__always)
     package func equals(_ id: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        let s = Int(starts[Int(id)])
-        let e = Int(starts[Int(id) + 1])
-        guard e - s == bytes.count else { return false }
-        return arena.withUnsafeBytes { a in StringTable.same(a.baseAddress! + s, bytes.baseAddress, bytes.count) }
+        let mine = self.bytes(id)
+        guard mine.count == bytes.count else { return false }
+        return StringTable.same(mine.baseAddress!, bytes.baseAddress, bytes.count)
     }
 
     /// Bytewise equality of two buffers of `n` bytes, eight at a time: ids are short, and a
@@ -154,8 +211,10 @@ public final class StringTable: @unchecked Sendable {
     }
 
     private func grow() {
-        let n = slots.count * 2
-        slots = Array(repeating: StringTable.empty, count: n)
+        let n = (mask + 1) * 2
+        slots.deallocate()
+        slots = .allocate(capacity: n)
+        slots.initialize(repeating: StringTable.empty, count: n)
         mask = n - 1
         for id in 0..<count {
             var i = Int(hashes[id]) & mask
@@ -165,11 +224,9 @@ public final class StringTable: @unchecked Sendable {
     }
 
     /// Calls `body` with the bytes of `id`.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func withBytes<R>(_ id: Int32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        let s = Int(starts[Int(id)])
-        let e = Int(starts[Int(id) + 1])
-        return arena.withUnsafeBytes { a in body(UnsafeRawBufferPointer(rebasing: a[s..<e])) }
+        body(bytes(id))
     }
 
     /// The string of `id`; for the edges (output, messages), not the hot path.
@@ -178,34 +235,26 @@ public final class StringTable: @unchecked Sendable {
     }
 
     /// Appends the bytes of `id` to `out`.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func append(_ id: Int32, to out: inout [UInt8]) {
-        let s = Int(starts[Int(id)])
-        let e = Int(starts[Int(id) + 1])
-        out.append(contentsOf: arena[s..<e])
+        out.append(contentsOf: bytes(id))
     }
 
     /// Bytewise comparison of two ids' strings.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func less(_ a: Int32, _ b: Int32) -> Bool {
         if a == b { return false }
         return compare(a, b) < 0
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     public func compare(_ a: Int32, _ b: Int32) -> Int {
-        let sa = Int(starts[Int(a)])
-        let ea = Int(starts[Int(a) + 1])
-        let sb = Int(starts[Int(b)])
-        let eb = Int(starts[Int(b) + 1])
-        let la = ea - sa
-        let lb = eb - sb
-        let r = arena.withUnsafeBytes { p -> Int32 in
-            let n = min(la, lb)
-            return n == 0 ? 0 : memcmp(p.baseAddress! + sa, p.baseAddress! + sb, n)
-        }
+        let pa = bytes(a)
+        let pb = bytes(b)
+        let n = min(pa.count, pb.count)
+        let r = n == 0 ? 0 : memcmp(pa.baseAddress!, pb.baseAddress!, n)
         if r != 0 { return Int(r) }
-        return la - lb
+        return pa.count - pb.count
     }
 
     /// A new table holding this table's strings with new ids: string `order[k]` of this table
@@ -214,24 +263,13 @@ public final class StringTable: @unchecked Sendable {
     package func reordered(_ order: [Int32]) -> StringTable {
         precondition(order.count == count, "a reordering lists every id once")
         let out = StringTable(capacity: count)
-        out.arena.reserveCapacity(arena.count)
-        out.starts.reserveCapacity(count + 1)
-        out.hashes.reserveCapacity(count)
         let mask = out.mask
-        arena.withUnsafeBytes { a in
-            out.slots.withUnsafeMutableBufferPointer { slots in
-                for (k, old) in order.enumerated() {
-                    let s = Int(starts[Int(old)])
-                    let e = Int(starts[Int(old) + 1])
-                    out.arena.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[s..<e]))
-                    out.starts.append(Int32(out.arena.count))
-                    let h = hashes[Int(old)]
-                    out.hashes.append(h)
-                    var i = Int(h) & mask
-                    while slots[i] != StringTable.empty { i = (i + 1) & mask }
-                    slots[i] = StringTable.slot(h, Int32(k))
-                }
-            }
+        for (k, old) in order.enumerated() {
+            let h = hashes[Int(old)]
+            out.append(bytes(old), hash: h)
+            var i = Int(h) & mask
+            while out.slots[i] != StringTable.empty { i = (i + 1) & mask }
+            out.slots[i] = StringTable.slot(h, Int32(k))
         }
         return out
     }
@@ -243,16 +281,9 @@ public final class StringTable: @unchecked Sendable {
     public func merge(_ other: StringTable) -> [Int32] {
         var map = [Int32](repeating: 0, count: other.count)
         let ahead = 8
-        other.arena.withUnsafeBytes { a in
-            for id in 0..<other.count {
-                if id + ahead < other.count {
-                    let h = Int(other.hashes[id + ahead]) & mask
-                    slots.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + h) }
-                }
-                let s = Int(other.starts[id])
-                let e = Int(other.starts[id + 1])
-                map[id] = intern(UnsafeRawBufferPointer(rebasing: a[s..<e]), hash: other.hashes[id])
-            }
+        for id in 0..<other.count {
+            if id + ahead < other.count { winback_prefetch(slots + (Int(other.hashes[id + ahead]) & mask)) }
+            map[id] = intern(other.bytes(Int32(id)), hash: other.hashes[id])
         }
         return map
     }

@@ -62,13 +62,14 @@ public struct TransactionKey: Hashable, Sendable {
     }
 
     /// Rewrites an interned id through `map` (after a table merge).
-    @inline(__always)
+    @inlinable @inline(__always)
     package mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
         if raw < 0 { raw = -(Int64(map[Int(-raw - 1)]) + 1) }
     }
 
-    /// The id as bytes, in a buffer valid during `body`.
-    @inline(__always)
+    /// The id as bytes, in a buffer valid during `body`. Inlinable, so that each caller gets
+    /// it specialized for its `body`: a generic call of it costs more than the bytes it gives.
+    @inlinable @inline(__always)
     public func withBytes<R>(in table: StringTable, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         if raw < 0 { return table.withBytes(Int32(-raw - 1), body) }
         return withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { buf in
@@ -84,7 +85,7 @@ public struct TransactionKey: Hashable, Sendable {
     }
 
     /// Appends the id's bytes to `out`.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func append(in table: StringTable, to out: inout [UInt8]) {
         withBytes(in: table) { out.append(contentsOf: $0) }
     }
@@ -95,7 +96,7 @@ public struct TransactionKey: Hashable, Sendable {
     }
 
     /// Bytewise order of the id strings (docs/rules.md §3 orders a customer's rows by it on a tie).
-    @inline(__always)
+    @inlinable @inline(__always)
     public static func compare(_ a: TransactionKey, _ b: TransactionKey, in table: StringTable) -> Int {
         if a.raw == b.raw { return 0 }
         if a.raw >= 0 && b.raw >= 0 {
@@ -113,7 +114,7 @@ public struct TransactionKey: Hashable, Sendable {
         }
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     static func digits(_ v: Int64) -> Int {
         var n = 1
         var x = v
@@ -130,7 +131,7 @@ extension StringTable {
     public func string(_ key: TransactionKey) -> String { key.string(in: self) }
 
     /// Bytewise order of two transaction ids.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func less(_ a: TransactionKey, _ b: TransactionKey) -> Bool {
         TransactionKey.compare(a, b, in: self) < 0
     }

@@ -12,9 +12,11 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     public typealias Index = Int
     public typealias Element = Transaction
 
-    package static let chunkShift = 12
+    /// Constants the readers in other modules inline (a stored static is reached through a
+    /// function call on every row).
+    @inlinable package static var chunkShift: Int { 12 }
     /// Rows per chunk: small, so that the last, partly filled chunk of each file wastes little.
-    package static let chunkRows = 1 << chunkShift
+    @inlinable package static var chunkRows: Int { 1 << chunkShift }
 
     private let base: UnsafeMutablePointer<Transaction>?
     private let mappedBytes: Int

@@ -60,6 +60,11 @@ public struct OfferBook: Sendable {
     /// Catalog index by offerId (the first, should a hand-made catalog repeat one), for the ids
     /// Apple lists (docs/rules.md §4.5).
     var indexByOfferId: [String: Int] = [:]
+    /// ``rankedByGroup`` laid out for the evaluations of every customer at every instant: each
+    /// group with where its ranked offers lie in one list. A run has a handful of groups, so a
+    /// scan finds one for less than hashing the id, and nothing is copied on the way.
+    private var groupRanges: [(group: Int32, start: Int, end: Int)] = []
+    private var rankedList: [Int] = []
 
     public init(catalog: OfferCatalog, ids: (String) -> Int32?) {
         let offers = catalog.offers.enumerated().map { CompiledOffer(index: $0.offset, offer: $0.element, ids: ids) }
@@ -77,6 +82,22 @@ public struct OfferBook: Sendable {
             }
         }
         rankedByGroup = byGroup
+        for (g, list) in byGroup.sorted(by: { $0.key < $1.key }) {
+            groupRanges.append((g, rankedList.count, rankedList.count + list.count))
+            rankedList += list
+        }
+    }
+
+    /// Calls `body` with `group`'s ranked offers (catalog indices, as in ``rankedByGroup``), in
+    /// place; none for a group without offers.
+    @inline(__always)
+    public func withRanked<R>(_ group: Int32, _ body: (UnsafeBufferPointer<Int>) -> R) -> R {
+        rankedList.withUnsafeBufferPointer { list in
+            for r in groupRanges where r.group == group {
+                return body(UnsafeBufferPointer(rebasing: list[r.start..<r.end]))
+            }
+            return body(UnsafeBufferPointer(start: nil, count: 0))
+        }
     }
 
     /// Evaluates `c`, a customer of `group`, against each of the group's offers in rank order
@@ -88,9 +109,14 @@ public struct OfferBook: Sendable {
         group: Int32, _ c: CustomerTimeline, asOf t: Int64, skipping: UInt64 = 0,
         _ visit: (_ place: Int, _ offer: Int, _ failed: Reasons) -> Void
     ) {
-        guard let ranked = rankedByGroup[group] else { return }
-        for (j, i) in ranked.enumerated() where j >= 64 || skipping & (1 << UInt64(j)) == 0 {
-            visit(j, i, offers[i].failures(c, asOf: t))
+        // The offers are read where they are: a copy of one would take a reference to each of
+        // its strings, on every evaluation, from every thread.
+        offers.withUnsafeBufferPointer { offers in
+            withRanked(group) { ranked in
+                for (j, i) in ranked.enumerated() where j >= 64 || skipping & (1 << UInt64(j)) == 0 {
+                    visit(j, i, offers[i].failures(c, asOf: t))
+                }
+            }
         }
     }
 }

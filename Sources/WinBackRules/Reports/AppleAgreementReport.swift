@@ -121,13 +121,15 @@ public struct AppleAgreement: Sendable {
                 if c.appleOnly { tally.overall.appleOnly += 1 }
                 if c.winbackOnly { tally.overall.winbackOnly += 1 }
                 if c.topAgrees(book) { tally.top += 1 }
-                for o in book.rankedByGroup[group] ?? [] {
-                    let a = c.appleOffers.contains(o)
-                    let w = c.winback.contains(o)
-                    tally.offers[o].compared += 1
-                    if a && w { tally.offers[o].both += 1 }
-                    if a && !w { tally.offers[o].appleOnly += 1 }
-                    if w && !a { tally.offers[o].winbackOnly += 1 }
+                book.withRanked(group) { ranked in
+                    for o in ranked {
+                        let a = c.appleOffers.contains(o)
+                        let w = c.winback.contains(o)
+                        tally.offers[o].compared += 1
+                        if a && w { tally.offers[o].both += 1 }
+                        if a && !w { tally.offers[o].appleOnly += 1 }
+                        if w && !a { tally.offers[o].winbackOnly += 1 }
+                    }
                 }
                 for id in c.unknownIds { tally.unknown[id, default: 0] += 1 }
                 guard !c.disagreements.isEmpty else { continue }

@@ -58,7 +58,25 @@ public enum RedemptionRatesReport {
         heldOut: Bool = false,
         money: CohortMoney? = nil, uplift: inout [UpliftRow]
     ) where C.Element == Transaction, C.Index == Int {
-        guard let ranked = book.rankedByGroup[group], let first = rows.first else { return }
+        guard let first = rows.first else { return }
+        book.withRanked(group) { ranked in
+            guard !ranked.isEmpty else { return }
+            count(
+                rows: rows, first: first, group: group, ranked: ranked, episodes: episodes, book: book,
+                window: window, gapDays: gapDays, scratch: &scratch, into: &tally, cohorts: cohorts,
+                heldOut: heldOut, money: money, uplift: &uplift)
+        }
+    }
+
+    /// ``count(rows:group:episodes:book:window:gapDays:scratch:into:cohorts:heldOut:money:uplift:)``
+    /// for a customer of a group with offers, `ranked` in rank order.
+    @inline(__always)
+    private static func count<C: RandomAccessCollection>(
+        rows: C, first: Transaction, group: Int32, ranked: UnsafeBufferPointer<Int>, episodes: [Episode],
+        book: OfferBook, window: ReportWindow, gapDays: Int64, scratch: inout Scratch,
+        into tally: inout [RedemptionRateRow], cohorts: Range<Int>, heldOut: Bool, money: CohortMoney?,
+        uplift: inout [UpliftRow]
+    ) where C.Element == Transaction, C.Index == Int {
         let n = book.offers.count
         scratch.redeemed.removeAll(keepingCapacity: true)
         for e in episodes where e.offerType == OfferType.winBack.rawValue {
