@@ -49,6 +49,16 @@ public final class StringTable: @unchecked Sendable {
         slots.deallocate()
     }
 
+    /// Room for `bytes` bytes of strings in all, made at once.
+    private func reserve(bytes: Int) {
+        guard bytes > arenaCapacity else { return }
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: bytes)
+        grown.update(from: arena, count: arenaCount)
+        arena.deallocate()
+        arena = grown
+        arenaCapacity = bytes
+    }
+
     /// Adds string `bytes`, of hash `h`, as the next id.
     private func append(_ bytes: UnsafeRawBufferPointer, hash h: UInt32) {
         if arenaCount + bytes.count > arenaCapacity {
@@ -263,6 +273,7 @@ public final class StringTable: @unchecked Sendable {
     package func reordered(_ order: [Int32]) -> StringTable {
         precondition(order.count == count, "a reordering lists every id once")
         let out = StringTable(capacity: count)
+        out.reserve(bytes: arenaCount)
         let mask = out.mask
         for (k, old) in order.enumerated() {
             let h = hashes[Int(old)]
