@@ -21,7 +21,7 @@ public final class StringTable: @unchecked Sendable {
     /// Room in `starts` (one more than in `hashes`).
     @exclusivity(unchecked) private var idCapacity: Int
     /// Number of distinct strings.
-    public private(set) var count = 0
+    @exclusivity(unchecked) public private(set) var count = 0
     /// Open addressing: each slot holds a string's hash (high half) and id (low half), so a
     /// probe compares hashes without touching `hashes`; ``empty`` when free. `mask + 1` slots.
     @exclusivity(unchecked) private var slots: UnsafeMutablePointer<UInt64>
@@ -92,9 +92,11 @@ public final class StringTable: @unchecked Sendable {
         starts[count] = Int32(arenaCount)
     }
 
-    /// The bytes of `id`, valid while the table lives and adds nothing.
+    /// The bytes of `id`, valid while the table lives and adds nothing. An id the table does
+    /// not hold stops the program, as an array's index out of range would.
     @inlinable @inline(__always)
     func bytes(_ id: Int32) -> UnsafeRawBufferPointer {
+        precondition(UInt32(bitPattern: id) < UInt32(truncatingIfNeeded: count), "string id out of range")
         let s = Int(starts[Int(id)])
         let e = Int(starts[Int(id) + 1])
         return UnsafeRawBufferPointer(start: arena + s, count: e - s)

@@ -56,7 +56,7 @@ public struct CompiledOffer: Sendable {
 public struct OfferBook: Sendable {
     public var offers: [CompiledOffer]
     /// Offer indices per subscription group id, ranked: HIGH priority first, then catalog order.
-    public var rankedByGroup: [Int32: [Int]]
+    public private(set) var rankedByGroup: [Int32: [Int]]
     /// Catalog index by offerId (the first, should a hand-made catalog repeat one), for the ids
     /// Apple lists (docs/rules.md §4.5).
     var indexByOfferId: [String: Int] = [:]

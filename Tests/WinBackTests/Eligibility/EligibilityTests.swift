@@ -143,6 +143,24 @@ struct EligibilityTests {
         #expect(out.map { catalog.offers[$0].offerId } == ["h1", "h3", "n1", "n2"])
     }
 
+    @Test("each group's ranked offers, read in place, are rankedByGroup's; a group without offers has none")
+    func rankedInPlace() {
+        let w = TestWorld()
+        let (g1, g2) = (w.id("g1"), w.id("g2"))
+        var other = TestWorld.basicOffer(wait: nil, priority: .high, id: "o1")
+        other.subscriptionGroupId = "g2"
+        let catalog = OfferCatalog(offers: [
+            TestWorld.basicOffer(wait: nil, priority: .normal, id: "n1"), other,
+            TestWorld.basicOffer(wait: nil, priority: .high, id: "h1"),
+        ])
+        let book = OfferBook(catalog: catalog, ids: { w.strings.lookup($0) })
+        #expect(book.rankedByGroup.count == 2)
+        for (group, ranked) in book.rankedByGroup { #expect(book.withRanked(group) { Array($0) } == ranked) }
+        #expect(book.withRanked(g1) { Array($0) } == [2, 0])
+        #expect(book.withRanked(g2) { Array($0) } == [1])
+        #expect(book.withRanked(-7) { $0.isEmpty })
+    }
+
     @Test("an offer whose group or product no row mentions matches nobody")
     func unknownGroup() throws {
         let w = TestWorld()

@@ -26,6 +26,40 @@ extension ReadStageTests {
             #expect(table.count == 5000)
         }
 
+        /// The bytes live in storage of their own that doubles as it fills: a string far longer
+        /// than the room a table starts with, and the strings around it, keep every byte.
+        @Test func stringsKeepTheirBytesAsTheStorageGrows() {
+            let table = StringTable(capacity: 1)
+            let long = String(repeating: "0123456789", count: 1000) + "end"
+            let before = table.intern("a")
+            let big = table.intern(long)
+            let after = (0..<100).map { table.intern("after-\($0)") }
+            #expect(table.string(before) == "a")
+            #expect(table.string(big) == long)
+            #expect(table.lookup(long) == big)
+            for (i, id) in after.enumerated() { #expect(table.string(id) == "after-\(i)") }
+            var out: [UInt8] = []
+            table.append(big, to: &out)
+            #expect(out == Array(long.utf8))
+            #expect(table.compare(big, before) < 0 && table.less(big, before) && !table.less(before, big))
+            let reordered = table.reordered([big] + [before] + after)
+            #expect(reordered.string(0) == long && reordered.string(1) == "a")
+        }
+
+        /// An id the table does not hold stops the program, as an array index out of range
+        /// does, rather than reading past the table's bytes.
+        @Test func anIdTheTableDoesNotHoldStopsTheProgram() async {
+            await #expect(processExitsWith: .failure) {
+                let table = StringTable(capacity: 1)
+                _ = table.intern("a")
+                _ = table.string(1)
+            }
+            await #expect(processExitsWith: .failure) {
+                let table = StringTable(capacity: 1)
+                _ = table.string(-1)
+            }
+        }
+
         /// Slots compare stored hashes first: strings whose hashes are equal must still get
         /// their own ids, through growths and a merge.
         @Test func bytesCompareEqualOnlyWhenEveryByteIs() {

@@ -27,6 +27,7 @@ struct CSVOutputTests {
         ])
     func quoting(field: String, expected: String) {
         #expect(record([field]) == expected + "\n")
+        #expect(everyPath(field) == expected + "\n")
     }
 
     @Test(
@@ -38,6 +39,20 @@ struct CSVOutputTests {
         ])
     func formulaGuard(field: String, expected: String) {
         #expect(record([field]) == expected + "\n")
+        #expect(everyPath(field) == expected + "\n")
+    }
+
+    /// A field as a String (escaped from its bytes in place), a Substring (the generic path),
+    /// bytes in memory and an array of bytes: the same cell, one after another.
+    func everyPath(_ field: String) -> String {
+        var r = CSVRecord()
+        r.field(field[...])
+        Array(field.utf8).withUnsafeBytes { r.field(bytes: $0) }
+        r.field(bytes: Array(field.utf8))
+        r.end()
+        let cells = String(decoding: r.bytes, as: UTF8.self)
+        let one = record([field]).dropLast()
+        return cells == "\(one),\(one),\(one)\n" ? String(one) + "\n" : cells
     }
 
     @Test("records join fields with commas; integers and timestamps are unpadded and ISO 8601")
