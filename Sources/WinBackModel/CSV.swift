@@ -93,13 +93,22 @@ public struct CSVRecord {
         CSVRecord.appendEscaped(Array(s.utf8), to: &bytes, guardFormula: false)
     }
 
+    /// Whether a cell of `c` must be quoted: a comma, a quote, CR or LF.
+    @inline(__always)
+    static func needsQuote(_ c: UInt8) -> Bool { c == 0x2C || c == 0x22 || c == 0x0D || c == 0x0A }
+
+    /// Whether a cell starting with `c0` would be read as a formula by a spreadsheet: `=`, `+`,
+    /// `-`, `@`, tab, CR.
+    @inline(__always)
+    static func startsFormula(_ c0: UInt8) -> Bool {
+        c0 == 0x3D || c0 == 0x2B || c0 == 0x2D || c0 == 0x40 || c0 == 0x09 || c0 == 0x0D
+    }
+
     /// ``appendEscaped(_:to:guardFormula:)`` of bytes in memory: those that need neither quotes
     /// nor the formula guard (nearly all: ids, dates, numbers) are appended at once.
     static func appendEscaped(_ s: UnsafeRawBufferPointer, to out: inout [UInt8], guardFormula: Bool = true) {
         guard let c0 = s.first else { return }
-        let formula =
-            guardFormula && (c0 == 0x3D || c0 == 0x2B || c0 == 0x2D || c0 == 0x40 || c0 == 0x09 || c0 == 0x0D)
-        if !formula && !s.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0D || $0 == 0x0A }) {
+        if !(guardFormula && startsFormula(c0)) && !s.contains(where: needsQuote) {
             out.append(contentsOf: s)
             return
         }
@@ -109,17 +118,11 @@ public struct CSVRecord {
     static func appendEscaped<C: Collection>(_ s: C, to out: inout [UInt8], guardFormula: Bool = true)
     where C.Element == UInt8 {
         guard let c0 = s.first else { return }
-        var needsQuote = false
-        for c in s where c == 0x2C || c == 0x22 || c == 0x0D || c == 0x0A {
-            needsQuote = true
-            break
-        }
-        // `=`, `+`, `-`, `@`, tab, CR: a spreadsheet would read a formula.
-        let formula =
-            guardFormula && (c0 == 0x3D || c0 == 0x2B || c0 == 0x2D || c0 == 0x40 || c0 == 0x09 || c0 == 0x0D)
-        if needsQuote { out.append(0x22) }
+        let quoted = s.contains(where: needsQuote)
+        let formula = guardFormula && startsFormula(c0)
+        if quoted { out.append(0x22) }
         if formula { out.append(0x27) }
-        if needsQuote {
+        if quoted {
             for c in s {
                 if c == 0x22 { out.append(0x22) }
                 out.append(c)

@@ -55,16 +55,21 @@ public struct CompiledOffer: Sendable {
 /// The offers of a catalog, compiled for one run, with each group's offers in rank order.
 public struct OfferBook: Sendable {
     public var offers: [CompiledOffer]
-    /// Offer indices per subscription group id, ranked: HIGH priority first, then catalog order.
-    public private(set) var rankedByGroup: [Int32: [Int]]
     /// Catalog index by offerId (the first, should a hand-made catalog repeat one), for the ids
     /// Apple lists (docs/rules.md §4.5).
     var indexByOfferId: [String: Int] = [:]
-    /// ``rankedByGroup`` laid out for the evaluations of every customer at every instant: each
-    /// group with where its ranked offers lie in one list. A run has a handful of groups, so a
-    /// scan finds one for less than hashing the id, and nothing is copied on the way.
+    /// Each group's offers ranked, laid out for the evaluations of every customer at every
+    /// instant: each group with where its offers lie in one list. A run has a handful of
+    /// groups, so a scan finds one for less than hashing the id, and nothing is copied on the
+    /// way (``withRanked(_:_:)``).
     private var groupRanges: [(group: Int32, start: Int, end: Int)] = []
     private var rankedList: [Int] = []
+
+    /// Offer indices per subscription group id, ranked: HIGH priority first, then catalog order.
+    /// Made on each call, for the edges (`explain`, tests); evaluation reads ``withRanked(_:_:)``.
+    public var rankedByGroup: [Int32: [Int]] {
+        Dictionary(uniqueKeysWithValues: groupRanges.map { ($0.group, Array(rankedList[$0.start..<$0.end])) })
+    }
 
     public init(catalog: OfferCatalog, ids: (String) -> Int32?) {
         let offers = catalog.offers.enumerated().map { CompiledOffer(index: $0.offset, offer: $0.element, ids: ids) }
@@ -81,7 +86,6 @@ public struct OfferBook: Sendable {
                 return pa != pb ? pa < pb : a < b
             }
         }
-        rankedByGroup = byGroup
         for (g, list) in byGroup.sorted(by: { $0.key < $1.key }) {
             groupRanges.append((g, rankedList.count, rankedList.count + list.count))
             rankedList += list
