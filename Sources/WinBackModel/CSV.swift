@@ -54,6 +54,13 @@ public struct CSVRecord {
         bytes.append(contentsOf: b)
     }
 
+    /// Appends bytes that are already a whole escaped field (see ``escaped(_:)``), read where
+    /// they are stored.
+    public mutating func field(escaped b: UnsafeRawBufferPointer) {
+        separator()
+        bytes.append(contentsOf: b)
+    }
+
     /// `s` as a field's bytes, escaped as needed: for values written on many records.
     public static func escaped<S: StringProtocol>(_ s: S) -> [UInt8] {
         var out: [UInt8] = []

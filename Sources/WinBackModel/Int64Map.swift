@@ -57,9 +57,13 @@ import CWinBackShims
 
     /// A hint to fetch the slot of `key` before it is looked up: the map is far larger than
     /// the caches, and a batch of keys known ahead then waits on memory once, not per key.
+    /// Mutating (it changes nothing) so that the slots are reached in place: read from a map
+    /// held by a loop's closure, a non-mutating call took and dropped a reference to them per
+    /// key, as many atomic operations as rows.
     @inlinable
-    package func prefetch(_ key: Int64) {
-        slots.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + Int64Map.slot(key, mask)) }
+    package mutating func prefetch(_ key: Int64) {
+        let i = Int64Map.slot(key, mask)
+        slots.withUnsafeMutableBufferPointer { winback_prefetch($0.baseAddress! + i) }
     }
 
     /// Inserts `value` for a new `key` and returns it; for a known key, returns its value and

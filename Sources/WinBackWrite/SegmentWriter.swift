@@ -28,11 +28,11 @@ public struct SegmentWriter: Sendable {
     /// Which rows Apple's word keeps (docs/rules.md §4.5, `audience.requireApple`).
     let requireApple: AppleRequirement
     /// Per offer, the UTF-8 bytes of its id and URL, made once rather than on every line.
-    let offerIds: [[UInt8]]
-    let offerURLs: [[UInt8]]
+    let offerIds: ByteList
+    let offerURLs: ByteList
     /// The same as whole CSV fields, escaped.
-    let csvOfferIds: [[UInt8]]
-    let csvOfferURLs: [[UInt8]]
+    let csvOfferIds: ByteList
+    let csvOfferURLs: ByteList
 
     public init(
         customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String],
@@ -43,20 +43,34 @@ public struct SegmentWriter: Sendable {
         self.book = book
         self.formats = formats
         self.requireApple = requireApple
-        offerIds = book.offers.map { Array($0.offer.offerId.utf8) }
-        offerURLs = book.offers.map { Array($0.offer.offerURL.utf8) }
-        csvOfferIds = book.offers.map { CSVRecord.escaped($0.offer.offerId) }
-        csvOfferURLs = book.offers.map { CSVRecord.escaped($0.offer.offerURL) }
+        offerIds = ByteList(book.offers.map { Array($0.offer.offerId.utf8) })
+        offerURLs = ByteList(book.offers.map { Array($0.offer.offerURL.utf8) })
+        csvOfferIds = ByteList(book.offers.map { CSVRecord.escaped($0.offer.offerId) })
+        csvOfferURLs = ByteList(book.offers.map { CSVRecord.escaped($0.offer.offerURL) })
     }
 
     /// The bytes of each ``AppleEligible`` value, by raw value (plain letters: no escaping).
-    static let appleLabels: [[UInt8]] = [AppleEligible.silent, .yes, .no].map { Array($0.label.utf8) }
+    static let appleLabels = ByteList([AppleEligible.silent, .yes, .no].map { Array($0.label.utf8) })
 
-    /// Calls `body` with entry `i` of `list` where it is stored: an element read from an array of
-    /// arrays is a copy, and a copy takes a reference, on every line written.
-    @inline(__always)
-    static func entry<R>(_ list: [[UInt8]], _ i: Int, _ body: ([UInt8]) -> R) -> R {
-        list.withUnsafeBufferPointer { body($0[i]) }
+    /// Byte strings written on many lines, one after another in one array: an entry is read
+    /// where it is stored, whereas an element of an array of arrays is a copy, and a copy takes
+    /// a reference, on every line written.
+    struct ByteList: Sendable {
+        private let bytes: [UInt8]
+        /// Entry i is `bytes[ends[i]..<ends[i + 1]]`.
+        private let ends: [Int]
+
+        init(_ entries: [[UInt8]]) {
+            bytes = entries.flatMap { $0 }
+            ends = entries.reduce(into: [0]) { $0.append($0.last! + $1.count) }
+        }
+
+        /// Calls `body` with entry `i`'s bytes, valid only during the call.
+        @inline(__always)
+        func with<R>(_ i: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+            let (start, end) = (ends[i], ends[i + 1])
+            return bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<end])) }
+        }
     }
 
     /// Appends the ids of the offers `r` is eligible for, best first, joined by `separator`.
@@ -64,7 +78,7 @@ public struct SegmentWriter: Sendable {
     func appendEligibleIds(_ r: UnsafePointer<CustomerResult>, separator: UInt8, to out: inout [UInt8]) {
         for (i, id) in r.pointee.eligible.enumerated() {
             if i > 0 { out.append(separator) }
-            SegmentWriter.entry(offerIds, Int(id)) { out.append(contentsOf: $0) }
+            offerIds.with(Int(id)) { out.append(contentsOf: $0) }
         }
     }
 
@@ -152,15 +166,13 @@ public struct SegmentWriter: Sendable {
                 rec.field(timestamp: r.pointee.timeline.paidRunStart)
                 rec.field(timestamp: r.pointee.timeline.lastSubscribedEnd)
                 rec.field(r.pointee.timeline.monthsSinceLastSubscribed)
-                SegmentWriter.entry(csvOfferIds, e.offer) { rec.field(escaped: $0) }
+                csvOfferIds.with(e.offer) { rec.field(escaped: $0) }
                 rec.field(e.rank)
                 eligible.removeAll(keepingCapacity: true)
                 appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
                 rec.field(bytes: eligible)
-                SegmentWriter.entry(csvOfferURLs, e.offer) { rec.field(escaped: $0) }
-                SegmentWriter.entry(SegmentWriter.appleLabels, Int(r.pointee.apple(rank: e.rank).rawValue)) {
-                    rec.field(escaped: $0)
-                }
+                csvOfferURLs.with(e.offer) { rec.field(escaped: $0) }
+                SegmentWriter.appleLabels.with(Int(r.pointee.apple(rank: e.rank).rawValue)) { rec.field(escaped: $0) }
                 rec.end()
                 try file.write(rec.bytes)
             }
@@ -211,17 +223,17 @@ public struct SegmentWriter: Sendable {
                 }
                 if offer == nil {
                     try x.attribute("offerId") { out in
-                        SegmentWriter.entry(offerIds, e.offer) { out.append(contentsOf: $0) }
+                        offerIds.with(e.offer) { out.append(contentsOf: $0) }
                     }
                 }
                 try x.attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
                 try x.attribute("eligibleOfferIds") { appendEligibleIds(r, separator: UInt8(ascii: " "), to: &$0) }
                 try x.attribute("offerUrl") { out in
-                    SegmentWriter.entry(offerURLs, e.offer) { out.append(contentsOf: $0) }
+                    offerURLs.with(e.offer) { out.append(contentsOf: $0) }
                 }
                 try x.attribute("appleEligible") { out in
                     let label = Int(r.pointee.apple(rank: e.rank).rawValue)
-                    SegmentWriter.entry(SegmentWriter.appleLabels, label) { out.append(contentsOf: $0) }
+                    SegmentWriter.appleLabels.with(label) { out.append(contentsOf: $0) }
                 }
                 try x.end()
             }

@@ -106,9 +106,10 @@ public struct AppleAgreement: Sendable {
         try? parallelFor(count: pieces.count, threads: threads) { p in
             var tally = Tally(offers: Array(repeating: Counts(), count: n))
             var periods: [Period] = []
+            // A result's fields are read where it is stored: a copy of the whole result took a
+            // reference to each of its arrays, per customer.
             for i in pieces[p] where results[i].appleAnswered {
-                let r = results[i]
-                let k = Int(r.customer)
+                let k = Int(results[i].customer)
                 let group = customers.groups[k]
                 guard
                     let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k]),
@@ -135,7 +136,7 @@ public struct AppleAgreement: Sendable {
                 guard !c.disagreements.isEmpty else { continue }
                 let groupId = s.string(group)
                 let original = s.string(customers.originalTransactionIds[k])
-                let token = r.timeline.appAccountToken.string(in: s) ?? ""
+                let token = results[i].timeline.appAccountToken.string(in: s) ?? ""
                 for d in c.disagreements {
                     tally.disagreements.append(
                         Disagreement(

@@ -145,9 +145,10 @@ public struct Reports: Sendable {
             var returns: [Return] = []
             var seen: [RedemptionReport.Key] = []
             var scratch = RedemptionRatesReport.Scratch()
+            // A result's fields are read where it is stored: a copy of the whole result took a
+            // reference to each of its arrays, per customer.
             for i in pieces[p] {
-                let r = results[i]
-                let k = Int(r.customer)
+                let k = Int(results[i].customer)
                 let rows = customers.rows(of: k)
                 let group = customers.groups[k]
                 Episode.scan(rows, asOf: t, gapDays: gapDays, into: &episodes)
@@ -155,7 +156,7 @@ public struct Reports: Sendable {
                     episodes, window: window, emptyId: emptyId, into: &tally.redemptions, seen: &seen)
                 RedemptionRatesReport.count(
                     rows: rows, group: group, episodes: episodes, book: book, window: window, gapDays: gapDays,
-                    scratch: &scratch, into: &tally.rates, cohorts: cohorts, heldOut: r.heldOut, money: money,
+                    scratch: &scratch, into: &tally.rates, cohorts: cohorts, heldOut: results[i].heldOut, money: money,
                     uplift: &tally.uplift)
                 RetentionReport.returns(rows: rows, asOf: t, since: since, periods: &periods, into: &returns)
                 RetentionReport.count(returns, into: &tally.retention)
@@ -164,9 +165,9 @@ public struct Reports: Sendable {
                     RevenueReport.count(
                         returns, rows: rows, asOf: t, converter: converter, into: &tally.revenue, money: &tally.money)
                 }
-                if r.timeline.state == .churned {
+                if results[i].timeline.state == .churned {
                     EligibilitySummaryReport.count(
-                        group: group, r.timeline,
+                        group: group, results[i].timeline,
                         lastWinBackEnd: EligibilitySummaryReport.lastWinBackEnd(rows, asOf: t),
                         asOf: t, into: &tally.summary)
                 }

@@ -87,4 +87,18 @@ struct CSVOutputTests {
         let text = String(decoding: RejectsWriter.bytes(RejectList(rejects), relativeTo: "/w"), as: UTF8.self)
         #expect(text == "file,line,reason,excerpt\na.jsonl,9,r0,y\na.jsonl,10,r1,'=cmd()\nb.jsonl,2,r2,x\n")
     }
+
+    @Test("a segment's byte lists give each entry's bytes, empty ones and the last included")
+    func byteLists() {
+        let entries: [[UInt8]] = [Array("wb.a".utf8), [], Array("\"q,\"".utf8), Array("https://x/y".utf8)]
+        let list = SegmentWriter.ByteList(entries)
+        for (i, e) in entries.enumerated() {
+            #expect(list.with(i) { Array($0) } == e)
+        }
+        var r = CSVRecord()
+        list.with(2) { r.field(escaped: $0) }
+        list.with(1) { r.field(escaped: $0) }
+        r.end()
+        #expect(String(decoding: r.bytes, as: UTF8.self) == "\"q,\",\n")
+    }
 }
