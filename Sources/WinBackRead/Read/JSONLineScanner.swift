@@ -89,10 +89,14 @@ final class JSONLineScanner {
     static let maxKnown = 64
     @exclusivity(unchecked) private var scratch: UnsafeMutableRawBufferPointer
     @exclusivity(unchecked) private var scratchUsed = 0
-    /// Per 64 bytes of the line, which end a plain string (see `winback_special_bits`):
+    /// Per 64 bytes of the line, which end a plain string (see `winback_special_bits_with`):
     /// found for the whole line at once, so finding a string's end takes no loop.
     @exclusivity(unchecked) private var specials: UnsafeMutablePointer<UInt64>
     @exclusivity(unchecked) private var specialsCapacity = 0
+    /// Whether the special bits are found with AVX2 (32 bytes a step) rather than SSE2 (16):
+    /// asked of the processor once per process; the bits are the same either way.
+    static let avx2: Int32 = winback_cpu_has_avx2()
+    private let avx2 = JSONLineScanner.avx2
     @exclusivity(unchecked) private var base: UnsafeRawPointer = UnsafeRawPointer(bitPattern: 1)!
     @exclusivity(unchecked) private var count = 0
     @exclusivity(unchecked) private var pos = 0
@@ -205,7 +209,7 @@ final class JSONLineScanner {
             specialsCapacity = words
             specials = .allocate(capacity: words)
         }
-        winback_special_bits(b.assumingMemoryBound(to: UInt8.self), count, specials)
+        winback_special_bits_with(b.assumingMemoryBound(to: UInt8.self), count, specials, avx2)
         do {
             skipWS()
             guard pos < count, byte(pos) == UInt8(ascii: "{") else {

@@ -1,3 +1,4 @@
+import CWinBackShims
 import Foundation
 import Testing
 import WinBackTestSupport
@@ -390,6 +391,54 @@ extension ReadStageTests {
             let quoted = Array(#"[ "x\"],", "\\" ]"#.utf8)
             #expect(quoted.withUnsafeBytes { JSONLineScanner.stringArray($0) } == [#"x"],"#, "\\"])
             #expect(Array(#"["a",["b"]]"#.utf8).withUnsafeBytes { JSONLineScanner.stringArray($0) } == nil)
+        }
+
+        /// The special bits by their definition, a byte at a time.
+        private static func specialBits(_ bytes: [UInt8]) -> [UInt64] {
+            var out = [UInt64](repeating: 0, count: (bytes.count + 63) / 64)
+            for (i, c) in bytes.enumerated() where c == 0x22 || c == 0x5C || c < 0x20 || c >= 0x80 {
+                out[i / 64] |= 1 << UInt64(i % 64)
+            }
+            return out
+        }
+
+        /// Lines of every length up to five words and a bit, of bytes drawn mostly from those at
+        /// the edges of the definition (quote, backslash, 0x1F, 0x20, 0x7F, 0x80, 0xFF).
+        private static func edgyLines() -> [[UInt8]] {
+            var rng = SplitMix64(seed: 17)
+            let edges: [UInt8] = [0x22, 0x5C, 0x1F, 0x20, 0x21, 0x7F, 0x80, 0xFF, 0x00, 0x61]
+            return (0...330).map { n in
+                (0..<n).map { _ in
+                    let r = rng.next()
+                    return r % 3 == 0 ? UInt8(truncatingIfNeeded: r >> 8) : edges[Int(r >> 8) % edges.count]
+                }
+            }
+        }
+
+        private static func bits(_ bytes: [UInt8], avx2: Int32) -> [UInt64] {
+            var out = [UInt64](repeating: 0xDEAD_BEEF, count: (bytes.count + 63) / 64)
+            bytes.withUnsafeBufferPointer { p in
+                out.withUnsafeMutableBufferPointer { o in
+                    winback_special_bits_with(p.baseAddress, p.count, o.baseAddress, avx2)
+                }
+            }
+            return out
+        }
+
+        @Test("the bits that end a plain string: quotes, backslashes, controls, bytes from 0x80, at every length")
+        func specialBitsMatchTheirDefinition() {
+            for line in Self.edgyLines() {
+                #expect(Self.bits(line, avx2: 0) == Self.specialBits(line), "\(line.count) bytes")
+            }
+        }
+
+        @Test(
+            "AVX2 finds the same bits as SSE2",
+            .enabled(if: JSONLineScanner.avx2 != 0, "this processor runs no AVX2 code: only the SSE2 path runs"))
+        func avx2MatchesSSE2() {
+            for line in Self.edgyLines() {
+                #expect(Self.bits(line, avx2: 1) == Self.specialBits(line), "\(line.count) bytes")
+            }
         }
     }
 }
