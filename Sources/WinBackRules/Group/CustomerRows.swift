@@ -75,87 +75,94 @@ public struct CustomerRows: @unchecked Sendable {
             originalTransactionIds: order.map { numbering.originals[$0] })
     }
 
-    /// Every row's customer, numbered by hash shard (``numberCustomers(_:threads:)``).
+    /// Every row's customer, numbered part by part (``numberCustomers(_:threads:)``).
     private struct Numbering {
-        /// Row i's customer is `offsets[shardOfRow[i]] + customerOfRow[i]`; ``rankRows`` then
-        /// turns it into the customer's rank in output order.
+        /// Row i's customer, numbered within its part: part p's customer c is `ofPart[p - 1][c]`
+        /// among all of them (part 0's numbers are the run's); ``rankRows`` then turns it into
+        /// the customer's rank in output order.
         var customerOfRow: [Int32]
-        /// Each row's shard, so that later passes need not read the rows again.
-        var shardOfRow: [UInt8]
-        /// Where each shard's customers start among all of them.
-        var offsets: [Int]
+        /// The parts of the rows, each numbered on its own thread.
+        var parts: [Range<Int>]
+        /// Per part after the first, its customers' numbers among all of them.
+        var ofPart: [[Int32]]
         /// Customer c's group and originalTransactionId.
         var groups: [Int32]
         var originals: [TransactionKey]
     }
 
-    /// The shard (0..<shards) of a customer key: its hash's top 32 bits scaled to the shards, a
-    /// multiplication where a remainder took a division for each row on every shard's thread.
-    /// Shards get about equal numbers of customers (a test holds each within a tenth of its share).
-    @inline(__always)
-    static func shard(of key: Int64, among shards: Int) -> Int {
-        let top = (UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15) >> 32
-        return Int(truncatingIfNeeded: (top &* UInt64(shards)) >> 32)
+    /// The customers one part of the rows meets, numbered in order of first appearance.
+    private struct PartCustomers {
+        var index: Int64Map
+        var groups: [Int32] = []
+        var originals: [TransactionKey] = []
+        /// Customers whose folded key (``folded(group:original:)``) another one of the part has.
+        var collided: [Customer: Int] = [:]
+
+        init(capacity: Int) { index = Int64Map(capacity: capacity) }
+
+        /// The number of customer (group, original), whose folded key is `k`: the next one if new.
+        @inline(__always)
+        mutating func number(_ k: Int64, group: Int32, original: TransactionKey) -> Int {
+            var c = Int(index.insert(k, UInt32(groups.count)))
+            if c < groups.count && (groups[c] != group || originals[c] != original) {
+                c = collided[Customer(group: group, original: original), default: groups.count]
+                collided[Customer(group: group, original: original)] = c
+            }
+            if c == groups.count {
+                groups.append(group)
+                originals.append(original)
+            }
+            return c
+        }
+
+        @inline(__always)
+        mutating func prefetch(_ k: Int64) { index.prefetch(k) }
     }
 
-    /// Customer ids: each shard (a hash class of the customer key) numbers its own customers in
-    /// row order, on its own thread; customer c of shard s is offsets[s] + c.
+    /// Customer ids: the rows are cut into one part per thread, each thread numbers the
+    /// customers of its part in row order, then the parts' customers are numbered among all in
+    /// part order, which is the numbering one pass over every row gives. Each thread reads only
+    /// its part's rows (with hash shards, every thread read every row to keep its own).
     private static func numberCustomers(_ input: UnsafeMutableBufferPointer<Transaction>, threads: Int) -> Numbering {
         let total = input.count
-        let shards = max(1, min(threads, 64))
+        let parts = chunks(total, pieces: max(1, min(threads, 64)))
         @Sendable @inline(__always) func key(_ r: Transaction) -> Int64 {
             folded(group: r.subscriptionGroupId, original: r.originalTransactionId)
         }
-        @Sendable @inline(__always) func shard(_ key: Int64) -> Int { CustomerRows.shard(of: key, among: shards) }
-        // Left unfilled here: every row is numbered by exactly one shard, which writes both
-        // (and the pages are first touched by the threads, not zeroed on this one).
+        // Left unfilled here: every row is numbered by its part's thread (and the pages are
+        // first touched by the threads, not zeroed on this one).
         var of = [Int32](unsafeUninitializedCapacity: total) { _, n in n = total }
-        var shardOf = [UInt8](unsafeUninitializedCapacity: total) { _, n in n = total }
-        let found = ResultSlots<(groups: [Int32], originals: [TransactionKey])>(count: shards)
+        let found = ResultSlots<PartCustomers>(count: parts.count)
         let r = UnsafeBufferPointer(input)
         of.withUnsafeMutableBufferPointer { o in
-            shardOf.withUnsafeMutableBufferPointer { sh in
-                nonisolated(unsafe) let rows = r
-                nonisolated(unsafe) let local = o
-                nonisolated(unsafe) let shardOfRow = sh
-                try? parallelFor(count: shards, threads: threads) { s in
-                    var index = Int64Map(capacity: total / (8 * shards))
-                    var groups: [Int32] = []
-                    var originals: [TransactionKey] = []
-                    var collided: [Customer: Int] = [:]
-                    for i in 0..<rows.count {
-                        if i + 8 < rows.count, case let ahead = key(rows[i + 8]), shard(ahead) == s {
-                            index.prefetch(ahead)
-                        }
-                        let k = key(rows[i])
-                        guard shard(k) == s else { continue }
-                        let group = rows[i].subscriptionGroupId
-                        let original = rows[i].originalTransactionId
-                        var c = Int(index.insert(k, UInt32(groups.count)))
-                        if c < groups.count && (groups[c] != group || originals[c] != original) {
-                            c = collided[Customer(group: group, original: original), default: groups.count]
-                            collided[Customer(group: group, original: original)] = c
-                        }
-                        if c == groups.count {
-                            groups.append(group)
-                            originals.append(original)
-                        }
-                        local[i] = Int32(c)
-                        shardOfRow[i] = UInt8(s)
-                    }
-                    found[s] = (groups, originals)
+            nonisolated(unsafe) let rows = r
+            nonisolated(unsafe) let local = o
+            try? parallelFor(count: parts.count, threads: threads) { p in
+                let part = parts[p]
+                // A part of a run's rows meets about one customer per four of them.
+                var customers = PartCustomers(capacity: part.count / 4)
+                for i in part {
+                    if i + 8 < part.upperBound { customers.prefetch(key(rows[i + 8])) }
+                    let c = customers.number(
+                        key(rows[i]), group: rows[i].subscriptionGroupId, original: rows[i].originalTransactionId)
+                    local[i] = Int32(c)
                 }
+                found[p] = customers
             }
         }
-        var numbering = Numbering(customerOfRow: of, shardOfRow: shardOf, offsets: [0], groups: [], originals: [])
-        of = []
-        shardOf = []
-        for f in found.all {
-            numbering.groups += f.groups
-            numbering.originals += f.originals
-            numbering.offsets.append(numbering.groups.count)
+        guard var all = found.all.first else {
+            return Numbering(customerOfRow: [], parts: [], ofPart: [], groups: [], originals: [])
         }
-        return numbering
+        // In part order: a customer met in an earlier part keeps the number it has there.
+        var ofPart: [[Int32]] = []
+        for part in found.all.dropFirst() {
+            ofPart.append(
+                (0..<part.groups.count).map { c in
+                    let (group, original) = (part.groups[c], part.originals[c])
+                    return Int32(all.number(folded(group: group, original: original), group: group, original: original))
+                })
+        }
+        return Numbering(customerOfRow: of, parts: parts, ofPart: ofPart, groups: all.groups, originals: all.originals)
     }
 
     /// Each customer's place in output order as integer keys: bytewise by (group,
@@ -234,22 +241,29 @@ public struct CustomerRows: @unchecked Sendable {
     /// is the customer); returns where each customer's rows start, once placed.
     private static func rankRows(_ numbering: inout Numbering, order: [Int], threads: Int) -> [Int] {
         let n = order.count
-        let total = numbering.customerOfRow.count
         var rank = [Int32](repeating: 0, count: n)
         for (r, k) in order.enumerated() { rank[k] = Int32(r) }
-        let pieces = chunks(total, pieces: max(1, threads) * 4)
-        let shardStart = numbering.offsets
-        let shardOfRow = numbering.shardOfRow
+        // Each part in pieces, so that every thread ranks rows of every part.
+        let pieces = numbering.parts.enumerated().flatMap { p, part in
+            chunks(part.count, pieces: max(1, threads) * 4).map {
+                (p, $0.lowerBound + part.lowerBound..<$0.upperBound + part.lowerBound)
+            }
+        }
+        let ofPart = numbering.ofPart
         numbering.customerOfRow.withUnsafeMutableBufferPointer { o in
             nonisolated(unsafe) let ranks = o
             let rankOf = rank
-            try? parallelFor(count: pieces.count, threads: threads) { p in
-                for i in pieces[p] {
-                    ranks[i] = rankOf[shardStart[Int(shardOfRow[i])] + Int(ranks[i])]
+            try? parallelFor(count: pieces.count, threads: threads) { k in
+                let (p, piece) = pieces[k]
+                if p == 0 {
+                    for i in piece { ranks[i] = rankOf[Int(ranks[i])] }
+                } else {
+                    let of = ofPart[p - 1]
+                    for i in piece { ranks[i] = rankOf[Int(of[Int(ranks[i])])] }
                 }
             }
         }
-        numbering.shardOfRow = []
+        numbering.ofPart = []
         var starts = [Int](repeating: 0, count: n + 1)
         for c in numbering.customerOfRow { starts[Int(c) + 1] += 1 }
         for k in 0..<n { starts[k + 1] += starts[k] }
