@@ -97,6 +97,16 @@ final class JSONLineScanner {
     /// asked of the processor once per process; the bits are the same either way.
     static let avx2: Int32 = winback_cpu_has_avx2()
     private let avx2 = JSONLineScanner.avx2
+
+    /// The special bits of `bytes`, as ``scan(_:)`` finds them, with AVX2 or without (tests
+    /// hold both paths to the definition).
+    static func specialBits(_ bytes: UnsafeRawBufferPointer, avx2: Bool) -> [UInt64] {
+        [UInt64](unsafeUninitializedCapacity: (bytes.count + 63) / 64) { out, n in
+            winback_special_bits_with(
+                bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, out.baseAddress, avx2 ? 1 : 0)
+            n = out.count
+        }
+    }
     @exclusivity(unchecked) private var base: UnsafeRawPointer = UnsafeRawPointer(bitPattern: 1)!
     @exclusivity(unchecked) private var count = 0
     @exclusivity(unchecked) private var pos = 0

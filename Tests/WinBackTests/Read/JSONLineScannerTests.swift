@@ -1,4 +1,3 @@
-import CWinBackShims
 import Foundation
 import Testing
 import WinBackTestSupport
@@ -415,20 +414,14 @@ extension ReadStageTests {
             }
         }
 
-        private static func bits(_ bytes: [UInt8], avx2: Int32) -> [UInt64] {
-            var out = [UInt64](repeating: 0xDEAD_BEEF, count: (bytes.count + 63) / 64)
-            bytes.withUnsafeBufferPointer { p in
-                out.withUnsafeMutableBufferPointer { o in
-                    winback_special_bits_with(p.baseAddress, p.count, o.baseAddress, avx2)
-                }
-            }
-            return out
+        private static func bits(_ bytes: [UInt8], avx2: Bool) -> [UInt64] {
+            bytes.withUnsafeBytes { JSONLineScanner.specialBits($0, avx2: avx2) }
         }
 
         @Test("the bits that end a plain string: quotes, backslashes, controls, bytes from 0x80, at every length")
         func specialBitsMatchTheirDefinition() {
             for line in Self.edgyLines() {
-                #expect(Self.bits(line, avx2: 0) == Self.specialBits(line), "\(line.count) bytes")
+                #expect(Self.bits(line, avx2: false) == Self.specialBits(line), "\(line.count) bytes")
             }
         }
 
@@ -437,7 +430,7 @@ extension ReadStageTests {
             .enabled(if: JSONLineScanner.avx2 != 0, "this processor runs no AVX2 code: only the SSE2 path runs"))
         func avx2MatchesSSE2() {
             for line in Self.edgyLines() {
-                #expect(Self.bits(line, avx2: 1) == Self.specialBits(line), "\(line.count) bytes")
+                #expect(Self.bits(line, avx2: true) == Self.specialBits(line), "\(line.count) bytes")
             }
         }
     }
