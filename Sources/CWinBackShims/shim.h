@@ -56,15 +56,17 @@ static inline uint64_t winback_special_word(const uint8_t *p) {
     return bits;
 }
 #endif
+// The last `rest` (< 64) bytes of a line in `tail`, padded with spaces (not special).
+static inline const uint8_t *winback_padded_tail(const uint8_t *p, size_t rest, uint8_t tail[64]) {
+    memset(tail, ' ', 64);
+    memcpy(tail, p, rest);
+    return tail;
+}
 static inline void winback_special_bits(const uint8_t *p, size_t n, uint64_t *out) {
+    uint8_t tail[64];
     size_t w = 0;
     for (; (w + 1) * 64 <= n; w++) out[w] = winback_special_word(p + w * 64);
-    if (w * 64 < n) {
-        uint8_t tail[64];
-        memset(tail, ' ', sizeof tail);  // not special
-        memcpy(tail, p + w * 64, n - w * 64);
-        out[w] = winback_special_word(tail);
-    }
+    if (w * 64 < n) out[w] = winback_special_word(winback_padded_tail(p + w * 64, n - w * 64, tail));
 }
 
 // The same bits 32 bytes per step with AVX2, where the processor has it and the system saves
@@ -96,14 +98,10 @@ __attribute__((target("avx2"))) static inline uint64_t winback_special_word_avx2
 }
 __attribute__((target("avx2"))) static inline void winback_special_bits_avx2(const uint8_t *p, size_t n,
                                                                            uint64_t *out) {
+    uint8_t tail[64];
     size_t w = 0;
     for (; (w + 1) * 64 <= n; w++) out[w] = winback_special_word_avx2(p + w * 64);
-    if (w * 64 < n) {
-        uint8_t tail[64];
-        memset(tail, ' ', sizeof tail);  // not special
-        memcpy(tail, p + w * 64, n - w * 64);
-        out[w] = winback_special_word_avx2(tail);
-    }
+    if (w * 64 < n) out[w] = winback_special_word_avx2(winback_padded_tail(p + w * 64, n - w * 64, tail));
 }
 static inline void winback_special_bits_with(const uint8_t *p, size_t n, uint64_t *out, int avx2) {
     if (avx2) winback_special_bits_avx2(p, n, out); else winback_special_bits(p, n, out);
