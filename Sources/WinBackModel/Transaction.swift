@@ -74,6 +74,7 @@ public struct Transaction: Sendable, Equatable {
         set { set(Transaction.freeTrialFlag, newValue) }
     }
 
+    @inlinable
     public init(
         transactionId: TransactionKey, originalTransactionId: TransactionKey, subscriptionGroupId: Int32,
         productId: Int32, purchaseDate: Int64, expiresDate: Int64
