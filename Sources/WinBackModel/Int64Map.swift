@@ -6,7 +6,7 @@ import CWinBackShims
 ///
 /// A slot keeps its key and value side by side, so a lookup touches one cache line: the map
 /// is far larger than the caches, and most lookups miss them.
-@usableFromInline package struct Int64Map {
+@usableFromInline package struct Int64Map: Sendable {
     @usableFromInline struct Slot: Sendable {
         @usableFromInline var keyLow: UInt32
         @usableFromInline var keyHigh: UInt32
@@ -44,11 +44,34 @@ import CWinBackShims
     /// The value of `key`, or nil.
     @inline(__always)
     package func find(_ key: Int64) -> UInt32? {
-        slots.withUnsafeBufferPointer { s in
+        withLookup { $0.find(key) }
+    }
+
+    /// The map for lookups only, from any number of threads, while `body` runs: a lookup then
+    /// takes no reference to the slots.
+    @inlinable
+    package func withLookup<R>(_ body: (Lookup) throws -> R) rethrows -> R {
+        try slots.withUnsafeBufferPointer { try body(Lookup(slots: $0, mask: mask)) }
+    }
+
+    /// A map's slots, read only (``withLookup(_:)``).
+    // Valid only inside `withLookup`, during which nothing writes the map.
+    @usableFromInline package struct Lookup: @unchecked Sendable {
+        @usableFromInline let slots: UnsafeBufferPointer<Slot>
+        @usableFromInline let mask: Int
+
+        @inlinable init(slots: UnsafeBufferPointer<Slot>, mask: Int) {
+            self.slots = slots
+            self.mask = mask
+        }
+
+        /// The value of `key`, or nil.
+        @inlinable @inline(__always)
+        package func find(_ key: Int64) -> UInt32? {
             var i = Int64Map.slot(key, mask)
             while true {
-                let k = s[i].key
-                if k == key { return s[i].value }
+                let k = slots[i].key
+                if k == key { return slots[i].value }
                 if k == .min { return nil }
                 i = (i + 1) & mask
             }

@@ -74,4 +74,12 @@ public final class ResultSlots<T>: @unchecked Sendable {
         }
     }
     public var all: [T] { (0..<count).map { items[$0]! } }
+    /// Every result, moved out of its slot (which is left empty): the caller then holds the
+    /// only reference to what a result holds, and changing it copies nothing.
+    public func takeAll() -> [T] {
+        (0..<count).map { i in
+            defer { items[i] = nil }
+            return items[i]!
+        }
+    }
 }

@@ -91,7 +91,7 @@ public struct CustomerRows: @unchecked Sendable {
     }
 
     /// The customers one part of the rows meets, numbered in order of first appearance.
-    private struct PartCustomers {
+    private struct PartCustomers: Sendable {
         var index: Int64Map
         var groups: [Int32] = []
         var originals: [TransactionKey] = []
@@ -117,6 +117,16 @@ public struct CustomerRows: @unchecked Sendable {
 
         @inline(__always)
         mutating func prefetch(_ k: Int64) { index.prefetch(k) }
+
+        /// The number of customer (group, original), whose folded key is `k`, if already
+        /// numbered; read only, through `lookup` (this part's index's).
+        @inline(__always)
+        func known(_ k: Int64, group: Int32, original: TransactionKey, _ lookup: Int64Map.Lookup) -> Int? {
+            guard let found = lookup.find(k) else { return nil }
+            let c = Int(found)
+            if groups[c] == group && originals[c] == original { return c }
+            return collided[Customer(group: group, original: original)]
+        }
     }
 
     /// Customer ids: the rows are cut into one part per thread, each thread numbers the
@@ -150,19 +160,47 @@ public struct CustomerRows: @unchecked Sendable {
                 found[p] = customers
             }
         }
-        guard var all = found.all.first else {
+        // Moved out of their slots: numbering the later parts' customers into the first part's
+        // index must not copy it.
+        var later = found.takeAll()
+        guard !later.isEmpty else {
             return Numbering(customerOfRow: [], parts: [], ofPart: [], groups: [], originals: [])
         }
-        // In part order: a customer met in an earlier part keeps the number it has there.
+        var all = later.removeFirst()
+        // In part order: a customer met in an earlier part keeps the number it has there (looked
+        // up on every thread), one met for the first time gets the next (in order, on this one).
         var ofPart: [[Int32]] = []
-        for part in found.all.dropFirst() {
-            ofPart.append(
-                (0..<part.groups.count).map { c in
-                    let (group, original) = (part.groups[c], part.originals[c])
-                    return Int32(all.number(folded(group: group, original: original), group: group, original: original))
-                })
+        for part in later {
+            var numbers = known(part, among: all, threads: threads)
+            for c in numbers.indices where numbers[c] < 0 {
+                let (group, original) = (part.groups[c], part.originals[c])
+                numbers[c] = Int32(
+                    all.number(folded(group: group, original: original), group: group, original: original))
+            }
+            ofPart.append(numbers)
         }
         return Numbering(customerOfRow: of, parts: parts, ofPart: ofPart, groups: all.groups, originals: all.originals)
+    }
+
+    /// The numbers `all` has for `part`'s customers, -1 for those it has not; looked up on
+    /// `threads` threads.
+    private static func known(_ part: PartCustomers, among all: PartCustomers, threads: Int) -> [Int32] {
+        let n = part.groups.count
+        var numbers = [Int32](unsafeUninitializedCapacity: n) { _, count in count = n }  // all written below
+        numbers.withUnsafeMutableBufferPointer { out in
+            nonisolated(unsafe) let out = out
+            all.index.withLookup { lookup in
+                let pieces = chunks(n, pieces: max(1, threads) * 4)
+                try? parallelFor(count: pieces.count, threads: threads) { k in
+                    for c in pieces[k] {
+                        let (group, original) = (part.groups[c], part.originals[c])
+                        let key = folded(group: group, original: original)
+                        out[c] = Int32(all.known(key, group: group, original: original, lookup) ?? -1)
+                    }
+                }
+            }
+        }
+        return numbers
     }
 
     /// Each customer's place in output order as integer keys: bytewise by (group,

@@ -205,6 +205,16 @@ extension ReadStageTests {
             #expect(map.find(keys[5]) == 99)
             #expect(map.find(Int64.max) == nil)
             #expect(map.count == keys.count)
+            // Read only, from several threads at once, as the grouping looks its customers up.
+            let found = ResultSlots<[UInt32?]>(count: 4)
+            let expected = keys.indices.map { $0 == 5 ? UInt32(99) : UInt32($0) }
+            map.withLookup { lookup in
+                try? parallelFor(count: 4, threads: 4) { p in
+                    found[p] = chunks(keys.count, pieces: 4)[p].map { lookup.find(keys[$0]) } + [lookup.find(-1)]
+                }
+            }
+            #expect(found.all.flatMap { $0.dropLast() } == expected.map { $0 })
+            #expect(found.all.allSatisfy { $0.last! == nil })
         }
 
         @Test func reservingRoomKeepsWhatTheMapHolds() {

@@ -31,4 +31,18 @@ struct ParallelTests {
         }
         #expect(ran.all.allSatisfy { $0 })
     }
+
+    @Test("results taken out of their slots are the only references to what they hold")
+    func takenResultsAreUnique() throws {
+        final class Box: Sendable {
+            let n: Int
+            init(_ n: Int) { self.n = n }
+        }
+        let slots = ResultSlots<Box>(count: 3)
+        try parallelFor(count: 3, threads: 3) { i in slots[i] = Box(i) }
+        var taken = slots.takeAll()
+        #expect(taken.map(\.n) == [0, 1, 2])
+        #expect((0..<3).allSatisfy { slots[$0] == nil })
+        for i in taken.indices { #expect(isKnownUniquelyReferenced(&taken[i])) }
+    }
 }
