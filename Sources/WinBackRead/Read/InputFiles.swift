@@ -55,9 +55,9 @@ public enum InputFiles {
         if !hasMagic { return try literal(pattern) }
         let matches: [String]
         do { matches = try System.glob(pattern) } catch let e as SystemError { throw globFailure(e, pattern: pattern) }
-        // Folders are skipped; anything else (even a dangling link) is an input, so that an
-        // unreadable one fails the run by name instead of vanishing.
-        return matches.filter { System.kind($0) != .directory }
+        // Every match is an input, even a dangling link (so that an unreadable one fails the run
+        // by name instead of vanishing) and a folder (an input error, as a folder named is).
+        return matches
     }
 
     /// The error of a glob that failed: the folder it could not list and why (`cannot list the

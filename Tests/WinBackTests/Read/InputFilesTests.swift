@@ -64,9 +64,22 @@ extension ReadStageTests {
 
         @Test func relativeGlobsResolveAgainstTheBaseAndSortBytewise() throws {
             try world { root, base in
-                let files = try InputFiles.resolve(["../data/*.jsonl.gz"], base: base)
-                // Bytewise: 'T' < '_' < 't', "10" < "2", 'é' (0xC3…) last; the folder is left out.
+                let files = try InputFiles.resolve(["../data/[!s]*.jsonl.gz"], base: base)
+                // Bytewise: 'T' < '_' < 't', "10" < "2", 'é' (0xC3…) last.
                 #expect(files == ["T-3", "_t", "t-10", "t-2", "é"].map { root + "/data/\($0).jsonl.gz" })
+            }
+        }
+
+        @Test(arguments: ["../data/*.jsonl.gz", "../data/sub.*", "../data/*"])
+        func aFolderAGlobMatchesIsNoInputNamingIt(pattern: String) throws {
+            try world { root, base in
+                #expect {
+                    _ = try InputFiles.resolve(["../data/t-2.jsonl.gz", pattern], base: base)
+                } throws: { e in
+                    guard let e = e as? WinBackError else { return false }
+                    return e.code == .noInput && e.description.hasPrefix(root + "/data/")
+                        && e.description.hasSuffix(": is a folder, not a regular file")
+                }
             }
         }
 
@@ -156,7 +169,7 @@ extension ReadStageTests {
             }
         }
 
-        @Test func aGlobMatchingOnlyFoldersMatchesNothing() throws {
+        @Test func aGlobMatchingOnlyFoldersIsNoInput() throws {
             try world { _, base in
                 #expect(throws: WinBackError.self) { try InputFiles.resolve(["../data/sub*"], base: base) }
                 #expect {
