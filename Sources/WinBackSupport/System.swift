@@ -76,6 +76,7 @@ package enum System {
         case S_IFBLK: return "a block device"
         case S_IFSOCK: return "a socket"
         case S_IFLNK: return "a symbolic link"
+        case S_IFREG: return "a regular file"
         default: return "not a regular file"
         }
     }

@@ -50,6 +50,31 @@ struct SegmentFolderTests {
         }
     }
 
+    @Test(
+        "a regular file, a folder or a FIFO where `latest` or the date's link belongs fails the publish with exit 73, saying what it is",
+        arguments: [("latest", "file"), ("2026-11-22", "file"), ("latest", "folder"), ("latest", "fifo")])
+    func nonLinkWhereALinkBelongs(name: String, kind: String) throws {
+        let root = Paths.temporary() + "/pipeline"
+        let publisher = Publisher(root: root, date: "2026-11-22")
+        try publisher.begin()
+        defer { publisher.fail(keeping: []) }
+        let path = root + "/" + name
+        switch kind {
+        case "file": #expect(FileManager.default.createFile(atPath: path, contents: Data("x".utf8)))
+        case "folder": try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        default: #expect(mkfifo(path, 0o600) == 0)
+        }
+        let words = ["file": "a regular file", "folder": "a folder", "fifo": "a FIFO (named pipe)"][kind]!
+        do {
+            try publisher.publish()
+            Issue.record("published over \(kind) \(name)")
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 73)
+            #expect(
+                "\(e)" == "\(path): is \(words), not a link this tool manages; move it away (nothing was published)")
+        }
+    }
+
     @Test("a folder that cannot be made for another reason gives the system's words, not Foundation's code")
     func folderProblemWords() {
         let error = NSError(
