@@ -26,6 +26,14 @@ struct ExplainCommand: ParsableCommand {
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
+    func validate() throws {
+        if customer.isEmpty {
+            throw ValidationError(
+                "--customer is empty: give an originalTransactionId, an appAccountToken or a value of the identities file"
+            )
+        }
+    }
+
     func run() throws {
         let list = try reportingErrors {
             try Explainer.explain(

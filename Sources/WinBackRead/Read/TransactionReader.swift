@@ -174,7 +174,8 @@ package final class FileRows: @unchecked Sendable {
 }
 
 /// `explain`'s filter: only the rows whose originalTransactionId or appAccountToken is one of
-/// `ids` are kept, so that one customer is read with the run's own reader.
+/// `ids` are kept, so that one customer is read with the run's own reader. Tokens match in any
+/// case (a UUID's letters are the same digits either way, docs/rules.md §2.1).
 package struct CustomerFilter: Sendable {
     package var ids: [String]
 
@@ -183,17 +184,36 @@ package struct CustomerFilter: Sendable {
     /// The ids as keys of one file's table, which its rows' keys are compared with.
     struct Keys {
         let originals: [TransactionKey]
-        let tokens: [AppAccountToken]
+        /// The 128 bits of each id that is a UUID.
+        let tokens: [(high: UInt64, low: UInt64)]
+        let table: StringTable
 
         init(_ ids: [String], table: StringTable) {
             originals = ids.map { TransactionKey($0, table: table) }
-            tokens = ids.compactMap { AppAccountToken.parse($0, table: table) }
+            tokens = ids.compactMap { Keys.value(of: $0, table: table) }
+            self.table = table
+        }
+
+        /// The digits of the token `s` names in any case, or nil when `s` is no UUID.
+        static func value(of s: String, table: StringTable) -> (high: UInt64, low: UInt64)? {
+            // All lowercase: kept as its value, never interned.
+            AppAccountToken.parse(s.lowercased(), table: table).map { ($0.high, $0.low) }
         }
 
         @inline(__always)
         func keeps(_ t: Transaction) -> Bool {
-            originals.contains(t.originalTransactionId)
-                || (!t.appAccountToken.isNone && tokens.contains(t.appAccountToken))
+            if originals.contains(t.originalTransactionId) { return true }
+            let token = t.appAccountToken
+            if token.isNone || tokens.isEmpty { return false }
+            let v: (high: UInt64, low: UInt64)
+            if token.kind == .interned {
+                // Letters of both cases: its string, read in lowercase.
+                guard let s = token.string(in: table), let value = Keys.value(of: s, table: table) else { return false }
+                v = value
+            } else {
+                v = (token.high, token.low)
+            }
+            return tokens.contains { $0 == v }
         }
     }
 }

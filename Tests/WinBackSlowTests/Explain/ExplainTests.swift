@@ -51,6 +51,19 @@ struct ExplainTests {
         #expect(byToken.first?.originalTransactionId == "2000000000001001")
         #expect(byToken.first?.text == byId.first?.text)
         #expect(byToken.first?.periods.count == 12)
+        // In any case (docs/rules.md §2.1): the same customer.
+        for asked in ["6F1C2D3E-0000-4000-8000-000000000001", "6F1c2D3e-0000-4000-8000-000000000001"] {
+            let again = try Explainer.explain(o, customer: asked)
+            #expect(again.map(\.text) == byToken.map(\.text), "\(asked)")
+        }
+    }
+
+    @Test("an empty --customer is a usage error, not every customer without a token")
+    func emptyCustomer() throws {
+        let r = try CLI.run(["explain", "pipeline.yaml", "--customer", ""], cwd: Paths.fixtures + "/golden")
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("--customer is empty"), "\(r.stderr)")
+        #expect(r.stdout == "")
     }
 
     @Test("the JSON form parses back and says what the text says")

@@ -354,5 +354,39 @@ extension ReadStageTests {
                 }
             }
         }
+
+        /// `explain`'s filter: tokens in any case, ids as given (docs/rules.md §2.1).
+        @Test(
+            "explain's filter keeps a token's rows whatever the case of the token asked for and of the rows",
+            arguments: [
+                "6f1c2d3e-abcd-4000-8000-00000000000a", "6F1C2D3E-ABCD-4000-8000-00000000000A",
+                "6f1C2d3E-aBcD-4000-8000-00000000000a",
+            ])
+        func filterTokensInAnyCase(asked: String) {
+            let table = StringTable()
+            func row(original: String, token: String?) -> Transaction {
+                var t = Transaction(
+                    transactionId: TransactionKey("t-" + original, table: table),
+                    originalTransactionId: TransactionKey(original, table: table), subscriptionGroupId: 0, productId: 0,
+                    purchaseDate: 0, expiresDate: 1)
+                if let token { t.appAccountToken = AppAccountToken.parse(token, table: table)! }
+                return t
+            }
+            let rows = [
+                row(original: "1", token: "6f1c2d3e-abcd-4000-8000-00000000000a"),
+                row(original: "2", token: "6F1C2D3E-ABCD-4000-8000-00000000000A"),
+                row(original: "3", token: "6F1c2D3e-AbCd-4000-8000-00000000000A"),
+                row(original: "4", token: "6f1c2d3e-abcd-4000-8000-00000000000b"),
+                row(original: "5", token: "7F1C2D3E-ABCD-4000-8000-00000000000A"),
+                row(original: "6", token: nil),
+            ]
+            #expect(rows[2].appAccountToken.kind == .interned)
+            let keys = CustomerFilter.Keys([asked], table: table)
+            #expect(rows.map(keys.keeps) == [true, true, true, false, false, false])
+            // An originalTransactionId is matched as given; an id that is neither keeps nothing.
+            #expect(
+                rows.map(CustomerFilter.Keys(["5"], table: table).keeps) == [false, false, false, false, true, false])
+            #expect(rows.map(CustomerFilter.Keys(["6F1C"], table: table).keeps).allSatisfy { !$0 })
+        }
     }
 }
