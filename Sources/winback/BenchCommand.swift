@@ -69,8 +69,8 @@ struct BenchCommand: ParsableCommand {
             """)
     var incremental = false
 
-    @Option(help: "With --shards: partition tasks.")
-    var tasks = 2
+    @Option(help: "With --shards: partition tasks (default: 2).")
+    var tasks: Int?
 
     @Option(
         name: .customLong("from-s3"),
@@ -82,6 +82,7 @@ struct BenchCommand: ParsableCommand {
     var fromS3: String?
 
     func validate() throws {
+        try checkThreads(threads)
         if format != .appstoreNDJSON && format != .appstoreSigned {
             throw ValidationError(
                 "--format must be \(InputFormat.appstoreNDJSON.rawValue) or \(InputFormat.appstoreSigned.rawValue)")
@@ -94,7 +95,10 @@ struct BenchCommand: ParsableCommand {
         if let u = fromS3, S3Location(uri: u) == nil {
             throw ValidationError("--from-s3 expects \(S3Location.prefixForm)")
         }
-        if tasks < 1 { throw ValidationError("--tasks must be at least 1") }
+        if let tasks {
+            if tasks < 1 { throw ValidationError("--tasks must be at least 1") }
+            if shards == nil { throw ValidationError("--tasks needs --shards") }
+        }
     }
 
     func run() throws {
@@ -110,7 +114,7 @@ struct BenchCommand: ParsableCommand {
         let lines = try reportingErrors {
             if incremental { return try Benchmark.incremental(o, log: log) }
             if let m = memory.flatMap(MemorySize.parse) { return try Benchmark.partitioned(o, .memory(m), log: log) }
-            if let shards { return try Benchmark.partitioned(o, .shards(shards, tasks: tasks), log: log) }
+            if let shards { return try Benchmark.partitioned(o, .shards(shards, tasks: tasks ?? 2), log: log) }
             if let u = fromS3.flatMap(S3Location.init(uri:)) {
                 return try Benchmark.partitioned(o, .fromS3(u), log: log)
             }

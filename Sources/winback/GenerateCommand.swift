@@ -22,7 +22,7 @@ struct GenerateCommand: ParsableCommand {
     @Option(help: "Folder to write into (created if missing).")
     var out: String
 
-    @Option(name: .customLong("as-of"), help: "The world's present: YYYY-MM-DD (default 2026-11-22).")
+    @Option(name: .customLong("as-of"), help: "The world's present: YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ.")
     var asOf: String = "2026-11-22"
 
     @Option(help: "Export format (appstore-signed: signed by a test chain).")
@@ -36,8 +36,10 @@ struct GenerateCommand: ParsableCommand {
             valueName: "name"))
     var experiment: String?
 
-    @Option(help: ArgumentHelp("The share held out, e.g. 10% or 2.5% (with --experiment).", valueName: "share"))
-    var holdout: String = "10%"
+    @Option(
+        help: ArgumentHelp("The share held out, e.g. 10% or 2.5% (with --experiment; default 10%).", valueName: "share")
+    )
+    var holdout: String?
 
     @Option(
         name: .customLong("experiment-start"),
@@ -50,11 +52,13 @@ struct GenerateCommand: ParsableCommand {
     func resolvedExperiment(asOf t: Int64) throws -> Experiment? {
         guard let name = experiment else {
             if experimentStart != nil { throw ValidationError("--experiment-start needs --experiment NAME") }
+            if holdout != nil { throw ValidationError("--holdout needs --experiment NAME") }
             return nil
         }
         guard Experiment.isValidName(name) else {
             throw ValidationError("--experiment '\(name)' must match [A-Za-z0-9._-]{1,64}")
         }
+        let holdout = holdout ?? "10%"
         guard let bp = Experiment.basisPoints(holdout) else {
             throw ValidationError("--holdout '\(holdout)' is not a share from 0.01% to 50% (write 10%, 2.5% or 0.1)")
         }

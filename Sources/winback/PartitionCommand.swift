@@ -34,6 +34,8 @@ struct PartitionCommand: ParsableCommand {
 
     @OptionGroup var log: LogOptions
 
+    func validate() throws { try checkThreads(threads) }
+
     func run() throws {
         try log.reporting { progress in
             _ = try ShardedRun.partition(

@@ -41,3 +41,10 @@ struct LogOptions: ParsableArguments {
         return try reportingErrors(progress) { try body(progress) }
     }
 }
+
+/// Throws the usage error of a `--threads` outside what a run accepts.
+func checkThreads(_ threads: Int?) throws {
+    if let t = threads, !PipelineConfig.threadCounts.contains(t) {
+        throw ValidationError("--threads expects \(PipelineConfig.threadCountsText), found \(t)")
+    }
+}

@@ -49,7 +49,7 @@ struct RunCommand: ParsableCommand {
     var shards: Int?
 
     func validate() throws {
-        if let t = threads, t < 1 { throw ValidationError("--threads must be at least 1") }
+        try checkThreads(threads)
         if let m = memory, case .problem(let why) = MemorySize.read(m) { throw ValidationError("--memory \(why)") }
         if (work == nil) != (shards == nil) { throw ValidationError("--work and --shards go together") }
         if shard != nil && work == nil { throw ValidationError("--shard needs --work and --shards") }

@@ -8,6 +8,10 @@ import Yams
 
 /// A pipeline file (docs/rules.md §2.5), validated: every problem is collected and named.
 public struct PipelineConfig: Sendable {
+    /// The thread counts a run accepts, from the file (`threads`) or the command line (`--threads`).
+    public static let threadCounts = 1...256
+    public static let threadCountsText = "a number of threads from 1 to 256"
+
     public enum AsOf: Sendable, Equatable {
         case today
         case now
@@ -321,10 +325,10 @@ public struct PipelineConfig: Sendable {
         if let t = p.string(root, "threads") {
             if t == "auto" {
                 c.threads = nil
-            } else if let n = Int(t), n >= 1, n <= 256 {
+            } else if let n = Int(t), PipelineConfig.threadCounts.contains(n) {
                 c.threads = n
             } else {
-                p.fail("threads", "expected auto or a number of threads from 1 to 256, found '\(t)'")
+                p.fail("threads", "expected auto or \(PipelineConfig.threadCountsText), found '\(t)'")
             }
         }
         if let i = p.string(

@@ -203,7 +203,7 @@ struct CommandLineTests {
         "exit codes follow sysexits",
         arguments: [
             ("usage", 64), ("bad-config", 78), ("missing-pipeline", 78), ("bad-catalog", 78), ("no-match", 66),
-            ("corrupt", 65), ("locked", 75), ("unwritable-output", 73),
+            ("glob-folder", 66), ("corrupt", 65), ("locked", 75), ("unwritable-output", 73),
         ])
     func exitCodes(fault: String, expected: Int32) throws {
         let w = try Paths.copyFixture("golden")
@@ -222,6 +222,9 @@ struct CommandLineTests {
         case "no-match":
             try FileManager.default.removeItem(atPath: w + "/input/transactions-a.jsonl.gz")
             try FileManager.default.removeItem(atPath: w + "/input/transactions-b.jsonl.gz")
+        case "glob-folder":
+            try FileManager.default.createDirectory(
+                atPath: w + "/input/transactions-z.jsonl.gz", withIntermediateDirectories: false)
         case "corrupt":
             try Data([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff]).write(
                 to: URL(fileURLWithPath: w + "/input/transactions-a.jsonl.gz"))
@@ -345,12 +348,61 @@ struct CommandLineTests {
         #expect(!r.stderr.contains("\\x0A  - "), "\(r.stderr)")
     }
 
+    @Test(
+        "a thread count outside 1–256 is a usage error from every command that takes one, as in the file",
+        arguments: [
+            ["run", "pipeline.yaml", "--threads", "0"], ["run", "pipeline.yaml", "--threads", "257"],
+            ["bench", "--threads", "300", "--cache", "unused"],
+            [
+                "partition", "pipeline.yaml", "--work", "w", "--shards", "2", "--tasks", "1", "--task", "0",
+                "--threads", "0",
+            ],
+        ])
+    func threadCounts(arguments: [String]) throws {
+        let w = try Paths.copyFixture("golden")
+        let r = try CLI.run(arguments, cwd: w)
+        #expect(r.status == 64, "\(arguments): \(r.stderr)")
+        #expect(r.stderr.contains("--threads expects a number of threads from 1 to 256, found "), "\(r.stderr)")
+        #expect(
+            !FileManager.default.fileExists(atPath: w + "/unused") && !FileManager.default.fileExists(atPath: w + "/w"))
+        #expect(!FileManager.default.fileExists(atPath: w + "/out"))
+    }
+
+    @Test("options that only work with another are usage errors without it")
+    func optionsWithoutTheirPartner() throws {
+        let w = try Paths.copyFixture("golden")
+        for (arguments, message) in [
+            (["generate", "--customers", "10", "--out", "g", "--holdout", "5%"], "--holdout needs --experiment NAME"),
+            (["bench", "--tasks", "3", "--cache", "unused"], "--tasks needs --shards"),
+        ] {
+            let r = try CLI.run(arguments, cwd: w)
+            #expect(r.status == 64, "\(arguments): \(r.stderr)")
+            #expect(r.stderr.contains(message), "\(r.stderr)")
+            #expect(
+                !FileManager.default.fileExists(atPath: w + "/g")
+                    && !FileManager.default.fileExists(atPath: w + "/unused"))
+        }
+    }
+
     @Test("--memory below 32 MB is a usage error saying so")
     func memoryBelowMinimum() throws {
         let w = try Paths.copyFixture("golden")
         let r = try CLI.run(["run", "pipeline.yaml", "--memory", "8MB"], cwd: w)
         #expect(r.status == 64)
         #expect(r.stderr.contains("--memory '8MB' is below the 32 MB minimum"), "\(r.stderr)")
+    }
+
+    @Test("a folder a glob matches is an input error (66) from validate and run, naming it; nothing is published")
+    func folderMatchedByAGlob() throws {
+        let w = try Paths.copyFixture("golden")
+        let folder = w + "/input/transactions-z.jsonl.gz"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        for command in ["validate", "run"] {
+            let r = try CLI.run([command, "pipeline.yaml"], cwd: w)
+            #expect(r.status == 66, "\(command): \(r.stderr)")
+            #expect(r.stderr.contains(folder + ": is a folder, not a regular file"), "\(r.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: w + "/out"))
     }
 
     @Test("validate reports every problem at once with exit 78, and exit 0 when valid")
