@@ -220,11 +220,24 @@ package enum System {
         if FileName.withCString(path, { Glibc.mkdir($0, mode) }) != 0 { throw SystemError("mkdir") }
     }
 
+    /// A folder of another user's where a run would write (docs/rules.md §6.1).
+    package struct OwnedByAnother: Error, CustomStringConvertible {
+        package let uid: uid_t
+        package var description: String {
+            "is owned by another user (uid \(uid)), not by this run's (uid \(geteuid()))"
+        }
+    }
+
     /// Sets the mode, and with `group` the group, of the folder at `path`, opened without
-    /// following a link (a link there fails with ENOTDIR or ELOOP).
+    /// following a link (a link there fails with ENOTDIR or ELOOP). Throws ``OwnedByAnother``
+    /// when the folder is not this process's user's: its owner could plant links in it, and
+    /// even root must not write into it.
     package static func secureDirectory(_ path: String, mode: mode_t, group: gid_t?) throws {
         let fd = try open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
         defer { closeQuietly(fd) }
+        var st = stat()
+        if fstat(fd, &st) != 0 { throw SystemError("fstat") }
+        if st.st_uid != geteuid() { throw OwnedByAnother(uid: st.st_uid) }
         if let group, fchown(fd, uid_t.max, group) != 0 { throw SystemError("fchown") }
         if fchmod(fd, mode) != 0 { throw SystemError("fchmod") }
     }

@@ -118,6 +118,9 @@ public final class Publisher: @unchecked Sendable {
             as SystemError
         {
             throw e.winBack(.cannotCreateOutput, "cannot make the output folder private", path: root)
+        } catch let e as System.OwnedByAnother {
+            throw WinBackError(
+                .cannotCreateOutput, "the output folder \(e); a run writes only into its own", path: root)
         }
     }
 

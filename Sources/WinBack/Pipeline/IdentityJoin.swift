@@ -235,6 +235,8 @@ final class IdentityBuckets {
 
     /// Removes a work folder of the run's own files (buckets, answers): each file, then the folder.
     static func removeFolder(_ folder: String) {
+        // A link in its place is removed, never followed.
+        if System.linkKind(folder) == System.symbolicLinkType { return System.unlinkIfPresent(folder) }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
             System.unlinkIfPresent(folder + "/" + name)
         }

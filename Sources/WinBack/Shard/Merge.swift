@@ -28,21 +28,29 @@ public enum Merge {
         memoryLimit: Int? = nil, started: Date = Date(), state keeper: ShardedStateKeeper? = nil
     ) throws -> RunSummary {
         let fingerprint = RunFingerprint(p, shards: shards)
-        let partitions = try Partition.markers(work, expecting: fingerprint)
-        let digests = partitions.map(\.digest)
+        let partitions: [(PartitionMarker, digest: String)]
         var markers: [ShardMarker] = []
-        for k in 0..<shards {
-            let (m, _) = try WorkFolder.finished(
-                ShardMarker.self, in: work.shard(k), what: "shard \(k) of \(shards)", expecting: fingerprint,
-                of: \.fingerprint)
-            guard m.partitions == digests else {
-                throw WinBackError(
-                    .noInput, "shard \(k) read the outputs of an earlier partition run: run shard \(k) again",
-                    path: work.shard(k))
+        do {
+            try work.secure()
+            partitions = try Partition.markers(work, expecting: fingerprint)
+            let digests = partitions.map(\.digest)
+            for k in 0..<shards {
+                let (m, _) = try WorkFolder.finished(
+                    ShardMarker.self, in: work.shard(k), what: "shard \(k) of \(shards)", expecting: fingerprint,
+                    of: \.fingerprint)
+                guard m.partitions == digests else {
+                    throw WinBackError(
+                        .noInput, "shard \(k) read the outputs of an earlier partition run: run shard \(k) again",
+                        path: work.shard(k))
+                }
+                markers.append(m)
             }
-            markers.append(m)
+            try checkOutputs(p, markers, work: work, shards: shards)
+        } catch {
+            // A memory-bounded run has begun its publish: its failure is kept as any other's.
+            if let given { ShardedRun.failed(error, p, work: work, started: started, publisher: given) }
+            throw error
         }
-        try checkOutputs(p, markers, work: work, shards: shards)
         work.removeLeftovers()
 
         // An array job began when its first partition task did; a memory-bounded run passes its own start.

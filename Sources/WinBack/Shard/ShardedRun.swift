@@ -109,16 +109,23 @@ public enum ShardedRun {
                 progress.event("incremental", keeper.state.line, fields: ["state": keeper.state.use.rawValue])
             }
         } catch {
-            var manifest = Manifest(p, started: started)
-            let rejects =
-                (try? WorkFolder.readJSON(RejectList.self, from: work.task(0) + "/rejects.json"))??.0
-                ?? RejectList(limit: p.config.maxRejectsListed)
-            manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
+            failed(error, p, work: work, started: started, publisher: publisher)
             throw error
         }
         return try Merge.run(
             p, work: work, shards: shards, progress: progress, publisher: publisher, memoryLimit: memory,
             started: started, state: keeper)
+    }
+
+    /// A memory-bounded run's failure before its merge publishes: the manifest saying why and
+    /// the partition's rejects kept in `.failed-<date>/`, the staging folder removed and the lock
+    /// released (docs/rules.md §6).
+    static func failed(_ error: Error, _ p: ResolvedPipeline, work: WorkFolder, started: Date, publisher: Publisher) {
+        var manifest = Manifest(p, started: started)
+        let rejects =
+            (try? WorkFolder.readJSON(RejectList.self, from: work.task(0) + "/rejects.json"))??.0
+            ?? RejectList(limit: p.config.maxRejectsListed)
+        manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
     }
 
     /// The partition and every shard of a memory-bounded run, one after the other; returns the

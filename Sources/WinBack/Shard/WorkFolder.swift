@@ -25,6 +25,32 @@ public struct WorkFolder: Sendable {
         self.root = InputFiles.absolute(root, base: FileManager.default.currentDirectoryPath)
     }
 
+    /// Makes the folder and its `parts/` and `shards/` where missing, and checks each is a real
+    /// folder of this user's, then makes it private (0700): the tasks trust what they find in
+    /// it, so nobody else may be able to write there or plant a link (docs/rules.md §6.1).
+    /// Exit 73 otherwise.
+    func secure() throws {
+        let parent = (root as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        for folder in [root, root + "/parts", root + "/shards"] {
+            do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError where e.errno == EEXIST {
+            } catch let e as SystemError {
+                throw e.winBack(.cannotCreateOutput, "cannot create the work folder", path: folder)
+            }
+            if System.linkKind(folder) == System.symbolicLinkType {
+                throw WinBackError(
+                    .cannotCreateOutput,
+                    "is a symbolic link; a work folder and its parts and shards must be real folders",
+                    path: folder)
+            }
+            do { try System.secureDirectory(folder, mode: 0o700, group: nil) } catch let e as SystemError {
+                throw e.winBack(.cannotCreateOutput, "cannot make the work folder private", path: folder)
+            } catch let e as System.OwnedByAnother {
+                throw WinBackError(.cannotCreateOutput, "the work folder \(e); a run trusts only its own", path: folder)
+            }
+        }
+    }
+
     func task(_ i: Int) -> String { root + "/parts/task-\(i)" }
     func part(task i: Int, shard k: Int) -> String { task(i) + "/shard-\(k).part" }
     func shard(_ k: Int) -> String { root + "/shards/\(k)" }
@@ -65,7 +91,10 @@ public struct WorkFolder: Sendable {
     static func replace(_ final: String, with staged: String) throws {
         let fm = FileManager.default
         do {
-            if fm.fileExists(atPath: final) {
+            if System.linkKind(final) == System.symbolicLinkType {
+                // Never followed: the link itself goes.
+                System.unlinkIfPresent(final)
+            } else if fm.fileExists(atPath: final) {
                 try? fm.removeItem(atPath: final + "/" + marker)
                 try fm.removeItem(atPath: final)
             }
