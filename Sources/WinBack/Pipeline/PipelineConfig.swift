@@ -112,6 +112,10 @@ public struct PipelineConfig: Sendable {
     /// every problem.
     public static func load(path: String) throws -> PipelineConfig {
         let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
+        // A folder or a FIFO is named for what it is (a FIFO would block the read).
+        if let what = System.notRegular(abs) {
+            throw WinBackError(.configuration, "is \(what), not a pipeline file", path: path)
+        }
         guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8)
         else {
             throw WinBackError(.configuration, "pipeline file is missing or unreadable", path: path)

@@ -21,6 +21,30 @@ struct PipelineConfigTests {
           directory: ../Output
         """
 
+    @Test("a pipeline file or catalog that is a folder or a FIFO is named for what it is (78), never read")
+    func configurationThatIsNoFile() throws {
+        let dir = Paths.temporary() + "/config"
+        try FileManager.default.createDirectory(atPath: dir + "/folder.yaml", withIntermediateDirectories: true)
+        #expect(mkfifo(dir + "/fifo.yaml", 0o600) == 0)
+        for (name, what) in [("folder.yaml", "a folder"), ("fifo.yaml", "a FIFO (named pipe)")] {
+            let path = dir + "/" + name
+            #expect {
+                _ = try PipelineConfig.load(path: path)
+            } throws: { e in
+                (e as? WinBackError)?.code == .configuration && "\(e)" == "\(path): is \(what), not a pipeline file"
+            }
+            #expect {
+                _ = try OfferCatalog.load(path: path)
+            } throws: { e in
+                (e as? WinBackError)?.code == .configuration
+                    && "\(e)" == "\(path): is \(what), not an offer catalog file"
+            }
+        }
+        #expect {
+            _ = try PipelineConfig.load(path: dir + "/missing.yaml")
+        } throws: { e in "\(e)".hasSuffix("pipeline file is missing or unreadable") }
+    }
+
     @Test("defaults fill every optional key")
     func defaults() throws {
         let (c, problems) = PipelineConfig.parse(Self.minimal, path: "/srv/p/nightly.yaml")
