@@ -73,9 +73,7 @@ public enum InputFiles {
     static func literal(_ path: String) throws -> [String] {
         // A dangling link is still named, so that reading it fails with its name.
         guard System.kind(path, followLinks: false) != .missing else { return [] }
-        if System.kind(path) == .directory {
-            throw WinBackError(.noInput, "is a directory, not a file", path: path)
-        }
+        // A folder is refused with any other file that is not regular, below.
         return [path]
     }
 

@@ -169,13 +169,15 @@ extension ReadStageTests {
             }
         }
 
-        @Test func aGlobMatchingOnlyFoldersIsNoInput() throws {
-            try world { _, base in
-                #expect(throws: WinBackError.self) { try InputFiles.resolve(["../data/sub*"], base: base) }
-                #expect {
-                    _ = try InputFiles.resolve(["../data/sub.jsonl.gz"], base: base)
-                } throws: { e in
-                    (e as? WinBackError)?.code == .noInput
+        @Test func aFolderNamedOrMatchedAloneIsNoInputNamedAlike() throws {
+            try world { root, base in
+                for pattern in ["../data/sub*", "../data/sub.jsonl.gz"] {
+                    #expect {
+                        _ = try InputFiles.resolve([pattern], base: base)
+                    } throws: { e in
+                        (e as? WinBackError)?.code == .noInput
+                            && "\(e)" == "\(root)/data/sub.jsonl.gz: is a folder, not a regular file"
+                    }
                 }
             }
         }
