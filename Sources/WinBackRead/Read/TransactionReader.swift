@@ -197,7 +197,7 @@ package struct CustomerFilter: Sendable {
         /// The digits of the token `s` names in any case, or nil when `s` is no UUID.
         static func value(of s: String, table: StringTable) -> (high: UInt64, low: UInt64)? {
             // All lowercase: kept as its value, never interned.
-            AppAccountToken.parse(s.lowercased(), table: table).map { ($0.high, $0.low) }
+            AppAccountToken.parse(IdentityReader.lowercasedASCII(s), table: table).map { ($0.high, $0.low) }
         }
 
         @inline(__always)

@@ -12,7 +12,8 @@ public enum Benchmark {
         public var seed: UInt64 = 1
         public var cache = "bench-cache"
         public var runs = 3
-        public var threads = ProcessInfo.processInfo.activeProcessorCount
+        /// One per core, as a run's default, at most as many as a run takes.
+        public var threads = min(ProcessInfo.processInfo.activeProcessorCount, PipelineConfig.threadCounts.upperBound)
         /// Inflates `.gz` inputs for the floor and the pipeline alike.
         public var inflater: Inflater = .zlib
         /// The executable to run the pipeline with (`winback`).
