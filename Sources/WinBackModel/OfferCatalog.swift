@@ -22,12 +22,7 @@ public struct OfferCatalog: Sendable, Equatable {
     public static let reservedOfferId = "holdout"
 
     public static func load(path: String, contents: Data? = nil) throws -> OfferCatalog {
-        if contents == nil, let what = System.notRegular(path) {
-            throw WinBackError(.configuration, "is \(what), not an offer catalog file", path: path)
-        }
-        guard let data = contents ?? FileManager.default.contents(atPath: path) else {
-            throw WinBackError(.configuration, "offer catalog is missing or unreadable", path: path)
-        }
+        let data = try contents ?? Data(System.readConfiguration(path, what: "offer catalog"))
         let (catalog, problems) = parse(data, folder: (path as NSString).deletingLastPathComponent)
         if !problems.isEmpty {
             throw WinBackError(

@@ -67,6 +67,47 @@ package enum System {
         return (fd, Int(st.st_size))
     }
 
+    /// The bytes of the regular file at `path` (a configuration file: the pipeline, the
+    /// catalog, the rates), read as ``openRegularFile(_:followLinks:)`` opens it, so that a FIFO
+    /// never blocks; nil when nothing is there. Throws ``NotRegularFile`` for anything but a
+    /// regular file, a ``SystemError`` when it cannot be read.
+    package static func readRegularFile(_ path: String) throws -> [UInt8]? {
+        let (fd, size): (Int32, Int)
+        do { (fd, size) = try openRegularFile(path) } catch let e as SystemError
+            where e.errno == ENOENT || e.errno == ENOTDIR
+        {
+            return nil
+        }
+        defer { closeQuietly(fd) }
+        var bytes = [UInt8](repeating: 0, count: max(size, 4096))
+        var used = 0
+        while true {
+            if used == bytes.count { bytes += [UInt8](repeating: 0, count: bytes.count) }
+            let n = try bytes.withUnsafeMutableBytes {
+                try read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[used...]))
+            }
+            if n == 0 { break }
+            used += n
+        }
+        bytes.removeSubrange(used...)
+        return bytes
+    }
+
+    /// A configuration file's bytes (`what`: "pipeline file", "offer catalog"): a configuration
+    /// error (78) when it is missing, unreadable, or not a regular file (named for what it is;
+    /// a FIFO is never read).
+    package static func readConfiguration(_ path: String, what: String, naming name: String? = nil) throws -> [UInt8] {
+        do {
+            if let bytes = try readRegularFile(path) { return bytes }
+        } catch let e as NotRegularFile {
+            throw WinBackError(
+                .configuration,
+                "is \(e.what), not \(what.first.map { "aeiou".contains($0) } == true ? "an" : "a") \(what)",
+                path: name ?? path)
+        } catch {}
+        throw WinBackError(.configuration, "\(what) is missing or unreadable", path: name ?? path)
+    }
+
     /// A file type of `st_mode` in words.
     package static func describe(_ type: mode_t) -> String {
         switch type {
@@ -220,6 +261,52 @@ package enum System {
         if FileName.withCString(path, { Glibc.mkdir($0, mode) }) != 0 { throw SystemError("mkdir") }
     }
 
+    /// Makes folder `path` and any missing folder above it, each with `mode` (less the umask):
+    /// never the 0777 a umask of 0 would leave, which anyone could write.
+    package static func makeDirectories(_ path: String, mode: mode_t) throws {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + part
+            if kind(prefix) == .directory { continue }
+            do { try makeDirectory(prefix, mode: mode) } catch let e as SystemError where e.errno == EEXIST {}
+        }
+    }
+
+    /// The first of folder `path` (links resolved) and the folders above it that another user
+    /// could rename entries of: one neither root's nor this user's, or writable by its group or
+    /// by all without the sticky bit (as /tmp has), in words; nil when there is none, or when
+    /// `path` cannot be resolved (whoever uses it then fails with the system's reason).
+    package static func swappableAncestor(_ path: String) -> String? {
+        guard var folder = resolved(path) else { return nil }
+        while true {
+            var st = stat()
+            guard FileName.withCString(folder, { stat($0, &st) }) == 0 else { return nil }
+            if st.st_uid != 0 && st.st_uid != geteuid() {
+                return "\(folder) is owned by another user (uid \(st.st_uid))"
+            }
+            if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 {
+                return "\(folder) can be written by \(st.st_mode & 0o002 != 0 ? "every user" : "its group") (mode "
+                    + String(st.st_mode & 0o7777, radix: 8) + ", not sticky)"
+            }
+            if folder == "/" { return nil }
+            folder = (folder as NSString).deletingLastPathComponent
+            if folder.isEmpty { folder = "/" }
+        }
+    }
+
+    /// The owner of the link (or file) at `path` itself, not followed; nil when nothing is there.
+    package static func linkOwner(_ path: String) -> uid_t? {
+        var st = stat()
+        return FileName.withCString(path, { lstat($0, &st) }) == 0 ? st.st_uid : nil
+    }
+
+    /// `path` with every link resolved (realpath(3)); nil when it cannot be.
+    package static func resolved(_ path: String) -> String? {
+        guard let r = FileName.withCString(path, { Glibc.realpath($0, nil) }) else { return nil }
+        defer { free(r) }
+        return FileName.string(cString: r)
+    }
+
     /// A folder of another user's where a run would write (docs/rules.md §6.1).
     package struct OwnedByAnother: Error, CustomStringConvertible {
         package let uid: uid_t
@@ -232,12 +319,12 @@ package enum System {
     /// following a link (a link there fails with ENOTDIR or ELOOP). Throws ``OwnedByAnother``
     /// when the folder is not this process's user's: its owner could plant links in it, and
     /// even root must not write into it.
-    package static func secureDirectory(_ path: String, mode: mode_t, group: gid_t?) throws {
+    package static func secureDirectory(_ path: String, mode: mode_t, group: gid_t?, anyOwner: Bool = false) throws {
         let fd = try open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
         defer { closeQuietly(fd) }
         var st = stat()
         if fstat(fd, &st) != 0 { throw SystemError("fstat") }
-        if st.st_uid != geteuid() { throw OwnedByAnother(uid: st.st_uid) }
+        if st.st_uid != geteuid() && !anyOwner { throw OwnedByAnother(uid: st.st_uid) }
         if let group, fchown(fd, uid_t.max, group) != 0 { throw SystemError("fchown") }
         if fchmod(fd, mode) != 0 { throw SystemError("fchmod") }
     }

@@ -16,6 +16,8 @@ public final class Publisher: @unchecked Sendable {
     /// The group that may read published runs (`output.group`): the folder is then 0750 and
     /// that group's, else 0700 (docs/rules.md §6.1).
     public let group: String?
+    /// The id of ``group``, once ``begin()`` has found it.
+    private var groupID: gid_t?
     private var lockFD: Int32 = -1
     /// Where this run's files are written before publishing.
     public private(set) var staging: String = ""
@@ -83,12 +85,6 @@ public final class Publisher: @unchecked Sendable {
     /// `<output>/<name>/`, made if missing, with its parents; its mode set to 0700 (or 0750 and
     /// `group`) whatever the umask, also when it was there before.
     private func makeRoot() throws {
-        let parent = (root as NSString).deletingLastPathComponent
-        do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
-            throw WinBackError(
-                .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, error))",
-                path: root)
-        }
         let gid: gid_t?
         if let group {
             guard let id = System.groupID(group) else {
@@ -98,30 +94,8 @@ public final class Publisher: @unchecked Sendable {
         } else {
             gid = nil
         }
-        do { try System.makeDirectory(root, mode: 0o700) } catch let e as SystemError where e.errno == EEXIST {
-            if System.linkKind(root) == System.symbolicLinkType {
-                throw WinBackError(
-                    .cannotCreateOutput, "is a symbolic link; the output folder of a pipeline must be a real folder",
-                    path: root)
-            }
-            if System.kind(root) != .directory {
-                throw WinBackError(
-                    .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, e))",
-                    path: root)
-            }
-        } catch let e as SystemError {
-            throw WinBackError(
-                .cannotCreateOutput, "cannot create the output folder: \(OutputFile.folderProblem(root, e))", path: root
-            )
-        }
-        do { try System.secureDirectory(root, mode: gid == nil ? 0o700 : 0o750, group: gid) } catch let e
-            as SystemError
-        {
-            throw e.winBack(.cannotCreateOutput, "cannot make the output folder private", path: root)
-        } catch let e as System.OwnedByAnother {
-            throw WinBackError(
-                .cannotCreateOutput, "the output folder \(e); a run writes only into its own", path: root)
-        }
+        groupID = gid
+        try PrivateFolder.make(root, mode: gid == nil ? 0o700 : 0o750, group: gid, what: "output folder")
     }
 
     /// Releases the lock (also when the process ends).
@@ -154,6 +128,7 @@ public final class Publisher: @unchecked Sendable {
                     path: root + "/" + name)
             }
         }
+        try settleModes(staging)
         let stamp = Int64(Date().timeIntervalSince1970 * 1000)
         let versioned = ".run-\(date)-\(stamp)-\(System.processID)"
         try rename(staging, root + "/" + versioned)
@@ -170,6 +145,25 @@ public final class Publisher: @unchecked Sendable {
         }
         System.syncDirectory(root)
         if !keepingLock { unlock() }
+    }
+
+    /// The run's folders 0750 and files 0640 with `output.group`, and that group's; folders 0700
+    /// and files 0640 without (the root folder keeps everyone else out); whatever the umask.
+    private func settleModes(_ folder: String) throws {
+        let folderMode: mode_t = groupID == nil ? 0o700 : 0o750
+        do {
+            try System.secureDirectory(folder, mode: folderMode, group: groupID)
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder).sorted() {
+                let path = folder + "/" + name
+                switch System.linkKind(path) {
+                case System.folderType?: try settleModes(path)
+                case System.symbolicLinkType?: continue
+                default: try System.secureFile(path, mode: 0o640, group: groupID)
+                }
+            }
+        } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot set the published files' modes", path: folder)
+        }
     }
 
     /// Dates (`YYYY-MM-DD` symlinks) published under the root.

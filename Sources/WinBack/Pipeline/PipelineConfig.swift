@@ -112,13 +112,9 @@ public struct PipelineConfig: Sendable {
     /// every problem.
     public static func load(path: String) throws -> PipelineConfig {
         let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
-        // A folder or a FIFO is named for what it is (a FIFO would block the read).
-        if let what = System.notRegular(abs) {
-            throw WinBackError(.configuration, "is \(what), not a pipeline file", path: path)
-        }
-        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8)
-        else {
-            throw WinBackError(.configuration, "pipeline file is missing or unreadable", path: path)
+        let bytes = try System.readConfiguration(abs, what: "pipeline file", naming: path)
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw WinBackError(.configuration, "pipeline file is not UTF-8 text", path: path)
         }
         let (config, problems) = parse(text, path: abs)
         if let config, problems.isEmpty { return config }

@@ -29,9 +29,16 @@ public enum PipelineValidation {
     public static func check(pipelinePath: String) -> Report {
         var report = Report()
         let abs = InputFiles.absolute(pipelinePath, base: FileManager.default.currentDirectoryPath)
-        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8)
-        else {
-            report.problems.append("\(pipelinePath): pipeline file is missing or unreadable")
+        let text: String
+        do {
+            let bytes = try System.readConfiguration(abs, what: "pipeline file", naming: pipelinePath)
+            guard let t = String(validating: bytes, as: UTF8.self) else {
+                report.problems.append("\(pipelinePath): pipeline file is not UTF-8 text")
+                return report
+            }
+            text = t
+        } catch {
+            report.problems.append("\(error)")
             return report
         }
         let (config, problems) = PipelineConfig.parse(text, path: abs)
@@ -53,9 +60,17 @@ public enum PipelineValidation {
 
         let catalogPath = config.resolve(config.offersPath)
         var offers = 0
+        // A catalog that is no regular file is named for what it is, and never read.
+        var catalogBytes: Data?
+        var catalogProblem: String?
+        if !config.offersPath.isEmpty {
+            do { catalogBytes = try InputStores.contents(catalogPath) } catch { catalogProblem = "\(error)" }
+        }
         if config.offersPath.isEmpty {
             // Already reported as a missing field.
-        } else if let data = (try? InputStores.contents(catalogPath)) ?? nil {
+        } else if let catalogProblem {
+            report.problems.append(catalogProblem)
+        } else if let data = catalogBytes {
             let (catalog, problems) = OfferCatalog.parse(
                 data, folder: (catalogPath as NSString).deletingLastPathComponent)
             report.problems += problems.map { "\(catalogPath): \($0)" }

@@ -25,29 +25,17 @@ public struct WorkFolder: Sendable {
         self.root = InputFiles.absolute(root, base: FileManager.default.currentDirectoryPath)
     }
 
-    /// Makes the folder and its `parts/` and `shards/` where missing, and checks each is a real
-    /// folder of this user's, then makes it private (0700): the tasks trust what they find in
-    /// it, so nobody else may be able to write there or plant a link (docs/rules.md §6.1).
-    /// Exit 73 otherwise.
-    func secure() throws {
-        let parent = (root as NSString).deletingLastPathComponent
-        try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        for folder in [root, root + "/parts", root + "/shards"] {
-            do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError where e.errno == EEXIST {
-            } catch let e as SystemError {
-                throw e.winBack(.cannotCreateOutput, "cannot create the work folder", path: folder)
-            }
-            if System.linkKind(folder) == System.symbolicLinkType {
-                throw WinBackError(
-                    .cannotCreateOutput,
-                    "is a symbolic link; a work folder and its parts and shards must be real folders",
-                    path: folder)
-            }
-            do { try System.secureDirectory(folder, mode: 0o700, group: nil) } catch let e as SystemError {
-                throw e.winBack(.cannotCreateOutput, "cannot make the work folder private", path: folder)
-            } catch let e as System.OwnedByAnother {
-                throw WinBackError(.cannotCreateOutput, "the work folder \(e); a run trusts only its own", path: folder)
-            }
+    /// The folder and its `parts/` and `shards/`, made where missing (with `create`; without,
+    /// those missing are left so, for the reader to say what has not run), each checked to be a
+    /// folder of this user's that nobody else can write or swap, and made private (0700): the
+    /// tasks trust what they find in it (docs/rules.md §6.1). The folder itself may be a link of
+    /// this user's own; `parts/` and `shards/` may not. Exit 73 otherwise.
+    func secure(create: Bool) throws {
+        guard try PrivateFolder.make(root, mode: 0o700, what: "work folder", create: create, ownLink: true) else {
+            return
+        }
+        for sub in ["parts", "shards"] {
+            try PrivateFolder.make(root + "/" + sub, mode: 0o700, what: "work folder's \(sub)", create: create)
         }
     }
 

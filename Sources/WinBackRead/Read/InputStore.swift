@@ -80,7 +80,13 @@ struct LocalStore: InputStore {
 
     func open(_ path: String) throws -> RawInput { try FileHandleFD(path: path) }
 
-    func contents(_ path: String) throws -> Data? { FileManager.default.contents(atPath: path) }
+    /// A regular file's bytes; nil when it is missing or unreadable (the caller names the file).
+    /// Anything else (a folder, a FIFO: never read) is a configuration error naming it.
+    func contents(_ path: String) throws -> Data? {
+        do { return try System.readRegularFile(path).map { Data($0) } } catch let e as System.NotRegularFile {
+            throw WinBackError(.configuration, "is \(e.what), not a regular file", path: path)
+        } catch { return nil }
+    }
 
     func isReadableFile(_ path: String) throws -> Bool { System.kind(path) == .file && System.isReadable(path) }
 }

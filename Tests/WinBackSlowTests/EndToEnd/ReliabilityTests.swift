@@ -405,6 +405,29 @@ struct CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: w + "/out"))
     }
 
+    @Test(
+        "a catalog or pipeline file that is a FIFO is a configuration error (78) naming it, from validate and run, without hanging",
+        .timeLimit(.minutes(1)))
+    func fifoConfiguration() throws {
+        let w = try Paths.copyFixture("golden")
+        try FileManager.default.removeItem(atPath: w + "/input/offers.json")
+        #expect(mkfifo(w + "/input/offers.json", 0o600) == 0)
+        for command in ["validate", "run", "explain"] {
+            var arguments = [command, "pipeline.yaml"]
+            if command == "explain" { arguments += ["--customer", "2000000000001001"] }
+            let r = try CLI.run(arguments, cwd: w)
+            #expect(r.status == 78, "\(command): \(r.stderr)")
+            #expect(
+                r.stderr.contains(w + "/input/offers.json: is a FIFO (named pipe), not a regular file"), "\(r.stderr)")
+        }
+        #expect(mkfifo(w + "/fifo.yaml", 0o600) == 0)
+        for command in ["validate", "run"] {
+            let r = try CLI.run([command, "fifo.yaml"], cwd: w)
+            #expect(r.status == 78, "\(command): \(r.stderr)")
+            #expect(r.stderr.contains("fifo.yaml: is a FIFO (named pipe), not a pipeline file"), "\(r.stderr)")
+        }
+    }
+
     @Test("validate reports every problem at once with exit 78, and exit 0 when valid")
     func validate() throws {
         let w = try Paths.copyFixture("golden")

@@ -644,6 +644,16 @@ struct HostileInputTests {
             let st = try Self.status(root)
             #expect(st.st_mode & 0o777 == 0o750, "group \(group)")
             #expect(st.st_gid == gid, "group \(group)")
+            // The group reads the published run: its folders 0750 and files 0640, all the group's.
+            let run = URL(fileURLWithPath: root + "/latest").resolvingSymlinksInPath().path
+            let entries = (FileManager.default.enumerator(atPath: run)?.allObjects as? [String] ?? []) + ["."]
+            #expect(entries.count > 10)
+            for e in entries {
+                let s = try Self.status(run + "/" + e)
+                let folder = s.st_mode & S_IFMT == S_IFDIR
+                #expect(s.st_mode & 0o777 == (folder ? 0o750 : 0o640), "\(e) under group \(group)")
+                #expect(s.st_gid == gid, "\(e) under group \(group)")
+            }
         }
 
         try setGroup("no-such-group-winback")

@@ -21,7 +21,9 @@ struct PipelineConfigTests {
           directory: ../Output
         """
 
-    @Test("a pipeline file or catalog that is a folder or a FIFO is named for what it is (78), never read")
+    @Test(
+        "a pipeline file or catalog that is a folder or a FIFO is named for what it is (78), never read",
+        .timeLimit(.minutes(1)))
     func configurationThatIsNoFile() throws {
         let dir = Paths.temporary() + "/config"
         try FileManager.default.createDirectory(atPath: dir + "/folder.yaml", withIntermediateDirectories: true)
@@ -37,12 +39,22 @@ struct PipelineConfigTests {
                 _ = try OfferCatalog.load(path: path)
             } throws: { e in
                 (e as? WinBackError)?.code == .configuration
-                    && "\(e)" == "\(path): is \(what), not an offer catalog file"
+                    && "\(e)" == "\(path): is \(what), not an offer catalog"
             }
         }
         #expect {
             _ = try PipelineConfig.load(path: dir + "/missing.yaml")
         } throws: { e in "\(e)".hasSuffix("pipeline file is missing or unreadable") }
+        // The run reads the catalog through its input stores, and validate too.
+        for (name, what) in [("folder.yaml", "a folder"), ("fifo.yaml", "a FIFO (named pipe)")] {
+            #expect {
+                _ = try InputStores.contents(dir + "/" + name)
+            } throws: { e in
+                (e as? WinBackError)?.code == .configuration
+                    && "\(e)" == "\(dir)/\(name): is \(what), not a regular file"
+            }
+        }
+        #expect(try InputStores.contents(dir + "/missing.json") == nil)
     }
 
     @Test("defaults fill every optional key")

@@ -65,7 +65,7 @@ struct ForeignFolderTests {
     func workFolderOfAnothersUser() throws {
         let root = try Self.foreignFolder()
         do {
-            try WorkFolder(root).secure()
+            try WorkFolder(root).secure(create: true)
             Issue.record("a work folder of another user's was used")
         } catch let e as WinBackError {
             #expect(e.code.exitCode == 73)
@@ -75,35 +75,120 @@ struct ForeignFolderTests {
     }
 
     @Test(
-        "a link planted where the work folder, its parts or its shards belong is refused with exit 73, its target untouched",
-        arguments: ["", "/parts", "/shards"])
+        "a link planted where the work folder's parts or shards belong is refused with exit 73, its target untouched",
+        arguments: ["/parts", "/shards"])
     func linkInTheWorkFolder(at place: String) throws {
         let victim = try Self.victim()
         let before = try Self.mode(victim)
         let root = Paths.temporary() + "/work"
-        if !place.isEmpty { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: root + place, withDestinationPath: victim)
         do {
-            try WorkFolder(root).secure()
+            try WorkFolder(root).secure(create: true)
             Issue.record("a link at \(place) was followed")
         } catch let e as WinBackError {
             #expect(e.code.exitCode == 73)
             #expect(
                 "\(e)"
-                    == "\(root + place): is a symbolic link; a work folder and its parts and shards must be real folders"
+                    == "\(root + place): is a symbolic link; the work folder's \(place.dropFirst()) must be a real folder"
             )
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: victim) == ["_SUCCESS"])
         #expect(try Self.mode(victim) == before)
     }
 
-    @Test("a fresh work folder, its parts and shards are made private whatever the umask")
-    func freshWorkFolderIsPrivate() throws {
+    @Test("a work folder given as a link of the user's own is followed: its target is made private and used")
+    func ownLinkAsTheWorkFolder() throws {
+        let target = Paths.temporary() + "/scratch/work"
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        let link = Paths.temporary() + "/work"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        try WorkFolder(link).secure(create: true)
+        #expect(try Self.mode(target) == 0o700)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: target).sorted() == ["parts", "shards"])
+        #expect(System.linkKind(link) == System.symbolicLinkType)
+    }
+
+    @Test(
+        "a work folder given as a link another user planted is refused, its target untouched",
+        .enabled(if: geteuid() == 0, "only root can give a link to another user"))
+    func anotherUsersLinkAsTheWorkFolder() throws {
+        let victim = try Self.victim()
+        let before = try Self.mode(victim)
+        let link = Paths.temporary() + "/work"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: victim)
+        #expect(lchown(link, 65534, 65534) == 0)
+        #expect {
+            try WorkFolder(link).secure(create: true)
+        } throws: { e in
+            (e as? WinBackError)?.code.exitCode == 73
+                && "\(e)" == "\(link): is a symbolic link; the work folder must be a real folder"
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: victim) == ["_SUCCESS"])
+        #expect(try Self.mode(victim) == before)
+    }
+
+    @Test("without create, a missing work folder is left missing, for the reader to say what has not run")
+    func missingWorkFolderIsNotMade() throws {
+        let root = Paths.temporary() + "/typo/work"
+        try WorkFolder(root).secure(create: false)
+        #expect(!FileManager.default.fileExists(atPath: Paths.temporary() + "/typo"))
+    }
+
+    @Test("a work folder that is a file says so, and so does a file above it")
+    func workFolderThatIsAFile() throws {
+        let dir = Paths.temporary()
+        #expect(FileManager.default.createFile(atPath: dir + "/file", contents: Data("x".utf8)))
+        #expect {
+            try WorkFolder(dir + "/file").secure(create: true)
+        } throws: { e in
+            "\(e)" == "\(dir)/file: is a regular file, not a folder; the work folder must be a folder"
+        }
+        #expect {
+            try WorkFolder(dir + "/file/work").secure(create: true)
+        } throws: { e in
+            "\(e)" == "\(dir)/file/work: cannot create the work folder: \(dir)/file is a file, not a folder"
+        }
+    }
+
+    @Test("a work folder, its parts and shards are made private, also when they were there before, open to all")
+    func workFolderIsMadePrivate() throws {
         let root = Paths.temporary() + "/deeper/work"
-        let old = umask(0)
-        defer { umask(old) }
-        try WorkFolder(root).secure()
+        try FileManager.default.createDirectory(atPath: root + "/parts", withIntermediateDirectories: true)
+        for folder in [root, root + "/parts"] { #expect(chmod(folder, 0o777) == 0) }
+        try WorkFolder(root).secure(create: true)
         for folder in [root, root + "/parts", root + "/shards"] { #expect(try Self.mode(folder) == 0o700) }
+    }
+
+    @Test(
+        "a folder above the output or work folder that another user could write without the sticky bit is refused with exit 73",
+        arguments: [0o777, 0o775, 0o1777])
+    func writableFolderAbove(mode: Int) throws {
+        let above = Paths.temporary() + "/shared"
+        try FileManager.default.createDirectory(atPath: above, withIntermediateDirectories: true)
+        #expect(chmod(above, mode_t(mode)) == 0)
+        let sticky = mode & 0o1000 != 0
+        let words =
+            "\(above) can be written by \(mode & 0o002 != 0 ? "every user" : "its group") (mode \(String(mode, radix: 8)), not sticky)"
+        do {
+            let publisher = Publisher(root: above + "/out/pipeline", date: "2026-11-22")
+            try publisher.begin()
+            #expect(sticky, "began under a folder of mode \(String(mode, radix: 8))")
+            publisher.fail(keeping: [])
+        } catch let e as WinBackError {
+            #expect(!sticky, "\(e)")
+            #expect(e.code.exitCode == 73)
+            #expect("\(e)".contains(words + ": another user could swap the output folder"), "\(e)")
+            // Nothing was made below it.
+            #expect(!FileManager.default.fileExists(atPath: above + "/out/pipeline"))
+        }
+        do {
+            try WorkFolder(above + "/work").secure(create: true)
+            #expect(sticky)
+        } catch let e as WinBackError {
+            #expect(!sticky, "\(e)")
+            #expect("\(e)".contains(words + ": another user could swap the work folder"), "\(e)")
+        }
     }
 
     @Test("a task's folder that is a link is replaced, not followed: the link's target keeps its files")
