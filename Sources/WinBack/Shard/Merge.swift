@@ -31,7 +31,7 @@ public enum Merge {
         let partitions: [(PartitionMarker, digest: String)]
         var markers: [ShardMarker] = []
         do {
-            try work.secure(create: false)
+            try work.secure()
             partitions = try Partition.markers(work, expecting: fingerprint)
             let digests = partitions.map(\.digest)
             for k in 0..<shards {

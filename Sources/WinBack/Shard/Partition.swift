@@ -31,7 +31,7 @@ public enum Partition {
     ) throws -> Summary {
         let started = Date()
         let final = work.task(task)
-        try work.secure(create: true)
+        try work.secure(making: "parts")
         let staged = try WorkFolder.staging(for: final)
         let writers = try (0..<shards).map { try PartWriter(path: staged + "/shard-\($0).part") }
         let files = p.transactionFiles

@@ -27,7 +27,7 @@ public enum ShardRun {
         _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, maxRows: Int? = nil, state: ShardState? = nil
     ) throws -> Summary {
         let started = Date()
-        try work.secure(create: false)
+        try work.secure()
         let fingerprint = RunFingerprint(p, shards: shards)
         let partitions = try Partition.markers(work, expecting: fingerprint)
         if let maxRows {
@@ -50,7 +50,7 @@ public enum ShardRun {
         let audience = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
 
         let final = work.shard(shard)
-        try work.secure(create: true)
+        try work.secure(making: "shards")
         let staged = try WorkFolder.staging(for: final)
         var outputs = try SegmentWriter(
             customers: customers, audience: audience, book: book, formats: p.config.formats,

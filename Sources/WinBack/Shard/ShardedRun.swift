@@ -35,7 +35,7 @@ public enum ShardedRun {
     ) throws -> ShardRun.Summary {
         try checkCounts(shards: shards, tasks: 1)
         let folder = WorkFolder(work)
-        try folder.secure(create: false)
+        try folder.secure()
         let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
         progress.pipeline = p.config.name
         let k = try WorkFolder.index(shard, option: "--shard", count: shards)
@@ -52,7 +52,7 @@ public enum ShardedRun {
         do {
             try checkCounts(shards: shards, tasks: 1)
             let folder = WorkFolder(work)
-            try folder.secure(create: false)
+            try folder.secure()
             let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
             progress.pipeline = p.config.name
             return try Merge.run(p, work: folder, shards: shards, progress: progress)

@@ -25,17 +25,18 @@ public struct WorkFolder: Sendable {
         self.root = InputFiles.absolute(root, base: FileManager.default.currentDirectoryPath)
     }
 
-    /// The folder and its `parts/` and `shards/`, made where missing (with `create`; without,
-    /// those missing are left so, for the reader to say what has not run), each checked to be a
-    /// folder of this user's that nobody else can write or swap, and made private (0700): the
-    /// tasks trust what they find in it (docs/rules.md §6.1). The folder itself may be a link of
-    /// this user's own; `parts/` and `shards/` may not. Exit 73 otherwise.
-    func secure(create: Bool) throws {
-        guard try PrivateFolder.make(root, mode: 0o700, what: "work folder", create: create, ownLink: true) else {
+    /// The folder, its `parts/` and its `shards/`, each checked to be a folder of this user's
+    /// that nobody else can write or swap, and made private (0700): the tasks trust what they
+    /// find in it (docs/rules.md §6.1). With `sub` ("parts" for a partition task, "shards" for a
+    /// shard), the folder and that one are made where missing; the rest are left as they are
+    /// (a missing one is the reader's to report: what has not run). The folder itself may be a
+    /// link of this user's own; `parts/` and `shards/` may not. Exit 73 otherwise.
+    func secure(making sub: String? = nil) throws {
+        guard try PrivateFolder.make(root, mode: 0o700, what: "work folder", create: sub != nil, ownLink: true) else {
             return
         }
-        for sub in ["parts", "shards"] {
-            try PrivateFolder.make(root + "/" + sub, mode: 0o700, what: "work folder's \(sub)", create: create)
+        for name in ["parts", "shards"] {
+            try PrivateFolder.make(root + "/" + name, mode: 0o700, what: "work folder's \(name)", create: name == sub)
         }
     }
 

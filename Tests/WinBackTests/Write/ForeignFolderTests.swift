@@ -65,7 +65,7 @@ struct ForeignFolderTests {
     func workFolderOfAnothersUser() throws {
         let root = try Self.foreignFolder()
         do {
-            try WorkFolder(root).secure(create: true)
+            try WorkFolder(root).secure(making: "parts")
             Issue.record("a work folder of another user's was used")
         } catch let e as WinBackError {
             #expect(e.code.exitCode == 73)
@@ -84,7 +84,7 @@ struct ForeignFolderTests {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: root + place, withDestinationPath: victim)
         do {
-            try WorkFolder(root).secure(create: true)
+            try WorkFolder(root).secure(making: "parts")
             Issue.record("a link at \(place) was followed")
         } catch let e as WinBackError {
             #expect(e.code.exitCode == 73)
@@ -103,9 +103,9 @@ struct ForeignFolderTests {
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
         let link = Paths.temporary() + "/work"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
-        try WorkFolder(link).secure(create: true)
+        try WorkFolder(link).secure(making: "parts")
         #expect(try Self.mode(target) == 0o700)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: target).sorted() == ["parts", "shards"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: target) == ["parts"])
         #expect(System.linkKind(link) == System.symbolicLinkType)
     }
 
@@ -119,7 +119,7 @@ struct ForeignFolderTests {
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: victim)
         #expect(lchown(link, 65534, 65534) == 0)
         #expect {
-            try WorkFolder(link).secure(create: true)
+            try WorkFolder(link).secure(making: "parts")
         } throws: { e in
             (e as? WinBackError)?.code.exitCode == 73
                 && "\(e)" == "\(link): is a symbolic link; the work folder must be a real folder"
@@ -131,7 +131,7 @@ struct ForeignFolderTests {
     @Test("without create, a missing work folder is left missing, for the reader to say what has not run")
     func missingWorkFolderIsNotMade() throws {
         let root = Paths.temporary() + "/typo/work"
-        try WorkFolder(root).secure(create: false)
+        try WorkFolder(root).secure()
         #expect(!FileManager.default.fileExists(atPath: Paths.temporary() + "/typo"))
     }
 
@@ -140,12 +140,12 @@ struct ForeignFolderTests {
         let dir = Paths.temporary()
         #expect(FileManager.default.createFile(atPath: dir + "/file", contents: Data("x".utf8)))
         #expect {
-            try WorkFolder(dir + "/file").secure(create: true)
+            try WorkFolder(dir + "/file").secure(making: "parts")
         } throws: { e in
             "\(e)" == "\(dir)/file: is a regular file, not a folder; the work folder must be a folder"
         }
         #expect {
-            try WorkFolder(dir + "/file/work").secure(create: true)
+            try WorkFolder(dir + "/file/work").secure(making: "parts")
         } throws: { e in
             "\(e)" == "\(dir)/file/work: cannot create the work folder: \(dir)/file is a file, not a folder"
         }
@@ -156,7 +156,9 @@ struct ForeignFolderTests {
         let root = Paths.temporary() + "/deeper/work"
         try FileManager.default.createDirectory(atPath: root + "/parts", withIntermediateDirectories: true)
         for folder in [root, root + "/parts"] { #expect(chmod(folder, 0o777) == 0) }
-        try WorkFolder(root).secure(create: true)
+        try WorkFolder(root).secure(making: "parts")
+        #expect(!FileManager.default.fileExists(atPath: root + "/shards"))
+        try WorkFolder(root).secure(making: "shards")
         for folder in [root, root + "/parts", root + "/shards"] { #expect(try Self.mode(folder) == 0o700) }
     }
 
@@ -183,7 +185,7 @@ struct ForeignFolderTests {
             #expect(!FileManager.default.fileExists(atPath: above + "/out/pipeline"))
         }
         do {
-            try WorkFolder(above + "/work").secure(create: true)
+            try WorkFolder(above + "/work").secure(making: "parts")
             #expect(sticky)
         } catch let e as WinBackError {
             #expect(!sticky, "\(e)")
