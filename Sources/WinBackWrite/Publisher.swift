@@ -163,6 +163,10 @@ public final class Publisher: @unchecked Sendable {
             }
         } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot set the published files' modes", path: folder)
+        } catch let e as WinBackError {
+            throw e
+        } catch {
+            throw WinBackError(.cannotCreateOutput, "cannot set the published files' modes: \(error)", path: folder)
         }
     }
 
