@@ -272,26 +272,69 @@ package enum System {
         }
     }
 
-    /// The first of folder `path` (links resolved) and the folders above it that another user
-    /// could rename entries of: one neither root's nor this user's, or writable by its group or
-    /// by all without the sticky bit (as /tmp has), in words; nil when there is none, or when
-    /// `path` cannot be resolved (whoever uses it then fails with the system's reason).
+    /// The first place on the way to folder `path` where another user could swap what follows:
+    /// a folder neither root's nor this user's, or one that all may write, or its group (unless
+    /// that group is this user's own, with no other member), without the sticky bit (as /tmp
+    /// has); or a link of another user's. The path is walked as given, from `/` down, and each
+    /// link on it is followed and its target checked the same way. In words; nil when there is
+    /// none, or when the path cannot be examined (whoever uses it then fails with the system's
+    /// reason).
     package static func swappableAncestor(_ path: String) -> String? {
-        guard var folder = resolved(path) else { return nil }
-        while true {
+        var seen = 0
+        return swappable(path, links: &seen)
+    }
+
+    private static func swappable(_ path: String, links: inout Int) -> String? {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var prefix = ""
+        for place in ["/"]
+            + absolute.split(separator: "/").map({ part -> String in
+                prefix += "/" + part
+                return prefix
+            })
+        {
             var st = stat()
-            guard FileName.withCString(folder, { stat($0, &st) }) == 0 else { return nil }
+            guard FileName.withCString(place, { lstat($0, &st) }) == 0 else { return nil }
+            if st.st_mode & S_IFMT == S_IFLNK {
+                if st.st_uid != 0 && st.st_uid != geteuid() {
+                    return "\(place) is a symbolic link of another user's (uid \(st.st_uid))"
+                }
+                links += 1
+                guard links < 40, let target = resolved(place) else { return nil }
+                if let why = swappable(target, links: &links) { return why }
+                continue
+            }
             if st.st_uid != 0 && st.st_uid != geteuid() {
-                return "\(folder) is owned by another user (uid \(st.st_uid))"
+                return "\(place) is owned by another user (uid \(st.st_uid))"
             }
-            if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 {
-                return "\(folder) can be written by \(st.st_mode & 0o002 != 0 ? "every user" : "its group") (mode "
-                    + String(st.st_mode & 0o7777, radix: 8) + ", not sticky)"
+            guard st.st_mode & S_ISVTX == 0 else { continue }
+            let mode = String(st.st_mode & 0o7777, radix: 8)
+            if st.st_mode & 0o002 != 0 {
+                return "\(place) can be written by every user (mode \(mode), not sticky)"
             }
-            if folder == "/" { return nil }
-            folder = (folder as NSString).deletingLastPathComponent
-            if folder.isEmpty { folder = "/" }
+            if st.st_mode & 0o020 != 0 && !isOwnGroup(st.st_gid) {
+                return "\(place) can be written by its group \(groupName(st.st_gid)) (mode \(mode), not sticky)"
+            }
         }
+        return nil
+    }
+
+    /// Whether group `gid` is this user's own: its effective group, with no member but this
+    /// user (the private group of a system that gives each user one, whose umask is 002).
+    private static func isOwnGroup(_ gid: gid_t) -> Bool {
+        guard gid == getegid(), let g = getgrgid(gid) else { return false }
+        let me = getpwuid(geteuid()).map { String(cString: $0.pointee.pw_name) }
+        var i = 0
+        while let m = g.pointee.gr_mem[i] {
+            if String(cString: m) != me { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// The name of group `gid`, or its number.
+    private static func groupName(_ gid: gid_t) -> String {
+        getgrgid(gid).map { String(cString: $0.pointee.gr_name) } ?? "\(gid)"
     }
 
     /// The owner of the link (or file) at `path` itself, not followed; nil when nothing is there.

@@ -162,35 +162,110 @@ struct ForeignFolderTests {
         for folder in [root, root + "/parts", root + "/shards"] { #expect(try Self.mode(folder) == 0o700) }
     }
 
+    /// Where an output and a work folder below `above` are begun: nil when both were, else
+    /// the messages of both refusals (exit 73), which must agree.
+    static func refusal(below above: String) throws -> String? {
+        var refused: [String] = []
+        do {
+            let publisher = Publisher(root: above + "/out/pipeline", date: "2026-11-22")
+            try publisher.begin()
+            publisher.fail(keeping: [])
+        } catch let e as WinBackError {
+            #expect(e.code.exitCode == 73)
+            #expect("\(e)".hasSuffix(": another user could swap the output folder while a run writes into it"), "\(e)")
+            // Nothing was made below the refused folder.
+            #expect(!FileManager.default.fileExists(atPath: above + "/out/pipeline"))
+            refused.append("\(e)".components(separatedBy: ": another user")[0])
+        }
+        do { try WorkFolder(above + "/work").secure(making: "parts") } catch let e as WinBackError {
+            #expect(e.code.exitCode == 73)
+            #expect("\(e)".hasSuffix(": another user could swap the work folder while a run writes into it"), "\(e)")
+            refused.append("\(e)".components(separatedBy: ": another user")[0])
+        }
+        #expect(refused.count != 1, "\(refused)")
+        return refused.first.map { $0.components(separatedBy: ": ").dropFirst().joined(separator: ": ") }
+    }
+
     @Test(
-        "a folder above the output or work folder that another user could write without the sticky bit is refused with exit 73",
-        arguments: [0o777, 0o775, 0o1777])
+        "a folder above the output or work folder that all may write without the sticky bit is refused with exit 73; sticky, it is not",
+        arguments: [0o777, 0o1777, 0o755])
     func writableFolderAbove(mode: Int) throws {
         let above = Paths.temporary() + "/shared"
         try FileManager.default.createDirectory(atPath: above, withIntermediateDirectories: true)
         #expect(chmod(above, mode_t(mode)) == 0)
-        let sticky = mode & 0o1000 != 0
-        let words =
-            "\(above) can be written by \(mode & 0o002 != 0 ? "every user" : "its group") (mode \(String(mode, radix: 8)), not sticky)"
-        do {
-            let publisher = Publisher(root: above + "/out/pipeline", date: "2026-11-22")
-            try publisher.begin()
-            #expect(sticky, "began under a folder of mode \(String(mode, radix: 8))")
-            publisher.fail(keeping: [])
-        } catch let e as WinBackError {
-            #expect(!sticky, "\(e)")
-            #expect(e.code.exitCode == 73)
-            #expect("\(e)".contains(words + ": another user could swap the output folder"), "\(e)")
-            // Nothing was made below it.
-            #expect(!FileManager.default.fileExists(atPath: above + "/out/pipeline"))
+        let why = try Self.refusal(below: above)
+        if mode == 0o777 {
+            #expect(why == "\(above) can be written by every user (mode 777, not sticky)")
+        } else {
+            #expect(why == nil)
         }
-        do {
-            try WorkFolder(above + "/work").secure(making: "parts")
-            #expect(sticky)
-        } catch let e as WinBackError {
-            #expect(!sticky, "\(e)")
-            #expect("\(e)".contains(words + ": another user could swap the work folder"), "\(e)")
+    }
+
+    @Test(
+        "a folder above that its group may write is refused, unless that group is the user's own, with no other member")
+    func groupWritableFolderAbove() throws {
+        let own = Paths.temporary() + "/own-group"
+        try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+        #expect(chown(own, uid_t.max, getegid()) == 0)
+        #expect(chmod(own, 0o775) == 0)
+        let members = getgrgid(getegid()).map { g in
+            var n = 0
+            while g.pointee.gr_mem[n] != nil { n += 1 }
+            return n
         }
+        // A group of the user's own with members besides the user is refused like any other.
+        let onlyMine = members == 0
+        #expect(try (Self.refusal(below: own) == nil) == onlyMine)
+        guard geteuid() == 0 else { return }  // only root can give a folder to another group
+        let shared = Paths.temporary() + "/other-group"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+        #expect(chown(shared, uid_t.max, 65534) == 0)
+        #expect(chmod(shared, 0o775) == 0)
+        let why = try Self.refusal(below: shared)
+        #expect(why?.hasPrefix("\(shared) can be written by its group ") == true, "\(why ?? "")")
+        #expect(why?.hasSuffix(" (mode 775, not sticky)") == true, "\(why ?? "")")
+    }
+
+    @Test(
+        "a link on the way to the output or work folder is followed only when neither it nor its folder lets another user swap it"
+    )
+    func linkOnTheWay() throws {
+        // A fresh real folder for each link, so that what one case made is not seen by the next.
+        func real() throws -> String {
+            let dir = Paths.temporary() + "/real"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            return dir
+        }
+        // The user's own link in a folder of the user's own: followed.
+        let mine = Paths.temporary() + "/mine"
+        try FileManager.default.createDirectory(atPath: mine, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: mine + "/link", withDestinationPath: try real())
+        #expect(try Self.refusal(below: mine + "/link") == nil)
+        // The same link in a folder all may write: whoever writes it could replace the link.
+        let open = Paths.temporary() + "/open"
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+        #expect(chmod(open, 0o777) == 0)
+        try FileManager.default.createSymbolicLink(atPath: open + "/link", withDestinationPath: try real())
+        #expect(
+            try Self.refusal(below: open + "/link") == "\(open) can be written by every user (mode 777, not sticky)")
+        // A link to a folder all may write: its target is checked too.
+        let target = Paths.temporary() + "/open-target"
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        #expect(chmod(target, 0o777) == 0)
+        try FileManager.default.createSymbolicLink(atPath: mine + "/to-open", withDestinationPath: target)
+        #expect(
+            try Self.refusal(below: mine + "/to-open")
+                == "\(target) can be written by every user (mode 777, not sticky)")
+        guard geteuid() == 0 else { return }  // only root can give a link to another user
+        // Another user's link in a sticky folder: its owner can replace it.
+        let sticky = Paths.temporary() + "/sticky"
+        try FileManager.default.createDirectory(atPath: sticky, withIntermediateDirectories: true)
+        #expect(chmod(sticky, 0o1777) == 0)
+        try FileManager.default.createSymbolicLink(atPath: sticky + "/link", withDestinationPath: try real())
+        #expect(lchown(sticky + "/link", 65534, 65534) == 0)
+        #expect(
+            try Self.refusal(below: sticky + "/link")
+                == "\(sticky)/link is a symbolic link of another user's (uid 65534)")
     }
 
     @Test("a task's folder that is a link is replaced, not followed: the link's target keeps its files")
