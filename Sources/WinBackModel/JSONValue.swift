@@ -138,3 +138,89 @@ public struct JSONSyntaxError: Error, CustomStringConvertible, Equatable {
         }
     }
 }
+
+/// A key an object of a JSON document gives twice (docs/rules.md §6.3): JSON decoders keep one
+/// of the two silently, so a catalog saying `"territories": []` above `"territories": ["USA"]`
+/// would sell everywhere. Found by one pass over a document already known to be valid JSON.
+public struct JSONDuplicateKey: Equatable, Sendable {
+    /// Where the object is: keys and array indexes from the root (`["offers", 3]`).
+    public var path: [PathComponent]
+    public var key: String
+    /// Where the second occurrence starts, from 1.
+    public var line: Int
+    public var column: Int
+
+    public enum PathComponent: Equatable, Sendable {
+        case key(String)
+        case index(Int)
+    }
+
+    /// The first key given twice in one object of `data` (valid JSON), nil when there is none.
+    /// Keys are compared as written (an escape is not decoded).
+    public static func first(in data: Data) -> JSONDuplicateKey? {
+        let bytes = [UInt8](data)
+        // One entry per open object or array: its kind, the keys seen, the current key or index,
+        // and whether a key comes next. Parallel arrays, so a key set grows in place.
+        var isObject: [Bool] = []
+        var keys: [Set<[UInt8]>] = []
+        var current: [[UInt8]] = []
+        var index: [Int] = []
+        var expectKey: [Bool] = []
+        var line = 1
+        var lineStart = 0
+        var i = 0
+        func path() -> [PathComponent] {
+            (0..<max(0, isObject.count - 1)).map { k in
+                isObject[k] ? .key(String(decoding: current[k], as: UTF8.self)) : .index(index[k])
+            }
+        }
+        func push(object: Bool) {
+            isObject.append(object)
+            keys.append([])
+            current.append([])
+            index.append(0)
+            expectKey.append(object)
+        }
+        while i < bytes.count {
+            let b = bytes[i]
+            let top = isObject.count - 1
+            switch b {
+            case UInt8(ascii: "\n"):
+                line += 1
+                lineStart = i + 1
+            case UInt8(ascii: "{"): push(object: true)
+            case UInt8(ascii: "["): push(object: false)
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if top >= 0 {
+                    isObject.removeLast()
+                    keys.removeLast()
+                    current.removeLast()
+                    index.removeLast()
+                    expectKey.removeLast()
+                }
+            case UInt8(ascii: ","):
+                if top >= 0 {
+                    if isObject[top] { expectKey[top] = true } else { index[top] += 1 }
+                }
+            case UInt8(ascii: ":"):
+                if top >= 0 { expectKey[top] = false }
+            case UInt8(ascii: "\""):
+                let start = i
+                i += 1
+                while i < bytes.count, bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
+                if top >= 0, isObject[top], expectKey[top] {
+                    let key = Array(bytes[(start + 1)..<min(i, bytes.count)])
+                    if !keys[top].insert(key).inserted {
+                        let column = String(decoding: bytes[lineStart..<start], as: UTF8.self).count + 1
+                        return JSONDuplicateKey(
+                            path: path(), key: String(decoding: key, as: UTF8.self), line: line, column: column)
+                    }
+                    current[top] = key
+                }
+            default: break
+            }
+            i += 1
+        }
+        return nil
+    }
+}

@@ -32,6 +32,25 @@ public struct OfferCatalog: Sendable, Equatable {
         return catalog
     }
 
+    /// The problem of a key given twice, naming the offer it is in when it is in one.
+    static func duplicateProblem(_ twice: JSONDuplicateKey, root: JSONValue) -> String {
+        var at = twice.path.map { c -> String in
+            switch c {
+            case .key(let k): return "." + k
+            case .index(let i): return "[\(i)]"
+            }
+        }.joined()
+        if at.hasPrefix(".") { at.removeFirst() }
+        var label = at.isEmpty ? "the catalog" : at
+        if twice.path.count >= 2, case .key(let list) = twice.path[0], case .index(let i) = twice.path[1],
+            let id = root[list]?.array.flatMap({ i < $0.count ? $0[i]["offerId"]?.string : nil })
+        {
+            label = "offer '\(id)' (\(at))"
+        }
+        return "\(label): key '\(twice.key)' is given twice (line \(twice.line), column \(twice.column)); "
+            + "give it once"
+    }
+
     /// Parses catalog JSON, returning the valid offers and every problem found.
     /// `folder` resolves the paths of App Store Connect responses the catalog points at.
     public static func parse(_ data: Data, folder: String = ".") -> (OfferCatalog, [String]) {
@@ -45,7 +64,9 @@ public struct OfferCatalog: Sendable, Equatable {
         let connect = root["appStoreConnect"]?.array
         // A misspelt key is never a default (docs/rules.md §2.4): every key of the catalog is
         // checked, except inside the App Store Connect responses it points at.
-        let unknown = root.object.map { KnownKeys.unknown(in: $0, known: KnownKeys.catalog, label: "catalog") } ?? []
+        var unknown = root.object.map { KnownKeys.unknown(in: $0, known: KnownKeys.catalog, label: "catalog") } ?? []
+        // A key given twice is never one of the two taken silently (docs/rules.md §6.3).
+        if let twice = JSONDuplicateKey.first(in: data) { unknown.insert(duplicateProblem(twice, root: root), at: 0) }
         guard list != nil || connect != nil else {
             return (
                 OfferCatalog(offers: []),

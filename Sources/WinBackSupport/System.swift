@@ -24,6 +24,27 @@ package struct SystemError: Error, CustomStringConvertible {
     }
 }
 
+extension SystemError {
+    /// `error` in the words a message gives it: the C library's for a failed call, also when
+    /// Foundation raised it (`Permission denied`, never an error domain and a code).
+    package static func words(_ error: Error) -> String {
+        if let e = error as? SystemError { return e.message }
+        if let e = error as? WinBackError { return e.description }
+        let ns = error as NSError
+        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        switch CocoaError.Code(rawValue: ns.code) {
+        case .fileWriteNoPermission, .fileReadNoPermission: return String(cString: strerror(EACCES))
+        case .fileNoSuchFile, .fileReadNoSuchFile: return String(cString: strerror(ENOENT))
+        case .fileWriteOutOfSpace: return String(cString: strerror(ENOSPC))
+        case .fileWriteVolumeReadOnly: return String(cString: strerror(EROFS))
+        default: return ns.domain == NSCocoaErrorDomain ? "the file operation failed" : "\(error)"
+        }
+    }
+}
+
 /// Every system call winback makes on descriptors, files, memory and processes goes through
 /// here: calls that can be interrupted are retried on EINTR, and a failure becomes a
 /// ``SystemError`` holding the errno of that call. The rest of the library imports no C
@@ -96,7 +117,15 @@ package enum System {
     /// A configuration file's bytes (`what`: "pipeline file", "offer catalog"): a configuration
     /// error (78) when it is missing, unreadable, or not a regular file (named for what it is;
     /// a FIFO is never read).
-    package static func readConfiguration(_ path: String, what: String, naming name: String? = nil) throws -> [UInt8] {
+    /// A file larger than `limit` bytes is a configuration error too, found before it is read.
+    package static func readConfiguration(
+        _ path: String, what: String, naming name: String? = nil, limit: Int = .max
+    ) throws -> [UInt8] {
+        if limit < .max, let size = fileSize(path), size > limit, kind(path) == .file {
+            throw WinBackError(
+                .configuration, "is \(size) bytes, more than the \(limit) a \(what) may be (docs/rules.md §6.3)",
+                path: name ?? path)
+        }
         do {
             if let bytes = try readRegularFile(path) { return bytes }
         } catch let e as NotRegularFile {
@@ -387,6 +416,19 @@ package enum System {
         var buffer = [CChar](repeating: 0, count: 16384)
         let rc = getgrnam_r(name, &group, &buffer, buffer.count, &result)
         return rc == 0 && result != nil ? group.gr_gid : nil
+    }
+
+    /// Why `output.group` `name` cannot be given to a run's files (docs/rules.md §6.3), nil when
+    /// it can: the group must exist, and this user must be in it (root may give any group).
+    package static func groupProblem(_ name: String) -> String? {
+        guard let gid = groupID(name) else { return "output.group: there is no group '\(name)' on this machine" }
+        if geteuid() == 0 || getegid() == gid { return nil }
+        let n = getgroups(0, nil)
+        var groups = [gid_t](repeating: 0, count: Int(max(n, 0)))
+        if n > 0, getgroups(n, &groups) == n, groups.contains(gid) { return nil }
+        let me = getpwuid(geteuid()).map { String(cString: $0.pointee.pw_name) } ?? "uid \(geteuid())"
+        return "output.group: this user (\(me)) is not in the group '\(name)', so it cannot give it the run's "
+            + "files; add the user to the group, or choose one of the user's groups"
     }
 
     /// The file-type bits of `path` itself (a link is not followed), nil when nothing is there.

@@ -87,6 +87,7 @@ public final class Publisher: @unchecked Sendable {
     private func makeRoot() throws {
         let gid: gid_t?
         if let group {
+            if let problem = System.groupProblem(group) { throw WinBackError(.configuration, problem) }
             guard let id = System.groupID(group) else {
                 throw WinBackError(.configuration, "output.group: there is no group '\(group)' on this machine")
             }

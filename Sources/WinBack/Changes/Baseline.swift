@@ -17,33 +17,99 @@ public struct Baseline: Sendable, Equatable, Codable {
     /// Its as-of instant (ms since the epoch), from its manifest.
     public var asOf: Int64
 
-    /// The baseline of a run publishing `date` under `root` (`<output>/<name>`), or nil. A
-    /// dated folder whose manifest is missing or unreadable is passed over (a run half-removed
-    /// by hand is no baseline).
-    public static func find(root: String, before date: String) -> Baseline? {
+    /// The baseline of a run of pipeline `name` publishing `date` under `root`
+    /// (`<output>/<name>`), or nil when no earlier date stands. A dated link whose folder is
+    /// gone is passed over (a run removed); a dated folder that stands is read as an input
+    /// (docs/rules.md §6.3): its manifest damaged, empty, gone, too large, or naming another
+    /// pipeline is bad data (65) naming it, never a reason to compare with an older run.
+    public static func find(root: String, name: String, before date: String, memory: Int? = nil) throws -> Baseline? {
         let publisher = Publisher(root: root, date: date)
         for d in publisher.publishedDates().reversed() where d < date {
             let folder = root + "/" + d
-            guard let bytes = manifestBytes(folder + "/manifest.json"),
-                let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-                let asOfText = object["asOf"] as? String, let asOf = Timestamp.parseDateTime(asOfText)
-            else { continue }
+            guard System.kind(folder, followLinks: true) == .directory else { continue }
+            let path = folder + "/manifest.json"
+            let (bytes, manifest) = try PublishedManifest.read(path, memory: memory)
+            guard manifest.pipeline == name else {
+                throw WinBackError(
+                    .badData,
+                    "the run dated \(d) is of the pipeline '\(ControlEscape.escaped(manifest.pipeline))', not "
+                        + "'\(name)': it cannot be this run's baseline (docs/rules.md §6.3); remove the link "
+                        + "\(ControlEscape.name(folder))",
+                    path: path)
+            }
+            guard let asOf = Timestamp.parseDateTime(manifest.asOf) else {
+                throw WinBackError(
+                    .badData, "the baseline's manifest has no valid asOf (docs/rules.md §6.3)", path: path)
+            }
             return Baseline(
                 date: d, folder: folder, manifestSHA256: Hex.string(SHA256.hash(data: bytes)), asOf: asOf)
         }
         return nil
     }
+}
 
-    /// The largest manifest a baseline may have.
-    static let maxManifestBytes = 64 << 20
+/// What a run reads of a published run's `manifest.json` (docs/rules.md §4.4): its pipeline,
+/// its as-of and the files it wrote with their SHA-256. Read as an input (docs/rules.md §6.3):
+/// a regular file, never through a link, bounded, decoded once into these fields alone.
+struct PublishedManifest: Decodable, Sendable {
+    struct Output: Decodable, Sendable {
+        var path: String
+        var sha256: String
+    }
+    var pipeline: String
+    var asOf: String
+    var outputs: [Output]
 
-    /// The bytes of a published run's manifest: a regular file opened without following a link
-    /// in its last component, under ``maxManifestBytes``, read whole; nil otherwise.
-    static func manifestBytes(_ path: String) -> [UInt8]? {
-        guard let (fd, size) = try? System.openRegularFile(path, followLinks: false), size < maxManifestBytes else {
-            return nil
+    /// The largest manifest a run reads: a run's manifest lists its inputs and outputs, a few
+    /// hundred bytes each, so even 100,000 input files stay far below it.
+    static let maxBytes = 64 << 20
+
+    /// The largest manifest a run under `memory` reads: a quarter of its limit (decoding takes
+    /// a few times the file's size), at most ``maxBytes``.
+    static func limit(memory: Int?) -> Int { min(maxBytes, memory.map { max($0 / 4, 1 << 20) } ?? maxBytes) }
+
+    /// The bytes of the manifest at `path` and what they say. Missing, not a regular file, a
+    /// link, larger than ``limit(memory:)``, empty, not JSON or without the fields: bad data
+    /// (65) naming it.
+    static func read(_ path: String, memory: Int?) throws -> ([UInt8], PublishedManifest) {
+        let bytes = try bytes(path, memory: memory)
+        return (bytes, try decode(bytes, path: path))
+    }
+
+    /// What the manifest `bytes` (read from `path`) say; bad data (65) naming it when they are
+    /// not a run's manifest.
+    static func decode(_ bytes: [UInt8], path: String) throws -> PublishedManifest {
+        do {
+            return try JSONDecoder().decode(PublishedManifest.self, from: Data(bytes))
+        } catch {
+            throw WinBackError(
+                .badData,
+                "the baseline's manifest is damaged (\(bytes.isEmpty ? "empty" : "not a run's manifest")): remove "
+                    + "that run's dated link, or restore its manifest (docs/rules.md §6.3)", path: path)
+        }
+    }
+
+    /// The bytes of the manifest at `path`, read as ``read(_:memory:)`` says.
+    static func bytes(_ path: String, memory: Int?) throws -> [UInt8] {
+        let fd: Int32
+        let size: Int
+        do { (fd, size) = try System.openRegularFile(path, followLinks: false) } catch let e as System.NotRegularFile {
+            throw WinBackError(
+                .badData, "the baseline's manifest is \(e.what), not a regular file (docs/rules.md §6.3)", path: path)
+        } catch {
+            throw WinBackError(
+                .badData,
+                "the baseline's manifest is gone or unreadable while its dated folder stands: remove that run's "
+                    + "dated link, or restore its manifest (docs/rules.md §6.3)", path: path)
         }
         defer { System.closeQuietly(fd) }
+        let limit = limit(memory: memory)
+        guard size <= limit else {
+            throw WinBackError(
+                .badData,
+                "the baseline's manifest is \(size) bytes, more than the \(limit) a run reads "
+                    + "(docs/rules.md §6.3): not a manifest this tool wrote", path: path)
+        }
         var bytes = [UInt8](repeating: 0, count: size)
         var filled = 0
         let read: Bool = bytes.withUnsafeMutableBytes { p in
@@ -54,6 +120,9 @@ public struct Baseline: Sendable, Equatable, Codable {
             }
             return true
         }
-        return read ? bytes : nil
+        guard read else {
+            throw WinBackError(.badData, "the baseline's manifest could not be read whole", path: path)
+        }
+        return bytes
     }
 }

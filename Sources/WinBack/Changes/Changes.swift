@@ -40,8 +40,10 @@ enum Changes {
     static let folder = "segments/changes"
 
     /// The baseline of a run of `p` (``Baseline/find(root:before:)``).
-    static func baseline(_ p: ResolvedPipeline) -> Baseline? {
-        Baseline.find(root: p.outputDirectory + "/" + p.config.name, before: Timestamp.date(p.asOf))
+    static func baseline(_ p: ResolvedPipeline) throws -> Baseline? {
+        try Baseline.find(
+            root: p.outputDirectory + "/" + p.config.name, name: p.config.name, before: Timestamp.date(p.asOf),
+            memory: p.memoryLimit)
     }
 
     /// The segment files a run of `p` writes, by name, with their kinds.
@@ -68,8 +70,13 @@ enum Changes {
     ) throws -> (outputs: [OutputStats], summary: ChangesSummary) {
         guard written(p) else { return ([], ChangesSummary(baseline: baseline, segments: [])) }
         try OutputFile.makeFolder(directory + "/" + folder)
-        let segments = self.segments(p)
-        let recorded = try baseline.map { try BaselineFiles($0) }
+        let tonight = self.segments(p)
+        let recorded = try baseline.map { try BaselineFiles($0, memory: p.memoryLimit) }
+        // Offers that left the catalog since the baseline: everyone in their segment exits
+        // (docs/rules.md §6.3), after tonight's segments.
+        let removed = recorded.map { removedOffers($0, tonight: tonight.map(\.name)) } ?? []
+        let segments: [(name: String, kind: SegmentKind?)] =
+            tonight.map { ($0.name, $0.kind) } + removed.map { ($0, nil) }
         let slots = ResultSlots<(OutputStats, SegmentChangeCount)>(count: segments.count)
         // The largest segment first (best-offer, most nights): the others fill in beside it.
         let sizes = segments.map { System.fileSize(directory + "/segments/\($0.name).csv") ?? 0 }
@@ -80,15 +87,35 @@ enum Changes {
             let before = try recorded?.path(of: rel)
             let out = try OutputFile(path: directory + "/\(folder)/\(name).csv", sync: sync)
             let (count, rows) = try SegmentChanges.write(
-                segment: name, mayChange: kind.offerMayChange, baseline: before,
-                expectedSHA256: recorded?.sha256[rel], tonight: directory + "/" + rel, to: out,
+                segment: name, mayChange: kind?.offerMayChange ?? false, baseline: before,
+                expectedSHA256: recorded?.sha256[rel], tonight: kind == nil ? nil : directory + "/" + rel, to: out,
                 spill: directory + "/\(folder)/.\(name)"
-            ) { try reason(name, kind, $0) }
+            ) { row in
+                guard let kind else { return offerRemoved }
+                return try reason(name, kind, row)
+            }
             let (bytes, sha) = try out.finish()
             slots[j] = (OutputStats(path: "\(folder)/\(name).csv", bytes: bytes, rows: rows, sha256: sha), count)
         }
         let all = slots.all
         return (all.map(\.0), ChangesSummary(baseline: baseline, segments: all.map(\.1)))
+    }
+
+    /// The reason of every row of a segment whose offer left the catalog (docs/rules.md §6.3).
+    static let offerRemoved = "offer_removed"
+
+    /// The offers whose segment the baseline published and tonight's run does not (retired or
+    /// renamed: docs/rules.md §6.3), by name: `segments/<offer>.csv` its manifest lists, other
+    /// than best-offer and the holdout.
+    static func removedOffers(_ baseline: BaselineFiles, tonight: [String]) -> [String] {
+        baseline.sha256.keys.compactMap { path -> String? in
+            guard path.hasPrefix("segments/"), path.hasSuffix(".csv") else { return nil }
+            let name = String(path.dropFirst("segments/".count).dropLast(4))
+            guard !name.isEmpty, !name.contains("/"), !tonight.contains(name), name != "best-offer",
+                name != SegmentWriter.holdout
+            else { return nil }
+            return name
+        }.sorted()
     }
 
     /// Writes the changes of a run in memory against `baseline` (``baseline(_:)``, found once
@@ -112,28 +139,23 @@ struct BaselineFiles: Sendable {
     /// SHA-256 (hex) by path relative to the run's folder.
     let sha256: [String: String]
 
-    /// Reads `baseline`'s manifest again (never through a link, at most
-    /// ``Baseline/maxManifestBytes``) and trusts it only with the SHA-256 it had when the
-    /// baseline was found: a manifest changed or replaced since is bad data (65).
-    init(_ baseline: Baseline) throws {
+    /// Reads `baseline`'s manifest again (never through a link, bounded as when it was found:
+    /// ``PublishedManifest``) and trusts it only with the SHA-256 it had when the baseline was
+    /// found: a manifest changed or replaced since is bad data (65).
+    init(_ baseline: Baseline, memory: Int? = nil) throws {
         folder = baseline.folder
         let path = folder + "/manifest.json"
-        guard let bytes = Baseline.manifestBytes(path) else {
+        let bytes: [UInt8]
+        do { bytes = try PublishedManifest.bytes(path, memory: memory) } catch {
             throw WinBackError(.badData, "the baseline's manifest can no longer be read", path: path)
         }
         guard Hex.string(SHA256.hash(data: bytes)) == baseline.manifestSHA256 else {
             throw WinBackError(
                 .badData, "the baseline's manifest changed while this run used it: run again", path: path)
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-            let outputs = object["outputs"] as? [[String: Any]]
-        else {
-            throw WinBackError(.badData, "the baseline's manifest lists no outputs", path: path)
-        }
+        let manifest = try PublishedManifest.decode(bytes, path: path)
         var sha: [String: String] = [:]
-        for o in outputs {
-            if let p = o["path"] as? String, let s = o["sha256"] as? String { sha[p] = s }
-        }
+        for o in manifest.outputs { sha[o.path] = o.sha256 }
         sha256 = sha
     }
 

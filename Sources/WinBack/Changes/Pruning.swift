@@ -29,13 +29,12 @@ enum Pruning {
     /// (tonight's included), earlier than tonight's (a backfill prunes nothing newer than
     /// itself), and neither tonight's baseline (§10.5) nor tonight's; failed runs' folders by
     /// the same rule. `latest` points at the newest date, which is never removed.
-    static func plan(root: String, date: String, keep: Int) -> PrunePlan? {
+    static func plan(root: String, date: String, keep: Int, baseline: String?) -> PrunePlan? {
         guard keep > 0, let tonight = Timestamp.parseDate(date) else { return nil }
         let published = Publisher(root: root, date: date).publishedDates()
         let newest = max(published.compactMap { Timestamp.parseDate($0) }.max() ?? tonight, tonight)
         // Day numbers: a date more than `keep` days before the newest.
         let limit = newest - Int64(keep)
-        let baseline = Baseline.find(root: root, before: date)?.date
         func old(_ d: String) -> Bool {
             guard let t = Timestamp.parseDate(d) else { return false }
             return t < limit && t < tonight
@@ -52,14 +51,27 @@ enum Pruning {
     /// gone, never half of it), then the hidden versioned folder it pointed at; then the failed
     /// runs' folders. What cannot be removed is a warning, never the run's failure: the run is
     /// published.
+    ///
+    /// A folder is removed only when no link left in `root` points at it (docs/rules.md §6.3):
+    /// a dated link another date's link, `latest` or the baseline shares (an operator's
+    /// `cp -P`) goes, the folder behind it stays.
     static func removeLocal(_ plan: PrunePlan, root: String, progress: Progress) {
+        let removed = Set(plan.dates)
+        var kept: Set<String> = []
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        where !removed.contains(entry) && System.linkKind(root + "/" + entry) == System.symbolicLinkType {
+            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + entry) {
+                kept.insert(target)
+            }
+        }
         for d in plan.dates {
             let link = root + "/" + d
             let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link)
             guard System.linkKind(link) == System.symbolicLinkType else { continue }
             System.unlinkIfPresent(link)
-            // Only a folder of the root's own, as the publisher names them.
-            if let target, target.hasPrefix(".run-"), !target.contains("/") {
+            // Only a folder of the root's own, as the publisher names them, that no kept link
+            // points at.
+            if let target, target.hasPrefix(".run-"), !target.contains("/"), !kept.contains(target) {
                 remove(root + "/" + target, progress: progress)
             }
         }
@@ -70,7 +82,7 @@ enum Pruning {
     private static func remove(_ path: String, progress: Progress) {
         guard System.kind(path, followLinks: false) != .missing else { return }
         do { try FileManager.default.removeItem(atPath: path) } catch {
-            progress.warn("pruned", "cannot remove an old run: \(error)", fields: ["path": path])
+            progress.warn("pruned", "cannot remove an old run: \(SystemError.words(error))", fields: ["path": path])
         }
     }
 

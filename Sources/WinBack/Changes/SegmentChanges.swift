@@ -35,11 +35,12 @@ enum SegmentChanges {
     /// before it is read), so a night on which a million customers leave holds none of them in
     /// memory (docs/rules.md §6.2).
     static func write(
-        segment: String, mayChange: Bool, baseline: String?, expectedSHA256: String?, tonight: String,
+        segment: String, mayChange: Bool, baseline: String?, expectedSHA256: String?, tonight: String?,
         to out: OutputFile, spill: String, reason: (SegmentKey) throws -> String
     ) throws -> (count: SegmentChangeCount, rows: Int) {
         var count = SegmentChangeCount(segment: segment)
-        let now = try SegmentRecords(path: tonight, hashed: false)
+        // No file tonight (an offer that left the catalog): everyone in the baseline's exits.
+        let now = try tonight.map { try SegmentRecords(path: $0, hashed: false) }
         let before = try baseline.map { try SegmentRecords(path: $0) }
         // Entered rows are written as they come (all of tonight's on a first run); changed ones
         // follow them, and exited ones in the baseline's order after those.
@@ -65,9 +66,9 @@ enum SegmentChanges {
             rec.end()
         }
         var hasA = try before?.advance() ?? false
-        var hasB = try now.advance()
+        var hasB = try now?.advance() ?? false
         while hasA || hasB {
-            let c = !hasA ? 1 : !hasB ? -1 : SegmentKey.compare(before!.current, now.current)
+            let c = !hasA ? 1 : !hasB ? -1 : SegmentKey.compare(before!.current, now!.current)
             if c < 0 {
                 key.removeAll(keepingCapacity: true)
                 for field in [before!.current.group, before!.current.original, before!.current.offer] {
@@ -77,20 +78,21 @@ enum SegmentChanges {
                 count.exited += 1
                 hasA = try before!.advance()
             } else if c > 0 {
-                line(Self.entered, now.current, offer: now.current.offer, previous: [], reason: "")
+                line(Self.entered, now!.current, offer: now!.current.offer, previous: [], reason: "")
                 try out.write(rec.bytes)
                 count.entered += 1
-                hasB = try now.advance()
+                hasB = try now!.advance()
             } else {
-                if mayChange && before!.current.offer != now.current.offer {
+                if mayChange && before!.current.offer != now!.current.offer {
                     line(
-                        Self.changed, now.current, offer: now.current.offer, previous: before!.current.offer, reason: ""
+                        Self.changed, now!.current, offer: now!.current.offer, previous: before!.current.offer,
+                        reason: ""
                     )
                     try changed.write(rec.bytes)
                     count.changed += 1
                 }
                 hasA = try before!.advance()
-                hasB = try now.advance()
+                hasB = try now!.advance()
             }
         }
         if let before, let expected = expectedSHA256, before.sha256() != expected {

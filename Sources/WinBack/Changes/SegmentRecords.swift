@@ -39,6 +39,7 @@ final class SegmentRecords {
     private var hasher: SHA256?
     private var record: [UInt8] = []
     private(set) var rows = 0
+    private let maxLineBytes: Int
 
     /// Where the fields the changes need are (``SegmentWriter/columns``).
     static let groupColumn = 0
@@ -48,11 +49,18 @@ final class SegmentRecords {
 
     /// Opens `path` and checks its header (`columns`: a segment's, unless said): a file that is
     /// not of that form is bad data (65).
-    init(path: String, columns: [String] = SegmentWriter.columns, hashed: Bool = true) throws {
+    ///
+    /// A line or record longer than `maxLineBytes` (docs/rules.md §6.1's line limit, §6.3) is
+    /// bad data (65) at once, never held whole: no segment row is near it.
+    init(
+        path: String, columns: [String] = SegmentWriter.columns, hashed: Bool = true,
+        maxLineBytes: Int = ReadLimits.default.maxLineBytes
+    ) throws {
         self.path = path
+        self.maxLineBytes = maxLineBytes
         hasher = hashed ? SHA256() : nil
         cursor = LineCursor(
-            source: try PlainFileSource(path: path, hashed: false), chunkSize: 1 << 18, maxLineBytes: .max)
+            source: try PlainFileSource(path: path, hashed: false), chunkSize: 1 << 18, maxLineBytes: maxLineBytes)
         guard let header = try nextRecord() else {
             throw WinBackError(.badData, "empty file: it has no header", path: path)
         }
@@ -90,7 +98,7 @@ final class SegmentRecords {
     func advance() throws -> Bool {
         // Only the fields the changes need are copied out. A line without a quote (nearly every
         // row) is a whole record, split where it lies.
-        guard let line = try cursor.next() else { return false }
+        guard let line = try nextLine() else { return false }
         hasher?.update(bufferPointer: line)
         swap(&previous, &current)
         if line.isEmpty || memchr(line.baseAddress!, 0x22, line.count) == nil {
@@ -118,6 +126,20 @@ final class SegmentRecords {
                     + "(docs/rules.md §4.1)", path: path)
         }
         return true
+    }
+
+    /// The next line, its `\n` kept; a line longer than ``maxLineBytes`` is bad data (65).
+    private func nextLine() throws -> UnsafeRawBufferPointer? {
+        guard let line = try cursor.next() else { return nil }
+        if cursor.cut { throw tooLong("line") }
+        return line
+    }
+
+    private func tooLong(_ what: String) -> WinBackError {
+        WinBackError(
+            .badData,
+            "a \(what) longer than \(maxLineBytes) bytes (limits.maxLineBytes) after \(rows) rows: not a segment "
+                + "file this tool wrote (docs/rules.md §6.3)", path: path)
     }
 
     /// The file's SHA-256 (hex), once every row was read; empty when it was not hashed.
@@ -159,10 +181,11 @@ final class SegmentRecords {
         var quotes = 0
         var any = false
         var pending = first
-        while let line = try pending ?? cursor.next() {
+        while let line = try pending ?? nextLine() {
             if pending == nil { hasher?.update(bufferPointer: line) }
             pending = nil
             any = true
+            guard record.count + line.count <= maxLineBytes + 1 else { throw tooLong("record") }
             record.append(contentsOf: line)
             for b in line where b == UInt8(ascii: "\"") { quotes += 1 }
             if quotes % 2 == 0 { break }

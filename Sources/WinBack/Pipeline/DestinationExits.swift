@@ -48,6 +48,8 @@ final class TonightValues {
     }
     private let storage: Storage
     private var writers: [IntermediateWriter] = []
+    /// On disk, tonight's buckets once written (the first ``exits(_:)``), kept for the next.
+    private var written: [(bytes: Int, sha256: String)]?
     private var record: [UInt8] = []
 
     /// In memory, or with `folder` (made anew; what a killed run left there goes first) on disk.
@@ -80,7 +82,8 @@ final class TonightValues {
 
     /// Which of the baseline's values exit, given every one of them in order by `values`
     /// (called once or twice): `exits(i, value)` for the `i`-th, in order. A value exits when
-    /// it is not empty, not tonight's, and not seen before (a value held twice exits once;
+    /// it is not empty, not tonight's, and not seen before in this call (a value held twice
+    /// exits once; each call, one baseline file set, is asked anew;
     /// one longer than an identity value can be is never tonight's nor kept, and exits each
     /// time, as in memory). On disk the baseline's values are split like tonight's, each
     /// bucket's pair is loaded in turn and the exiting rows marked in a bitset of the
@@ -89,14 +92,16 @@ final class TonightValues {
         let folder: String
         switch storage {
         case .memory(let memory):
+            let seen = IdentityValueSet()
             return { _, value in
-                guard !value.isEmpty, !memory.contains(bytes: value) else { return false }
-                memory.insert(bytes: value)
+                guard !value.isEmpty, !memory.contains(bytes: value), !seen.contains(bytes: value) else { return false }
+                seen.insert(bytes: value)
                 return true
             }
         case .disk(let f): folder = f
         }
-        let tonight = try writers.map { try $0.finish() }
+        let tonight = try written ?? writers.map { w in try w.finish() }.map { ($0.bytes, $0.sha256) }
+        written = tonight
         writers = []
         let baseline = try (0..<IdentityBuckets.bucketCount).map {
             try IntermediateWriter(path: folder + "/baseline-\($0)")
@@ -133,7 +138,6 @@ final class TonightValues {
                 guard index[0].count == 8 else { return }
                 mark(Int(UInt64(littleEndian: index[0].loadUnaligned(as: UInt64.self))))
             }
-            System.unlinkIfPresent(folder + "/tonight-\(b)")
             System.unlinkIfPresent(folder + "/baseline-\(b)")
         }
         return { i, _ in i >> 6 < marks.count && marks[i >> 6] & (1 << UInt64(i & 63)) != 0 }
@@ -169,6 +173,24 @@ enum DestinationExits {
             found.append((n, path, sha))
         }
         return found.sorted { $0.0 < $1.0 }.map { ($0.1, $0.2) }
+    }
+
+    /// The lists of destination `type` whose files the baseline's manifest lists
+    /// (`destinations/<type>/<list>-NNN.csv`, exited files aside), by name.
+    static func lists(of baseline: BaselineFiles, type: DestinationType) -> Set<String> {
+        let prefix = "destinations/\(type.rawValue)/"
+        var lists: Set<String> = []
+        for path in baseline.sha256.keys where path.hasPrefix(prefix) && path.hasSuffix(".csv") {
+            let name = path.dropFirst(prefix.count).dropLast(4)
+            guard let dash = name.lastIndex(of: "-"), !name.contains("/") else { continue }
+            let number = name[name.index(after: dash)...]
+            let list = String(name[..<dash])
+            guard number.count >= 3, number.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), !list.isEmpty,
+                !list.hasSuffix("-exited")
+            else { continue }
+            lists.insert(list)
+        }
+        return lists
     }
 
     /// Writes the exited rows of the set (type `type`, list `list`) into `out`: the identity

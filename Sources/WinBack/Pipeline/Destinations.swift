@@ -91,15 +91,22 @@ extension Stage {
         }
         try join.prepare(lists: lists.map { directory + "/segments/" + $0 + ".csv" })
         let asOf = Timestamp.date(p.asOf)
-        let baseline = try baseline.map { try BaselineFiles($0) }
+        let baseline = try baseline.map { try BaselineFiles($0, memory: p.memoryLimit) }
         var files: [[String: [OutputStats]]] = Array(repeating: [:], count: p.config.destinations.count)
-        var exitedFiles = files
         var counts = p.config.destinations.map {
             DestinationCount(type: $0.type, audience: $0.audience, files: 0, rows: 0, unaddressable: 0)
         }
         try OutputFile.makeFolder(directory + "/destinations")
         for d in p.config.destinations { try OutputFile.makeFolder(directory + "/destinations/\(d.type.rawValue)") }
         var record = CSVRecord()
+        // Tonight's values of each destination, whatever list they are in: in one destination a
+        // value tonight's files hold in any list never exits from another (docs/rules.md §6.3),
+        // so the order in which a tool imports the files never decides. Under bounds, on disk
+        // beside the identities' buckets (§6.2).
+        let tonight = try p.config.destinations.indices.map { i in
+            try TonightValues(folder: bounds.map { $0.folder + "-exits-\(i)" })
+        }
+        defer { for t in tonight { t.discard() } }
         for list in lists {
             let readers = p.config.destinations.indices.filter { i in
                 let d = p.config.destinations[i]
@@ -112,11 +119,6 @@ extension Stage {
                     header: [d.type.firstColumn] + destinationColumns + [statusColumn],
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
             }
-            // Under bounds, each set's values on disk beside the identities' buckets (§6.2).
-            let tonight = try readers.indices.map { k in
-                try TonightValues(folder: bounds.map { $0.folder + "-exits-\(k)" })
-            }
-            defer { for t in tonight { t.discard() } }
             let positions = readers.map { join.position(of: p.config.destinations[$0].type.identityColumn)! }
             var written = [Int](repeating: 0, count: readers.count)
             var unaddressable = [Int](repeating: 0, count: readers.count)
@@ -138,7 +140,7 @@ extension Stage {
                     record.field(DestinationExits.eligible)
                     record.end()
                     try outs[k].write(record.bytes)
-                    try tonight[k].insert(values[positions[k]])
+                    try tonight[i].insert(values[positions[k]])
                     counts[i].rows += 1
                     written[k] += 1
                 }
@@ -147,25 +149,27 @@ extension Stage {
                 let done = try outs[k].finish()
                 files[i][list] = done
                 counts[i].files += done.count
-                // Who left the set since the baseline (docs/rules.md §10.5).
-                let d = p.config.destinations[i]
+                counts[i].rowsByList[list] = written[k]
+                counts[i].unaddressableByList[list] = unaddressable[k]
+            }
+        }
+        // Who left each file set since the baseline (docs/rules.md §10.5), tonight's lists and
+        // then, once more, the lists of offers that left the catalog (§6.3).
+        var outputs: [OutputStats] = []
+        for (i, d) in p.config.destinations.enumerated() {
+            let own = d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
+            let gone = baseline.map { DestinationExits.lists(of: $0, type: d.type).subtracting(own).sorted() } ?? []
+            for list in own + gone {
                 var exits = DestinationSplitter(
                     directory: directory, prefix: "destinations/\(d.type.rawValue)/\(list)-exited",
                     header: [d.type.firstColumn] + destinationColumns + [statusColumn],
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
                 if let baseline {
                     counts[i].exited += try DestinationExits.write(
-                        baseline: baseline, type: d.type, list: list, tonight: tonight[k], asOf: asOf, into: &exits)
+                        baseline: baseline, type: d.type, list: list, tonight: tonight[i], asOf: asOf, into: &exits)
                 }
-                exitedFiles[i][list] = try exits.finish()
-                counts[i].rowsByList[list] = written[k]
-                counts[i].unaddressableByList[list] = unaddressable[k]
-            }
-        }
-        var outputs: [OutputStats] = []
-        for (i, d) in p.config.destinations.enumerated() {
-            for list in d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId) {
-                outputs += (files[i][list] ?? []) + (exitedFiles[i][list] ?? [])
+                let exited = try exits.finish()
+                outputs += (files[i][list] ?? []) + exited
             }
         }
         let identities = IdentityCount(

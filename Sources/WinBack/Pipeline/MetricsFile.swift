@@ -135,7 +135,8 @@ public enum MetricsFile {
             try System.rename(tmp, path)
         } catch {
             System.unlinkIfPresent(tmp)
-            progress.warn("metrics", "cannot write the metrics file: \(error)", fields: ["path": path])
+            progress.warn(
+                "metrics", "cannot write the metrics file: \(SystemError.words(error))", fields: ["path": path])
         }
     }
 

@@ -108,11 +108,17 @@ public struct PipelineConfig: Sendable {
 
     public static let formatsKnown = InputFormat.allCases.map(\.rawValue)
 
+    /// The largest pipeline file read (docs/rules.md §6.3): a pipeline of every key is a few
+    /// kilobytes.
+    public static let maxFileBytes = 1 << 20
+    /// The longest `name` (docs/rules.md §6.3): it names a folder and every metrics series.
+    public static let maxNameBytes = 100
+
     /// Loads and validates a pipeline file; throws a configuration error (exit 78) listing
     /// every problem.
     public static func load(path: String) throws -> PipelineConfig {
         let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
-        let bytes = try System.readConfiguration(abs, what: "pipeline file", naming: path)
+        let bytes = try System.readConfiguration(abs, what: "pipeline file", naming: path, limit: maxFileBytes)
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw WinBackError(.configuration, "pipeline file is not UTF-8 text", path: path)
         }
@@ -156,8 +162,15 @@ public struct PipelineConfig: Sendable {
                 "identities", "incremental", "money",
             ], at: "")
         if let name = p.string(
-            root, "name", required: true, where: { $0.range(of: "^[a-z0-9-]+$", options: .regularExpression) != nil },
-            else: { "'\($0)' must match [a-z0-9-]+ (it names the output folder)" })
+            root, "name", required: true,
+            where: {
+                $0.utf8.count <= maxNameBytes && $0.range(of: "^[a-z0-9-]+$", options: .regularExpression) != nil
+            },
+            else: {
+                $0.utf8.count > maxNameBytes
+                    ? "\($0.utf8.count) bytes, more than \(maxNameBytes) (it names the output folder)"
+                    : "'\($0)' must match [a-z0-9-]+ (it names the output folder)"
+            })
         {
             c.name = name
         }

@@ -62,6 +62,9 @@ public struct ResolvedPipeline: Sendable {
     public var transactionInputs: [Input] = []
     /// ``renewalFiles`` as resolved, each with its identity.
     public var renewalInputs: [Input] = []
+    /// The run's memory limit (`--memory` or `limits.memory`), nil in memory: what it reads of
+    /// earlier runs is bounded by it too (docs/rules.md §6.3).
+    public var memoryLimit: Int? = nil
 
     /// The transaction files as resolved (``transactionInput(_:)``).
     var inputs: [Input] { transactionFiles.indices.map(transactionInput) }
@@ -115,7 +118,21 @@ public struct ResolvedPipeline: Sendable {
             config: config, catalog: catalog, asOf: asOf.resolve(now: o.now), threads: max(1, threads),
             inflater: inflater, outputDirectory: out, transactionFiles: transactions.map(\.path),
             renewalFiles: renewals.map(\.path), signed: signed, rates: try MoneyRates.load(config),
-            transactionInputs: transactions, renewalInputs: renewals)
+            transactionInputs: transactions, renewalInputs: renewals, memoryLimit: o.memory ?? config.memoryLimit)
+    }
+
+    /// A run publishes at most a day after the clock (docs/rules.md §6.3): an as-of further
+    /// ahead would move `latest` there for every later night and prune the weeks kept before
+    /// it, so it is a usage error (64) unless the run writes to an `--output` of its own (a
+    /// planning run).
+    func checkAsOf(_ o: RunOptions) throws {
+        guard asOf > o.now + 86_400_000 else { return }
+        guard o.output == nil || outputDirectory == config.resolve(config.outputDirectory) else { return }
+        throw WinBackError(
+            .usage,
+            "the as-of \(Timestamp.date(asOf)) is more than a day after the clock (\(Timestamp.date(o.now))): "
+                + "it would move latest ahead and prune the runs kept before it; a planning run writes to an "
+                + "--output of its own (docs/rules.md §6.3)")
     }
 
     /// The run's publisher, begun (its lock held) before any S3 request, when the pipeline
@@ -202,7 +219,10 @@ public enum PipelineRun {
     static func runPipeline(_ options: RunOptions, started: Date, progress: Progress) throws -> PublishedRun {
         let locked = try ResolvedPipeline.lockedBeforeNetwork(options)
         let p: ResolvedPipeline
-        do { p = try ResolvedPipeline.resolve(options) } catch {
+        do {
+            p = try ResolvedPipeline.resolve(options)
+            try p.checkAsOf(options)
+        } catch {
             if let locked {
                 try? FileManager.default.removeItem(atPath: locked.staging)
                 locked.unlock()

@@ -31,7 +31,8 @@ public enum PipelineValidation {
         let abs = InputFiles.absolute(pipelinePath, base: FileManager.default.currentDirectoryPath)
         let text: String
         do {
-            let bytes = try System.readConfiguration(abs, what: "pipeline file", naming: pipelinePath)
+            let bytes = try System.readConfiguration(
+                abs, what: "pipeline file", naming: pipelinePath, limit: PipelineConfig.maxFileBytes)
             guard let t = String(validating: bytes, as: UTF8.self) else {
                 report.problems.append("\(pipelinePath): pipeline file is not UTF-8 text")
                 return report
@@ -56,6 +57,11 @@ public enum PipelineValidation {
             } catch {
                 report.problems.append("\(abs): \(error)")
             }
+        }
+
+        // output.group as a run checks it before it makes the output folder (docs/rules.md §6.3).
+        if let group = config.outputGroup, let problem = System.groupProblem(group) {
+            report.problems.append("\(abs): \(problem)")
         }
 
         let catalogPath = config.resolve(config.offersPath)

@@ -148,7 +148,9 @@ extension Stage {
             held = try stages(&manifest, &rejects, publisher.staging, sync)
             manifest.finished = Date()
             // What `output.keep` removes once published, listed in the manifest (docs/rules.md §10.6).
-            manifest.pruned = Pruning.plan(root: publisher.root, date: publisher.date, keep: p.config.keep)
+            manifest.pruned = Pruning.plan(
+                root: publisher.root, date: publisher.date, keep: p.config.keep,
+                baseline: try manifest.changes.map { $0.baseline?.date } ?? Changes.baseline(p)?.date)
             folder = try publish(manifest, with: publisher, sync: sync)
         } catch {
             manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)

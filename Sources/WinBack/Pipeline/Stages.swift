@@ -204,7 +204,7 @@ extension Stage {
         }
         // What changed since the last published run, from the segments just written (docs/rules.md
         // §10.5): while the reports are still being counted.
-        let baseline = Changes.baseline(p)
+        let baseline = try Changes.baseline(p)
         let changed = Result {
             _ = try segments.get()
             return try Changes.write(

@@ -27,7 +27,7 @@ public enum Merge {
         _ p: ResolvedPipeline, work: WorkFolder, shards: Int, progress: Progress, publisher given: Publisher? = nil,
         memoryLimit: Int? = nil, started: Date = Date(), state keeper: ShardedStateKeeper? = nil
     ) throws -> RunSummary {
-        let fingerprint = RunFingerprint(p, shards: shards)
+        let fingerprint = try RunFingerprint(p, shards: shards)
         let partitions: [(PartitionMarker, digest: String)]
         var markers: [ShardMarker] = []
         do {

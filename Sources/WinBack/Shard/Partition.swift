@@ -86,7 +86,7 @@ public enum Partition {
         try WorkFolder.writeJSON(rejects, to: staged + "/rejects.json")
         try WorkFolder.writeJSON(done.all.sorted { $0.0.file < $1.0.file }.flatMap(\.2), to: staged + "/renewals.json")
         let marker = PartitionMarker(
-            fingerprint: RunFingerprint(p, shards: shards), task: task, tasks: tasks, inputs: inputs,
+            fingerprint: try RunFingerprint(p, shards: shards), task: task, tasks: tasks, inputs: inputs,
             parts: writers.enumerated().map {
                 .init(
                     shard: $0.offset, bytes: $0.element.compressedBytes, rows: $0.element.rows,

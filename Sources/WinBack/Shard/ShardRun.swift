@@ -28,7 +28,7 @@ public enum ShardRun {
     ) throws -> Summary {
         let started = Date()
         try work.secure()
-        let fingerprint = RunFingerprint(p, shards: shards)
+        let fingerprint = try RunFingerprint(p, shards: shards)
         let partitions = try Partition.markers(work, expecting: fingerprint)
         if let maxRows {
             let rows =

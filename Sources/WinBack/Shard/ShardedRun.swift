@@ -12,6 +12,7 @@ public enum ShardedRun {
     ) throws -> Partition.Summary {
         try checkCounts(shards: shards, tasks: tasks)
         let p = try ResolvedPipeline.resolve(options)
+        try p.checkAsOf(options)
         progress.pipeline = p.config.name
         let i = try WorkFolder.index(task, option: "--task", count: tasks)
         if p.config.incremental {
@@ -54,6 +55,7 @@ public enum ShardedRun {
             let folder = WorkFolder(work)
             try folder.secure()
             let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
+            try p.checkAsOf(options)
             progress.pipeline = p.config.name
             return try Merge.run(p, work: folder, shards: shards, progress: progress)
         } catch {

@@ -92,7 +92,7 @@ public struct WorkFolder: Sendable {
             throw e.winBack(.cannotCreateOutput, "cannot move \(staged) into place", path: final)
         } catch {
             throw WinBackError(
-                .cannotCreateOutput, "cannot replace the previous outputs: \(error.localizedDescription)", path: final)
+                .cannotCreateOutput, "cannot replace the previous outputs: \(SystemError.words(error))", path: final)
         }
         System.syncDirectory((final as NSString).deletingLastPathComponent)
     }
@@ -215,7 +215,7 @@ struct RunFingerprint: Codable, Equatable {
     /// must compare with the same one. Nil: none.
     var baseline: Baseline?
 
-    init(_ p: ResolvedPipeline, shards: Int) {
+    init(_ p: ResolvedPipeline, shards: Int) throws {
         func digest(_ path: String) -> String {
             let data = (try? InputStores.contents(path)) ?? nil
             return Hex.string(SHA256.hash(data: data ?? Data()))
@@ -227,7 +227,7 @@ struct RunFingerprint: Codable, Equatable {
         self.shards = shards
         asOf = p.asOf
         toolVersion = Manifest.toolVersion
-        baseline = Changes.baseline(p)
+        baseline = try Changes.baseline(p)
     }
 
     /// Fails (exit 78) when `other` (from `where`) differs, naming what differs.

@@ -254,7 +254,8 @@ struct SegmentChangesTests {
         let pipeline = try Self.world()
         let first = try Self.run(pipeline, asOf: "2026-06-01")
         let root = (first as NSString).deletingLastPathComponent
-        let found = try #require(Baseline.find(root: root, before: "2026-07-01"))
+        let name = (root as NSString).lastPathComponent
+        let found = try #require(try Baseline.find(root: root, name: name, before: "2026-07-01"))
         #expect(found.date == "2026-06-01")
         #expect(try BaselineFiles(found).sha256["segments/best-offer.csv"] != nil)
         // Changed after it was found (one byte more): 65, naming it.
@@ -269,13 +270,18 @@ struct SegmentChangesTests {
         // Put back: trusted again.
         try bytes.write(to: URL(fileURLWithPath: manifest))
         #expect(try BaselineFiles(found).folder == found.folder)
-        // The same bytes behind a link: the run is passed over (none earlier: no baseline), and a
-        // baseline found before the link was planted is no longer trusted.
+        // The same bytes behind a link: the dated folder stands, so its run is no baseline and
+        // never passed over for an older one (65, docs/rules.md §6.3); a baseline found before
+        // the link was planted is no longer trusted.
         let elsewhere = Paths.temporary() + "/planted-manifest.json"
         try bytes.write(to: URL(fileURLWithPath: elsewhere))
         try FileManager.default.removeItem(atPath: manifest)
         try FileManager.default.createSymbolicLink(atPath: manifest, withDestinationPath: elsewhere)
-        #expect(Baseline.find(root: root, before: "2026-07-01") == nil)
+        #expect {
+            try Baseline.find(root: root, name: name, before: "2026-07-01")
+        } throws: { e in
+            (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == manifest
+        }
         #expect(throws: WinBackError.self) { try BaselineFiles(found) }
     }
 
