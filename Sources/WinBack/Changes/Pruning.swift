@@ -15,6 +15,17 @@ struct PrunePlan: Sendable, Equatable {
     var dates: [String] = []
     /// Failed runs' folders removed (`.failed-<YYYY-MM-DD>`), by date, ascending.
     var failed: [String] = []
+    /// The rule the dates were chosen by, for the dates of the upload prefix: day numbers of
+    /// the limit and of tonight, and tonight's baseline (never removed).
+    var limitDay: Int64 = 0
+    var tonightDay: Int64 = 0
+    var baseline: String? = nil
+
+    /// Whether published date `d` goes by this plan's rule (docs/rules.md §10.6).
+    func removes(_ d: String) -> Bool {
+        guard let t = Timestamp.parseDate(d) else { return false }
+        return t < limitDay && t < tonightDay && d != baseline
+    }
 }
 
 /// `output.keep` (docs/rules.md §10.6): published runs name customers, and since §10 their
@@ -39,7 +50,7 @@ enum Pruning {
             guard let t = Timestamp.parseDate(d) else { return false }
             return t < limit && t < tonight
         }
-        var plan = PrunePlan(keepDays: keep)
+        var plan = PrunePlan(keepDays: keep, limitDay: limit, tonightDay: tonight, baseline: baseline)
         plan.dates = published.filter { old($0) && $0 != baseline && $0 != date }
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
         plan.failed = entries.filter { $0.hasPrefix(failedPrefix) }.map { String($0.dropFirst(failedPrefix.count)) }
@@ -89,16 +100,30 @@ enum Pruning {
     /// Removes the plan's dates from `<prefix>/<name>/`: for each, its `_SUCCESS` first (a
     /// reader waiting for it no longer takes the date for a whole run), then every other object
     /// under the date.
-    static func removeRemote(_ plan: PrunePlan, from prefix: S3Location, name: String) throws {
-        guard !plan.dates.isEmpty else { return }
+    ///
+    /// Every date of the prefix that the plan's rule removes goes too, not only the plan's: a
+    /// removal that failed on an earlier night (a 403, the network) is tried again by every
+    /// later run and `winback upload` until the prefix holds what `keep` keeps (docs/rules.md
+    /// §6.3). Returns the dates removed.
+    @discardableResult
+    static func removeRemote(_ plan: PrunePlan, from prefix: S3Location, name: String) throws -> [String] {
         let client = try S3Client.shared()
         let base = (prefix.key.isEmpty ? "" : (prefix.key.hasSuffix("/") ? prefix.key : prefix.key + "/")) + name + "/"
-        for d in plan.dates {
-            let objects = try client.list(bucket: prefix.bucket, prefix: base + d + "/")
+        var byDate: [String: [S3Object]] = [:]
+        for o in try client.list(bucket: prefix.bucket, prefix: base) {
+            let rest = o.location.key.dropFirst(base.count)
+            guard let slash = rest.firstIndex(of: "/") else { continue }
+            let d = String(rest[..<slash])
+            if plan.dates.contains(d) || plan.removes(d) { byDate[d, default: []].append(o) }
+        }
+        let dates = byDate.keys.sorted()
+        for d in dates {
+            let objects = byDate[d]!
             let success = S3Location(bucket: prefix.bucket, key: base + d + "/_SUCCESS")
             if objects.contains(where: { $0.location == success }) { try client.delete(success) }
             for o in objects where o.location != success { try client.delete(o.location) }
         }
+        return dates
     }
 
     /// The log's line.
@@ -118,10 +143,18 @@ extension AfterPublish {
             guard let plan = published.manifest.pruned else { return }
             Pruning.removeLocal(
                 plan, root: (published.folder as NSString).deletingLastPathComponent, progress: progress)
-            if let upload = p.config.upload { try Pruning.removeRemote(plan, from: upload, name: p.config.name) }
+            var remote: [String] = []
+            if let upload = p.config.upload {
+                remote = try Pruning.removeRemote(plan, from: upload, name: p.config.name)
+            }
+            let retried = remote.filter { !plan.dates.contains($0) }
             progress.event(
-                "pruned", Pruning.line(plan),
-                fields: ["dates": plan.dates, "failed": plan.failed, "keepDays": plan.keepDays])
+                "pruned",
+                Pruning.line(plan)
+                    + (retried.isEmpty ? "" : "; from the upload prefix also " + retried.joined(separator: ", ")),
+                fields: [
+                    "dates": plan.dates, "failed": plan.failed, "keepDays": plan.keepDays, "remoteRetried": retried,
+                ])
         }
     }
 }

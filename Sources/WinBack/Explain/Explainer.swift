@@ -279,11 +279,12 @@ public enum Explainer {
         // A value of the identities file (an email, the team's user id) stands for the
         // customers its rows map to (docs/rules.md §10.7).
         var ids = [id]
+        var superseded: Set<String> = []
         if let source = p.config.identities {
-            ids += try IdentityReader.keys(
-                matching: id, path: p.config.resolve(source.path), key: source.key, inflater: p.inflater,
-                limits: p.limits
-            ).filter { $0 != id }
+            let matches = try IdentityReader.matches(
+                id, path: p.config.resolve(source.path), key: source.key, inflater: p.inflater, limits: p.limits)
+            ids += matches.map(\.key).filter { $0 != id }
+            superseded = Set(matches.filter(\.superseded).map(\.key))
         }
         var inputs = try Stage.read(p, .only(ids))
         // Matched by token: read again for all rows of those customers, tokens or not.
@@ -311,6 +312,11 @@ public enum Explainer {
             var ids = [e.originalTransactionId]
             if let token = e.appAccountToken { ids.append(token) }
             e.rejectedLines = RejectedLines.mentioning(ids, in: inputs.rejects.listed, limits: p.limits)
+            if ids.contains(where: superseded.contains) {
+                e.identityNote =
+                    "'\(ControlEscape.escaped(id))' was superseded by a later row of the identities file for this "
+                    + "customer: the destination files use that row's values, not this one (docs/rules.md §10.1)"
+            }
             return e
         }
     }

@@ -153,6 +153,9 @@ public struct Explanation: Sendable {
     public var moneyCurrency = ""
     /// Rejected lines that name the customer: rows the timeline does not have.
     public var rejectedLines: [Reject] = []
+    /// Said when the identity value asked for was superseded by a later row of the identities
+    /// file for this customer (docs/rules.md §6.3); nil otherwise.
+    public var identityNote: String? = nil
 
     /// The eligible offer ids in rank order, as the segments list them.
     public var eligibleOfferIds: [String] {

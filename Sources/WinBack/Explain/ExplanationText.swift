@@ -63,6 +63,10 @@ extension Explanation {
                 )
             }
         }
+        if let identityNote {
+            out.append("")
+            out.append("Note: " + identityNote)
+        }
         if !rejectedLines.isEmpty {
             out.append("")
             out.append("Rejected lines that name this customer (their rows are not in the timeline above):")
@@ -245,6 +249,7 @@ extension Explanation {
                 ["month": c.month, "net": c.net ?? "", "currency": moneyCurrency]
             }
         }
+        if let identityNote { d["identityNote"] = identityNote }
         if !rejectedLines.isEmpty {
             d["rejectedLines"] = rejectedLines.map {
                 ["file": ControlEscape.name($0.file), "line": $0.line, "reason": $0.reason] as [String: Any]

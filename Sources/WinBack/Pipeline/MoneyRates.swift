@@ -10,9 +10,33 @@ enum MoneyRates {
     static func load(_ config: PipelineConfig) throws -> Rates? {
         guard let money = config.money else { return nil }
         let path = config.resolve(money.ratesPath)
-        guard let data = try InputStores.contents(path) else {
+        guard !InputStores.isObject(path) else {
+            guard let data = try InputStores.contents(path) else {
+                throw WinBackError(.noInput, "the rates file is missing or unreadable", path: path)
+            }
+            return try Rates.parse([UInt8](data), currency: money.currency, path: path)
+        }
+        // Line by line, never whole: a file of any size is read in bounded memory (§6.3).
+        let source: PlainFileSource
+        do { source = try PlainFileSource(path: path, hashed: false) } catch {
             throw WinBackError(.noInput, "the rates file is missing or unreadable", path: path)
         }
-        return try Rates.parse([UInt8](data), currency: money.currency, path: path)
+        let cursor = LineCursor(source: source, chunkSize: 1 << 16, maxLineBytes: Rates.maxLineBytes)
+        var reader = Rates.Reader(currency: money.currency, path: path)
+        var pendingEmpty = 0
+        while let line = try cursor.next() {
+            if cursor.cut { throw reader.tooLong() }
+            var n = line.count
+            if n > 0 && line[n - 1] == 10 { n -= 1 }
+            // Empty lines at the end are allowed: taken only once a line with content follows.
+            if n == 0 || (n == 1 && line[0] == 13) {
+                pendingEmpty += 1
+                continue
+            }
+            for _ in 0..<pendingEmpty { try reader.take([UInt8]()) }
+            pendingEmpty = 0
+            try reader.take(UnsafeRawBufferPointer(rebasing: line[0..<n]))
+        }
+        return try reader.finish()
     }
 }

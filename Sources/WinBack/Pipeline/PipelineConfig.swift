@@ -134,6 +134,16 @@ public struct PipelineConfig: Sendable {
         let node: Node?
         do {
             node = try Yams.compose(yaml: text)
+        } catch YamlError.duplicatedKeysInMapping(let keys, let context) {
+            // A key given twice is never one of the two taken silently (docs/rules.md §6.3): where.
+            let names = keys.map { "'\(ControlEscape.escaped($0.prefix(100)))'" }.joined(separator: ", ")
+            return (
+                nil,
+                [
+                    "\(path): not valid YAML at line \(context.mark.line), column \(context.mark.column): the key "
+                        + "\(names) is given twice in one mapping; give it once"
+                ]
+            )
         } catch {
             // The parser's message ends with the offending line and a caret under it; its line and
             // column lead the message, so the part before them is kept, on one line (control

@@ -139,6 +139,17 @@ public enum Upload {
         try run(
             folder: folder, to: upload, name: p.config.name, date: publisher.date, threads: p.threads,
             progress: progress)
+        // A removal from the prefix that failed on an earlier night, tried again (docs/rules.md §6.3).
+        if let plan = Pruning.plan(
+            root: publisher.root, date: publisher.date, keep: p.config.keep, baseline: try Changes.baseline(p)?.date)
+        {
+            let removed = try Pruning.removeRemote(plan, from: upload, name: p.config.name)
+            if !removed.isEmpty {
+                progress.event(
+                    "pruned", "removed from the upload prefix " + removed.joined(separator: ", "),
+                    fields: ["remote": removed, "keepDays": plan.keepDays])
+            }
+        }
         let key = "\(upload.key.isEmpty ? "" : upload.key + "/")\(p.config.name)/\(publisher.date)/"
         return S3Location(bucket: upload.bucket, key: key).uri
     }

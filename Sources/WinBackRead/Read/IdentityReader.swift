@@ -245,15 +245,27 @@ public enum IdentityReader {
         matching value: String, path: String, key: IdentitiesSource.Key, inflater: Inflater = .zlib,
         limits: ReadLimits = .default
     ) throws -> [String] {
+        try matches(value, path: path, key: key, inflater: inflater, limits: limits).map(\.key)
+    }
+
+    /// ``keys(matching:path:key:inflater:limits:)``, each with whether a later row of the same
+    /// key left `value` out: superseded, the run's destinations use that later row's values
+    /// (docs/rules.md §10.1, §6.3), which `explain` says.
+    public static func matches(
+        _ value: String, path: String, key: IdentitiesSource.Key, inflater: Inflater = .zlib,
+        limits: ReadLimits = .default
+    ) throws -> [(key: String, superseded: Bool)] {
         let wanted = Array(value.utf8)
         var found: [String] = []
-        var seen: Set<String> = []
+        var lastHolds: [String: Bool] = [:]
         _ = try scan(path: path, key: key, columns: nil, inflater: inflater, limits: limits) { k, values in
-            guard values.contains(where: { $0.elementsEqual(wanted) }) else { return }
+            let holds = values.contains(where: { $0.elementsEqual(wanted) })
+            guard holds || !lastHolds.isEmpty else { return }
             let s = String(decoding: k, as: UTF8.self)
-            if seen.insert(s).inserted { found.append(s) }
+            if holds && lastHolds[s] == nil { found.append(s) }
+            if holds || lastHolds[s] != nil { lastHolds[s] = holds }
         }
-        return found
+        return found.map { ($0, lastHolds[$0] == false) }
     }
 
     /// Why a header row cannot be read (65): too many columns, or not CSV.

@@ -50,25 +50,77 @@ public struct Rates: Sendable, Equatable {
     /// Reads a rates file's bytes: header `currency,rate` or `month,currency,rate`; throws a
     /// configuration error (exit 78) naming the line of the first problem.
     public static func parse(_ bytes: [UInt8], currency: String, path: String) throws -> Rates {
-        var rates = Rates(currency: currency)
-        // By bytes: "\r\n" is one Character, so a String would not split it at "\n".
-        var lines = bytes.split(separator: 10, omittingEmptySubsequences: false).map {
-            String(decoding: $0.last == 13 ? $0.dropLast() : $0, as: UTF8.self)
-        }
+        var reader = Reader(currency: currency, path: path)
+        var lines = bytes.split(separator: 10, omittingEmptySubsequences: false)
         while lines.last?.isEmpty == true { lines.removeLast() }
-        func fail(_ line: Int, _ why: String) -> WinBackError {
+        for line in lines { try reader.take(line) }
+        return try reader.finish()
+    }
+
+    /// The most rates a file gives (docs/rules.md §6.3): every currency for every month of 25
+    /// years is under a tenth of it.
+    public static let maxRates = 100_000
+    /// The longest line of a rates file read: a rate line is under 40 bytes.
+    public static let maxLineBytes = 1024
+
+    /// Reads a rates file one line at a time, so that a file of any size is read in bounded
+    /// memory (docs/rules.md §6.3): a line longer than ``maxLineBytes``, or more rates than
+    /// ``maxRates``, is a configuration error (78) at once. A leading byte-order mark is skipped,
+    /// as in every other CSV; `\r\n` line ends are read as `\n`.
+    public struct Reader {
+        private var rates: Rates
+        private let path: String
+        private var number = 0
+        private var dated: Bool?
+        private var count = 0
+        /// Empty lines seen since the last line with content: allowed at the end only.
+        private var emptyRun = 0
+
+        public init(currency: String, path: String) {
+            rates = Rates(currency: currency)
+            self.path = path
+        }
+
+        private func fail(_ line: Int, _ why: String) -> WinBackError {
             WinBackError(.configuration, "rates file line \(line): \(why)", path: path)
         }
-        guard let header = lines.first else { throw fail(1, "empty; expected a header currency,rate") }
-        let dated: Bool
-        switch header {
-        case "currency,rate": dated = false
-        case "month,currency,rate": dated = true
-        default: throw fail(1, "expected the header currency,rate or month,currency,rate")
+
+        /// A line longer than ``maxLineBytes``, seen as it is read.
+        public func tooLong() -> WinBackError {
+            fail(number + 1, "longer than \(maxLineBytes) bytes: not a rates file")
         }
-        for (i, line) in lines.enumerated().dropFirst() {
-            let n = i + 1
-            let cells = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+
+        /// One line's bytes, without its `\n`.
+        public mutating func take<C: Collection>(_ bytes: C) throws where C.Element == UInt8 {
+            number += 1
+            var line = Array(bytes)
+            if line.last == 13 { line.removeLast() }
+            if number == 1, line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }
+            guard line.count <= maxLineBytes else { throw tooLong() }
+            if line.isEmpty {
+                emptyRun += 1
+                return
+            }
+            if emptyRun > 0 {
+                guard let dated else { throw fail(1, "expected the header currency,rate or month,currency,rate") }
+                throw fail(number - emptyRun, "expected \(dated ? 3 : 2) fields")
+            }
+            guard let dated else {
+                guard line.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+                    throw fail(1, "expected the header currency,rate or month,currency,rate")
+                }
+                switch String(decoding: line, as: UTF8.self) {
+                case "currency,rate": self.dated = false
+                case "month,currency,rate": self.dated = true
+                default: throw fail(1, "expected the header currency,rate or month,currency,rate")
+                }
+                return
+            }
+            let n = number
+            count += 1
+            guard count <= maxRates else { throw fail(n, "more than \(maxRates) rates: not a rates file") }
+            let cells = String(decoding: line, as: UTF8.self).split(separator: ",", omittingEmptySubsequences: false)
+                .map(String.init)
             guard cells.count == (dated ? 3 : 2) else { throw fail(n, "expected \(dated ? 3 : 2) fields") }
             let code = cells[dated ? 1 : 0]
             guard MoneySettings.isCurrency(code) else {
@@ -93,7 +145,12 @@ public struct Rates: Sendable, Equatable {
                 rates.undated[code] = rate
             }
         }
-        return rates
+
+        /// The rates read; a file without a header is a configuration error (78).
+        public func finish() throws -> Rates {
+            guard dated != nil else { throw fail(1, "empty; expected a header currency,rate") }
+            return rates
+        }
     }
 
     /// A decimal of at most nine places, 0 ≤ rate < 10⁷, × 10⁹; nil when it is not one. The bound
