@@ -22,6 +22,7 @@ Faults (also read from the environment, S3_PROXY_<NAME> with the option's name u
 --fail-always       answer every request 503 SlowDown
 --fail-status N     answer those with this status instead of 503 (e.g. 400)
 --fail-code CODE    and this S3 error code instead of SlowDown (e.g. RequestTimeout)
+--fail-method M     fail only the requests of method M (e.g. DELETE), forwarding the others
 --retry-after S     send Retry-After: S with those answers
 --short-gets N      cut the body of the first N ranged GETs (object reads) short; -1: all of them
 --short-mode MODE   how: "truncate" sends half of the body with a Content-Length that matches
@@ -159,7 +160,9 @@ class Handler(BaseHTTPRequestHandler):
             if options.pause_after_list and state.listed:
                 while not os.path.exists(options.pause_after_list):
                     time.sleep(0.02)
-            if options.fail_always or number <= options.fail_first:
+            if (options.fail_always or number <= options.fail_first) and (
+                not options.fail_method or self.command == options.fail_method
+            ):
                 end(options.fail_status)
                 self.answer_error(options.fail_status, options.fail_code)
                 return
@@ -261,6 +264,7 @@ def main():
     parser.add_argument("--fail-always", action="store_true", default=env("FAIL_ALWAYS", "") == "1")
     parser.add_argument("--fail-status", type=int, default=int(env("FAIL_STATUS", "503")))
     parser.add_argument("--fail-code", default=env("FAIL_CODE", "SlowDown"))
+    parser.add_argument("--fail-method", default=env("FAIL_METHOD", None))
     parser.add_argument("--retry-after", default=env("RETRY_AFTER", None))
     parser.add_argument("--short-gets", type=int, default=int(env("SHORT_GETS", "0")))
     parser.add_argument("--short-mode", choices=["truncate", "drop"], default=env("SHORT_MODE", "truncate"))

@@ -64,9 +64,9 @@ struct PublishedManifest: Decodable, Sendable {
     /// hundred bytes each, so even 100,000 input files stay far below it.
     static let maxBytes = 64 << 20
 
-    /// The largest manifest a run under `memory` reads: a quarter of its limit (decoding takes
-    /// a few times the file's size), at most ``maxBytes``.
-    static func limit(memory: Int?) -> Int { min(maxBytes, memory.map { max($0 / 4, 1 << 20) } ?? maxBytes) }
+    /// The largest manifest a run under `memory` reads: an eighth of its limit (decoding takes
+    /// about two and a half times the file's size), at most ``maxBytes``.
+    static func limit(memory: Int?) -> Int { min(maxBytes, memory.map { max($0 / 8, 1 << 20) } ?? maxBytes) }
 
     /// The bytes of the manifest at `path` and what they say. Missing, not a regular file, a
     /// link, larger than ``limit(memory:)``, empty, not JSON or without the fields: bad data

@@ -35,7 +35,7 @@ enum MoneyRates {
             }
             for _ in 0..<pendingEmpty { try reader.take([UInt8]()) }
             pendingEmpty = 0
-            try reader.take(UnsafeRawBufferPointer(rebasing: line[0..<n]))
+            try reader.take(line[0..<n])
         }
         return try reader.finish()
     }

@@ -182,5 +182,54 @@ extension PruningTests {
                 "_SUCCESS goes before the other objects")
             #expect(try PruningTests.pruned(output + "/dest/2026-06-20")?["dates"] as? [String] == ["2026-06-01"])
         }
+
+        @Test(
+            "a removal from the bucket that failed (403) is tried again by winback upload and by the next night (docs/rules.md §6.3)"
+        )
+        func retried() throws {
+            let server = try #require(SeaweedServer.current)
+            let pipeline = try PruningTests.world(keep: 10, upload: "s3://audiences/retry")
+            let output = Paths.temporary() + "/out"
+            func run(_ args: [String], endpoint: String? = nil) throws -> CLI.Result {
+                try CLI.run(args + ["--output", output], environment: server.environment(endpoint: endpoint))
+            }
+            func night(_ date: String, endpoint: String? = nil) throws -> CLI.Result {
+                try run(["run", pipeline, "--as-of", date, "--quiet"], endpoint: endpoint)
+            }
+            func dates() throws -> [String] {
+                Set(
+                    try Boto.objects(server, bucket: "audiences", prefix: "retry/").compactMap {
+                        ($0["key"] as? String)?.split(separator: "/").dropFirst(2).first.map(String.init)
+                    }
+                ).subtracting(["latest"]).sorted()
+            }
+            // DELETE refused, every other request answered.
+            let refusing = [
+                "--fail-always", "--fail-method", "DELETE", "--fail-status", "403", "--fail-code", "AccessDenied",
+            ]
+            for d in ["2026-06-01", "2026-06-05", "2026-06-06"] { #expect(try night(d).status == 0) }
+            let first = try dates()
+            #expect(first == ["2026-06-01", "2026-06-05", "2026-06-06"], "\(first)")
+            // 2026-06-20 keeps 10 days: 2026-06-01 and 2026-06-05 go locally, the bucket refuses.
+            let proxy = try LoopbackDouble.proxy(server, refusing)
+            let failed = try night("2026-06-20", endpoint: proxy.url)
+            proxy.stop()
+            #expect(failed.status != 0, "the refused removal fails the run after the publish")
+            #expect(PruningTests.entries(output + "/dest").dates == ["2026-06-06", "2026-06-20"])
+            #expect(try dates() == ["2026-06-01", "2026-06-05", "2026-06-06", "2026-06-20"])
+            // winback upload tries again: the bucket then holds what keep keeps.
+            let upload = try run(["upload", pipeline, "--as-of", "2026-06-20"])
+            #expect(upload.status == 0, "\(upload.stderr)")
+            #expect(try dates() == ["2026-06-06", "2026-06-20"])
+            // Refused again on 2026-06-25 (2026-06-06 goes), then the next night removes it though
+            // its own plan no longer names it.
+            let again = try LoopbackDouble.proxy(server, refusing)
+            #expect(try night("2026-06-25", endpoint: again.url).status != 0)
+            again.stop()
+            #expect(try dates() == ["2026-06-06", "2026-06-20", "2026-06-25"])
+            #expect(try night("2026-06-26").status == 0)
+            #expect(try PruningTests.pruned(output + "/dest/2026-06-26")?["dates"] as? [String] == [])
+            #expect(try dates() == ["2026-06-20", "2026-06-25", "2026-06-26"])
+        }
     }
 }
