@@ -86,3 +86,12 @@ public struct WinBackError: Error, CustomStringConvertible, Sendable {
         return s
     }
 }
+
+extension WinBackError {
+    /// An error no stage turned into a ``WinBackError``, as one: a defect of the tool (70), its
+    /// cause in words (``SystemError/words(_:)``), never a Foundation error domain and code.
+    public static func unexpected(_ error: Error) -> WinBackError {
+        if let e = error as? WinBackError { return e }
+        return WinBackError(.software, SystemError.words(error))
+    }
+}

@@ -167,7 +167,8 @@ public final class Publisher: @unchecked Sendable {
         } catch let e as WinBackError {
             throw e
         } catch {
-            throw WinBackError(.cannotCreateOutput, "cannot set the published files' modes: \(error)", path: folder)
+            throw WinBackError(
+                .cannotCreateOutput, "cannot set the published files' modes: \(SystemError.words(error))", path: folder)
         }
     }
 

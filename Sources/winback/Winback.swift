@@ -32,6 +32,17 @@ func reportingErrors<T>(_ progress: WinBack.Progress? = nil, _ body: () throws -
             FileHandleStderr.write("winback: error (\(e.code)): \(e)\n")
         }
         throw ExitCode(e.code.exitCode)
+    } catch let e as ExitCode {
+        throw e
+    } catch {
+        // An error no stage named: said in words (never an error domain and a code), exit 70.
+        let e = WinBackError.unexpected(error)
+        if let progress {
+            progress.error("\(e)", code: "\(e.code)", exitCode: e.code.exitCode)
+        } else {
+            FileHandleStderr.write("winback: error (\(e.code)): \(e)\n")
+        }
+        throw ExitCode(e.code.exitCode)
     }
 }
 

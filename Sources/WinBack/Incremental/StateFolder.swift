@@ -70,7 +70,7 @@ final class StateFolder {
         } catch let e as WinBackError {
             return rebuild("the state is damaged (\(e.message))")
         } catch {
-            return rebuild("the state is damaged (\(error))")
+            return rebuild("the state is damaged (\(SystemError.words(error)))")
         }
         guard found.layout == StateLedger.layout else {
             return rebuild("the state is of another layout (\(found.layout))")
@@ -191,7 +191,7 @@ final class StateFolder {
         } catch {
             progress.warn(
                 "state",
-                "the next incremental state could not replace the previous one (\(error)); "
+                "the next incremental state could not replace the previous one (\(SystemError.words(error))); "
                     + "the previous one is kept", fields: ["path": path])
         }
         discard()

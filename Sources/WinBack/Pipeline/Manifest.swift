@@ -85,7 +85,7 @@ public struct Manifest {
     /// folder (docs/rules.md §6) while the published runs stay as they were.
     mutating func failed(_ error: Error, rejects: RejectList, folder: String, publisher: Publisher) {
         status = "failed"
-        self.error = "\(error)"
+        self.error = SystemError.words(error)
         finished = Date()
         publisher.fail(keeping: [
             ("rejects.csv", RejectsWriter.bytes(rejects, relativeTo: folder)), ("manifest.json", json()),

@@ -156,7 +156,7 @@ public enum MetricsFile {
         } catch let e as System.NotRegularFile {
             return ignored("is \(e.what), not a regular file")
         } catch {
-            return ignored("cannot be opened (\(error))")
+            return ignored("cannot be opened (\(SystemError.words(error)))")
         }
         defer { System.closeQuietly(fd) }
         guard size < previousLimit else { return ignored("is \(size) bytes, 1 MiB or more") }
@@ -172,7 +172,7 @@ public enum MetricsFile {
                 count += n
             }
         } catch {
-            return ignored("cannot be read (\(error))")
+            return ignored("cannot be read (\(SystemError.words(error)))")
         }
         guard count < previousLimit else { return ignored("grew to 1 MiB or more while read") }
         var e = MetricsExposition.parse(Array(bytes[..<count]))

@@ -39,7 +39,7 @@ public enum PipelineValidation {
             }
             text = t
         } catch {
-            report.problems.append("\(error)")
+            report.problems.append(SystemError.words(error))
             return report
         }
         let (config, problems) = PipelineConfig.parse(text, path: abs)
@@ -48,14 +48,14 @@ public enum PipelineValidation {
         do {
             _ = try ResolvedPipeline.inflater(asked: nil, file: config.inflater, path: abs)
         } catch {
-            report.problems.append("\(error)")
+            report.problems.append(SystemError.words(error))
         }
 
         if config.format == .appstoreSigned || !config.apple.roots.isEmpty {
             do {
                 _ = try SignedReading.resolve(config.apple, folder: config.folder, now: 0)
             } catch {
-                report.problems.append("\(abs): \(error)")
+                report.problems.append("\(abs): \(SystemError.words(error))")
             }
         }
 
@@ -70,7 +70,9 @@ public enum PipelineValidation {
         var catalogBytes: Data?
         var catalogProblem: String?
         if !config.offersPath.isEmpty {
-            do { catalogBytes = try InputStores.contents(catalogPath) } catch { catalogProblem = "\(error)" }
+            do { catalogBytes = try InputStores.contents(catalogPath) } catch {
+                catalogProblem = SystemError.words(error)
+            }
         }
         if config.offersPath.isEmpty {
             // Already reported as a missing field.
@@ -97,7 +99,7 @@ public enum PipelineValidation {
                     report.inputProblems += 1
                 }
             } catch {
-                report.problems.append("\(error)")
+                report.problems.append(SystemError.words(error))
                 if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
             }
             if report.problems.isEmpty || System.kind(path) == .file {
@@ -105,13 +107,13 @@ public enum PipelineValidation {
                 do { try Stage.checkIdentities(config, inflater: .zlib) } catch let e as WinBackError {
                     if e.code != .noInput { report.problems.append("\(e)") }
                 } catch {
-                    report.problems.append("\(error)")
+                    report.problems.append(SystemError.words(error))
                 }
             }
         }
         // The rates file of `money`, parsed as `run` parses it (docs/rules.md §13.1).
         do { _ = try MoneyRates.load(config) } catch {
-            report.problems.append("\(error)")
+            report.problems.append(SystemError.words(error))
             if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
         }
         var files = 0
@@ -125,7 +127,7 @@ public enum PipelineValidation {
                     files += 1
                 }
             } catch {
-                report.problems.append("\(error)")
+                report.problems.append(SystemError.words(error))
                 if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
             }
         }
