@@ -74,9 +74,31 @@ public struct IdentitiesSource: Sendable, Equatable {
     /// As written in the pipeline file (relative to its folder).
     public var path: String
     public var key: Key
+    /// `identities.columns`: a destination's identity column (`email`, `external_id`) → the
+    /// column of the file that holds it, as the team names it (docs/rules.md §10.10).
+    public var columns: [String: String]
 
-    public init(path: String, key: Key) {
+    public init(path: String, key: Key, columns: [String: String] = [:]) {
         self.path = path
         self.key = key
+        self.columns = columns
+    }
+
+    /// The identity columns `identities.columns` may map: those of the destinations.
+    public static let mappable = Set(DestinationType.allCases.map(\.identityColumn))
+
+    /// The column of the file that holds destination identity column `column`.
+    public func fileColumn(_ column: String) -> String { columns[column] ?? column }
+
+    /// Whether header name `a` names column `b`: ASCII letters compared without regard to case,
+    /// surrounding spaces ignored (docs/rules.md §10.10).
+    public static func sameColumn(_ a: String, _ b: String) -> Bool {
+        func folded(_ s: String) -> [UInt8] {
+            var bytes = Array(s.utf8)
+            while bytes.last == 0x20 { bytes.removeLast() }
+            while bytes.first == 0x20 { bytes.removeFirst() }
+            return bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        }
+        return folded(a) == folded(b)
     }
 }

@@ -74,4 +74,46 @@ package enum PrivateFolder {
         }
         return true
     }
+
+    /// What ``make(_:mode:group:what:create:ownLink:)`` would refuse (73) at `path`, found
+    /// without creating or changing anything: a part of the path that is a file, a folder above
+    /// that another user could swap, a link or another user's folder where the folder belongs
+    /// (`winback validate`, docs/rules.md §10.10). Nil when a run could make or use it.
+    package static func problem(_ path: String, what: String) -> WinBackError? {
+        var existing = path
+        while System.linkKind(existing) == nil {
+            let up = (existing as NSString).deletingLastPathComponent
+            if up == existing || up.isEmpty { break }
+            existing = up
+        }
+        if existing != path && System.kind(existing) != .directory {
+            return WinBackError(
+                .cannotCreateOutput,
+                "cannot create the \(what): \(existing) is \(System.describe(System.linkKind(existing) ?? 0)), not "
+                    + "a folder", path: path)
+        }
+        let parent = existing == path ? (path as NSString).deletingLastPathComponent : existing
+        if let why = System.swappableAncestor(parent) {
+            return WinBackError(
+                .cannotCreateOutput, "\(why): another user could swap the \(what) while a run writes into it",
+                path: path)
+        }
+        guard existing == path else { return nil }
+        if System.linkKind(path) == System.symbolicLinkType {
+            return WinBackError(.cannotCreateOutput, "is a symbolic link; the \(what) must be a real folder", path: path)
+        }
+        if System.kind(path) != .directory {
+            return WinBackError(
+                .cannotCreateOutput,
+                "is \(System.describe(System.linkKind(path) ?? 0)), not a folder; the \(what) must be a folder",
+                path: path)
+        }
+        if let owner = System.linkOwner(path), owner != geteuid() {
+            return WinBackError(
+                .cannotCreateOutput,
+                "the \(what) is owned by another user (uid \(owner)), not by this run's (uid \(geteuid())); a run "
+                    + "writes only into its own", path: path)
+        }
+        return nil
+    }
 }

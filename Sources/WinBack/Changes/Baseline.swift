@@ -25,26 +25,45 @@ public struct Baseline: Sendable, Equatable, Codable {
     public static func find(root: String, name: String, before date: String, memory: Int? = nil) throws -> Baseline? {
         let publisher = Publisher(root: root, date: date)
         for d in publisher.publishedDates().reversed() where d < date {
-            let folder = root + "/" + d
-            guard System.kind(folder, followLinks: true) == .directory else { continue }
-            let path = folder + "/manifest.json"
-            let (bytes, manifest) = try PublishedManifest.read(path, memory: memory)
-            guard manifest.pipeline == name else {
-                throw WinBackError(
-                    .badData,
-                    "the run dated \(d) is of the pipeline '\(ControlEscape.escaped(manifest.pipeline))', not "
-                        + "'\(name)': it cannot be this run's baseline (docs/rules.md §6.3); remove the link "
-                        + "\(ControlEscape.name(folder))",
-                    path: path)
-            }
-            guard let asOf = Timestamp.parseDateTime(manifest.asOf) else {
-                throw WinBackError(
-                    .badData, "the baseline's manifest has no valid asOf (docs/rules.md §6.3)", path: path)
-            }
-            return Baseline(
-                date: d, folder: folder, manifestSHA256: Hex.string(SHA256.hash(data: bytes)), asOf: asOf)
+            if let run = try read(root: root, date: d, name: name, memory: memory) { return run }
         }
         return nil
+    }
+
+    /// The published runs whose destination files tonight's exited files cover (docs/rules.md
+    /// §10.10): `baseline` first, then every other run of pipeline `name` under `root` dated
+    /// from `days` days before `date` to the day before, newest first, each read as the
+    /// baseline is (its manifest damaged or of another pipeline: 65). Empty without a baseline.
+    static func window(
+        root: String, name: String, before date: String, days: Int, baseline: Baseline?, memory: Int? = nil
+    ) throws -> [Baseline] {
+        guard let baseline, let tonight = Timestamp.parseDate(date) else { return [] }
+        var runs = [baseline]
+        for d in Publisher(root: root, date: date).publishedDates().reversed() where d < baseline.date {
+            guard let day = Timestamp.parseDate(d), day >= tonight - Int64(days) else { break }
+            if let run = try read(root: root, date: d, name: name, memory: memory) { runs.append(run) }
+        }
+        return runs
+    }
+
+    /// The run dated `d` under `root`, nil when its folder no longer stands.
+    static func read(root: String, date d: String, name: String, memory: Int?) throws -> Baseline? {
+        let folder = root + "/" + d
+        guard System.kind(folder, followLinks: true) == .directory else { return nil }
+        let path = folder + "/manifest.json"
+        let (bytes, manifest) = try PublishedManifest.read(path, memory: memory)
+        guard manifest.pipeline == name else {
+            throw WinBackError(
+                .badData,
+                "the run dated \(d) is of the pipeline '\(ControlEscape.escaped(manifest.pipeline))', not "
+                    + "'\(name)': it cannot be compared with this run (docs/rules.md §6.3); remove the link "
+                    + "\(ControlEscape.name(folder))",
+                path: path)
+        }
+        guard let asOf = Timestamp.parseDateTime(manifest.asOf) else {
+            throw WinBackError(.badData, "the baseline's manifest has no valid asOf (docs/rules.md §6.3)", path: path)
+        }
+        return Baseline(date: d, folder: folder, manifestSHA256: Hex.string(SHA256.hash(data: bytes)), asOf: asOf)
     }
 }
 

@@ -12,20 +12,30 @@ struct ChangesSummary: Sendable {
     /// Per segment file written, in the order of the segments.
     var segments: [SegmentChangeCount]
 
-    /// The log line's fields (`--log-format json`).
+    /// The log line's fields (`--log-format json`): per segment, never summed over segments
+    /// that overlap (a customer is in an offer's segment and in best-offer; docs/rules.md §10.10).
     var fields: [String: Any] {
         [
             "baseline": baseline?.date ?? "",
-            "entered": segments.reduce(0) { $0 + $1.entered }, "exited": segments.reduce(0) { $0 + $1.exited },
-            "changed": segments.reduce(0) { $0 + $1.changed },
+            "segments": segments.map {
+                ["segment": $0.segment, "entered": $0.entered, "exited": $0.exited, "changed": $0.changed]
+                    as [String: Any]
+            },
         ]
     }
 
-    /// The log's line.
+    /// The log's line: best-offer first (each customer once), then every other segment with a
+    /// change.
     var line: String {
-        let (e, x, c) = segments.reduce((0, 0, 0)) { ($0.0 + $1.entered, $0.1 + $1.exited, $0.2 + $1.changed) }
         let against = baseline.map { "against \($0.date)" } ?? "no earlier run: everyone entered"
-        return "\(e) entered, \(x) exited, \(c) changed offer in \(segments.count) segments (\(against))"
+        func counts(_ s: SegmentChangeCount) -> String {
+            "\(s.segment) \(s.entered) entered, \(s.exited) exited" + (s.changed > 0 ? ", \(s.changed) changed offer" : "")
+        }
+        let best = segments.filter { $0.segment == "best-offer" }
+        let others = segments.filter { $0.segment != "best-offer" && ($0.entered + $0.exited + $0.changed) > 0 }
+        let quiet = segments.count - best.count - others.count
+        return "changes \(against): " + (best + others).map(counts).joined(separator: "; ")
+            + (quiet > 0 ? "; \(quiet) other segment\(quiet == 1 ? "" : "s") unchanged" : "")
     }
 }
 

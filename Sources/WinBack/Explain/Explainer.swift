@@ -271,11 +271,33 @@ public enum Explainer {
         return out
     }
 
+    /// The latest published run of `p` (`<output>/<name>/latest`), its date and as-of; nil when
+    /// none is published. Its manifest is read as a baseline's is (docs/rules.md §6.3).
+    static func latestPublished(_ p: ResolvedPipeline) throws -> (date: String, asOf: Int64)? {
+        let root = p.outputDirectory + "/" + p.config.name
+        let latest = root + "/latest"
+        guard System.linkKind(latest) == System.symbolicLinkType,
+            let date = try? FileManager.default.destinationOfSymbolicLink(atPath: latest),
+            Timestamp.parseDate(date) != nil,
+            let run = try Baseline.read(root: root, date: date, name: p.config.name, memory: nil)
+        else { return nil }
+        return (date, run.asOf)
+    }
+
     /// `winback explain`: the run's stages, reading only the rows of customers with this
     /// originalTransactionId or appAccountToken, and each such customer explained (one per
     /// group). Throws exit 66 when no customer matches.
     public static func explain(_ options: RunOptions, customer id: String) throws -> [Explanation] {
-        let p = try ResolvedPipeline.resolve(options)
+        var p = try ResolvedPipeline.resolve(options)
+        // Without --as-of, at the as-of of the latest published run, when there is one: the run
+        // whose files the reader is asking about (docs/rules.md §10.10).
+        var notes: [String] = []
+        if options.asOf == nil, let latest = try latestPublished(p) {
+            p.asOf = latest.asOf
+            notes.append(
+                "explained at the as-of of the latest published run, \(latest.date) (\(Timestamp.iso(latest.asOf))); "
+                    + "--as-of explains at another")
+        }
         // A value of the identities file (an email, the team's user id) stands for the
         // customers its rows map to (docs/rules.md §10.7).
         var ids = [id]
@@ -312,10 +334,11 @@ public enum Explainer {
             var ids = [e.originalTransactionId]
             if let token = e.appAccountToken { ids.append(token) }
             e.rejectedLines = RejectedLines.mentioning(ids, in: inputs.rejects.listed, limits: p.limits)
+            e.notes = notes
             if ids.contains(where: superseded.contains) {
-                e.identityNote =
+                e.notes.append(
                     "'\(ControlEscape.escaped(id))' was superseded by a later row of the identities file for this "
-                    + "customer: the destination files use that row's values, not this one (docs/rules.md §10.1)"
+                        + "customer: the destination files use that row's values, not this one (docs/rules.md §10.1)")
             }
             return e
         }

@@ -153,9 +153,10 @@ public struct Explanation: Sendable {
     public var moneyCurrency = ""
     /// Rejected lines that name the customer: rows the timeline does not have.
     public var rejectedLines: [Reject] = []
-    /// Said when the identity value asked for was superseded by a later row of the identities
-    /// file for this customer (docs/rules.md §6.3); nil otherwise.
-    public var identityNote: String? = nil
+    /// What the reader should know of how the customer was explained: the as-of taken from the
+    /// latest published run (docs/rules.md §10.10), an identity value asked for that a later row
+    /// of the identities file superseded (§6.3).
+    public var notes: [String] = []
 
     /// The eligible offer ids in rank order, as the segments list them.
     public var eligibleOfferIds: [String] {

@@ -63,9 +63,9 @@ extension Explanation {
                 )
             }
         }
-        if let identityNote {
+        if !notes.isEmpty {
             out.append("")
-            out.append("Note: " + identityNote)
+            for n in notes { out.append("Note: " + n) }
         }
         if !rejectedLines.isEmpty {
             out.append("")
@@ -249,7 +249,7 @@ extension Explanation {
                 ["month": c.month, "net": c.net ?? "", "currency": moneyCurrency]
             }
         }
-        if let identityNote { d["identityNote"] = identityNote }
+        if !notes.isEmpty { d["notes"] = notes }
         if !rejectedLines.isEmpty {
             d["rejectedLines"] = rejectedLines.map {
                 ["file": ControlEscape.name($0.file), "line": $0.line, "reason": $0.reason] as [String: Any]

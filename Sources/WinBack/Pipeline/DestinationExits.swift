@@ -201,12 +201,17 @@ enum DestinationExits {
     /// `winback_status` has no such column): the identity column is the tool's first column; a
     /// record that is not well-formed CSV is skipped. A file its manifest lists that is gone,
     /// or whose bytes differ from what the manifest recorded, is bad data (65).
+    ///
+    /// `history` is the exit window (docs/rules.md §10.10): the baseline first, then the other
+    /// runs it covers, newest first; a value any of them held exits once.
     static func write(
-        baseline: BaselineFiles, type: DestinationType, list: String, tonight: TonightValues, asOf: String,
+        history: [BaselineFiles], type: DestinationType, list: String, tonight: TonightValues, asOf: String,
         into out: inout DestinationSplitter
     ) throws -> Int {
-        let files = try files(of: baseline, type: type, list: list).compactMap { rel, sha in
-            try baseline.path(of: rel).map { ($0, sha) }
+        let files = try history.flatMap { run in
+            try Self.files(of: run, type: type, list: list).compactMap { rel, sha in
+                try run.path(of: rel).map { ($0, sha) }
+            }
         }
         func values(_ body: ([UInt8]) throws -> Void) throws {
             for (path, sha) in files { try read(path, firstColumn: type.firstColumn, expectedSHA256: sha, body) }
@@ -313,5 +318,135 @@ enum DestinationExits {
                     + "published): remove that run or restore the file",
                 path: path)
         }
+    }
+}
+
+/// One row per identity value in a destination file set (docs/rules.md §10.10): of the rows of
+/// a segment list holding the same value, the one whose offer ranks first (§3: HIGH priority,
+/// then catalog order), then the earlier in the segment. A first pass over the list adds every
+/// row (``add(_:rank:position:)``); ``finish()``; a second asks which rows stay
+/// (``keeps(_:position:)``). In memory the best row of each value is kept in a table keyed by
+/// the value; under a memory limit the rows are split on disk by the hash of the value, each
+/// bucket decided in turn into a bitset of the rows that stay (§6.2).
+final class FoldedValues {
+    private enum Storage {
+        case memory(IdentityIndex)
+        case disk(String)
+    }
+    private let storage: Storage
+    private var writers: [IntermediateWriter] = []
+    private var marks: [UInt64] = []
+    private var record: [UInt8] = []
+    /// Rows added, and distinct values among them.
+    private var added = 0
+    private var distinct = 0
+    /// One past the greatest position added: the bitset's size.
+    private var positions = 0
+
+    /// In memory, or with `folder` (made anew) on disk.
+    init(folder: String?) throws {
+        guard let folder else {
+            storage = .memory(IdentityIndex(columns: 1))
+            return
+        }
+        storage = .disk(folder)
+        IdentityBuckets.removeFolder(folder)
+        do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create the destinations' work folder", path: folder)
+        }
+        writers = try (0..<IdentityBuckets.bucketCount).map {
+            try IntermediateWriter(path: folder + "/fold-\($0)")
+        }
+    }
+
+    /// The rows left out because another row of the set holds their value.
+    var folded: Int { added - distinct }
+
+    /// A row's rank and position, as the table keeps them: better is smaller, compared as text.
+    private static func key(rank: Int, position: Int) -> String {
+        let r = String(rank)
+        let p = String(position)
+        return String(repeating: "0", count: 12 - r.count) + r + ":" + String(repeating: "0", count: 20 - p.count) + p
+    }
+
+    private static func position(_ key: String) -> Int { Int(key.split(separator: ":").last ?? "") ?? -1 }
+
+    /// Adds row `position` of the list (in order), holding `value`, its offer's rank `rank`.
+    func add(_ value: String, rank: Int, position: Int) throws {
+        added += 1
+        positions = max(positions, position + 1)
+        let entry = Self.key(rank: rank, position: position)
+        switch storage {
+        case .memory(let index):
+            if let r = index.find(value) {
+                guard entry < index.value(r, 0) else { return }
+            } else {
+                distinct += 1
+            }
+            var v = value
+            var e = entry
+            v.withUTF8 { key in
+                e.withUTF8 { index.insert(key: UnsafeRawBufferPointer(key), values: [UnsafeRawBufferPointer($0)]) }
+            }
+        case .disk:
+            var v = value
+            var e = entry
+            try v.withUTF8 { key in
+                try e.withUTF8 { en in
+                    record.removeAll(keepingCapacity: true)
+                    let k = UnsafeRawBufferPointer(key)
+                    IdentityIndex.appendRecord(key: k, values: [UnsafeRawBufferPointer(en)], to: &record)
+                    try writers[IdentityBuckets.bucket(k)].write(record)
+                }
+            }
+        }
+    }
+
+    /// After the last row: on disk, each bucket decided into the bitset of the rows that stay.
+    func finish() throws {
+        guard case .disk(let folder) = storage else { return }
+        let written = try writers.map { try $0.finish() }
+        writers = []
+        marks = [UInt64](repeating: 0, count: (positions + 63) / 64)
+        for b in 0..<IdentityBuckets.bucketCount {
+            let path = folder + "/fold-\(b)"
+            let best = IdentityIndex(columns: 1)
+            try IntermediateReader(path: path, bytes: written[b].bytes, sha256: written[b].sha256).forEachRecord(
+                columns: 1
+            ) { key, values in
+                if let r = best.find(key) {
+                    guard String(decoding: values[0], as: UTF8.self) < best.value(r, 0) else { return }
+                } else {
+                    distinct += 1
+                }
+                best.insert(key: key, values: values)
+            }
+            // Every value's best row, marked.
+            try IntermediateReader(path: path, bytes: written[b].bytes, sha256: written[b].sha256).forEachRecord(
+                columns: 1
+            ) { key, values in
+                let entry = String(decoding: values[0], as: UTF8.self)
+                guard let r = best.find(key), best.value(r, 0) == entry else { return }
+                let i = Self.position(entry)
+                if i >= 0 && i >> 6 < marks.count { marks[i >> 6] |= 1 << UInt64(i & 63) }
+            }
+            System.unlinkIfPresent(path)
+        }
+    }
+
+    /// Whether row `position`, holding `value`, is the one its value keeps.
+    func keeps(_ value: String, position: Int) -> Bool {
+        switch storage {
+        case .memory(let index):
+            guard let r = index.find(value) else { return false }
+            return Self.position(index.value(r, 0)) == position
+        case .disk:
+            return position >> 6 < marks.count && marks[position >> 6] & (1 << UInt64(position & 63)) != 0
+        }
+    }
+
+    /// Removes the work folder, when on disk.
+    func discard() {
+        if case .disk(let folder) = storage { IdentityBuckets.removeFolder(folder) }
     }
 }

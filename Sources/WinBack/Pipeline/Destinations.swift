@@ -15,6 +15,11 @@ public struct DestinationCount: Sendable, Equatable {
     /// Identity values in the baseline run's files and not in tonight's: the rows of the
     /// `-exited-` files (docs/rules.md §10.5).
     public var exited = 0
+    /// Segment rows left out because another row of the file set holds the same identity value
+    /// (docs/rules.md §10.10).
+    public var folded = 0
+    /// Segment rows left out because their offer has no link (no `appleId`, §10.10).
+    public var withoutLink = 0
     /// ``rows`` and ``unaddressable`` per list read (an offer id or `best-offer`), for the first
     /// screen of report.html (docs/rules.md §4.3).
     public var rowsByList: [String: Int] = [:]
@@ -60,9 +65,10 @@ extension Stage {
     ) throws -> (outputs: [OutputStats], counts: [DestinationCount], identities: IdentityCount?) {
         guard let source = p.config.identities, !p.config.destinations.isEmpty else { return ([], [], nil) }
         let path = p.config.resolve(source.path)
+        // The file's columns that hold the destinations' identity columns (identities.columns).
         var columns: [String] = []
-        for d in p.config.destinations where !columns.contains(d.type.identityColumn) {
-            columns.append(d.type.identityColumn)
+        for d in p.config.destinations where !columns.contains(source.fileColumn(d.type.identityColumn)) {
+            columns.append(source.fileColumn(d.type.identityColumn))
         }
         var join = try IdentityJoin.load(p, source: source, columns: columns, bounds: bounds)
         defer { join.discard() }
@@ -75,11 +81,11 @@ extension Stage {
                 "\(scan.rejects.total) of \(scan.lines) identity rows rejected, more than maxRejectedFraction "
                     + "\(p.config.maxRejectedFraction) allows; see rejects.csv in the .failed folder", path: path)
         }
-        for d in p.config.destinations where join.position(of: d.type.identityColumn) == nil {
+        for d in p.config.destinations where join.position(of: source.fileColumn(d.type.identityColumn)) == nil {
             throw WinBackError(
                 .badData,
-                "\(d.type.rawValue) needs the column '\(d.type.identityColumn)', which the identities file lacks",
-                path: path)
+                "\(d.type.rawValue) needs the column '\(source.fileColumn(d.type.identityColumn))', which the "
+                    + "identities file lacks", path: path)
         }
         // Each list once, with every destination that reads it.
         var lists: [String] = []
@@ -91,7 +97,17 @@ extension Stage {
         }
         try join.prepare(lists: lists.map { directory + "/segments/" + $0 + ".csv" })
         let asOf = Timestamp.date(p.asOf)
-        let baseline = try baseline.map { try BaselineFiles($0, memory: p.memoryLimit) }
+        // The exit window (docs/rules.md §10.10): the baseline and the runs of the days before.
+        let history = try Baseline.window(
+            root: p.outputDirectory + "/" + p.config.name, name: p.config.name, before: asOf,
+            days: p.config.exitDays, baseline: baseline, memory: p.memoryLimit
+        ).map { try BaselineFiles($0, memory: p.memoryLimit) }
+        // §3's ranking of the offers (HIGH priority, then catalog order): which of the rows
+        // holding one identity value stays (§10.10).
+        var rank: [String: Int] = [:]
+        for (i, o) in p.catalog.offers.enumerated() where rank[o.offerId] == nil {
+            rank[o.offerId] = (o.priority == .high ? 0 : p.catalog.offers.count) + i
+        }
         var files: [[String: [OutputStats]]] = Array(repeating: [:], count: p.config.destinations.count)
         var counts = p.config.destinations.map {
             DestinationCount(type: $0.type, audience: $0.audience, files: 0, rows: 0, unaddressable: 0)
@@ -119,15 +135,41 @@ extension Stage {
                     header: [d.type.firstColumn] + destinationColumns + [statusColumn],
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
             }
-            let positions = readers.map { join.position(of: p.config.destinations[$0].type.identityColumn)! }
+            let positions = readers.map {
+                join.position(of: source.fileColumn(p.config.destinations[$0].type.identityColumn))!
+            }
             var written = [Int](repeating: 0, count: readers.count)
             var unaddressable = [Int](repeating: 0, count: readers.count)
-            try join.rows(of: directory + "/segments/" + list + ".csv") { f, values in
+            let segment = directory + "/segments/" + list + ".csv"
+            // One row per identity value (docs/rules.md §10.10): a first pass finds each value's row.
+            let folds = try readers.indices.map { k in try FoldedValues(folder: bounds.map { $0.folder + "-fold-\(k)" }) }
+            defer { for f in folds { f.discard() } }
+            var position = 0
+            try join.rows(of: segment) { f, values in
+                defer { position += 1 }
+                guard !f[12].isEmpty, let values else { return }
+                for k in readers.indices where !values[positions[k]].isEmpty {
+                    try folds[k].add(values[positions[k]], rank: rank[f[9]] ?? Int.max / 2, position: position)
+                }
+            }
+            for f in folds { try f.finish() }
+            position = 0
+            try join.rows(of: segment) { f, values in
+                defer { position += 1 }
                 for (k, i) in readers.enumerated() {
+                    // Never an empty link (docs/rules.md §10.10): an offer without appleId.
+                    guard !f[12].isEmpty else {
+                        counts[i].withoutLink += 1
+                        continue
+                    }
                     // Columns of docs/rules.md §4.1; the identity value exactly as written.
                     guard let values, !values[positions[k]].isEmpty else {
                         counts[i].unaddressable += 1
                         unaddressable[k] += 1
+                        continue
+                    }
+                    guard folds[k].keeps(values[positions[k]], position: position) else {
+                        counts[i].folded += 1
                         continue
                     }
                     record.reset()
@@ -158,15 +200,16 @@ extension Stage {
         var outputs: [OutputStats] = []
         for (i, d) in p.config.destinations.enumerated() {
             let own = d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
-            let gone = baseline.map { DestinationExits.lists(of: $0, type: d.type).subtracting(own).sorted() } ?? []
+            let gone = history.reduce(into: Set<String>()) { $0.formUnion(DestinationExits.lists(of: $1, type: d.type)) }
+                .subtracting(own).sorted()
             for list in own + gone {
                 var exits = DestinationSplitter(
                     directory: directory, prefix: "destinations/\(d.type.rawValue)/\(list)-exited",
                     header: [d.type.firstColumn] + destinationColumns + [statusColumn],
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
-                if let baseline {
+                if !history.isEmpty {
                     counts[i].exited += try DestinationExits.write(
-                        baseline: baseline, type: d.type, list: list, tonight: tonight[i], asOf: asOf, into: &exits)
+                        history: history, type: d.type, list: list, tonight: tonight[i], asOf: asOf, into: &exits)
                 }
                 let exited = try exits.finish()
                 outputs += (files[i][list] ?? []) + exited
@@ -175,6 +218,20 @@ extension Stage {
         let identities = IdentityCount(
             path: path, rows: scan.lines, duplicates: join.duplicates, rejected: scan.rejects.total)
         return (outputs, counts, identities)
+    }
+
+    /// Says once per offer without `appleId` that its customers are left out of the
+    /// destination files (docs/rules.md §10.10: a row never carries an empty link), as
+    /// `validate` warns; nothing when the pipeline has no destinations.
+    static func warnOffersWithoutLink(_ p: ResolvedPipeline, progress: Progress) {
+        guard p.config.identities != nil, !p.config.destinations.isEmpty else { return }
+        for o in p.catalog.offers where (o.appleId ?? "").isEmpty {
+            progress.warn(
+                "offer_without_link",
+                "offer '\(o.offerId)' has no appleId: its customers are left out of the destination files (a row "
+                    + "never carries an empty link); the id is on the offer's page in App Store Connect",
+                fields: ["offerId": o.offerId])
+        }
     }
 
     /// The identities file's header against what the pipeline asks of it, before anything is
@@ -186,13 +243,18 @@ extension Stage {
         let path = config.resolve(source.path)
         let header = try IdentityReader.header(path: path, inflater: inflater)
         var problems: [String] = []
-        if !header.contains(source.key.rawValue) {
+        func has(_ column: String) -> Bool { header.contains { IdentitiesSource.sameColumn($0, column) } }
+        if !has(source.key.rawValue) {
             problems.append("identities.key is \(source.key.rawValue), a column the identities file lacks")
         }
-        for d in config.destinations where !header.contains(d.type.identityColumn) {
+        for (from, to) in source.columns.sorted(by: { $0.key < $1.key }) where !has(to) {
+            problems.append("identities.columns maps \(from) to '\(to)', a column the identities file lacks")
+        }
+        for d in config.destinations
+        where source.columns[d.type.identityColumn] == nil && !has(d.type.identityColumn) {
             problems.append(
                 "output.destinations: \(d.type.rawValue) needs the column '\(d.type.identityColumn)', which the "
-                    + "identities file lacks")
+                    + "identities file lacks (identities.columns maps it from a column of another name)")
         }
         guard problems.isEmpty else {
             let shown = header.prefix(20).map { "'\($0)'" }.joined(separator: ", ")

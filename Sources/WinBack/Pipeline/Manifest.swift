@@ -226,7 +226,8 @@ public struct Manifest {
             d["destinations"] = destinations.map {
                 [
                     "type": $0.type.rawValue, "audience": $0.audience.rawValue, "files": $0.files, "rows": $0.rows,
-                    "unaddressable": $0.unaddressable, "exited": $0.exited,
+                    "unaddressable": $0.unaddressable, "exited": $0.exited, "folded": $0.folded,
+                    "without_link": $0.withoutLink,
                 ] as [String: Any]
             }
         }

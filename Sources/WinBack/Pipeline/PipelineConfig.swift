@@ -88,6 +88,9 @@ public struct PipelineConfig: Sendable {
     /// `output.keep`: days of published runs kept before the newest; 0 keeps every run
     /// (docs/rules.md §10.6).
     public var keep = 35
+    /// `output.exitDays`: the days of published runs whose destination files tonight's exited
+    /// files cover (docs/rules.md §10.10); 0 covers the baseline alone.
+    public var exitDays = 7
     public var maxRejectedFraction: Double = 0.001
     /// nil = auto (the number of cores).
     public var threads: Int?
@@ -224,7 +227,7 @@ public struct PipelineConfig: Sendable {
         if let out = p.field(root, "output", required: true),
             let m = p.mapping(
                 out, at: "output",
-                keys: ["directory", "formats", "group", "destinations", "metrics", "upload", "keep"],
+                keys: ["directory", "formats", "group", "destinations", "metrics", "upload", "keep", "exitDays"],
                 else: "expected a mapping with directory (and formats)")
         {
             if let k = p.int(
@@ -232,6 +235,20 @@ public struct PipelineConfig: Sendable {
                 else: { "must be 0 (keep every run) to 36500 days, found \($0)" })
             {
                 c.keep = k
+            }
+            if let d = p.int(
+                m, "exitDays", at: "output.", in: 0...36_500,
+                else: { "must be 0 (the baseline alone) to 36500 days, found \($0)" })
+            {
+                c.exitDays = d
+            }
+            // A run of the exit window pruned before it leaves would never exit its values
+            // (docs/rules.md §10.10).
+            if c.keep > 0 && c.keep < c.exitDays {
+                p.fail(
+                    "output.keep",
+                    "\(c.keep) days is fewer than output.exitDays (\(c.exitDays)): the runs the exited files cover "
+                        + "must be kept; raise keep or lower exitDays")
             }
             if let u = p.string(
                 m, "upload", at: "output.", as: S3Location.init(uri:),
@@ -386,16 +403,37 @@ struct YAMLChecker {
     mutating func identities(_ node: Node) -> IdentitiesSource? {
         guard
             let m = mapping(
-                node, at: "identities", keys: ["path", "key"], else: "expected a mapping with path and key")
+                node, at: "identities", keys: ["path", "key", "columns"],
+                else: "expected a mapping with path and key")
         else { return nil }
         let path = string(m, "path", at: "identities.", required: true)
+        // A destination's identity column under the name the team's file gives it (§10.10).
+        var columns: [String: String] = [:]
+        if let c = field(m, "columns", at: "identities.") {
+            if let pairs = c.mapping {
+                for (k, v) in pairs {
+                    guard let from = k.scalar?.string, let to = v.scalar?.string, !to.isEmpty else {
+                        fail("identities.columns", "expected pairs such as email: \"E-mail Address\"")
+                        continue
+                    }
+                    guard IdentitiesSource.mappable.contains(from) else {
+                        let known = IdentitiesSource.mappable.sorted().joined(separator: ", ")
+                        fail("identities.columns.\(from)", "not a destination's identity column (one of \(known))")
+                        continue
+                    }
+                    columns[from] = to
+                }
+            } else {
+                fail("identities.columns", "expected a mapping such as {email: \"E-mail Address\", external_id: user_id}")
+            }
+        }
         let key =
             string(
                 m, "key", at: "identities.", as: IdentitiesSource.Key.init(rawValue:),
                 else: { "expected original_transaction_id or app_account_token, found '\($0)'" })
             ?? .originalTransactionId
         guard let path, !path.isEmpty else { return nil }
-        return IdentitiesSource(path: path, key: key)
+        return IdentitiesSource(path: path, key: key, columns: columns)
     }
 
     /// `output.destinations` (docs/rules.md §10.2): tool names, or entries with type, audience,

@@ -230,6 +230,7 @@ public enum PipelineRun {
             throw error
         }
         progress.pipeline = p.config.name
+        Stage.warnOffersWithoutLink(p, progress: progress)
         // Which inflater reads the gzip inputs: ISA-L's where it loads (the default, `auto`).
         progress.event(
             "inflater", "inflating with \(p.inflater.rawValue)",

@@ -3,6 +3,7 @@ import WinBackModel
 import WinBackRead
 import WinBackS3
 import WinBackSupport
+import WinBackWrite
 
 /// `winback validate`: every problem of a pipeline file, its catalog and its inputs, at once.
 public enum PipelineValidation {
@@ -12,6 +13,8 @@ public enum PipelineValidation {
         public var summary = ""
         /// How many of `problems` are inputs that are missing or not readable regular files.
         public var inputProblems = 0
+        /// How many of `problems` are output folders a run could not write (73).
+        public var outputProblems = 0
         /// What is allowed but probably not meant (an offer without appleId); the exit code
         /// does not change.
         public var warnings: [String] = []
@@ -22,7 +25,9 @@ public enum PipelineValidation {
             problems.isEmpty
                 ? 0
                 : problems.count == inputProblems
-                    ? WinBackError.Code.noInput.exitCode : WinBackError.Code.configuration.exitCode
+                    ? WinBackError.Code.noInput.exitCode
+                    : problems.count == outputProblems
+                        ? WinBackError.Code.cannotCreateOutput.exitCode : WinBackError.Code.configuration.exitCode
         }
     }
 
@@ -59,6 +64,14 @@ public enum PipelineValidation {
             }
         }
 
+        // The output folder as a run checks it before it writes (73, docs/rules.md §10.10): a
+        // memory-bounded run's work folders are made inside it.
+        if let problem = PrivateFolder.problem(
+            config.resolve(config.outputDirectory) + "/" + config.name, what: "output folder")
+        {
+            report.problems.append("\(problem)")
+            report.outputProblems += 1
+        }
         // output.group as a run checks it before it makes the output folder (docs/rules.md §6.3).
         if let group = config.outputGroup, let problem = System.groupProblem(group) {
             report.problems.append("\(abs): \(problem)")
@@ -86,7 +99,8 @@ public enum PipelineValidation {
             for o in catalog.offers where (o.appleId ?? "").isEmpty {
                 report.warnings.append(
                     "\(catalogPath): offer '\(o.offerId)' has no appleId: its rows' offer_url will be empty "
-                        + "(the id is on the offer's page in App Store Connect)")
+                        + "and its customers left out of the destination files (the id is on the offer's page in "
+                        + "App Store Connect)")
             }
         } else {
             report.problems.append("\(catalogPath): offer catalog is missing or unreadable")

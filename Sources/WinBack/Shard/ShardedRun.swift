@@ -57,6 +57,7 @@ public enum ShardedRun {
             let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
             try p.checkAsOf(options)
             progress.pipeline = p.config.name
+            Stage.warnOffersWithoutLink(p, progress: progress)
             return try Merge.run(p, work: folder, shards: shards, progress: progress)
         } catch {
             MetricsFile.failed(

@@ -154,7 +154,7 @@ public enum IdentityReader {
                 if inHeader {
                     if let malformed { throw headerProblem(malformed, fields: fields.count, path: path) }
                     let names = fields.map { String(decoding: $0, as: UTF8.self) }
-                    guard let k = names.firstIndex(of: key.rawValue) else {
+                    guard let k = names.firstIndex(where: { IdentitiesSource.sameColumn($0, key.rawValue) }) else {
                         let shown = names.prefix(20).map { "'\($0)'" }.joined(separator: ", ")
                         throw WinBackError(
                             .badData,
@@ -164,7 +164,10 @@ public enum IdentityReader {
                     }
                     keyColumn = k
                     width = names.count
-                    scan.positions = (columns ?? names).map { c in names.firstIndex(of: c) }
+                    // Headers as teams write them: `Email` is `email` (docs/rules.md §10.10).
+                    scan.positions = (columns ?? names).map { c in
+                        names.firstIndex(of: c) ?? names.firstIndex { IdentitiesSource.sameColumn($0, c) }
+                    }
                     header(names, k)
                     inHeader = false
                     // No valid row is longer than its values at their longest, each quoted with
@@ -255,11 +258,20 @@ public enum IdentityReader {
         _ value: String, path: String, key: IdentitiesSource.Key, inflater: Inflater = .zlib,
         limits: ReadLimits = .default
     ) throws -> [(key: String, superseded: Bool)] {
-        let wanted = Array(value.utf8)
+        // An email is compared without regard to ASCII case (docs/rules.md §10.10); other values
+        // exactly.
+        let email = value.contains("@")
+        var wanted = Array(value.utf8)
+        if email { lowercaseASCII(&wanted) }
+        func same(_ v: UnsafeRawBufferPointer) -> Bool {
+            guard v.count == wanted.count else { return false }
+            guard email else { return v.elementsEqual(wanted) }
+            return zip(v, wanted).allSatisfy { ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }
+        }
         var found: [String] = []
         var lastHolds: [String: Bool] = [:]
         _ = try scan(path: path, key: key, columns: nil, inflater: inflater, limits: limits) { k, values in
-            let holds = values.contains(where: { $0.elementsEqual(wanted) })
+            let holds = values.contains(where: same)
             guard holds || !lastHolds.isEmpty else { return }
             let s = String(decoding: k, as: UTF8.self)
             if holds && lastHolds[s] == nil { found.append(s) }

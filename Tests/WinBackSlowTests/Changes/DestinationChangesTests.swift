@@ -67,7 +67,7 @@ struct DestinationChangesTests {
         let offers = """
             {"offers": [
              {"offerId": "wb.a", "referenceName": "A", "subscriptionGroupId": "g1", "productId": "p.monthly",
-              "duration": "ONE_MONTH", "offerMode": "FREE_TRIAL", "periodCount": 1,
+              "appleId": "6400000100", "duration": "ONE_MONTH", "offerMode": "FREE_TRIAL", "periodCount": 1,
               "customerEligibilityPaidSubscriptionDurationInMonths": 1,
               "customerEligibilityTimeSinceLastSubscribedInMonths": {"minimum": 1, "maximum": 12},
               "startDate": "2026-01-01", "endDate": null, "priority": "HIGH", "territories": []}]}

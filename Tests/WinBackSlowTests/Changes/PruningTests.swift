@@ -17,7 +17,10 @@ struct PruningTests {
     static func world(keep: Int?, upload: String? = nil) throws -> String {
         let pipeline = try DestinationChangesTests.world()
         var text = try String(contentsOfFile: pipeline, encoding: .utf8)
-        let extra = (keep.map { "  keep: \($0)\n" } ?? "") + (upload.map { "  upload: \($0)\n" } ?? "")
+        // Runs kept fewer days than the exit window would be 78 (docs/rules.md §10.10): the exits
+        // cover the baseline alone here.
+        let extra =
+            (keep.map { "  keep: \($0)\n  exitDays: 0\n" } ?? "") + (upload.map { "  upload: \($0)\n" } ?? "")
         text = text.replacingOccurrences(of: "  directory: out\n", with: "  directory: out\n" + extra)
         try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
         try DestinationChangesTests.prepare(pipeline, night: 0)
@@ -29,6 +32,9 @@ struct PruningTests {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("  keep:") }
         text = lines.joined(separator: "\n").replacingOccurrences(
             of: "  directory: out\n", with: "  directory: out\n  keep: \(keep)\n")
+        if !text.contains("exitDays") {
+            text = text.replacingOccurrences(of: "  directory: out\n", with: "  directory: out\n  exitDays: 0\n")
+        }
         try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
     }
 

@@ -98,9 +98,10 @@ struct DeliveryDestinationTests {
     /// `identities` (docs/rules.md §10.2), and the manifest's counts.
     static func verify(
         _ folder: String, wanted: [Wanted], identities: DeliveryFixture.Identities, byToken: Bool, offers: [String],
-        sourceLocation: SourceLocation = #_sourceLocation
+        world: String, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         let keyColumn = byToken ? "app_account_token" : "original_transaction_id"
+        let ranks = try DeliveryFixture.offerRanks(worldFolder: world)
         let manifest = try DeliveryFixture.manifest(folder)
         let entries = try #require(manifest["destinations"] as? [[String: Any]], sourceLocation: sourceLocation)
         #expect(entries.count == wanted.count, sourceLocation: sourceLocation)
@@ -112,26 +113,41 @@ struct DeliveryDestinationTests {
             let header = [tool.first] + columns
             let lists = d.perOffer ? offers : ["best-offer"]
             var unaddressable = 0
+            var withoutLink = 0
+            var folded = 0
             var rows = 0
             var files = 0
             for list in lists {
                 let segment = DeliveryFixture.table(folder + "/segments/\(list).csv")
                 #expect(segment.header.contains(keyColumn), sourceLocation: sourceLocation)
-                var expected: [[String]] = []
+                var candidates: [[String]] = []
                 for row in segment.rows {
                     let k = row[keyColumn] ?? ""
                     segmentKeys.insert(k)
+                    // Never an empty link (docs/rules.md §10.10).
+                    guard !(row["offer_url"] ?? "").isEmpty else {
+                        withoutLink += 1
+                        continue
+                    }
                     guard !k.isEmpty, let fields = identities.map[byToken ? k.lowercased() : k],
                         let value = fields[tool.column], !value.isEmpty
                     else {
                         unaddressable += 1
                         continue
                     }
-                    expected.append([
+                    candidates.append([
                         value, row["offer_id"]!, row["offer_url"]!, row["eligible_offer_ids"]!,
                         row["months_since_last_subscribed"]!, DeliveryFixture.asOf, "eligible",
                     ])
                 }
+                // One row per value: the best-ranked offer, then the earlier row (§10.10).
+                var best: [String: Int] = [:]
+                for (i, r) in candidates.enumerated() {
+                    if let j = best[r[0]], (ranks[candidates[j][1]] ?? .max) <= (ranks[r[1]] ?? .max) { continue }
+                    best[r[0]] = i
+                }
+                let expected = candidates.indices.filter { best[candidates[$0][0]] == $0 }.map { candidates[$0] }
+                folded += candidates.count - expected.count
                 let dir = folder + "/destinations/" + d.type
                 let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
                     .filter { $0.hasPrefix(list + "-") && !$0.hasPrefix(list + "-exited-") }.sorted()
@@ -200,6 +216,10 @@ struct DeliveryDestinationTests {
                 entry?["unaddressable"] as? Int == unaddressable, "\(d.type) \(d.audience) unaddressable",
                 sourceLocation: sourceLocation)
             #expect(entry?["rows"] as? Int == rows, "\(d.type) \(d.audience) rows", sourceLocation: sourceLocation)
+            #expect(
+                entry?["without_link"] as? Int == withoutLink, "\(d.type) \(d.audience) without_link",
+                sourceLocation: sourceLocation)
+            #expect(entry?["folded"] as? Int == folded, "\(d.type) \(d.audience) folded", sourceLocation: sourceLocation)
             #expect(entry?["files"] as? Int == files, "\(d.type) \(d.audience) files", sourceLocation: sourceLocation)
             #expect(entry?["exited"] as? Int == 0, "\(d.type) \(d.audience) exited", sourceLocation: sourceLocation)
             // The world is large enough that each destination has rows and customers left out.
@@ -249,7 +269,7 @@ struct DeliveryDestinationTests {
         #expect(ids.withoutRow > 100)
         let quiet = Progress(mode: .quiet)
         let s = try PipelineRun.run(Self.options(pipeline), progress: quiet)
-        try Self.verify(s.published, wanted: Self.all, identities: ids, byToken: false, offers: offers)
+        try Self.verify(s.published, wanted: Self.all, identities: ids, byToken: false, offers: offers, world: folder)
         // The small limits did split files.
         let braze = try FileManager.default.contentsOfDirectory(atPath: s.published + "/destinations/braze")
         #expect(braze.filter { $0.hasPrefix("best-offer-") }.count > 3)
@@ -312,7 +332,7 @@ struct DeliveryDestinationTests {
         let folder = (pipeline as NSString).deletingLastPathComponent
         let offers = try DeliveryFixture.offerIds(worldFolder: folder)
         let s = try PipelineRun.run(Self.options(pipeline), progress: Progress(mode: .quiet))
-        try Self.verify(s.published, wanted: wanted, identities: ids, byToken: true, offers: offers)
+        try Self.verify(s.published, wanted: wanted, identities: ids, byToken: true, offers: offers, world: folder)
         // Some customers who have an identity row by token are in the files written in capitals.
         let upper = ids.text.split(separator: "\n").dropFirst().filter { line in
             let token = line.split(separator: ",", omittingEmptySubsequences: false)[1]

@@ -12,7 +12,7 @@ struct DeliveryLogTests {
     /// The events docs/rules.md §10.4 documents, with their level.
     static let documented = [
         "stage_finished": "info", "repartition": "info", "inflater": "info", "changes": "info", "published": "info",
-        "pruned": "info", "metrics": "warning",
+        "pruned": "info", "metrics": "warning", "offer_without_link": "warning",
         "failed": "error",
     ]
 

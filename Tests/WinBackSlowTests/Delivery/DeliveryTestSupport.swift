@@ -278,6 +278,20 @@ enum DeliveryFixture {
         return offers.compactMap { $0["offerId"] as? String }
     }
 
+    /// The catalog's ranking of its offers (docs/rules.md §3): HIGH priority first, then catalog
+    /// order; offer id → rank, smaller first.
+    static func offerRanks(worldFolder: String) throws -> [String: Int] {
+        let data = try #require(FileManager.default.contents(atPath: worldFolder + "/offers.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let offers = try #require(object["offers"] as? [[String: Any]])
+        var ranks: [String: Int] = [:]
+        for (i, o) in offers.enumerated() {
+            guard let id = o["offerId"] as? String else { continue }
+            ranks[id] = (o["priority"] as? String == "HIGH" ? 0 : offers.count) + i
+        }
+        return ranks
+    }
+
     /// Every published file but the manifest, by path below the folder.
     static func published(_ folder: String) -> [String: Data] {
         let resolved = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path

@@ -19,7 +19,9 @@ struct HostileBaselineTests {
                 of: "destinations: [braze, klaviyo]",
                 with: "destinations: [braze, {type: klaviyo, audience: per-offer}]")
         }
-        if let keep { text = text.replacingOccurrences(of: "output:\n", with: "output:\n  keep: \(keep)\n") }
+        if let keep {
+            text = text.replacingOccurrences(of: "output:\n", with: "output:\n  keep: \(keep)\n  exitDays: 0\n")
+        }
         try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
         return pipeline
     }
@@ -224,11 +226,20 @@ struct HostileBaselineTests {
                 #expect(!listed.intersection(eligible).isEmpty, "some of the retired list are eligible elsewhere")
             }
         }
-        // The night after, the retired list is gone for good: no file of it.
+        // The night after, the retired list's exits are repeated while the run that held it is in
+        // the exit window (docs/rules.md §10.10), its segment's changes are not.
         try Self.expectNight(pipeline, "2026-11-23", output: output)
-        let later = try FileManager.default.contentsOfDirectory(atPath: root + "/2026-11-23/destinations/klaviyo")
-        #expect(!later.contains { $0.hasPrefix(retired + "-") })
+        let repeated = Set(try Self.rows(root + "/2026-11-23/destinations/klaviyo", retired + "-exited-").map { $0[0] })
+        let held = Set(try Self.rows(before + "/destinations/klaviyo", retired + "-").map { $0[0] })
+        #expect(!repeated.isEmpty && repeated.isSubset(of: held))
         #expect(!FileManager.default.fileExists(atPath: root + "/2026-11-23/segments/changes/\(retired).csv"))
+        // Once no run of the window held the list, it has no file at all.
+        let text = try String(contentsOfFile: pipeline, encoding: .utf8)
+        try text.replacingOccurrences(of: "output:\n", with: "output:\n  exitDays: 1\n").write(
+            toFile: pipeline, atomically: true, encoding: .utf8)
+        try Self.expectNight(pipeline, "2026-11-24", output: output)
+        let later = try FileManager.default.contentsOfDirectory(atPath: root + "/2026-11-24/destinations/klaviyo")
+        #expect(!later.contains { $0.hasPrefix(retired + "-") }, "\(later)")
     }
 
     // MARK: Pruning
