@@ -100,7 +100,8 @@ package enum PrivateFolder {
         }
         guard existing == path else { return nil }
         if System.linkKind(path) == System.symbolicLinkType {
-            return WinBackError(.cannotCreateOutput, "is a symbolic link; the \(what) must be a real folder", path: path)
+            return WinBackError(
+                .cannotCreateOutput, "is a symbolic link; the \(what) must be a real folder", path: path)
         }
         if System.kind(path) != .directory {
             return WinBackError(

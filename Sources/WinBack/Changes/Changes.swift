@@ -29,7 +29,8 @@ struct ChangesSummary: Sendable {
     var line: String {
         let against = baseline.map { "against \($0.date)" } ?? "no earlier run: everyone entered"
         func counts(_ s: SegmentChangeCount) -> String {
-            "\(s.segment) \(s.entered) entered, \(s.exited) exited" + (s.changed > 0 ? ", \(s.changed) changed offer" : "")
+            "\(s.segment) \(s.entered) entered, \(s.exited) exited"
+                + (s.changed > 0 ? ", \(s.changed) changed offer" : "")
         }
         let best = segments.filter { $0.segment == "best-offer" }
         let others = segments.filter { $0.segment != "best-offer" && ($0.entered + $0.exited + $0.changed) > 0 }

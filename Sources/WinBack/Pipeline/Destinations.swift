@@ -142,7 +142,8 @@ extension Stage {
             var unaddressable = [Int](repeating: 0, count: readers.count)
             let segment = directory + "/segments/" + list + ".csv"
             // One row per identity value (docs/rules.md §10.10): a first pass finds each value's row.
-            let folds = try readers.indices.map { k in try FoldedValues(folder: bounds.map { $0.folder + "-fold-\(k)" }) }
+            let folds = try readers.indices.map { k in try FoldedValues(folder: bounds.map { $0.folder + "-fold-\(k)" })
+            }
             defer { for f in folds { f.discard() } }
             var position = 0
             try join.rows(of: segment) { f, values in
@@ -200,8 +201,10 @@ extension Stage {
         var outputs: [OutputStats] = []
         for (i, d) in p.config.destinations.enumerated() {
             let own = d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
-            let gone = history.reduce(into: Set<String>()) { $0.formUnion(DestinationExits.lists(of: $1, type: d.type)) }
-                .subtracting(own).sorted()
+            let gone = history.reduce(into: Set<String>()) {
+                $0.formUnion(DestinationExits.lists(of: $1, type: d.type))
+            }
+            .subtracting(own).sorted()
             for list in own + gone {
                 var exits = DestinationSplitter(
                     directory: directory, prefix: "destinations/\(d.type.rawValue)/\(list)-exited",

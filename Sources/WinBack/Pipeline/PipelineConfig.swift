@@ -424,7 +424,9 @@ struct YAMLChecker {
                     columns[from] = to
                 }
             } else {
-                fail("identities.columns", "expected a mapping such as {email: \"E-mail Address\", external_id: user_id}")
+                fail(
+                    "identities.columns", "expected a mapping such as {email: \"E-mail Address\", external_id: user_id}"
+                )
             }
         }
         let key =

@@ -219,7 +219,8 @@ struct DeliveryDestinationTests {
             #expect(
                 entry?["without_link"] as? Int == withoutLink, "\(d.type) \(d.audience) without_link",
                 sourceLocation: sourceLocation)
-            #expect(entry?["folded"] as? Int == folded, "\(d.type) \(d.audience) folded", sourceLocation: sourceLocation)
+            #expect(
+                entry?["folded"] as? Int == folded, "\(d.type) \(d.audience) folded", sourceLocation: sourceLocation)
             #expect(entry?["files"] as? Int == files, "\(d.type) \(d.audience) files", sourceLocation: sourceLocation)
             #expect(entry?["exited"] as? Int == 0, "\(d.type) \(d.audience) exited", sourceLocation: sourceLocation)
             // The world is large enough that each destination has rows and customers left out.
