@@ -9,6 +9,8 @@ struct SegmentChangeCount: Equatable, Sendable {
     var entered = 0
     var exited = 0
     var changed = 0
+    /// The exited rows by reason (docs/rules.md §10.5), for the first screen.
+    var reasons: [String: Int] = [:]
 }
 
 /// The changes of one segment file (docs/rules.md §10.5): the merge-join of the baseline's file
@@ -116,7 +118,9 @@ enum SegmentChanges {
             let k = SegmentKey(
                 group: try SpilledKeys.next(keys), original: try SpilledKeys.next(keys),
                 offer: try SpilledKeys.next(keys))
-            line(Self.exited, k, offer: [], previous: k.offer, reason: try reason(k))
+            let why = try reason(k)
+            count.reasons[why, default: 0] += 1
+            line(Self.exited, k, offer: [], previous: k.offer, reason: why)
             try out.write(rec.bytes)
         }
         return (count, count.entered + count.changed + count.exited)

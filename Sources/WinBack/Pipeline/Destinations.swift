@@ -24,6 +24,8 @@ public struct DestinationCount: Sendable, Equatable {
     /// screen of report.html (docs/rules.md §4.3).
     public var rowsByList: [String: Int] = [:]
     public var unaddressableByList: [String: Int] = [:]
+    public var foldedByList: [String: Int] = [:]
+    public var withoutLinkByList: [String: Int] = [:]
 }
 
 /// What the identities file held (docs/rules.md §10.1), for the manifest.
@@ -161,6 +163,7 @@ extension Stage {
                     // Never an empty link (docs/rules.md §10.10): an offer without appleId.
                     guard !f[12].isEmpty else {
                         counts[i].withoutLink += 1
+                        counts[i].withoutLinkByList[list, default: 0] += 1
                         continue
                     }
                     // Columns of docs/rules.md §4.1; the identity value exactly as written.
@@ -171,6 +174,7 @@ extension Stage {
                     }
                     guard folds[k].keeps(values[positions[k]], position: position) else {
                         counts[i].folded += 1
+                        counts[i].foldedByList[list, default: 0] += 1
                         continue
                     }
                     record.reset()

@@ -29,13 +29,22 @@ extension Manifest {
                 deliveries: destinations.map { d in
                     guard (d.audience == .bestOffer) == best else { return nil }
                     return FirstScreen.Delivery(
-                        addressable: d.rowsByList[list] ?? 0, unaddressable: d.unaddressableByList[list] ?? 0)
+                        addressable: d.rowsByList[list] ?? 0, unaddressable: d.unaddressableByList[list] ?? 0,
+                        folded: d.foldedByList[list] ?? 0, withoutLink: d.withoutLinkByList[list] ?? 0)
                 }, changes: changes(of: list))
         }
         return FirstScreen(
             destinations: destinations.map {
                 FirstScreen.Destination(name: $0.type.rawValue, bestOffer: $0.audience == .bestOffer)
-            }, rows: rows, requireApple: requireApple != .off, baseline: changes?.baseline?.date)
+            }, rows: rows, requireApple: requireApple != .off, baseline: changes?.baseline?.date,
+            headlines: destinations.map {
+                FirstScreen.Headline(
+                    name: $0.type.rawValue, lists: $0.audience == .bestOffer ? "best-offer" : "per offer",
+                    reachable: $0.rows, exited: $0.exited, unaddressable: $0.unaddressable, folded: $0.folded,
+                    withoutLink: $0.withoutLink)
+            },
+            offersWithoutLink: destinations.isEmpty
+                ? [] : p.catalog.offers.filter { ($0.appleId ?? "").isEmpty }.map(\.offerId))
     }
 
     /// The segment changes of `list` since the baseline run (docs/rules.md §10.5); nil without
@@ -44,7 +53,10 @@ extension Manifest {
         guard let summary = changes, summary.baseline != nil,
             let c = summary.segments.first(where: { $0.segment == list })
         else { return nil }
-        return FirstScreen.Changes(entered: c.entered, changed: c.changed, exited: c.exited)
+        let reasons = c.reasons.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+        return FirstScreen.Changes(
+            entered: c.entered, changed: c.changed, exited: c.exited,
+            reasons: reasons.map { (reason: $0.key, customers: $0.value) })
     }
 }
 

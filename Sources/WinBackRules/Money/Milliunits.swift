@@ -55,4 +55,39 @@ public struct Milliunits: Sendable, Equatable, Hashable, Codable, AdditiveArithm
         let m = Int128(r)
         return units(x < 0 && m > 0 ? -m : m)
     }
+
+    /// The decimals a currency is written with (ISO 4217's minor unit): 0 for the yen, the won
+    /// and the others without a minor unit, 3 for the dinars of Bahrain, Iraq, Jordan, Kuwait,
+    /// Libya and Tunisia and Oman's rial, else 2.
+    public static func decimals(_ currency: String) -> Int {
+        switch currency {
+        case "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF",
+            "XOF", "XPF":
+            return 0
+        case "BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND": return 3
+        default: return 2
+        }
+    }
+
+    /// `x` milliunits as a person reads an amount of `currency`: its usual decimals (docs/rules.md
+    /// §10.10), rounded half away from zero; the CSV files keep three.
+    public static func display(double x: Double, currency: String) -> String {
+        let d = decimals(currency)
+        let step = [1000.0, 100.0, 10.0, 1.0][d]
+        let r = (abs(x) / step).rounded(.toNearestOrAwayFromZero)
+        guard r.isFinite, r < 1e33 else { return x < 0 ? "-inf" : "inf" }
+        let m = Int128(r)
+        let digits = String(m)
+        let padded = String(repeating: "0", count: max(0, d + 1 - digits.count)) + digits
+        let whole = padded.dropLast(d)
+        let text = d == 0 ? String(whole) : whole + "." + padded.suffix(d)
+        return (x < 0 && m > 0 ? "-" : "") + text
+    }
+
+    /// A three-decimal amount as the CSV files write it (`12.345`), as ``display(double:currency:)``
+    /// shows it; the text itself when it is not a number.
+    public static func display(_ text: String, currency: String) -> String {
+        guard let v = Double(text) else { return text }
+        return display(double: v * 1000, currency: currency)
+    }
 }

@@ -24,10 +24,43 @@ public struct FirstScreen: Sendable, Equatable {
         public var addressable: Int
         /// Segment rows left out: no identity row, or an empty identity column.
         public var unaddressable: Int
+        /// Segment rows left out because another row of the list holds the same identity value
+        /// (docs/rules.md §10.10).
+        public var folded: Int
+        /// Segment rows left out because their offer has no link (§10.10).
+        public var withoutLink: Int
 
-        public init(addressable: Int, unaddressable: Int) {
+        public init(addressable: Int, unaddressable: Int, folded: Int = 0, withoutLink: Int = 0) {
             self.addressable = addressable
             self.unaddressable = unaddressable
+            self.folded = folded
+            self.withoutLink = withoutLink
+        }
+    }
+
+    /// One destination as whoever runs the campaign reads it first (docs/rules.md §10.10).
+    public struct Headline: Sendable, Equatable {
+        /// The tool, and the lists it reads (`best-offer`, or `per offer`).
+        public var name: String
+        public var lists: String
+        /// Rows in tonight's files: the people the tool reaches tonight.
+        public var reachable: Int
+        /// Rows of tonight's exited files.
+        public var exited: Int
+        public var unaddressable: Int
+        public var folded: Int
+        public var withoutLink: Int
+
+        public init(
+            name: String, lists: String, reachable: Int, exited: Int, unaddressable: Int, folded: Int, withoutLink: Int
+        ) {
+            self.name = name
+            self.lists = lists
+            self.reachable = reachable
+            self.exited = exited
+            self.unaddressable = unaddressable
+            self.folded = folded
+            self.withoutLink = withoutLink
         }
     }
 
@@ -39,11 +72,20 @@ public struct FirstScreen: Sendable, Equatable {
         public var changed: Int
         /// Customers in the baseline's segment and not in tonight's.
         public var exited: Int
+        /// The exited by reason, most first.
+        public var reasons: [(reason: String, customers: Int)]
 
-        public init(entered: Int, changed: Int, exited: Int) {
+        public init(entered: Int, changed: Int, exited: Int, reasons: [(reason: String, customers: Int)] = []) {
             self.entered = entered
             self.changed = changed
             self.exited = exited
+            self.reasons = reasons
+        }
+
+        public static func == (a: Changes, b: Changes) -> Bool {
+            a.entered == b.entered && a.changed == b.changed && a.exited == b.exited
+                && a.reasons.map(\.reason) == b.reasons.map(\.reason)
+                && a.reasons.map(\.customers) == b.reasons.map(\.customers)
         }
     }
 
@@ -87,10 +129,13 @@ public struct FirstScreen: Sendable, Equatable {
                 out.append("\(eligible) eligible ≠ \(heldOut) held out\(apple) + \(inSegment) in the segment")
             }
             for (d, delivery) in zip(destinations, deliveries) {
-                guard let delivery, delivery.addressable + delivery.unaddressable != inSegment else { continue }
+                guard let delivery,
+                    delivery.addressable + delivery.unaddressable + delivery.folded + delivery.withoutLink != inSegment
+                else { continue }
                 out.append(
                     "\(d.name): \(delivery.addressable) addressable + \(delivery.unaddressable) unaddressable"
-                        + " ≠ \(inSegment) in the segment")
+                        + " + \(delivery.folded) folded + \(delivery.withoutLink) without a link ≠ \(inSegment) in the segment"
+                )
             }
             return out
         }
@@ -105,11 +150,21 @@ public struct FirstScreen: Sendable, Equatable {
     /// no earlier run.
     public var baseline: String?
 
-    public init(destinations: [Destination], rows: [Row], requireApple: Bool = false, baseline: String? = nil) {
+    /// Per destination, in ``destinations``' order: the headline.
+    public var headlines: [Headline]
+    /// Catalog offers without a link (no `appleId`): left out of every destination (§10.10).
+    public var offersWithoutLink: [String]
+
+    public init(
+        destinations: [Destination], rows: [Row], requireApple: Bool = false, baseline: String? = nil,
+        headlines: [Headline] = [], offersWithoutLink: [String] = []
+    ) {
         self.destinations = destinations
         self.rows = rows
         self.requireApple = requireApple
         self.baseline = baseline
+        self.headlines = headlines
+        self.offersWithoutLink = offersWithoutLink
     }
 }
 
@@ -117,13 +172,15 @@ extension ReportPage {
     /// The first screen (docs/rules.md §4.3): the audience table, what does not reconcile, and
     /// the offers Apple never lists although the renewal info carries its list.
     static func firstScreen(_ s: FirstScreen, apple: AppleAgreement, asOf: Int64, into h: inout HTML) {
-        h.line("<h2>Tonight's audience</h2>")
+        headlines(s, asOf: asOf, into: &h)
+        h.line("<h2>Every segment</h2>")
         h.line(
-            "<p class=\"note\">Each segment's customers eligible at \(Timestamp.iso(asOf)), those left out of it, the"
+            "<p class=\"note\">Each segment's customers eligible on \(day(asOf)), those left out of it, the"
                 + " segment file's rows and what each destination's files received (eligibility-funnel.csv,"
                 + " segments/, destinations/, manifest.json): eligible = "
                 + (s.requireApple ? "held out + left out by Apple + in the segment" : "held out + in the segment")
-                + (s.destinations.isEmpty ? "." : "; addressable + unaddressable = in the segment.") + "</p>")
+                + (s.destinations.isEmpty
+                    ? "." : "; addressable + unaddressable + folded + without a link = in the segment.") + "</p>")
         let changes = s.baseline.map { "since \(escape($0))" } ?? "since the last run"
         h.line("<div class=\"scroll\"><table class=\"audience\">")
         h.line("<thead>")
@@ -182,6 +239,86 @@ extension ReportPage {
         if !apple.unknownIds.isEmpty {
             let listed = apple.unknownIds.map { "\(escape($0.id)) (\($0.customers))" }.joined(separator: ", ")
             h.line("<p class=\"warn\">Apple did list ids the catalog lacks: \(listed).</p>")
+        }
+    }
+
+    /// A date, or a date and time when the instant is not midnight UTC: what a person reads.
+    static func day(_ t: Int64) -> String {
+        let date = Timestamp.date(t)
+        let ms = ((t % 86_400_000) + 86_400_000) % 86_400_000
+        guard ms != 0 else { return date }
+        let minutes = ms / 60_000
+        let hh = minutes / 60
+        let mm = minutes % 60
+        return date + " " + (hh < 10 ? "0" : "") + String(hh) + ":" + (mm < 10 ? "0" : "") + String(mm) + " UTC"
+    }
+
+    /// `n` with its thousands grouped (1,120).
+    static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return (n < 0 ? "-" : "") + out
+    }
+
+    /// The headlines (docs/rules.md §10.10): per destination the people it reaches tonight, who
+    /// entered and left since the baseline, who is held out; then why people left, and what to
+    /// fix. Above the table, so that a screen shows them without scrolling.
+    static func headlines(_ s: FirstScreen, asOf: Int64, into h: inout HTML) {
+        let best = s.rows.first { $0.segment == "best-offer" }
+        let since = s.baseline.map { "since \(escape($0))" } ?? "(no earlier run)"
+        h.line("<h2>Tonight, \(day(asOf))</h2>")
+        h.line("<div class=\"headlines\">")
+        if s.headlines.isEmpty, let best {
+            var line = "<div class=\"headline\"><div class=\"tool\">best-offer</div>"
+            line += "<div class=\"big\">\(grouped(best.inSegment))</div><div>customers in the segment</div>"
+            if let c = best.changes {
+                line += "<div>+\(grouped(c.entered)) entered · −\(grouped(c.exited)) exited \(since)</div>"
+            }
+            h.line(line + "<div>\(grouped(best.heldOut)) held out</div></div>")
+        }
+        for (i, d) in s.headlines.enumerated() {
+            var line = "<div class=\"headline\"><div class=\"tool\">\(escape(d.name)) · \(escape(d.lists))</div>"
+            line += "<div class=\"big\">\(grouped(d.reachable))</div><div>people reachable tonight</div>"
+            let bestOffer = i < s.destinations.count && s.destinations[i].bestOffer
+            if bestOffer, let c = best?.changes {
+                line += "<div>+\(grouped(c.entered)) entered · −\(grouped(c.exited)) left best-offer \(since)</div>"
+            }
+            line += "<div>\(grouped(d.exited)) in the exited files"
+            if let best { line += " · \(grouped(best.heldOut)) held out" }
+            line += "</div>"
+            var apart: [String] = []
+            if d.unaddressable > 0 { apart.append("\(grouped(d.unaddressable)) without an id") }
+            if d.folded > 0 { apart.append("\(grouped(d.folded)) sharing an id (folded)") }
+            if d.withoutLink > 0 { apart.append("\(grouped(d.withoutLink)) whose offer has no link") }
+            if !apart.isEmpty { line += "<div class=\"small\">Left out: " + apart.joined(separator: ", ") + "</div>" }
+            h.line(line + "</div>")
+        }
+        h.line("</div>")
+        if let c = best?.changes, !c.reasons.isEmpty {
+            let why = c.reasons.map { "\(escape($0.reason)) \(grouped($0.customers))" }.joined(separator: " · ")
+            h.line("<p class=\"note\">Why \(grouped(c.exited)) left best-offer \(since): \(why).</p>")
+        }
+        if !s.headlines.isEmpty, s.baseline != nil {
+            h.line(
+                "<p class=\"note\">A tool's exited files count identity values, not customers: they differ from the"
+                    + " segment's exited by the values that changed (a new email exits under the old one), the"
+                    + " customers without an id, the rows folded onto a shared id, and the values of the earlier"
+                    + " nights of output.exitDays, listed again so that a tool that missed a night catches up.</p>")
+        }
+        for id in s.offersWithoutLink {
+            h.line(
+                "<p class=\"warn\">Offer \(escape(id)) has no appleId: its customers are left out of every"
+                    + " destination's files (a row never carries an empty link). Add the id from the offer's page in"
+                    + " App Store Connect to the catalog.</p>")
+        }
+        for d in s.headlines where d.folded > 0 {
+            h.line(
+                "<p class=\"warn\">\(escape(d.name)): \(grouped(d.folded)) rows share an identity value with another"
+                    + " customer's and were folded onto one row (the best-ranked offer).</p>")
         }
     }
 }

@@ -20,7 +20,9 @@ extension ReportPage {
                     + " the treatment's less the holdout's, with a 95 % interval. It nets out the discount given"
                     + " and the customers who would have paid full price anyway; an interval that holds zero has"
                     + " not shown that the offer earns more. Only cohort months whose horizon has passed count.</p>")
-            revenueForestPlot(overall, currency: currency, into: &h)
+            // Each offer on an axis of its own: one offer's large figures never flatten the others'
+            // (docs/rules.md §10.10).
+            for row in overall { revenueForestPlot([row], currency: currency, into: &h) }
         } else {
             h.line(
                 "<p class=\"note\">The rows are priced in several currencies (\(escape(reports.money.currencies.sorted().joined(separator: ", "))))"
@@ -38,9 +40,12 @@ extension ReportPage {
             var text = "no figure (an arm has nobody, or no horizon has passed)"
             if f.lift != nil {
                 let interval = f.interval.map {
-                    " [\(Milliunits.units(double: $0.low)), \(Milliunits.units(double: $0.high))]"
+                    " [\(Milliunits.display(double: $0.low, currency: currency)), "
+                        + "\(Milliunits.display(double: $0.high, currency: currency))]"
                 }
-                text = "\(f.liftText)\(interval ?? "") \(currency) · \(f.incrementalText) \(currency) in all"
+                text =
+                    "\(Milliunits.display(f.liftText, currency: currency))\(interval ?? "") \(currency) · "
+                    + "\(Milliunits.display(f.incrementalText, currency: currency)) \(currency) in all"
             }
             return ForestRow(
                 offerId: f.offerId, point: f.lift, interval: f.interval, text: text,
@@ -58,7 +63,8 @@ extension ReportPage {
                     mantissa = mantissa == 1 ? 2 : mantissa == 2 ? 5 : 1
                 }
                 return scale
-            }, axis: { "\(Milliunits.units(double: $0 * 1000)) \(escape(currency))" }, into: &h)
+            }, axis: { "\(Milliunits.display(double: $0 * 1000, currency: currency)) \(escape(currency))" },
+            into: &h)
     }
 
     /// Net revenue per return at 1, 3, 6 and 12 months, per kind and currency (offers summed).
@@ -92,7 +98,7 @@ extension ReportPage {
                 "<tr><td class=\"segment\">\(escape(r.kind))</td><td>\(escape(r.currency))</td><td>\(r.returns)</td>"
             for k in RetentionReport.horizons.indices {
                 let v = r.netPerReturn(k)
-                row += "<td>\(v.isEmpty ? "–" : escape(v))</td>"
+                row += "<td>\(v.isEmpty ? "–" : escape(Milliunits.display(v, currency: r.currency)))</td>"
             }
             h.line(row + "</tr>")
         }

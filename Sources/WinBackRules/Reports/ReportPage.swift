@@ -41,6 +41,10 @@ public enum ReportPage {
             .audience tbody th,.audience th.segment{text-align:left;font-weight:normal}
             .audience th.group{text-align:center;border-bottom:1px solid #8e8e93}.audience .none{color:#aeaeb2}
             .warn{color:#8a3c00;background:#fff4e5;border-left:3px solid #ff9f0a;padding:6px 10px;margin:8px 0}
+            .headlines{display:flex;flex-wrap:wrap;gap:12px;margin:8px 0}
+            .headline{flex:1 1 260px;border:1px solid #d2d2d7;border-radius:8px;padding:10px 12px}
+            .headline .tool{font-weight:600}.headline .big{font-size:28px;font-weight:600;line-height:1.2}
+            .headline .small{color:#6e6e73;font-size:12px}
             </style>
             </head>
             <body>
@@ -49,7 +53,7 @@ public enum ReportPage {
         h.line("<h1>Win-back reports</h1>")
         let months = w.months.isEmpty ? "" : "; window \(w.label(0)) to \(w.label(w.months.count - 1))"
         h.line(
-            "<p class=\"meta\">Pipeline \(escape(title)); as of \(Timestamp.iso(w.asOf))\(months)."
+            "<p class=\"meta\">Pipeline \(escape(title)); as of \(day(w.asOf))\(months)."
                 + " Numbers as in the CSV files beside this page.</p>")
         if let first { firstScreen(first, apple: reports.apple, asOf: w.asOf, into: &h) }
 
@@ -59,7 +63,6 @@ public enum ReportPage {
                 + " who redeemed it during that month (winback-redemption-rates.csv). Above each bar: redeemed"
                 + " by eligible / eligible; a gray stub: nobody was eligible.</p>")
         let offers = reports.funnel.map(\.offerId)
-        let scale = rateScale(reports.rates)
         for (o, id) in offers.enumerated() {
             let rows = stride(from: o, to: reports.rates.count, by: max(1, offers.count)).map { reports.rates[$0] }
             h.line("<h3>\(escape(id))</h3>")
@@ -67,7 +70,8 @@ public enum ReportPage {
                 h.line("<p class=\"note\">No eligible customer in any month.</p>")
                 continue
             }
-            rateChart(rows, scale: scale, offerId: id, into: &h)
+            // Each offer's axis fits its own rates (docs/rules.md §10.10): a 3 % offer is not a sliver.
+            rateChart(rows, scale: rateScale(rows), offerId: id, into: &h)
         }
 
         h.line("<h2>Eligibility funnel at \(Timestamp.date(w.asOf))</h2>")

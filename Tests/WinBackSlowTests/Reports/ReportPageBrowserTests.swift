@@ -135,4 +135,71 @@ struct ReportPageBrowserTests {
             try FileManager.default.copyItem(atPath: shot, toPath: keep + "/report-\(cohortMonths).png")
         }
     }
+
+    /// Appended to a copy of the page: where each destination's headline ends in the window.
+    static let headlineBottoms =
+        "<script>(function(){var out=[];document.querySelectorAll('.headline').forEach(function(e){"
+        + "var r=e.getBoundingClientRect();out.push(e.querySelector('.tool').textContent+'='+Math.ceil(r.bottom))});"
+        + "var p=document.createElement('pre');p.id='headlines';p.textContent=out.join(';')+';window='+"
+        + "window.innerWidth+'x'+window.innerHeight;document.body.appendChild(p)})();</script>"
+
+    @Test(
+        "at 1366×900 the first screen shows each destination's headline without scrolling (docs/rules.md §10.10)",
+        .enabled(if: chromium != nil || required, "no chromium on PATH (Debian: apt-get install chromium)"))
+    func headlinesOnFirstScreen() throws {
+        try #require(Self.chromium != nil, "chromium is not on PATH (Debian: apt-get install chromium)")
+        let dir = Paths.temporary()
+        let world = dir + "/world"
+        let generated = try CLI.run([
+            "generate", "--customers", "600", "--seed", "3", "--out", world, "--experiment", "x",
+            "--experiment-start", "2026-03-01",
+        ])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        // Four destinations, two of them per offer: the most the screen has to hold here.
+        let pipeline = world + "/pipeline.yaml"
+        let text = try String(contentsOfFile: pipeline, encoding: .utf8).replacingOccurrences(
+            of: "destinations: [braze, klaviyo]",
+            with: "destinations: [braze, klaviyo, {type: mailchimp, audience: per-offer}, "
+                + "{type: customerio, audience: per-offer}]")
+        try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        for date in ["2026-11-21", "2026-11-22"] {
+            let run = try CLI.run(["run", pipeline, "--quiet", "--as-of", date, "--output", dir + "/out"])
+            try #require(run.status == 0, "\(run.stderr)")
+        }
+        let published = URL(fileURLWithPath: dir + "/out/generated/latest").resolvingSymlinksInPath().path
+        let html = try String(contentsOfFile: published + "/reports/report.html", encoding: .utf8)
+        // Dates, not instants, on the first screen.
+        let first = String(html.prefix(upTo: html.range(of: "<h2>Every segment</h2>")!.lowerBound))
+        #expect(first.contains("Tonight, 2026-11-22") && !first.contains("T00:00:00"))
+        let measured = dir + "/headlines.html"
+        try Data(html.replacingOccurrences(of: "</body>", with: Self.headlineBottoms + "</body>").utf8).write(
+            to: URL(fileURLWithPath: measured))
+        let dom = try Self.browse([
+            "--window-size=1366,900", "--virtual-time-budget=5000", "--dump-dom", "file://" + measured,
+        ])
+        let out = String(decoding: dom.stdout, as: UTF8.self)
+        let result = try #require(
+            out.firstMatch(of: /<pre id="headlines">([^<]*)<\/pre>/), "no measurement: \(dom.stderr.suffix(2000))")
+        let parts = result.1.split(separator: ";")
+        let window = try #require(parts.last?.split(separator: "=").last?.split(separator: "x").compactMap { Int($0) })
+        #expect(window.count == 2)
+        let bottoms = parts.dropLast().map { $0.split(separator: "=") }
+        #expect(
+            bottoms.map { String($0[0]) }.sorted() == [
+                "braze · best-offer", "customerio · per offer", "klaviyo · best-offer", "mailchimp · per offer",
+            ])
+        for b in bottoms {
+            let bottom = Int(b[1]) ?? .max
+            #expect(bottom <= (window.last ?? 0), "\(b[0]) ends at \(bottom) of \(window)")
+        }
+        let shot = dir + "/first-screen.png"
+        _ = try Self.browse([
+            "--window-size=1366,900", "--screenshot=" + shot, "file://" + published + "/reports/report.html",
+        ])
+        if let keep = ProcessInfo.processInfo.environment["WINBACK_REPORT_SCREENSHOTS"] {
+            try? FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
+            try? FileManager.default.removeItem(atPath: keep + "/first-screen.png")
+            try FileManager.default.copyItem(atPath: shot, toPath: keep + "/first-screen.png")
+        }
+    }
 }
