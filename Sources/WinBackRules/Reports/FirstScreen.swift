@@ -132,10 +132,11 @@ public struct FirstScreen: Sendable, Equatable {
                 guard let delivery,
                     delivery.addressable + delivery.unaddressable + delivery.folded + delivery.withoutLink != inSegment
                 else { continue }
+                let folded = delivery.folded > 0 ? " + \(delivery.folded) folded" : ""
+                let unlinked = delivery.withoutLink > 0 ? " + \(delivery.withoutLink) without a link" : ""
                 out.append(
                     "\(d.name): \(delivery.addressable) addressable + \(delivery.unaddressable) unaddressable"
-                        + " + \(delivery.folded) folded + \(delivery.withoutLink) without a link ≠ \(inSegment) in the segment"
-                )
+                        + folded + unlinked + " ≠ \(inSegment) in the segment")
             }
             return out
         }

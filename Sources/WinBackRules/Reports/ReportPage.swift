@@ -71,7 +71,9 @@ public enum ReportPage {
                 continue
             }
             // Each offer's axis fits its own rates (docs/rules.md §10.10): a 3 % offer is not a sliver.
-            rateChart(rows, scale: rateScale(rows), offerId: id, into: &h)
+            rateChart(
+                rows, scale: rateScale(rows), offerId: id,
+                experimentStart: reports.experiment.map { String(Timestamp.date($0.start).prefix(7)) }, into: &h)
         }
 
         h.line("<h2>Eligibility funnel at \(Timestamp.date(w.asOf))</h2>")
@@ -141,8 +143,12 @@ public enum ReportPage {
         }
     }
 
-    static func rateChart(_ rows: [RedemptionRateRow], scale: (num: Int, den: Int), offerId: String, into h: inout HTML)
-    {
+    /// `experimentStart` (YYYY-MM): the month the experiment starts, marked on the chart when it
+    /// is one of its months (docs/rules.md §10.10).
+    static func rateChart(
+        _ rows: [RedemptionRateRow], scale: (num: Int, den: Int), offerId: String, experimentStart: String? = nil,
+        into h: inout HTML
+    ) {
         let left = 48
         let top = 22
         let plot = 150
@@ -154,6 +160,17 @@ public enum ReportPage {
             "<svg width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\""
                 + " role=\"img\" aria-label=\"Redemption rate of \(escape(offerId)) by month\">")
         rateGrid(left: left, right: width - 8, top: top, plot: plot, scale: scale, into: &h)
+        if let start = experimentStart, let i = rows.firstIndex(where: { $0.month == start }) {
+            let x = left + i * pitch
+            // The label beside the line, on whichever side holds it inside the picture.
+            var label = "experiment starts"
+            if x + 4 + 7 * label.count > width - 8 && x - 4 - 7 * label.count < 0 { label = "start" }
+            let right = x + 4 + 7 * label.count <= width - 8
+            h.line("<line class=\"zero\" x1=\"\(x)\" y1=\"\(top - 16)\" x2=\"\(x)\" y2=\"\(top + plot)\"/>")
+            h.line(
+                "<text x=\"\(right ? x + 4 : x - 4)\" y=\"\(top - 11)\" text-anchor=\"\(right ? "start" : "end")\">"
+                    + "\(label)</text>")
+        }
         for (i, r) in rows.enumerated() {
             let x = left + i * pitch + (pitch - bar) / 2
             let cx = x + bar / 2

@@ -92,10 +92,11 @@ struct MoneyPageTests {
         #expect(html.contains("<h2>Did the discount pay?</h2>"))
         #expect(
             html.contains("aria-label=\"Incremental revenue per targeted customer per offer, with 95 % intervals\""))
-        #expect(html.contains("4.490 [-1.241, 10.221] USD · 13.470 USD in all"))
+        // In the currency's usual decimals (docs/rules.md §10.10): cents for USD.
+        #expect(html.contains("4.49 [-1.24, 10.22] USD · 13.47 USD in all"))
         #expect(
             html.contains(
-                "<td class=\"segment\">win_back</td><td>USD</td><td>2</td><td>4.990</td><td>14.970</td><td>–</td>"))
+                "<td class=\"segment\">win_back</td><td>USD</td><td>2</td><td>4.99</td><td>14.97</td><td>–</td>"))
         // Without an experiment, a note; in several currencies without money, a note naming them.
         r.experiment = nil
         #expect(
@@ -127,5 +128,21 @@ struct MoneyPageTests {
                 Data("{\"offers\": [\(base), \"targetSubscriptionPlanType\": \(bad)}]}".utf8))
             #expect(problems.contains { $0.contains("targetSubscriptionPlanType") }, "\(bad): \(problems)")
         }
+    }
+}
+
+@Suite("Money on the page in the currency's usual decimals (docs/rules.md §10.10)")
+struct MoneyDisplayTests {
+    @Test("two decimals by default, none for the yen and the won, three for the dinars; rounded half away from zero")
+    func decimals() {
+        #expect(Milliunits.display(double: 4_490.4, currency: "USD") == "4.49")
+        #expect(Milliunits.display(double: -1_245, currency: "EUR") == "-1.25")
+        #expect(Milliunits.display(double: 5, currency: "USD") == "0.01")
+        #expect(Milliunits.display(double: -4, currency: "USD") == "0.00")
+        #expect(Milliunits.display(double: 1_234_567, currency: "JPY") == "1235")
+        #expect(Milliunits.display(double: 1_234, currency: "KWD") == "1.234")
+        #expect(Milliunits.display("13.470", currency: "USD") == "13.47")
+        #expect(Milliunits.display("13.5", currency: "KRW") == "14")
+        #expect(Milliunits.display("", currency: "USD") == "")
     }
 }
