@@ -16,6 +16,17 @@ public struct Baseline: Sendable, Equatable, Codable {
     public var manifestSHA256: String
     /// Its as-of instant (ms since the epoch), from its manifest.
     public var asOf: Int64
+    /// The files its manifest lists (path → SHA-256), as decoded when it was found: the manifest
+    /// is read once per run. Nil in a baseline handed from another process (an array job's
+    /// fingerprint), whose manifest is read again and checked against ``manifestSHA256``.
+    var outputs: [String: String]? = nil
+
+    enum CodingKeys: String, CodingKey { case date, folder, manifestSHA256, asOf }
+
+    /// The same run: what every task of an array job must agree on (``outputs`` follows from it).
+    public static func == (a: Baseline, b: Baseline) -> Bool {
+        a.date == b.date && a.folder == b.folder && a.manifestSHA256 == b.manifestSHA256 && a.asOf == b.asOf
+    }
 
     /// The baseline of a run of pipeline `name` publishing `date` under `root`
     /// (`<output>/<name>`), or nil when no earlier date stands. A dated link whose folder is
@@ -63,7 +74,10 @@ public struct Baseline: Sendable, Equatable, Codable {
         guard let asOf = Timestamp.parseDateTime(manifest.asOf) else {
             throw WinBackError(.badData, "the baseline's manifest has no valid asOf (docs/rules.md §6.3)", path: path)
         }
-        return Baseline(date: d, folder: folder, manifestSHA256: Hex.string(SHA256.hash(data: bytes)), asOf: asOf)
+        var outputs: [String: String] = [:]
+        for o in manifest.outputs { outputs[o.path] = o.sha256 }
+        return Baseline(
+            date: d, folder: folder, manifestSHA256: Hex.string(SHA256.hash(data: bytes)), asOf: asOf, outputs: outputs)
     }
 }
 

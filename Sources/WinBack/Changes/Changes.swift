@@ -150,11 +150,18 @@ struct BaselineFiles: Sendable {
     /// SHA-256 (hex) by path relative to the run's folder.
     let sha256: [String: String]
 
-    /// Reads `baseline`'s manifest again (never through a link, bounded as when it was found:
-    /// ``PublishedManifest``) and trusts it only with the SHA-256 it had when the baseline was
-    /// found: a manifest changed or replaced since is bad data (65).
+    /// The files `baseline`'s manifest lists: as decoded when it was found in this process, or,
+    /// for a baseline handed from another (an array job's fingerprint), its manifest read again
+    /// (never through a link, bounded as when it was found: ``PublishedManifest``) and trusted
+    /// only with the SHA-256 it had when found: a manifest changed or replaced since is bad data
+    /// (65).
     init(_ baseline: Baseline, memory: Int? = nil) throws {
         folder = baseline.folder
+        // Found in this process: its manifest was read and decoded then, once (docs/rules.md §6.3).
+        if let outputs = baseline.outputs {
+            sha256 = outputs
+            return
+        }
         let path = folder + "/manifest.json"
         let bytes: [UInt8]
         do { bytes = try PublishedManifest.bytes(path, memory: memory) } catch {

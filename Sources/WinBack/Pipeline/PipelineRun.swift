@@ -78,7 +78,11 @@ public struct ResolvedPipeline: Sendable {
 
     /// Loads the pipeline file and catalog and resolves the input globs (exit 78 / 66).
     public static func resolve(_ o: RunOptions) throws -> ResolvedPipeline {
-        let config = try PipelineConfig.load(path: o.pipelinePath)
+        try resolve(o, config: PipelineConfig.load(path: o.pipelinePath))
+    }
+
+    /// ``resolve(_:)`` with the pipeline file already read (a run reads it once).
+    static func resolve(_ o: RunOptions, config: PipelineConfig) throws -> ResolvedPipeline {
         // Before any S3 request: the run's network time is bounded (docs/rules.md §6.2).
         S3Client.limitNetwork(seconds: Double(config.networkSeconds))
         var asOf = config.asOf
@@ -139,8 +143,7 @@ public struct ResolvedPipeline: Sendable {
     /// reads an input from S3: a run that hangs on the network holds back the next one rather
     /// than racing it (docs/rules.md §6.2). Nil when every input is local (the lock is taken as
     /// the run publishes).
-    static func lockedBeforeNetwork(_ o: RunOptions) throws -> Publisher? {
-        let config = try PipelineConfig.load(path: o.pipelinePath)
+    static func lockedBeforeNetwork(_ o: RunOptions, config: PipelineConfig) throws -> Publisher? {
         let inputs =
             config.transactionPaths + config.renewalInfoPaths + [config.offersPath] + [config.identities?.path ?? ""]
             + [config.money?.ratesPath ?? ""]
@@ -217,10 +220,12 @@ public enum PipelineRun {
     }
 
     static func runPipeline(_ options: RunOptions, started: Date, progress: Progress) throws -> PublishedRun {
-        let locked = try ResolvedPipeline.lockedBeforeNetwork(options)
+        // The pipeline file read once, for the lock and the run.
+        let config = try PipelineConfig.load(path: options.pipelinePath)
+        let locked = try ResolvedPipeline.lockedBeforeNetwork(options, config: config)
         let p: ResolvedPipeline
         do {
-            p = try ResolvedPipeline.resolve(options)
+            p = try ResolvedPipeline.resolve(options, config: config)
             try p.checkAsOf(options)
         } catch {
             if let locked {
@@ -239,7 +244,7 @@ public enum PipelineRun {
             ])
         if let memory = options.memory ?? p.config.memoryLimit {
             let summary = try ShardedRun.bounded(
-                options, memory: memory, progress: progress, started: started, publisher: locked)
+                options, memory: memory, progress: progress, started: started, publisher: locked, resolved: p)
             // Each shard's memory was freed as the next began: nothing large is left to hold.
             return PublishedRun(summary: summary, memory: RunMemory(()))
         }

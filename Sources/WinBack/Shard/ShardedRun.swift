@@ -75,9 +75,9 @@ public enum ShardedRun {
     /// begun (its lock taken before any S3 request, docs/rules.md §6.2).
     public static func bounded(
         _ options: RunOptions, memory: Int, progress: Progress, shards chosen: Int? = nil, started: Date = Date(),
-        publisher given: Publisher? = nil
+        publisher given: Publisher? = nil, resolved: ResolvedPipeline? = nil
     ) throws -> RunSummary {
-        let p = try ResolvedPipeline.resolve(options)
+        let p = try resolved ?? ResolvedPipeline.resolve(options)
         progress.pipeline = p.config.name
         var shards = chosen ?? shardCount(p, memory: memory)
         let publisher = given ?? p.publisher()

@@ -258,18 +258,25 @@ struct SegmentChangesTests {
         let found = try #require(try Baseline.find(root: root, name: name, before: "2026-07-01"))
         #expect(found.date == "2026-06-01")
         #expect(try BaselineFiles(found).sha256["segments/best-offer.csv"] != nil)
+        // Found in this process, its manifest is read once; handed from another (an array job's
+        // fingerprint, decoded without its outputs) it is read again and checked.
+        let handed = try JSONDecoder().decode(Baseline.self, from: JSONEncoder().encode(found))
+        #expect(handed == found && handed.outputs == nil)
+        #expect(try BaselineFiles(handed).sha256 == BaselineFiles(found).sha256)
+        let cached = try BaselineFiles(found).sha256
         // Changed after it was found (one byte more): 65, naming it.
         let manifest = found.folder + "/manifest.json"
         let bytes = try Data(contentsOf: URL(fileURLWithPath: manifest))
         try (bytes + Data(" ".utf8)).write(to: URL(fileURLWithPath: manifest))
         #expect {
-            try BaselineFiles(found)
+            try BaselineFiles(handed)
         } throws: { e in
             (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == manifest
         }
+        #expect(try BaselineFiles(found).sha256 == cached, "what was decoded when found")
         // Put back: trusted again.
         try bytes.write(to: URL(fileURLWithPath: manifest))
-        #expect(try BaselineFiles(found).folder == found.folder)
+        #expect(try BaselineFiles(handed).folder == found.folder)
         // The same bytes behind a link: the dated folder stands, so its run is no baseline and
         // never passed over for an older one (65, docs/rules.md §6.3); a baseline found before
         // the link was planted is no longer trusted.
@@ -282,7 +289,7 @@ struct SegmentChangesTests {
         } throws: { e in
             (e as? WinBackError)?.code == .badData && (e as? WinBackError)?.path == manifest
         }
-        #expect(throws: WinBackError.self) { try BaselineFiles(found) }
+        #expect(throws: WinBackError.self) { try BaselineFiles(handed) }
     }
 
     @Test("the same changes in memory, under --memory, from an array job and on incremental nights")
