@@ -66,29 +66,8 @@ extension Stage {
         bounds: IdentityJoin.Bounds? = nil
     ) throws -> (outputs: [OutputStats], counts: [DestinationCount], identities: IdentityCount?) {
         guard let source = p.config.identities, !p.config.destinations.isEmpty else { return ([], [], nil) }
-        let path = p.config.resolve(source.path)
-        // The file's columns that hold the destinations' identity columns (identities.columns).
-        var columns: [String] = []
-        for d in p.config.destinations where !columns.contains(source.fileColumn(d.type.identityColumn)) {
-            columns.append(source.fileColumn(d.type.identityColumn))
-        }
-        var join = try IdentityJoin.load(p, source: source, columns: columns, bounds: bounds)
+        var join = try joinIdentities(p, source: source, rejects: &rejects, bounds: bounds)
         defer { join.discard() }
-        let scan = join.scan
-        rejects.merge(scan.rejects)
-        rejects.normalize()
-        if scan.lines > 0 && Double(scan.rejects.total) / Double(scan.lines) > p.config.maxRejectedFraction {
-            throw WinBackError(
-                .badData,
-                "\(scan.rejects.total) of \(scan.lines) identity rows rejected, more than maxRejectedFraction "
-                    + "\(p.config.maxRejectedFraction) allows; see rejects.csv in the .failed folder", path: path)
-        }
-        for d in p.config.destinations where join.position(of: source.fileColumn(d.type.identityColumn)) == nil {
-            throw WinBackError(
-                .badData,
-                "\(d.type.rawValue) needs the column '\(source.fileColumn(d.type.identityColumn))', which the "
-                    + "identities file lacks", path: path)
-        }
         // Each list once, with every destination that reads it.
         var lists: [String] = []
         for d in p.config.destinations {
@@ -98,133 +77,59 @@ extension Stage {
             }
         }
         try join.prepare(lists: lists.map { directory + "/segments/" + $0 + ".csv" })
-        let asOf = Timestamp.date(p.asOf)
-        // The exit window (docs/rules.md §10.10): the baseline and the runs of the days before.
-        let history = try Baseline.window(
-            root: p.outputDirectory + "/" + p.config.name, name: p.config.name, before: asOf,
-            days: p.config.exitDays, baseline: baseline, memory: p.memoryLimit
-        ).map { try BaselineFiles($0, memory: p.memoryLimit) }
-        // §3's ranking of the offers (HIGH priority, then catalog order): which of the rows
-        // holding one identity value stays (§10.10).
-        var rank: [String: Int] = [:]
-        for (i, o) in p.catalog.offers.enumerated() where rank[o.offerId] == nil {
-            rank[o.offerId] = (o.priority == .high ? 0 : p.catalog.offers.count) + i
-        }
-        var files: [[String: [OutputStats]]] = Array(repeating: [:], count: p.config.destinations.count)
-        var counts = p.config.destinations.map {
-            DestinationCount(type: $0.type, audience: $0.audience, files: 0, rows: 0, unaddressable: 0)
-        }
         try OutputFile.makeFolder(directory + "/destinations")
         for d in p.config.destinations { try OutputFile.makeFolder(directory + "/destinations/\(d.type.rawValue)") }
-        var record = CSVRecord()
         // Tonight's values of each destination, whatever list they are in: in one destination a
         // value tonight's files hold in any list never exits from another (docs/rules.md §6.3),
         // so the order in which a tool imports the files never decides. Under bounds, on disk
         // beside the identities' buckets (§6.2).
-        let tonight = try p.config.destinations.indices.map { i in
-            try TonightValues(folder: bounds.map { $0.folder + "-exits-\(i)" })
-        }
-        defer { for t in tonight { t.discard() } }
-        for list in lists {
-            let readers = p.config.destinations.indices.filter { i in
-                let d = p.config.destinations[i]
-                return d.audience == .bestOffer ? list == "best-offer" : list != "best-offer"
-            }
-            var outs = readers.map { i in
-                let d = p.config.destinations[i]
-                return DestinationSplitter(
-                    directory: directory, prefix: "destinations/\(d.type.rawValue)/" + list,
-                    header: [d.type.firstColumn] + destinationColumns + [statusColumn],
-                    maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
-            }
-            let positions = readers.map {
-                join.position(of: source.fileColumn(p.config.destinations[$0].type.identityColumn))!
-            }
-            var written = [Int](repeating: 0, count: readers.count)
-            var unaddressable = [Int](repeating: 0, count: readers.count)
-            let segment = directory + "/segments/" + list + ".csv"
-            // One row per identity value (docs/rules.md §10.10): a first pass finds each value's row.
-            let folds = try readers.indices.map { k in try FoldedValues(folder: bounds.map { $0.folder + "-fold-\(k)" })
-            }
-            defer { for f in folds { f.discard() } }
-            var position = 0
-            try join.rows(of: segment) { f, values in
-                defer { position += 1 }
-                guard !f[12].isEmpty, let values else { return }
-                for k in readers.indices where !values[positions[k]].isEmpty {
-                    try folds[k].add(values[positions[k]], rank: rank[f[9]] ?? Int.max / 2, position: position)
-                }
-            }
-            for f in folds { try f.finish() }
-            position = 0
-            try join.rows(of: segment) { f, values in
-                defer { position += 1 }
-                for (k, i) in readers.enumerated() {
-                    // Never an empty link (docs/rules.md §10.10): an offer without appleId.
-                    guard !f[12].isEmpty else {
-                        counts[i].withoutLink += 1
-                        counts[i].withoutLinkByList[list, default: 0] += 1
-                        continue
-                    }
-                    // Columns of docs/rules.md §4.1; the identity value exactly as written.
-                    guard let values, !values[positions[k]].isEmpty else {
-                        counts[i].unaddressable += 1
-                        unaddressable[k] += 1
-                        continue
-                    }
-                    guard folds[k].keeps(values[positions[k]], position: position) else {
-                        counts[i].folded += 1
-                        counts[i].foldedByList[list, default: 0] += 1
-                        continue
-                    }
-                    record.reset()
-                    record.field(verbatim: values[positions[k]])
-                    record.field(f[9])
-                    record.field(f[12])
-                    record.field(f[11])
-                    record.field(f[8])
-                    record.field(asOf)
-                    record.field(DestinationExits.eligible)
-                    record.end()
-                    try outs[k].write(record.bytes)
-                    try tonight[i].insert(values[positions[k]])
-                    counts[i].rows += 1
-                    written[k] += 1
-                }
-            }
-            for (k, i) in readers.enumerated() {
-                let done = try outs[k].finish()
-                files[i][list] = done
-                counts[i].files += done.count
-                counts[i].rowsByList[list] = written[k]
-                counts[i].unaddressableByList[list] = unaddressable[k]
-            }
-        }
-        // Who left each file set since the baseline (docs/rules.md §10.5), tonight's lists and
-        // then, once more, the lists of offers that left the catalog (§6.3).
-        var outputs: [OutputStats] = []
-        for (i, d) in p.config.destinations.enumerated() {
-            let own = d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
-            let gone = history.reduce(into: Set<String>()) {
-                $0.formUnion(DestinationExits.lists(of: $1, type: d.type))
-            }
-            .subtracting(own).sorted()
-            for list in own + gone {
-                var exits = DestinationSplitter(
-                    directory: directory, prefix: "destinations/\(d.type.rawValue)/\(list)-exited",
-                    header: [d.type.firstColumn] + destinationColumns + [statusColumn],
-                    maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
-                if !history.isEmpty {
-                    counts[i].exited += try DestinationExits.write(
-                        history: history, type: d.type, list: list, tonight: tonight[i], asOf: asOf, into: &exits)
-                }
-                let exited = try exits.finish()
-                outputs += (files[i][list] ?? []) + exited
-            }
-        }
+        var writer = try DestinationListWriter(
+            p, join: join, source: source, directory: directory, sync: sync, bounds: bounds)
+        defer { writer.discard() }
+        for list in lists { try writer.write(list: list) }
+        // The exit window (docs/rules.md §10.10): the baseline and the runs of the days before.
+        let history = try Baseline.window(
+            root: p.outputDirectory + "/" + p.config.name, name: p.config.name, before: writer.asOf,
+            days: p.config.exitDays, baseline: baseline, memory: p.memoryLimit
+        ).map { try BaselineFiles($0, memory: p.memoryLimit) }
+        let outputs = try writer.writeExits(history: history)
+        let scan = join.scan
         let identities = IdentityCount(
-            path: path, rows: scan.lines, duplicates: join.duplicates, rejected: scan.rejects.total)
-        return (outputs, counts, identities)
+            path: p.config.resolve(source.path), rows: scan.lines, duplicates: join.duplicates,
+            rejected: scan.rejects.total)
+        return (outputs, writer.counts, identities)
+    }
+
+    /// The identities joined for the destinations (``IdentityJoin``): their rejected rows added
+    /// to `rejects`, more than `maxRejectedFraction` of them 65, a destination's column missing 65.
+    static func joinIdentities(
+        _ p: ResolvedPipeline, source: IdentitiesSource, rejects: inout RejectList, bounds: IdentityJoin.Bounds?
+    ) throws -> IdentityJoin {
+        let path = p.config.resolve(source.path)
+        // The file's columns that hold the destinations' identity columns (identities.columns).
+        var columns: [String] = []
+        for d in p.config.destinations where !columns.contains(source.fileColumn(d.type.identityColumn)) {
+            columns.append(source.fileColumn(d.type.identityColumn))
+        }
+        let join = try IdentityJoin.load(p, source: source, columns: columns, bounds: bounds)
+        let scan = join.scan
+        rejects.merge(scan.rejects)
+        rejects.normalize()
+        if scan.lines > 0 && Double(scan.rejects.total) / Double(scan.lines) > p.config.maxRejectedFraction {
+            join.discard()
+            throw WinBackError(
+                .badData,
+                "\(scan.rejects.total) of \(scan.lines) identity rows rejected, more than maxRejectedFraction "
+                    + "\(p.config.maxRejectedFraction) allows; see rejects.csv in the .failed folder", path: path)
+        }
+        for d in p.config.destinations where join.position(of: source.fileColumn(d.type.identityColumn)) == nil {
+            join.discard()
+            throw WinBackError(
+                .badData,
+                "\(d.type.rawValue) needs the column '\(source.fileColumn(d.type.identityColumn))', which the "
+                    + "identities file lacks", path: path)
+        }
+        return join
     }
 
     /// Says once per offer without `appleId` that its customers are left out of the
@@ -352,5 +257,159 @@ struct DestinationSplitter {
         if file == nil && done.isEmpty { try open() }
         try close()
         return done
+    }
+}
+
+/// Writes the destinations' files list by list, then their exited files (docs/rules.md §10.2,
+/// §10.5, §10.10), counting what each destination received.
+struct DestinationListWriter {
+    let p: ResolvedPipeline
+    let join: IdentityJoin
+    let source: IdentitiesSource
+    let directory: String
+    let sync: DiskSync
+    let bounds: IdentityJoin.Bounds?
+    /// Tonight's date, as the rows carry it.
+    let asOf: String
+    /// §3's ranking of the offers (HIGH priority, then catalog order): which of the rows
+    /// holding one identity value stays (§10.10).
+    let rank: [String: Int]
+    /// Per destination, tonight's values, whatever list they are in.
+    let tonight: [TonightValues]
+    private(set) var counts: [DestinationCount]
+    /// Per destination, per list, the files written.
+    private var files: [[String: [OutputStats]]]
+    private var record = CSVRecord()
+
+    init(
+        _ p: ResolvedPipeline, join: IdentityJoin, source: IdentitiesSource, directory: String, sync: DiskSync,
+        bounds: IdentityJoin.Bounds?
+    ) throws {
+        self.p = p
+        self.join = join
+        self.source = source
+        self.directory = directory
+        self.sync = sync
+        self.bounds = bounds
+        asOf = Timestamp.date(p.asOf)
+        var rank: [String: Int] = [:]
+        for (i, o) in p.catalog.offers.enumerated() where rank[o.offerId] == nil {
+            rank[o.offerId] = (o.priority == .high ? 0 : p.catalog.offers.count) + i
+        }
+        self.rank = rank
+        tonight = try p.config.destinations.indices.map { i in
+            try TonightValues(folder: bounds.map { $0.folder + "-exits-\(i)" })
+        }
+        counts = p.config.destinations.map {
+            DestinationCount(type: $0.type, audience: $0.audience, files: 0, rows: 0, unaddressable: 0)
+        }
+        files = Array(repeating: [:], count: p.config.destinations.count)
+    }
+
+    func discard() { for t in tonight { t.discard() } }
+
+    /// The files of segment list `list` for every destination that reads it: one row per
+    /// identity value (a first pass finds each value's row), never a row without a link.
+    mutating func write(list: String) throws {
+        let destinations = p.config.destinations
+        let readers = destinations.indices.filter { i in
+            destinations[i].audience == .bestOffer ? list == "best-offer" : list != "best-offer"
+        }
+        var outs = readers.map { i in
+            DestinationSplitter(
+                directory: directory, prefix: "destinations/\(destinations[i].type.rawValue)/" + list,
+                header: [destinations[i].type.firstColumn] + Stage.destinationColumns + [Stage.statusColumn],
+                maxRows: destinations[i].maxRows, maxBytes: destinations[i].maxBytes, sync: sync)
+        }
+        let positions = readers.map { join.position(of: source.fileColumn(destinations[$0].type.identityColumn))! }
+        var written = [Int](repeating: 0, count: readers.count)
+        var unaddressable = [Int](repeating: 0, count: readers.count)
+        let segment = directory + "/segments/" + list + ".csv"
+        let folds = try readers.indices.map { k in try FoldedValues(folder: bounds.map { $0.folder + "-fold-\(k)" }) }
+        defer { for f in folds { f.discard() } }
+        var position = 0
+        let rank = self.rank
+        try join.rows(of: segment) { f, values in
+            defer { position += 1 }
+            guard !f[12].isEmpty, let values else { return }
+            for k in readers.indices where !values[positions[k]].isEmpty {
+                try folds[k].add(values[positions[k]], rank: rank[f[9]] ?? Int.max / 2, position: position)
+            }
+        }
+        for f in folds { try f.finish() }
+        position = 0
+        var counts = self.counts
+        var record = self.record
+        let (asOf, tonight) = (self.asOf, self.tonight)
+        try join.rows(of: segment) { f, values in
+            defer { position += 1 }
+            for (k, i) in readers.enumerated() {
+                // Never an empty link (docs/rules.md §10.10): an offer without appleId.
+                guard !f[12].isEmpty else {
+                    counts[i].withoutLink += 1
+                    counts[i].withoutLinkByList[list, default: 0] += 1
+                    continue
+                }
+                // Columns of docs/rules.md §4.1; the identity value exactly as written.
+                guard let values, !values[positions[k]].isEmpty else {
+                    counts[i].unaddressable += 1
+                    unaddressable[k] += 1
+                    continue
+                }
+                guard folds[k].keeps(values[positions[k]], position: position) else {
+                    counts[i].folded += 1
+                    counts[i].foldedByList[list, default: 0] += 1
+                    continue
+                }
+                record.reset()
+                record.field(verbatim: values[positions[k]])
+                record.field(f[9])
+                record.field(f[12])
+                record.field(f[11])
+                record.field(f[8])
+                record.field(asOf)
+                record.field(DestinationExits.eligible)
+                record.end()
+                try outs[k].write(record.bytes)
+                try tonight[i].insert(values[positions[k]])
+                counts[i].rows += 1
+                written[k] += 1
+            }
+        }
+        self.record = record
+        for (k, i) in readers.enumerated() {
+            let done = try outs[k].finish()
+            files[i][list] = done
+            counts[i].files += done.count
+            counts[i].rowsByList[list] = written[k]
+            counts[i].unaddressableByList[list] = unaddressable[k]
+        }
+        self.counts = counts
+    }
+
+    /// Who left each file set within the exit window `history` (docs/rules.md §10.5, §10.10):
+    /// tonight's lists and then, once more, the lists of offers that left the catalog (§6.3).
+    /// Returns every destination file, in the manifest's order.
+    mutating func writeExits(history: [BaselineFiles]) throws -> [OutputStats] {
+        var outputs: [OutputStats] = []
+        for (i, d) in p.config.destinations.enumerated() {
+            let own = d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
+            let gone = history.reduce(into: Set<String>()) {
+                $0.formUnion(DestinationExits.lists(of: $1, type: d.type))
+            }
+            .subtracting(own).sorted()
+            for list in own + gone {
+                var exits = DestinationSplitter(
+                    directory: directory, prefix: "destinations/\(d.type.rawValue)/\(list)-exited",
+                    header: [d.type.firstColumn] + Stage.destinationColumns + [Stage.statusColumn],
+                    maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
+                if !history.isEmpty {
+                    counts[i].exited += try DestinationExits.write(
+                        history: history, type: d.type, list: list, tonight: tonight[i], asOf: asOf, into: &exits)
+                }
+                outputs += (files[i][list] ?? []) + (try exits.finish())
+            }
+        }
+        return outputs
     }
 }
