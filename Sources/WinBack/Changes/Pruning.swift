@@ -105,16 +105,28 @@ enum Pruning {
     /// removal that failed on an earlier night (a 403, the network) is tried again by every
     /// later run and `winback upload` until the prefix holds what `keep` keeps (docs/rules.md
     /// §6.3). Returns the dates removed.
+    ///
+    /// The retry never removes the prefix's newest date before tonight (its own baseline, when
+    /// this run's folder has none), nor anything for a run whose as-of is ahead of the clock
+    /// (`retry` false: a planning run, docs/rules.md §6.3), which removes only its plan's dates.
     @discardableResult
-    static func removeRemote(_ plan: PrunePlan, from prefix: S3Location, name: String) throws -> [String] {
+    static func removeRemote(_ plan: PrunePlan, from prefix: S3Location, name: String, retry: Bool = true) throws
+        -> [String]
+    {
         let client = try S3Client.shared()
         let base = (prefix.key.isEmpty ? "" : (prefix.key.hasSuffix("/") ? prefix.key : prefix.key + "/")) + name + "/"
         var byDate: [String: [S3Object]] = [:]
         for o in try client.list(bucket: prefix.bucket, prefix: base) {
             let rest = o.location.key.dropFirst(base.count)
             guard let slash = rest.firstIndex(of: "/") else { continue }
-            let d = String(rest[..<slash])
-            if plan.dates.contains(d) || plan.removes(d) { byDate[d, default: []].append(o) }
+            byDate[String(rest[..<slash]), default: []].append(o)
+        }
+        let newestBefore = byDate.keys.filter {
+            guard let t = Timestamp.parseDate($0) else { return false }
+            return t < plan.tonightDay
+        }.max()
+        byDate = byDate.filter { d, _ in
+            plan.dates.contains(d) || (retry && d != newestBefore && plan.removes(d))
         }
         let dates = byDate.keys.sorted()
         for d in dates {
@@ -145,7 +157,9 @@ extension AfterPublish {
                 plan, root: (published.folder as NSString).deletingLastPathComponent, progress: progress)
             var remote: [String] = []
             if let upload = p.config.upload {
-                remote = try Pruning.removeRemote(plan, from: upload, name: p.config.name)
+                // A planning run (an as-of ahead of the clock) never retries the prefix's removals.
+                let planning = p.asOf > Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
+                remote = try Pruning.removeRemote(plan, from: upload, name: p.config.name, retry: !planning)
             }
             let retried = remote.filter { !plan.dates.contains($0) }
             progress.event(

@@ -27,7 +27,7 @@ enum ShardReasons {
         var rows = 0
         if Changes.written(p), let baseline {
             let reasoner = reasoner(baseline)
-            let recorded = try BaselineFiles(baseline)
+            let recorded = try BaselineFiles(baseline, memory: p.memoryLimit)
             var rec = CSVRecord()
             for (name, kind) in Changes.segments(p) {
                 let rel = "segments/\(name).csv"

@@ -216,13 +216,15 @@ enum DestinationExits {
         func values(_ body: ([UInt8]) throws -> Void) throws {
             for (path, sha) in files { try read(path, firstColumn: type.firstColumn, expectedSHA256: sha, body) }
         }
-        let exits = try tonight.exits(values)
+        // An email is one value whatever its case, as the tools match it (docs/rules.md §6.3).
+        let email = type.identityColumn == "email"
+        let exits = try tonight.exits { body in try values { try body(email ? Self.folded($0) : $0) } }
         var rows = 0
         var i = 0
         var record = CSVRecord()
         try values { value in
             defer { i += 1 }
-            guard exits(i, value) else { return }
+            guard exits(i, email ? Self.folded(value) : value) else { return }
             record.reset()
             record.field(verbatim: String(decoding: value, as: UTF8.self))
             for _ in 0..<(Stage.destinationColumns.count - 1) { record.empty() }
@@ -234,6 +236,11 @@ enum DestinationExits {
         }
         return rows
     }
+
+    /// `value` with its ASCII letters lowered: how an email is compared (docs/rules.md §6.3).
+    static func folded(_ value: [UInt8]) -> [UInt8] { value.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 } }
+
+    static func folded(_ value: String) -> String { String(decoding: folded(Array(value.utf8)), as: UTF8.self) }
 
     /// `winback_status` of tonight's rows and of the rows that left.
     static let eligible = "eligible"
@@ -364,8 +371,8 @@ final class FoldedValues {
 
     /// A row's rank and position, as the table keeps them: better is smaller, compared as text.
     private static func key(rank: Int, position: Int) -> String {
-        let r = String(rank)
-        let p = String(position)
+        let r = String(min(max(rank, 0), 999_999_999_999))
+        let p = String(max(position, 0))
         return String(repeating: "0", count: 12 - r.count) + r + ":" + String(repeating: "0", count: 20 - p.count) + p
     }
 

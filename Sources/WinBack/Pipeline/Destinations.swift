@@ -322,6 +322,9 @@ struct DestinationListWriter {
                 maxRows: destinations[i].maxRows, maxBytes: destinations[i].maxBytes, sync: sync)
         }
         let positions = readers.map { join.position(of: source.fileColumn(destinations[$0].type.identityColumn))! }
+        // An email is one value whatever its case (docs/rules.md §6.3): folded and compared so.
+        let email = readers.map { destinations[$0].type.identityColumn == "email" }
+        func key(_ k: Int, _ value: String) -> String { email[k] ? DestinationExits.folded(value) : value }
         var written = [Int](repeating: 0, count: readers.count)
         var unaddressable = [Int](repeating: 0, count: readers.count)
         let segment = directory + "/segments/" + list + ".csv"
@@ -333,7 +336,7 @@ struct DestinationListWriter {
             defer { position += 1 }
             guard !f[12].isEmpty, let values else { return }
             for k in readers.indices where !values[positions[k]].isEmpty {
-                try folds[k].add(values[positions[k]], rank: rank[f[9]] ?? Int.max / 2, position: position)
+                try folds[k].add(key(k, values[positions[k]]), rank: rank[f[9]] ?? Int.max / 2, position: position)
             }
         }
         for f in folds { try f.finish() }
@@ -341,6 +344,12 @@ struct DestinationListWriter {
         var counts = self.counts
         var record = self.record
         let (asOf, tonight) = (self.asOf, self.tonight)
+        // winback_eligible_offer_ids names only offers whose customers the files can reach.
+        let unlinked = Set(p.catalog.offers.filter { ($0.appleId ?? "").isEmpty }.map(\.offerId))
+        func linked(_ ids: String) -> String {
+            unlinked.isEmpty
+                ? ids : ids.split(separator: ";").filter { !unlinked.contains(String($0)) }.joined(separator: ";")
+        }
         try join.rows(of: segment) { f, values in
             defer { position += 1 }
             for (k, i) in readers.enumerated() {
@@ -356,7 +365,7 @@ struct DestinationListWriter {
                     unaddressable[k] += 1
                     continue
                 }
-                guard folds[k].keeps(values[positions[k]], position: position) else {
+                guard folds[k].keeps(key(k, values[positions[k]]), position: position) else {
                     counts[i].folded += 1
                     counts[i].foldedByList[list, default: 0] += 1
                     continue
@@ -365,13 +374,13 @@ struct DestinationListWriter {
                 record.field(verbatim: values[positions[k]])
                 record.field(f[9])
                 record.field(f[12])
-                record.field(f[11])
+                record.field(linked(f[11]))
                 record.field(f[8])
                 record.field(asOf)
                 record.field(DestinationExits.eligible)
                 record.end()
                 try outs[k].write(record.bytes)
-                try tonight[i].insert(values[positions[k]])
+                try tonight[i].insert(key(k, values[positions[k]]))
                 counts[i].rows += 1
                 written[k] += 1
             }

@@ -11,6 +11,13 @@ enum MoneyRates {
         guard let money = config.money else { return nil }
         let path = config.resolve(money.ratesPath)
         guard !InputStores.isObject(path) else {
+            // An object is fetched whole: one larger than any rates file is refused unread (§6.3).
+            if let size = InputStores.identity(path)?.size, size > Rates.maxObjectBytes {
+                throw WinBackError(
+                    .configuration,
+                    "the rates file is \(size) bytes, more than the \(Rates.maxObjectBytes) any "
+                        + "rates file needs (docs/rules.md §6.3)", path: path)
+            }
             guard let data = try InputStores.contents(path) else {
                 throw WinBackError(.noInput, "the rates file is missing or unreadable", path: path)
             }
@@ -24,8 +31,10 @@ enum MoneyRates {
         let cursor = LineCursor(source: source, chunkSize: 1 << 16, maxLineBytes: Rates.maxLineBytes)
         var reader = Rates.Reader(currency: money.currency, path: path)
         var pendingEmpty = 0
+        var number = 0
         while let line = try cursor.next() {
-            if cursor.cut { throw reader.tooLong() }
+            number += 1
+            if cursor.cut { throw reader.tooLong(line: number) }
             var n = line.count
             if n > 0 && line[n - 1] == 10 { n -= 1 }
             // Empty lines at the end are allowed: taken only once a line with content follows.

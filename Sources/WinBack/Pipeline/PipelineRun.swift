@@ -130,8 +130,29 @@ public struct ResolvedPipeline: Sendable {
     /// it, so it is a usage error (64) unless the run writes to an `--output` of its own (a
     /// planning run).
     func checkAsOf(_ o: RunOptions) throws {
+        try Self.checkAsOf(asOf: asOf, output: outputDirectory, config: config, o)
+    }
+
+    /// ``checkAsOf(_:)`` from the pipeline file and the command line alone: before anything
+    /// else is read. An `--output` that resolves to the pipeline's own folder is not one of its own.
+    static func checkAsOf(_ config: PipelineConfig, _ o: RunOptions) throws {
+        var asOf = config.asOf
+        if let s = o.asOf {
+            guard let v = PipelineConfig.AsOf.parse(s) else {
+                throw WinBackError(.usage, "--as-of \(PipelineConfig.AsOf.problem(s))")
+            }
+            asOf = v
+        }
+        let cwd = FileManager.default.currentDirectoryPath
+        let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
+        try checkAsOf(asOf: asOf.resolve(now: o.now), output: out, config: config, o)
+    }
+
+    private static func checkAsOf(asOf: Int64, output: String, config: PipelineConfig, _ o: RunOptions) throws {
         guard asOf > o.now + 86_400_000 else { return }
-        guard o.output == nil || outputDirectory == config.resolve(config.outputDirectory) else { return }
+        let own = config.resolve(config.outputDirectory)
+        let same = output == own || (System.resolved(output).map { $0 == System.resolved(own) } ?? false)
+        guard o.output == nil || same else { return }
         throw WinBackError(
             .usage,
             "the as-of \(Timestamp.date(asOf)) is more than a day after the clock (\(Timestamp.date(o.now))): "
@@ -222,6 +243,7 @@ public enum PipelineRun {
     static func runPipeline(_ options: RunOptions, started: Date, progress: Progress) throws -> PublishedRun {
         // The pipeline file read once, for the lock and the run.
         let config = try PipelineConfig.load(path: options.pipelinePath)
+        try ResolvedPipeline.checkAsOf(config, options)
         let locked = try ResolvedPipeline.lockedBeforeNetwork(options, config: config)
         let p: ResolvedPipeline
         do {

@@ -87,7 +87,30 @@ public struct Milliunits: Sendable, Equatable, Hashable, Codable, AdditiveArithm
     /// A three-decimal amount as the CSV files write it (`12.345`), as ``display(double:currency:)``
     /// shows it; the text itself when it is not a number.
     public static func display(_ text: String, currency: String) -> String {
-        guard let v = Double(text) else { return text }
-        return display(double: v * 1000, currency: currency)
+        // Exactly: "1.005" is 1005 milliunits, not a double just below them.
+        let negative = text.hasPrefix("-")
+        let digits = negative ? text.dropFirst() : Substring(text)
+        let parts = digits.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = parts.first, !whole.isEmpty, whole.count <= 30, whole.allSatisfy(\.isASCII),
+            let w = Int128(whole),
+            parts.count == 1 || (parts[1].count <= 3 && parts[1].allSatisfy { $0.isASCII && $0.isNumber })
+        else { return text }
+        let fraction = parts.count > 1 ? String(parts[1]) + String(repeating: "0", count: 3 - parts[1].count) : "000"
+        guard let f = Int128(fraction) else { return text }
+        let milli = w * 1000 + f
+        return display(milliunits: negative ? -milli : milli, currency: currency)
+    }
+
+    /// `m` milliunits in `currency`'s usual decimals, rounded half away from zero.
+    public static func display(milliunits m: Int128, currency: String) -> String {
+        let d = decimals(currency)
+        let step = Int128([1000, 100, 10, 1][d])
+        let magnitude = m.magnitude
+        let q = (magnitude + UInt128(step) / 2) / UInt128(step)
+        let digits = String(q)
+        let padded = String(repeating: "0", count: max(0, d + 1 - digits.count)) + digits
+        let whole = padded.dropLast(d)
+        let text = d == 0 ? String(whole) : whole + "." + padded.suffix(d)
+        return (m < 0 && q > 0 ? "-" : "") + text
     }
 }

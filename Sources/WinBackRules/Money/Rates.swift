@@ -62,6 +62,8 @@ public struct Rates: Sendable, Equatable {
     public static let maxRates = 100_000
     /// The longest line of a rates file read: a rate line is under 40 bytes.
     public static let maxLineBytes = 1024
+    /// The largest rates object fetched from S3 (whole): ``maxRates`` lines of the longest form.
+    public static let maxObjectBytes = 4 << 20
 
     /// Reads a rates file one line at a time, so that a file of any size is read in bounded
     /// memory (docs/rules.md §6.3): a line longer than ``maxLineBytes``, or more rates than
@@ -85,9 +87,9 @@ public struct Rates: Sendable, Equatable {
             WinBackError(.configuration, "rates file line \(line): \(why)", path: path)
         }
 
-        /// A line longer than ``maxLineBytes``, seen as it is read.
-        public func tooLong() -> WinBackError {
-            fail(number + 1, "longer than \(maxLineBytes) bytes: not a rates file")
+        /// Line `line` (from 1) longer than ``maxLineBytes``, seen as it is read.
+        public func tooLong(line: Int) -> WinBackError {
+            fail(line, "longer than \(maxLineBytes) bytes: not a rates file")
         }
 
         /// One line's bytes, without its `\n`.
@@ -96,7 +98,7 @@ public struct Rates: Sendable, Equatable {
             var line = Array(bytes)
             if line.last == 13 { line.removeLast() }
             if number == 1, line.starts(with: [0xEF, 0xBB, 0xBF]) { line.removeFirst(3) }
-            guard line.count <= maxLineBytes else { throw tooLong() }
+            guard line.count <= maxLineBytes else { throw tooLong(line: number) }
             if line.isEmpty {
                 emptyRun += 1
                 return

@@ -236,6 +236,14 @@ extension PruningTests {
             #expect(try night("2026-06-26").status == 0)
             #expect(try PruningTests.pruned(output + "/dest/2026-06-26")?["dates"] as? [String] == [])
             #expect(try dates() == ["2026-06-20", "2026-06-25", "2026-06-26"])
+            // A planning run (a year ahead, an --output of its own) uploads its date and removes
+            // nothing of the prefix's history.
+            let ahead = Timestamp.date(Int64(Date().timeIntervalSince1970 * 1000) + 365 * 86_400_000)
+            let planning = try CLI.run(
+                ["run", pipeline, "--as-of", ahead, "--quiet", "--output", Paths.temporary()],
+                environment: server.environment(endpoint: nil))
+            #expect(planning.status == 0, "\(planning.stderr)")
+            #expect(try dates() == ["2026-06-20", "2026-06-25", "2026-06-26", ahead])
         }
     }
 }

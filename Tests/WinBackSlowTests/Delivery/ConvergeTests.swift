@@ -182,6 +182,12 @@ struct ConvergeTests {
         let k = try Self.files(folder, "klaviyo")
         #expect(!k.tonight.contains { $0.0 == id })
         #expect(k.tonight.allSatisfy { !($0.1["winback_offer_url"] ?? "").isEmpty })
+        // Nor is the offer among the eligible offers the rows name: the tool could not reach it.
+        let b = try Self.files(folder, "braze")
+        #expect(
+            (k.tonight + b.tonight).allSatisfy {
+                !($0.1["winback_eligible_offer_ids"] ?? "").split(separator: ";").contains(Substring(id))
+            })
         let v = try CLI.run(["validate", pipeline])
         #expect(v.stderr.contains("'\(id)' has no appleId"), "\(v.stderr)")
     }
@@ -259,5 +265,30 @@ struct ConvergeTests {
         #expect(v.status == 73 && v.stderr.contains("blocker"), "\(v.stderr)")
         let r = try CLI.run(["run", pipeline, "--quiet"])
         #expect(r.status == 73, "\(r.stderr)")
+    }
+
+    @Test("an email whose case changed is one value: never exited while it is eligible under another case")
+    func emailCase() throws {
+        let pipeline = try Self.world(customers: 300)
+        let folder = HostileInputTests.folder(pipeline)
+        let output = Paths.temporary() + "/out"
+        let first = try Self.night(pipeline, "2026-11-21", output: output)
+        let emails = try Self.files(first, "klaviyo").tonight.compactMap { $0.1["Email"] }
+        let chosen = Set(emails.prefix(5))
+        #expect(chosen.count == 5)
+        let r = try DeliveryFixture.run("/usr/bin/gzip", ["-dc", folder + "/identities.csv.gz"])
+        var rows = DeliveryFixture.parse(Array(r.stdout))
+        let column = try #require(rows.first?.firstIndex(of: "email"))
+        for i in rows.indices.dropFirst() where chosen.contains(rows[i][column]) {
+            rows[i][column] = rows[i][column].uppercased()
+        }
+        try Self.write(rows, gzipped: folder + "/identities.csv.gz")
+        let second = try Self.night(pipeline, "2026-11-22", output: output)
+        let k = try Self.files(second, "klaviyo")
+        let eligible = Set(k.tonight.compactMap { $0.1["Email"]?.lowercased() })
+        let exited = Set(k.exited.compactMap { $0.1["Email"]?.lowercased() })
+        #expect(eligible.isDisjoint(with: exited), "\(eligible.intersection(exited).sorted())")
+        #expect(k.tonight.contains { chosen.contains($0.1["Email"]!.lowercased()) && $0.1["Email"]!.contains("@") })
+        #expect(k.tonight.allSatisfy { !chosen.contains($0.1["Email"]!) }, "written as tonight's file has it")
     }
 }

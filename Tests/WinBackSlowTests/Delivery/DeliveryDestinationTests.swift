@@ -102,6 +102,7 @@ struct DeliveryDestinationTests {
     ) throws {
         let keyColumn = byToken ? "app_account_token" : "original_transaction_id"
         let ranks = try DeliveryFixture.offerRanks(worldFolder: world)
+        let unlinked = try DeliveryFixture.offersWithoutLink(worldFolder: world)
         let manifest = try DeliveryFixture.manifest(folder)
         let entries = try #require(manifest["destinations"] as? [[String: Any]], sourceLocation: sourceLocation)
         #expect(entries.count == wanted.count, sourceLocation: sourceLocation)
@@ -135,18 +136,28 @@ struct DeliveryDestinationTests {
                         unaddressable += 1
                         continue
                     }
+                    let ids = row["eligible_offer_ids"]!.split(separator: ";").filter {
+                        !unlinked.contains(String($0))
+                    }.joined(separator: ";")
                     candidates.append([
-                        value, row["offer_id"]!, row["offer_url"]!, row["eligible_offer_ids"]!,
+                        value, row["offer_id"]!, row["offer_url"]!, ids,
                         row["months_since_last_subscribed"]!, DeliveryFixture.asOf, "eligible",
                     ])
                 }
                 // One row per value: the best-ranked offer, then the earlier row (§10.10).
+                // An email is one value whatever its ASCII case (§6.3).
+                func fold(_ v: String) -> String {
+                    tool.column != "email"
+                        ? v : String(decoding: v.utf8.map { $0 >= 65 && $0 <= 90 ? $0 | 32 : $0 }, as: UTF8.self)
+                }
                 var best: [String: Int] = [:]
                 for (i, r) in candidates.enumerated() {
-                    if let j = best[r[0]], (ranks[candidates[j][1]] ?? .max) <= (ranks[r[1]] ?? .max) { continue }
-                    best[r[0]] = i
+                    if let j = best[fold(r[0])], (ranks[candidates[j][1]] ?? .max) <= (ranks[r[1]] ?? .max) {
+                        continue
+                    }
+                    best[fold(r[0])] = i
                 }
-                let expected = candidates.indices.filter { best[candidates[$0][0]] == $0 }.map { candidates[$0] }
+                let expected = candidates.indices.filter { best[fold(candidates[$0][0])] == $0 }.map { candidates[$0] }
                 folded += candidates.count - expected.count
                 let dir = folder + "/destinations/" + d.type
                 let names = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])

@@ -292,6 +292,15 @@ enum DeliveryFixture {
         return ranks
     }
 
+    /// The catalog's offers without an `appleId`: no link, so left out of the destinations and
+    /// of their `winback_eligible_offer_ids` (docs/rules.md §10.10).
+    static func offersWithoutLink(worldFolder: String) throws -> Set<String> {
+        let data = try #require(FileManager.default.contents(atPath: worldFolder + "/offers.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let offers = try #require(object["offers"] as? [[String: Any]])
+        return Set(offers.filter { ($0["appleId"] as? String ?? "").isEmpty }.compactMap { $0["offerId"] as? String })
+    }
+
     /// Every published file but the manifest, by path below the folder.
     static func published(_ folder: String) -> [String: Data] {
         let resolved = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path

@@ -144,5 +144,7 @@ struct MoneyDisplayTests {
         #expect(Milliunits.display("13.470", currency: "USD") == "13.47")
         #expect(Milliunits.display("13.5", currency: "KRW") == "14")
         #expect(Milliunits.display("", currency: "USD") == "")
+        #expect(Milliunits.display("1.005", currency: "USD") == "1.01", "exactly, not through a double")
+        #expect(Milliunits.display("-0.004", currency: "USD") == "0.00")
     }
 }
