@@ -27,7 +27,7 @@ struct ChangesSummary: Sendable {
     /// The log's line: best-offer first (each customer once), then every other segment with a
     /// change.
     var line: String {
-        let against = baseline.map { "against \($0.date)" } ?? "no earlier run: everyone entered"
+        let against = baseline.map { "against \($0.date)" } ?? "(no earlier run: everyone entered)"
         func counts(_ s: SegmentChangeCount) -> String {
             "\(s.segment) \(s.entered) entered, \(s.exited) exited"
                 + (s.changed > 0 ? ", \(s.changed) changed offer" : "")
