@@ -156,7 +156,7 @@ public struct JSONDuplicateKey: Equatable, Sendable {
     }
 
     /// The first key given twice in one object of `data` (valid JSON), nil when there is none.
-    /// Keys are compared as written (an escape is not decoded).
+    /// Keys are compared as they decode (an escape spells its character).
     public static func first(in data: Data) -> JSONDuplicateKey? {
         let bytes = [UInt8](data)
         // One entry per open object or array: its kind, the keys seen, the current key or index,
@@ -209,7 +209,13 @@ public struct JSONDuplicateKey: Equatable, Sendable {
                 i += 1
                 while i < bytes.count, bytes[i] != UInt8(ascii: "\"") { i += bytes[i] == UInt8(ascii: "\\") ? 2 : 1 }
                 if top >= 0, isObject[top], expectKey[top] {
-                    let key = Array(bytes[(start + 1)..<min(i, bytes.count)])
+                    var key = Array(bytes[(start + 1)..<min(i, bytes.count)])
+                    // An escaped key is the key it spells: "territorie\u0073" is "territories".
+                    if key.contains(UInt8(ascii: "\\")),
+                        let decoded = try? JSONDecoder().decode(String.self, from: Data([0x22] + key + [0x22]))
+                    {
+                        key = Array(decoded.utf8)
+                    }
                     if !keys[top].insert(key).inserted {
                         let column = String(decoding: bytes[lineStart..<start], as: UTF8.self).count + 1
                         return JSONDuplicateKey(

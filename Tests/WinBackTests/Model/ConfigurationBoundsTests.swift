@@ -26,6 +26,9 @@ struct ConfigurationBoundsTests {
         // Keys alike in different objects, strings holding quotes, escapes and colons: no duplicate.
         let fine = #"{"a": {"k": "x\"y:,{"}, "b": {"k": [1, {"k": 2}]}, "k": "\\"}"#
         #expect(JSONDuplicateKey.first(in: Data(fine.utf8)) == nil)
+        // An escape spells the same key.
+        let escaped = Data(#"{"territories": [], "territorie\u0073": ["USA"]}"#.utf8)
+        #expect(JSONDuplicateKey.first(in: escaped)?.key == "territories")
         // Nested in an array of arrays.
         let deep = Data(#"[[{"a": 1}], [{"b": 1, "b": 2}]]"#.utf8)
         #expect(JSONDuplicateKey.first(in: deep)?.path == [.index(1), .index(0)])
