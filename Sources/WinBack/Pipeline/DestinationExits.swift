@@ -59,13 +59,7 @@ final class TonightValues {
             return
         }
         storage = .disk(folder)
-        IdentityBuckets.removeFolder(folder)
-        do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError {
-            throw e.winBack(.cannotCreateOutput, "cannot create the exits' work folder", path: folder)
-        }
-        writers = try (0..<IdentityBuckets.bucketCount).map {
-            try IntermediateWriter(path: folder + "/tonight-\($0)")
-        }
+        writers = try IdentityBuckets.writers(in: folder, named: "tonight", for: "the exits")
     }
 
     /// Adds one of tonight's values (an identity value: at most ``IdentityValues/maxBytes`` bytes).
@@ -357,13 +351,7 @@ final class FoldedValues {
             return
         }
         storage = .disk(folder)
-        IdentityBuckets.removeFolder(folder)
-        do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError {
-            throw e.winBack(.cannotCreateOutput, "cannot create the destinations' work folder", path: folder)
-        }
-        writers = try (0..<IdentityBuckets.bucketCount).map {
-            try IntermediateWriter(path: folder + "/fold-\($0)")
-        }
+        writers = try IdentityBuckets.writers(in: folder, named: "fold", for: "the destinations")
     }
 
     /// The rows left out because another row of the set holds their value.

@@ -233,6 +233,16 @@ final class IdentityBuckets {
 
     func discard() { Self.removeFolder(folder) }
 
+    /// A work folder of `what`'s own (made anew: what a killed run left there goes first) with
+    /// one writer per bucket, `<name>-<bucket>`.
+    static func writers(in folder: String, named name: String, for what: String) throws -> [IntermediateWriter] {
+        removeFolder(folder)
+        do { try System.makeDirectory(folder, mode: 0o700) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot create the work folder of \(what)", path: folder)
+        }
+        return try (0..<bucketCount).map { try IntermediateWriter(path: folder + "/\(name)-\($0)") }
+    }
+
     /// Removes a work folder of the run's own files (buckets, answers): each file, then the folder.
     static func removeFolder(_ folder: String) {
         // A link in its place is removed, never followed.

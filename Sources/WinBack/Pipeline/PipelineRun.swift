@@ -85,17 +85,9 @@ public struct ResolvedPipeline: Sendable {
     static func resolve(_ o: RunOptions, config: PipelineConfig) throws -> ResolvedPipeline {
         // Before any S3 request: the run's network time is bounded (docs/rules.md §6.2).
         S3Client.limitNetwork(seconds: Double(config.networkSeconds))
-        var asOf = config.asOf
-        if let s = o.asOf {
-            guard let v = PipelineConfig.AsOf.parse(s) else {
-                throw WinBackError(.usage, "--as-of \(PipelineConfig.AsOf.problem(s))")
-            }
-            asOf = v
-        }
+        let (asOf, out) = try target(config, o)
         let catalogPath = config.resolve(config.offersPath)
         let catalog = try OfferCatalog.load(path: catalogPath, contents: try InputStores.contents(catalogPath))
-        let cwd = FileManager.default.currentDirectoryPath
-        let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
         // The output folder may be the command line's: the metrics file must not be in it either
         // (docs/rules.md §6.2).
         if let m = config.metricsPath, MetricsFile.isInside(config.resolve(m), output: out) {
@@ -136,6 +128,14 @@ public struct ResolvedPipeline: Sendable {
     /// ``checkAsOf(_:)`` from the pipeline file and the command line alone: before anything
     /// else is read. An `--output` that resolves to the pipeline's own folder is not one of its own.
     static func checkAsOf(_ config: PipelineConfig, _ o: RunOptions) throws {
+        let (asOf, out) = try target(config, o)
+        try checkAsOf(asOf: asOf.resolve(now: o.now), output: out, config: config, o)
+    }
+
+    /// The as-of (`--as-of`, else the pipeline's) and the output folder (`--output`, else the
+    /// pipeline's) of a run of `config`; a bad `--as-of` is a usage error (64).
+    static func target(_ config: PipelineConfig, _ o: RunOptions) throws -> (asOf: PipelineConfig.AsOf, output: String)
+    {
         var asOf = config.asOf
         if let s = o.asOf {
             guard let v = PipelineConfig.AsOf.parse(s) else {
@@ -144,8 +144,7 @@ public struct ResolvedPipeline: Sendable {
             asOf = v
         }
         let cwd = FileManager.default.currentDirectoryPath
-        let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
-        try checkAsOf(asOf: asOf.resolve(now: o.now), output: out, config: config, o)
+        return (asOf, o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory))
     }
 
     private static func checkAsOf(asOf: Int64, output: String, config: PipelineConfig, _ o: RunOptions) throws {
@@ -169,15 +168,7 @@ public struct ResolvedPipeline: Sendable {
             config.transactionPaths + config.renewalInfoPaths + [config.offersPath] + [config.identities?.path ?? ""]
             + [config.money?.ratesPath ?? ""]
         guard inputs.contains(where: InputStores.isObject) else { return nil }
-        var asOf = config.asOf
-        if let s = o.asOf {
-            guard let v = PipelineConfig.AsOf.parse(s) else {
-                throw WinBackError(.usage, "--as-of \(PipelineConfig.AsOf.problem(s))")
-            }
-            asOf = v
-        }
-        let cwd = FileManager.default.currentDirectoryPath
-        let out = o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory)
+        let (asOf, out) = try target(config, o)
         let publisher = Publisher(
             root: out + "/" + config.name, date: Timestamp.date(asOf.resolve(now: o.now)), group: config.outputGroup)
         try publisher.begin()
