@@ -28,6 +28,8 @@ let package = Package(
             providers: [.apt(["libxml2-dev"])]),
         // libcurl's header only: the library is loaded when a run first speaks to S3.
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libpq's header only: the library is loaded when a run first speaks to PostgreSQL.
+        .systemLibrary(name: "CPQ", path: "Sources/CPQ", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CWinBackShims", path: "Sources/CWinBackShims"),
         // ISA-L's inflater, optional: used when its header (libisal-dev) is there at build time
         // and libisal loads at run time.
@@ -41,10 +43,12 @@ let package = Package(
         .target(
             name: "WinBackS3",
             dependencies: ["WinBackSupport", "CCurl", .product(name: "Crypto", package: "swift-crypto")]),
+        // PostgreSQL: a client on libpq, for the tables pipelines read and write (docs/rules.md §14).
+        .target(name: "WinBackPostgres", dependencies: ["WinBackSupport", "CPQ"]),
         .target(
             name: "WinBackRead",
             dependencies: [
-                "WinBackS3", "WinBackModel", "WinBackSupport", "CZlib", "CIsal", "CWinBackShims",
+                "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport", "CZlib", "CIsal", "CWinBackShims",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -63,8 +67,8 @@ let package = Package(
         .target(
             name: "WinBack",
             dependencies: [
-                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackS3", "WinBackModel", "WinBackSupport", "CZlib",
-                .product(name: "Yams", package: "Yams"),
+                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel",
+                "WinBackSupport", "CZlib", .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // Test-only code: the world generator, the test chain and its signer. Used by the tests

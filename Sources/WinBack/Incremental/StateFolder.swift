@@ -109,6 +109,9 @@ final class StateFolder {
     /// input was resolved with (`now`): an object's ETag and size; a local file's identity, or
     /// else its size and the SHA-256 of its bytes.
     private func changed(_ f: StateLedger.File, now: InputIdentity) -> String? {
+        // A table's range is what its name says: rows at or below the cursor read are the
+        // state's and never read again (docs/rules.md §14.1).
+        if now.isRows { return nil }
         if let etag = f.etag {
             guard now.etag == etag, now.size == f.counts.stats.bytes else { return "changed (another ETag or size)" }
             return nil
@@ -231,6 +234,23 @@ final class StateFolder {
         case .rebuilt:
             return "incremental: every file read, \(rowsInState) rows in the new state; state rebuilt: \(reason ?? "")"
         }
+    }
+
+    /// The cursor ranges of the table source `label` that the state under `root` absorbed, in
+    /// order (docs/rules.md §14.1): none when there is no readable state, or when its ranges do
+    /// not follow one another (every range is then read again).
+    static func absorbedRanges(root: String, label: String) -> [TableRange] {
+        let ledger = root + "/" + folderName + "/" + ledgerName
+        guard let (found, _) = try? WorkFolder.readJSON(StateLedger.self, from: ledger) else { return [] }
+        var ranges: [TableRange] = []
+        for f in found.files {
+            let (l, range) = TableRange.parse(f.path)
+            guard l == label, var range else { continue }
+            guard range.sequence == ranges.count + 1, range.after == ranges.last?.through else { return [] }
+            range.bytes = f.counts.stats.bytes
+            ranges.append(range)
+        }
+        return ranges
     }
 
     /// What the next run in memory would do with the state of `p`, for `winback validate`

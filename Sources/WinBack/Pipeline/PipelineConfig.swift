@@ -1,5 +1,6 @@
 import Foundation
 import WinBackModel
+import WinBackPostgres
 import WinBackRead
 import WinBackRules
 import WinBackS3
@@ -85,6 +86,12 @@ public struct PipelineConfig: Sendable {
     public var metricsPath: String?
     /// `output.upload`: where published runs are copied in S3 (docs/rules.md §11).
     public var upload: S3Location?
+    /// `output.postgres`: the tables the audience is written to after the publish
+    /// (docs/rules.md §14.2).
+    public var postgres: PostgresOutput?
+    /// The `postgres:` blocks inputs are read from (docs/rules.md §14.1), each standing as its
+    /// label where a path would.
+    public var tables: [PostgresSource] = []
     /// `output.keep`: days of published runs kept before the newest; 0 keeps every run
     /// (docs/rules.md §10.6).
     public var keep = 35
@@ -189,7 +196,8 @@ public struct PipelineConfig: Sendable {
         }
         if let t = p.field(root, "transactions", required: true),
             let m = p.mapping(
-                t, at: "transactions", keys: ["format", "paths"], else: "expected a mapping with format and paths")
+                t, at: "transactions", keys: ["format", "paths", "postgres"],
+                else: "expected a mapping with format and paths (or postgres)")
         {
             if let f = p.string(
                 m, "format", at: "transactions.", as: InputFormat.init(rawValue:),
@@ -197,12 +205,33 @@ public struct PipelineConfig: Sendable {
             {
                 c.format = f
             }
-            c.transactionPaths = p.strings(m, "paths", at: "transactions.", required: true)
-            if c.transactionPaths.isEmpty && m["paths"] != nil {
-                p.fail("transactions.paths", "lists no path")
+            if let node = p.field(m, "postgres", at: "transactions.") {
+                if m["paths"] != nil { p.fail("transactions", "give paths or postgres, not both") }
+                if let source = p.postgres(node, at: "transactions.postgres", cursor: true, column: true) {
+                    c.tables.append(source)
+                    c.transactionPaths = [InputStores.register(source)]
+                }
+            } else {
+                c.transactionPaths = p.strings(m, "paths", at: "transactions.", required: true)
+                if c.transactionPaths.isEmpty && m["paths"] != nil {
+                    p.fail("transactions.paths", "lists no path")
+                }
             }
         }
-        if root["renewalInfo"] != nil { c.renewalInfoPaths = p.strings(root, "renewalInfo") }
+        if let r = root["renewalInfo"] {
+            if let m = r.mapping {
+                if let node = p.field(m, "postgres", at: "renewalInfo."),
+                    let source = p.postgres(node, at: "renewalInfo.postgres", cursor: false, column: true)
+                {
+                    c.tables.append(source)
+                    c.renewalInfoPaths = [InputStores.register(source)]
+                } else if m["postgres"] == nil {
+                    p.fail("renewalInfo", "expected a list of paths, or a mapping with postgres")
+                }
+            } else {
+                c.renewalInfoPaths = p.strings(root, "renewalInfo")
+            }
+        }
         if let prod = p.field(root, "products") {
             if let m = prod.mapping {
                 for (k, v) in m {
@@ -227,7 +256,10 @@ public struct PipelineConfig: Sendable {
         if let out = p.field(root, "output", required: true),
             let m = p.mapping(
                 out, at: "output",
-                keys: ["directory", "formats", "group", "destinations", "metrics", "upload", "keep", "exitDays"],
+                keys: [
+                    "directory", "formats", "group", "destinations", "metrics", "upload", "keep", "exitDays",
+                    "postgres",
+                ],
                 else: "expected a mapping with directory (and formats)")
         {
             if let k = p.int(
@@ -256,6 +288,7 @@ public struct PipelineConfig: Sendable {
             {
                 c.upload = u
             }
+            if let node = p.field(m, "postgres", at: "output.") { c.postgres = p.postgresOutput(node) }
             if let d = p.field(m, "destinations") { c.destinations = p.destinations(d) }
             if let path = p.string(
                 m, "metrics", at: "output.", where: { !$0.isEmpty && !$0.hasSuffix("/") },
@@ -303,7 +336,12 @@ public struct PipelineConfig: Sendable {
             }
         }
         if let e = p.field(root, "experiment") { c.experiment = p.experiment(e) }
-        if let i = p.field(root, "identities") { c.identities = p.identities(i) }
+        if let i = p.field(root, "identities") {
+            c.identities = p.identities(i)
+            if let path = c.identities?.path, InputStores.isTable(path), let source = p.identitiesTable {
+                c.tables.append(source)
+            }
+        }
         if let m = p.field(root, "money") { c.money = p.money(m) }
         if !c.destinations.isEmpty && c.identities == nil {
             p.fail("output.destinations", "needs identities: (the file that maps customers to the tools' ids)")
@@ -398,15 +436,91 @@ public struct PipelineConfig: Sendable {
 /// Reads typed fields out of YAML nodes, collecting a message per problem.
 struct YAMLChecker {
     var problems: [String] = []
+    /// The identities' `postgres:` block, once read.
+    var identitiesTable: PostgresSource?
+
+    /// A `postgres:` block of an input (docs/rules.md §14.1): connection, then table (with
+    /// schema) or query, column (`column`: required of a table's transactions and renewal
+    /// info; identities read every column) and cursor (`cursor`: transactions only).
+    mutating func postgres(_ node: Node, at field: String, cursor: Bool, column: Bool) -> PostgresSource? {
+        var keys: Set<String> = ["connection", "schema", "table", "query"]
+        if column { keys.insert("column") }
+        if cursor { keys.insert("cursor") }
+        guard
+            let m = mapping(
+                node, at: field, keys: keys,
+                else: "expected a mapping with connection and table (or query)"
+                    + (column ? " and column" : ""))
+        else { return nil }
+        let prefix = field + "."
+        let connection = string(m, "connection", at: prefix, required: true)
+        let table = string(m, "table", at: prefix)
+        let query = string(m, "query", at: prefix)
+        let schema = string(m, "schema", at: prefix)
+        let col = column ? string(m, "column", at: prefix, required: query == nil) : nil
+        let cur = cursor ? string(m, "cursor", at: prefix) : nil
+        if (table == nil) == (query == nil) { fail(field, "give table or query, one of them") }
+        if schema != nil && table == nil { fail(field + ".schema", "goes with table") }
+        for (k, v) in [("table", table), ("schema", schema), ("column", col), ("cursor", cur)] {
+            if let v, v.isEmpty || v.utf8.count > 63 || v.utf8.contains(0) {
+                fail(prefix + k, "expected a name of 1 to 63 bytes (PostgreSQL's limit)")
+            }
+        }
+        if let q = query,
+            !q.trimmingCharacters(in: .whitespacesAndNewlines).lowercased().hasPrefix("select")
+                && !q.trimmingCharacters(in: .whitespacesAndNewlines).lowercased().hasPrefix("with")
+        {
+            fail(prefix + "query", "expected a SELECT (it runs in a read-only transaction)")
+        }
+        if cur != nil && query != nil && col == nil { fail(prefix + "column", "is needed with a query and a cursor") }
+        guard let connection, !connection.isEmpty else { return nil }
+        do { try PostgresConnection.checkConnection(connection, field: prefix + "connection") } catch let e
+            as WinBackError
+        {
+            problems.append(e.message)
+            return nil
+        } catch { return nil }
+        return PostgresSource(
+            connection: connection, schema: schema, table: table, query: query, column: col, cursor: cur, field: field)
+    }
+
+    /// `output.postgres` (docs/rules.md §14.2): connection and schema.
+    mutating func postgresOutput(_ node: Node) -> PostgresOutput? {
+        guard
+            let m = mapping(
+                node, at: "output.postgres", keys: ["connection", "schema"],
+                else: "expected a mapping with connection and schema")
+        else { return nil }
+        let connection = string(m, "connection", at: "output.postgres.", required: true)
+        let schema = string(m, "schema", at: "output.postgres.") ?? "winback"
+        if schema.isEmpty || schema.utf8.count > 63 || schema.utf8.contains(0) {
+            fail("output.postgres.schema", "expected a name of 1 to 63 bytes (PostgreSQL's limit)")
+        }
+        guard let connection, !connection.isEmpty else { return nil }
+        do { try PostgresConnection.checkConnection(connection, field: "output.postgres.connection") } catch let e
+            as WinBackError
+        {
+            problems.append(e.message)
+            return nil
+        } catch { return nil }
+        return PostgresOutput(connection: connection, schema: schema)
+    }
 
     /// The `identities:` block (docs/rules.md §10.1): path and key.
     mutating func identities(_ node: Node) -> IdentitiesSource? {
         guard
             let m = mapping(
-                node, at: "identities", keys: ["path", "key", "columns"],
+                node, at: "identities", keys: ["path", "key", "columns", "postgres"],
                 else: "expected a mapping with path and key")
         else { return nil }
-        let path = string(m, "path", at: "identities.", required: true)
+        var path: String?
+        if let node = field(m, "postgres", at: "identities.") {
+            if m["path"] != nil { fail("identities", "give path or postgres, not both") }
+            identitiesTable = postgres(node, at: "identities.postgres", cursor: false, column: false)
+            path = identitiesTable.map { InputStores.register($0) }
+        } else {
+            path = string(m, "path", at: "identities.", required: true)
+        }
         // A destination's identity column under the name the team's file gives it (§10.10).
         var columns: [String: String] = [:]
         if let c = field(m, "columns", at: "identities.") {

@@ -108,6 +108,14 @@ public struct ResolvedPipeline: Sendable {
         let signed =
             config.format == .appstoreSigned
             ? try SignedReading.resolve(config.apple, folder: config.folder, now: o.now) : nil
+        // A table read by a cursor reads only the rows above the ranges the state absorbed
+        // (docs/rules.md §14.1).
+        InputStores.limitTables(seconds: Double(config.networkSeconds))
+        for t in config.tables where t.cursor != nil && config.transactionPaths == [t.label] {
+            let ranges =
+                config.incremental ? StateFolder.absorbedRanges(root: out + "/" + config.name, label: t.label) : []
+            InputStores.setAbsorbed(ranges, of: t.label)
+        }
         let transactions = try InputStores.resolve(config.transactionPaths, base: config.folder)
         let renewals = try InputStores.resolve(config.renewalInfoPaths, base: config.folder)
         return ResolvedPipeline(

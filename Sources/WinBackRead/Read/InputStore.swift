@@ -1,4 +1,5 @@
 import Foundation
+import WinBackPostgres
 import WinBackS3
 import WinBackSupport
 
@@ -7,12 +8,22 @@ import WinBackSupport
 public enum InputIdentity: Sendable, Hashable {
     case file(size: Int, stat: [Int64]?)
     case object(etag: String, size: Int)
+    /// Rows of a PostgreSQL table or query (docs/rules.md §14.1): what they are is in the input's
+    /// name (the table, and the cursor range it reads); `size`, the bytes they gave when read,
+    /// 0 before.
+    case rows(size: Int)
 
     /// The input's size in bytes.
     public var size: Int {
         switch self {
-        case .file(let size, _), .object(_, let size): size
+        case .file(let size, _), .object(_, let size), .rows(let size): size
         }
+    }
+
+    /// Whether the input is rows of a table: once absorbed, never read again (§14.1).
+    public var isRows: Bool {
+        if case .rows = self { return true }
+        return false
     }
 
     /// The object's ETag; nil for a local file.
@@ -155,11 +166,30 @@ public enum InputStores {
 
     /// The store `path` is kept in.
     static func store(for path: String) throws -> InputStore {
-        path.hasPrefix(objectScheme) ? ObjectStore(client: try S3Client.shared()) : LocalStore()
+        if path.hasPrefix(TableStore.scheme) { return TableStore() }
+        return path.hasPrefix(objectScheme) ? ObjectStore(client: try S3Client.shared()) : LocalStore()
     }
 
-    /// Whether `path` names an object rather than a local file.
-    package static func isObject(_ path: String) -> Bool { path.hasPrefix(objectScheme) }
+    /// Whether `path` names an object or a table's rows rather than a local file.
+    package static func isObject(_ path: String) -> Bool {
+        path.hasPrefix(objectScheme) || path.hasPrefix(TableStore.scheme)
+    }
+
+    /// Registers a `postgres:` block of the pipeline: inputs named by the label it returns read
+    /// it (docs/rules.md §14.1).
+    public static func register(_ source: PostgresSource) -> String { TableStore.register(source) }
+
+    /// The ranges of the table source `label` an incremental state absorbed: they are taken from
+    /// the state, and only the rows above them are read (docs/rules.md §14.1).
+    public static func setAbsorbed(_ ranges: [TableRange], of label: String) {
+        TableStore.setAbsorbed(ranges, of: label)
+    }
+
+    /// Bounds every wait on a PostgreSQL server (`limits.networkSeconds`).
+    public static func limitTables(seconds: Double) { TableStore.limit(seconds: seconds) }
+
+    /// Whether `path` names rows of a PostgreSQL table or query (docs/rules.md §14.1).
+    package static func isTable(_ path: String) -> Bool { path.hasPrefix(TableStore.scheme) }
 
     /// The store of `path` when it needs no client to name (a local path), for what only
     /// normalises or examines a path.

@@ -1,0 +1,172 @@
+import Foundation
+import WinBackSupport
+
+/// Where a pipeline's `postgres:` block reads from (docs/rules.md §14.1): a table (with its
+/// schema) or the user's own SELECT, one column of it (or, for identities, every column), and
+/// optionally a cursor column that only grows. Names are identifiers, quoted where they are used
+/// (``PostgresConnection/identifier(_:)``); the query is run as the user wrote it, inside a
+/// read-only transaction.
+public struct PostgresSource: Sendable, Hashable {
+    public var connection: String
+    public var schema: String?
+    public var table: String?
+    public var query: String?
+    /// The column read; nil reads every column (identities: a CSV with its header).
+    public var column: String?
+    public var cursor: String?
+    /// The pipeline field it was given in (`transactions.postgres`), for messages.
+    public var field: String
+
+    public init(
+        connection: String, schema: String? = nil, table: String? = nil, query: String? = nil, column: String? = nil,
+        cursor: String? = nil, field: String
+    ) {
+        self.connection = connection
+        self.schema = schema
+        self.table = table
+        self.query = query
+        self.column = column
+        self.cursor = cursor
+        self.field = field
+    }
+
+    /// What inputs read from it are called (`postgres:app.notifications.signed_payload`): its
+    /// names as given, never the connection string.
+    public var label: String {
+        let from = table.map { (schema.map { $0 + "." } ?? "") + $0 } ?? "query"
+        return "postgres:" + from + (column.map { "." + $0 } ?? "")
+    }
+
+    /// The rows read from: the quoted table, or the query as a subquery.
+    var from: String {
+        if let table {
+            return (schema.map { PostgresConnection.identifier($0) + "." } ?? "") + PostgresConnection.identifier(table)
+        }
+        return "(" + (query ?? "") + ") AS winback_query"
+    }
+
+    /// The SELECT of the rows in `range` (all when nil): the column as text (jsonb printed on one
+    /// line), in cursor order when there is a cursor.
+    public func select(after: String?, through: String?) -> String {
+        var sql = "SELECT " + (column.map { PostgresConnection.identifier($0) + "::text" } ?? "*") + " FROM " + from
+        if let cursor {
+            let c = PostgresConnection.identifier(cursor)
+            var conditions: [String] = []
+            if let after { conditions.append("\(c) > \(PostgresConnection.literal(after))") }
+            if let through { conditions.append("\(c) <= \(PostgresConnection.literal(through))") }
+            if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+            sql += " ORDER BY \(c)"
+        }
+        return sql
+    }
+
+    /// The greatest cursor value now, as text (nil: no row, or no cursor).
+    public func greatestCursor(_ c: PostgresConnection) throws -> String? {
+        guard let cursor else { return nil }
+        try c.execute("BEGIN TRANSACTION READ ONLY")
+        defer { _ = try? c.execute("ROLLBACK") }
+        let rows = try c.query(
+            "SELECT max(\(PostgresConnection.identifier(cursor)))::text FROM \(from)",
+            what: "cannot read the greatest \(cursor) of \(label)")
+        return rows.first?.first ?? nil
+    }
+
+    /// Checks, before any row is read, that the rows can be read (docs/rules.md §14.1): the
+    /// server reachable, the table, column and cursor there and readable (the statement run
+    /// with no row asked for).
+    public func check(seconds: Double) throws {
+        let c = try PostgresConnection(connection, field: field + ".connection", seconds: seconds)
+        try c.execute("BEGIN TRANSACTION READ ONLY")
+        defer { _ = try? c.execute("ROLLBACK") }
+        try c.execute(
+            select(after: nil, through: nil) + " LIMIT 0", what: "cannot read \(label) (\(field))")
+    }
+}
+
+/// The rows of a ``PostgresSource`` (in a cursor range) as the bytes of a file: one line a row.
+///
+/// Read with `COPY … TO STDOUT` in one read-only, repeatable-read transaction, a row at a time
+/// (never the whole result). A column's text is decoded from COPY's escapes; a line break inside
+/// a value becomes a space, so one row is always one line (a JSON value's line breaks are
+/// whitespace; a signed row with one is a bad row, rejected as a file's line). A NULL is the
+/// line `null`, rejected as a row that is no transaction. Identities (every column) come as CSV
+/// with its header, as their file would.
+public final class PostgresRowStream {
+    public let label: String
+    private let connection: PostgresConnection
+    private var pending: [UInt8] = []
+    private var offset = 0
+    private var ended = false
+    private let csv: Bool
+    public private(set) var rows = 0
+
+    public init(_ source: PostgresSource, after: String?, through: String?, seconds: Double) throws {
+        label = source.label
+        connection = try PostgresConnection(source.connection, field: source.field + ".connection", seconds: seconds)
+        csv = source.column == nil
+        try connection.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        let select = source.select(after: after, through: through)
+        let copy = "COPY (" + select + ") TO STDOUT" + (csv ? " WITH (FORMAT csv, HEADER true)" : "")
+        try connection.startCopyOut(copy, what: "cannot read \(label) (\(source.field))")
+    }
+
+    /// Fills `buffer`; 0 at the end of the rows.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var written = 0
+        while written < buffer.count {
+            if offset == pending.count {
+                if ended { break }
+                pending.removeAll(keepingCapacity: true)
+                offset = 0
+                let more = try connection.nextCopyRow("the read of \(label) failed") { row in
+                    if csv { pending.append(contentsOf: row) } else { Self.decode(row, into: &pending) }
+                }
+                if !more {
+                    ended = true
+                    _ = try? connection.execute("COMMIT")
+                    break
+                }
+                rows += 1
+                continue
+            }
+            let n = min(buffer.count - written, pending.count - offset)
+            pending.withUnsafeBytes { src in
+                (buffer.baseAddress! + written).copyMemory(from: src.baseAddress! + offset, byteCount: n)
+            }
+            offset += n
+            written += n
+        }
+        return written
+    }
+
+    /// One row of COPY's text format (`\`-escapes, `\N` for NULL, a newline at its end) as one
+    /// line of the value: escapes decoded, line breaks inside it made spaces.
+    public static func decode(_ row: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        var end = row.count
+        if end > 0 && row[end - 1] == UInt8(ascii: "\n") { end -= 1 }
+        if end == 2 && row[0] == UInt8(ascii: "\\") && row[1] == UInt8(ascii: "N") {
+            out.append(contentsOf: Array("null\n".utf8))
+            return
+        }
+        var i = 0
+        while i < end {
+            let b = row[i]
+            if b == UInt8(ascii: "\\") && i + 1 < end {
+                let e = row[i + 1]
+                i += 2
+                switch e {
+                case UInt8(ascii: "n"), UInt8(ascii: "r"): out.append(UInt8(ascii: " "))
+                case UInt8(ascii: "t"): out.append(9)
+                case UInt8(ascii: "b"): out.append(8)
+                case UInt8(ascii: "f"): out.append(12)
+                case UInt8(ascii: "v"): out.append(11)
+                default: out.append(e)
+                }
+                continue
+            }
+            out.append(b == UInt8(ascii: "\n") || b == UInt8(ascii: "\r") ? UInt8(ascii: " ") : b)
+            i += 1
+        }
+        out.append(UInt8(ascii: "\n"))
+    }
+}
