@@ -99,11 +99,13 @@ public final class PostgresConnection {
         guard let c else { throw WinBackError(.temporary, "cannot connect: out of memory", path: server) }
         conn = c
         guard pq.status!(c) == CONNECTION_OK else {
-            let why = Self.text(pq.errorMessage!(c))
-            pq.finish!(c)
+            // Every property is set: deinit finishes the connection.
+            let why = Self.text(pq.errorMessage!(c)).split(separator: "\n").first.map(String.init) ?? ""
             throw Self.connectFailure(why, server: server)
         }
         // Text as PostgreSQL prints it, whatever the server's defaults: UTC, ISO dates.
+        // The server's notices ("already exists, skipping") are not the run's to print.
+        try execute("SET client_min_messages = warning")
         try execute("SET TimeZone = 'UTC'")
         try execute("SET DateStyle = 'ISO, YMD'")
         try execute("SET statement_timeout = \(Int(max(1, seconds) * 1000))")
@@ -171,7 +173,9 @@ public final class PostgresConnection {
     /// column or statement the pipeline got wrong 78, a server going away or a timeout 75.
     private func failure(_ result: OpaquePointer, _ what: String) -> WinBackError {
         let state = pq.resultErrorField!(result, winback_pq_diag_sqlstate).map { String(cString: $0) } ?? ""
-        let why = Self.text(pq.resultErrorMessage!(result))
+        // The server's first line says it; the lines after quote the statement.
+        let why = Self.text(pq.resultErrorMessage!(result)).split(separator: "\n").first.map(String.init) ?? ""
+
         let code: WinBackError.Code
         switch state {
         case "42P01", "3F000", "42501": code = .noInput

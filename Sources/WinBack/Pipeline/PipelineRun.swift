@@ -1,5 +1,6 @@
 import Foundation
 import WinBackModel
+import WinBackPostgres
 import WinBackRead
 import WinBackRules
 import WinBackS3
@@ -111,6 +112,9 @@ public struct ResolvedPipeline: Sendable {
         // A table read by a cursor reads only the rows above the ranges the state absorbed
         // (docs/rules.md §14.1).
         InputStores.limitTables(seconds: Double(config.networkSeconds))
+        for t in config.tables where t.label != config.identities?.path {
+            try t.check(seconds: Double(config.networkSeconds))
+        }
         for t in config.tables where t.cursor != nil && config.transactionPaths == [t.label] {
             let ranges =
                 config.incremental ? StateFolder.absorbedRanges(root: out + "/" + config.name, label: t.label) : []

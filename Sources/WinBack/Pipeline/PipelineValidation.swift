@@ -1,5 +1,6 @@
 import Foundation
 import WinBackModel
+import WinBackPostgres
 import WinBackRead
 import WinBackS3
 import WinBackSupport
@@ -129,6 +130,20 @@ public enum PipelineValidation {
         do { _ = try MoneyRates.load(config) } catch {
             report.problems.append(SystemError.words(error))
             if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
+        }
+        // PostgreSQL's sources and tables (docs/rules.md §14): the server reachable, what is read
+        // there and readable (no row read); the identities' were checked above.
+        for t in config.tables where t.label != config.identities?.path {
+            do { try t.check(seconds: Double(config.networkSeconds)) } catch {
+                report.problems.append(SystemError.words(error))
+                if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
+            }
+        }
+        if let out = config.postgres {
+            do {
+                _ = try PostgresConnection(
+                    out.connection, field: "output.postgres.connection", seconds: Double(config.networkSeconds))
+            } catch { report.problems.append(SystemError.words(error)) }
         }
         var files = 0
         for pattern in config.transactionPaths + config.renewalInfoPaths {

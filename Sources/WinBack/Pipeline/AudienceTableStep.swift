@@ -1,0 +1,102 @@
+import Crypto
+import Foundation
+import WinBackModel
+import WinBackPostgres
+import WinBackRead
+import WinBackSupport
+import WinBackWrite
+
+extension AfterPublish {
+    /// `output.postgres` (docs/rules.md §14.2): the published segments, with the identity columns
+    /// the destinations use, written to `<schema>.audience` and the run to `<schema>.runs`, in
+    /// one transaction, under the run's lock (no other run replaces the folder meanwhile). Rows
+    /// whose offer has no link are left out, as from the destination files (§10.10). A failure
+    /// leaves the tables as they were and fails the run, its files published: 75 when the
+    /// server cannot be reached or answer, 73 otherwise.
+    static func postgres(_ p: ResolvedPipeline, progress: Progress) -> AfterPublish? {
+        guard let out = p.config.postgres else { return nil }
+        return AfterPublish(name: "postgres", underLock: true) { published in
+            let started = Date()
+            do {
+                let written = try AudienceTableStep.write(p, out, published)
+                progress.event(
+                    "postgres",
+                    "postgres: \(out.schema).audience: \(written.rows) rows tonight; \(written.entered) entered, "
+                        + "\(written.changed) changed, \(written.exited) exited "
+                        + "(\(String(format: "%.2f", Date().timeIntervalSince(started))) s)",
+                    fields: [
+                        "rows": String(written.rows), "entered": String(written.entered),
+                        "changed": String(written.changed), "exited": String(written.exited),
+                    ])
+            } catch let e as WinBackError {
+                let code: WinBackError.Code = e.code == .temporary ? .temporary : .cannotCreateOutput
+                throw WinBackError(
+                    code, "the run is published, but \(out.schema).audience is behind it: " + e.message, path: e.path)
+            }
+        }
+    }
+}
+
+/// The rows of `output.postgres` (docs/rules.md §14.2), read from the published folder.
+enum AudienceTableStep {
+    /// Data rows of a segment file: best-offer's are the customers eligible tonight.
+    static func rows(of path: String) throws -> Int {
+        var n = 0
+        try Stage.forEachSegmentRow(path) { _ in n += 1 }
+        return n
+    }
+
+    static func write(_ p: ResolvedPipeline, _ out: PostgresOutput, _ published: PublishedFolder) throws
+        -> AudienceTable.Written
+    {
+        let lists = (["best-offer"] + p.catalog.offers.map(\.offerId)).map {
+            ($0, published.folder + "/segments/" + $0 + ".csv")
+        }.filter { System.kind($0.1) == .file }
+        // The identity columns the destinations use, joined as for their files.
+        var join: IdentityJoin?
+        var columns: [String] = []
+        if let source = p.config.identities, !p.config.destinations.isEmpty {
+            var rejects = RejectList(limit: 0)
+            let bounds = p.memoryLimit.map {
+                IdentityJoin.Bounds(
+                    folder: p.outputDirectory + "/" + p.config.name + "/.postgres-identities-\(System.processID)",
+                    memory: $0)
+            }
+            join = try Stage.joinIdentities(p, source: source, rejects: &rejects, bounds: bounds)
+            try join!.prepare(lists: lists.map(\.1))
+            for d in p.config.destinations where !columns.contains(d.type.identityColumn) {
+                columns.append(d.type.identityColumn)
+            }
+        }
+        defer { join?.discard() }
+        let positions = columns.map { c in
+            join.flatMap { $0.position(of: p.config.identities!.fileColumn(c)) }
+        }
+        let manifest = ((try? System.readRegularFile(published.folder + "/manifest.json")) ?? nil) ?? []
+        let run = AudienceTable.Run(
+            pipeline: p.config.name, date: published.date, asOf: Timestamp.iso(p.asOf),
+            publishedAt: Manifest.iso(published.manifest.finished),
+            manifestSHA256: Hex.string(SHA256.hash(data: manifest)),
+            eligible: try lists.first.map { try Self.rows(of: $0.1) } ?? 0)
+        return try AudienceTable.write(
+            connection: out.connection, schema: out.schema, run: run, identityColumns: columns,
+            seconds: Double(p.config.networkSeconds)
+        ) { row0 in
+            try withoutActuallyEscaping(row0) { row in
+                for (segment, path) in lists {
+                    let each: ([String], [String]?) throws -> Void = { fields, values in
+                        // A row never carries an empty link (§10.10).
+                        guard !fields[12].isEmpty else { return }
+                        let ids = positions.map { i in i.flatMap { values?[$0] } ?? "" }
+                        try row(segment, fields, ids)
+                    }
+                    if let join {
+                        try join.rows(of: path, each)
+                    } else {
+                        try Stage.forEachSegmentRow(path) { try each($0, nil) }
+                    }
+                }
+            }
+        }
+    }
+}
