@@ -77,7 +77,7 @@ let package = Package(
         .target(
             name: "WinBackTesting",
             dependencies: [
-                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport",
+                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackPostgres", "WinBackModel", "WinBackSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

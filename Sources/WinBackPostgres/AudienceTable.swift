@@ -60,7 +60,7 @@ public enum AudienceTable {
         let q = PostgresConnection.identifier
         let values = segmentColumns.dropFirst(2).map(\.name) + identityColumns
         let keys = ["segment", "subscription_group_id", "original_transaction_id"]
-        let what = "cannot write the audience to \(schema).audience (the published files stand; the table is behind)"
+        let what = "cannot write \(schema).audience"
         try c.execute("BEGIN", what: what)
         var committed = false
         defer { if !committed { _ = try? c.execute("ROLLBACK") } }

@@ -69,6 +69,9 @@ public struct WinBackError: Error, CustomStringConvertible, Sendable {
     public var path: String?
     /// Further lines: every problem found, when there are several.
     public var details: [String]
+    /// Set when the run published its files and only a copy of them lags (`postgres`: the tables
+    /// of output.postgres), for the metrics to say so.
+    public var behind: String?
 
     public init(_ code: Code, _ message: String, path: String? = nil, details: [String] = []) {
         self.code = code

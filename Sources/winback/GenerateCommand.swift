@@ -48,6 +48,20 @@ struct GenerateCommand: ParsableCommand {
             valueName: "date"))
     var experimentStart: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Also load the world into this PostgreSQL database (a libpq connection string, no password: PGPASSWORD or ~/.pgpass) and write postgres-pipeline.yaml, which reads it there.",
+            discussion:
+                "Tables transactions and renewal_info (id bigserial, payload: text for appstore-signed, jsonb for appstore-ndjson) and identities, in --postgres-schema.",
+            valueName: "connection"))
+    var postgres: String?
+
+    @Option(
+        name: .customLong("postgres-schema"),
+        help: ArgumentHelp(
+            "The schema --postgres loads into (made if missing; its tables must not exist).", valueName: "name"))
+    var postgresSchema: String = "winback_world"
+
     /// The experiment the options ask for; nil without --experiment.
     func resolvedExperiment(asOf t: Int64) throws -> Experiment? {
         guard let name = experiment else {
@@ -78,6 +92,12 @@ struct GenerateCommand: ParsableCommand {
             throw ValidationError("--as-of must be a date YYYY-MM-DD or an instant YYYY-MM-DDTHH:MM:SSZ")
         }
         _ = try resolvedExperiment(asOf: 0)
+        if postgres != nil && format != .appstoreSigned && format != .appstoreNDJSON {
+            throw ValidationError("--postgres loads appstore-signed or appstore-ndjson worlds")
+        }
+        if postgresSchema.isEmpty || postgresSchema.utf8.count > 63 {
+            throw ValidationError("--postgres-schema must be a name of 1 to 63 bytes")
+        }
     }
 
     func run() throws {
@@ -100,6 +120,17 @@ struct GenerateCommand: ParsableCommand {
                 + "(a run counts customers: subscription group and originalTransactionId pairs with a period before the as-of)"
         )
         print("run it with: winback run \((out as NSString).appendingPathComponent("pipeline.yaml"))")
+        if let postgres {
+            let loaded = try reportingErrors {
+                try WorldDatabase.load(folder: out, format: format, connection: postgres, schema: postgresSchema)
+            }
+            print(
+                "loaded \(loaded.transactions) transaction rows, \(loaded.renewals) renewal rows and "
+                    + "\(loaded.identities) identity rows into \(postgresSchema)")
+            print(
+                "run it from PostgreSQL with: winback run "
+                    + (out as NSString).appendingPathComponent(WorldDatabase.pipelineName))
+        }
     }
 }
 

@@ -30,8 +30,10 @@ extension AfterPublish {
                     ])
             } catch let e as WinBackError {
                 let code: WinBackError.Code = e.code == .temporary ? .temporary : .cannotCreateOutput
-                throw WinBackError(
+                var behind = WinBackError(
                     code, "the run is published, but \(out.schema).audience is behind it: " + e.message, path: e.path)
+                behind.behind = "postgres"
+                throw behind
             }
         }
     }

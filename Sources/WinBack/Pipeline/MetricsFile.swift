@@ -26,6 +26,9 @@ public enum MetricsFile {
         var segmentChanges: [SegmentChangeCount] = []
         /// Rows of each destination's `-exited-` files: type, audience, rows (docs/rules.md §10.5).
         public var destinationExited: [(destination: String, audience: String, rows: Int)] = []
+        /// With `output.postgres` (docs/rules.md §14.2): whether its tables lag the published
+        /// files (the run published, then could not write them); nil without it.
+        public var postgresBehind: Bool?
     }
 
     /// Every metric this tool writes, with its HELP text, in the order written.
@@ -49,6 +52,10 @@ public enum MetricsFile {
         (
             "winback_destination_exited",
             "Identity values in each destination's files of the baseline run and not in the last run's."
+        ),
+        (
+            "winback_postgres_behind",
+            "1 when the last run published its files but could not write output.postgres's tables, else 0."
         ),
     ]
 
@@ -95,6 +102,7 @@ public enum MetricsFile {
         for d in r.destinationExited {
             add("destination_exited", String(d.rows), ("destination", d.destination), ("audience", d.audience))
         }
+        if let b = r.postgresBehind { add("postgres_behind", b ? "1" : "0") }
         return e
     }
 
@@ -282,9 +290,10 @@ public enum MetricsFile {
         {
             return  // a configuration error (docs/rules.md §6.2): nothing is written there
         }
-        let r = Run(
+        var r = Run(
             pipeline: config.name.isEmpty ? "unknown" : config.name, started: started, finished: Date(),
             exitCode: exitCode(error))
+        if config.postgres != nil { r.postgresBehind = (error as? WinBackError)?.behind == "postgres" }
         write(r, to: config.resolve(metrics), group: config.outputGroup, progress: progress)
     }
 }

@@ -64,9 +64,10 @@ struct AfterPublish {
     static func metrics(_ p: ResolvedPipeline, progress: Progress) -> AfterPublish? {
         guard let metrics = p.config.metricsPath else { return nil }
         return AfterPublish(name: "metrics", underLock: false) { published in
-            MetricsFile.write(
-                MetricsFile.run(published.manifest, exitCode: 0, counted: true), to: p.config.resolve(metrics),
-                group: p.config.outputGroup, progress: progress)
+            var run = MetricsFile.run(published.manifest, exitCode: 0, counted: true)
+            // The tables of output.postgres were written (a step before this one).
+            if p.config.postgres != nil { run.postgresBehind = false }
+            MetricsFile.write(run, to: p.config.resolve(metrics), group: p.config.outputGroup, progress: progress)
         }
     }
 
