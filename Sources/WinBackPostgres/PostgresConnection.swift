@@ -166,7 +166,8 @@ public final class PostgresConnection {
     }
 
     private func gone(_ what: String) -> WinBackError {
-        WinBackError(.temporary, "\(what): \(Self.text(pq.errorMessage!(conn))) (the server went away)", path: server)
+        let why = Self.text(pq.errorMessage!(conn)).split(separator: "\n").first.map(String.init) ?? ""
+        return WinBackError(.temporary, "\(what): \(why) (the server went away)", path: server)
     }
 
     /// The failure of a statement, by its SQLSTATE: a relation or privilege missing is 66, a

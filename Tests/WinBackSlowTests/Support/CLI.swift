@@ -39,7 +39,10 @@ struct CLI {
         p.arguments = launcher.isEmpty ? args : Array(launcher.dropFirst()) + [binary] + args
         if !environment.isEmpty {
             var env = ProcessInfo.processInfo.environment
-            for name in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"] {
+            // An array index, or a PostgreSQL server of the machine's, is never the test's.
+            for name in ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"]
+                + PostgresServer.unset
+            {
                 env[name] = nil
             }
             env.merge(environment) { $1 }
