@@ -102,7 +102,7 @@ let package = Package(
             name: "WinBackTests",
             dependencies: [
                 "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackWrite", "WinBackRules", "WinBackRead",
-                "WinBackS3", "WinBackModel", "WinBackSupport", "CZlib",
+                "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport", "CZlib",
                 .product(name: "X509", package: "swift-certificates"),
             ],
             resources: [.copy("Fixtures")]),

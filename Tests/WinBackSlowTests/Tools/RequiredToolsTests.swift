@@ -7,7 +7,9 @@ import Testing
 /// - `WINBACK_REQUIRE_S3=1`: SeaweedFS (`weed`) runs, python3 imports boto3 and botocore (the
 ///   object-storage suites and the signer's comparison with botocore);
 /// - `WINBACK_REQUIRE_PROMTOOL=1`: `promtool` runs (the metrics file's check);
-/// - `WINBACK_REQUIRE_TIME=1`: `/usr/bin/time` runs (the peak memory of the hostile runs).
+/// - `WINBACK_REQUIRE_TIME=1`: `/usr/bin/time` runs (the peak memory of the hostile runs);
+/// - `WINBACK_REQUIRE_POSTGRES=1`: PostgreSQL's server starts on loopback and psql answers (the
+///   PostgreSQL suite).
 /// (`WINBACK_REQUIRE_ISAL=1` is checked by the quick tests' gzip suite.)
 @Suite("Tools CI requires are there and run", .tags(.slow))
 struct RequiredToolsTests {
@@ -33,6 +35,19 @@ struct RequiredToolsTests {
         let promtool = try #require(deliveryPromtool, "promtool is not on PATH (Debian: prometheus)")
         let version = try Helper.run(promtool, ["--version"])
         #expect(version.status == 0, "promtool --version: exit \(version.status): \(version.stderr)")
+    }
+
+    @Test(
+        "a PostgreSQL server starts on loopback and psql answers",
+        .enabled(
+            if: required("WINBACK_REQUIRE_POSTGRES"), "WINBACK_REQUIRE_POSTGRES is not 1: the PostgreSQL suite may skip"
+        ))
+    func postgres() throws {
+        #expect(PostgresServer.bin != nil, "no PostgreSQL server (Debian: apt-get install postgresql)")
+        #expect(PostgresServer.psql != nil, "no psql (Debian: apt-get install postgresql-client)")
+        let server = try PostgresServer.start()
+        defer { server.stop() }
+        #expect(try server.sql("SELECT 40 + 2") == "42\n")
     }
 
     @Test(
