@@ -12,6 +12,7 @@ public enum ShardedRun {
     ) throws -> Partition.Summary {
         try checkCounts(shards: shards, tasks: tasks)
         let p = try ResolvedPipeline.resolve(options)
+        try refuseTables(p)
         try p.checkAsOf(options)
         progress.pipeline = p.config.name
         let i = try WorkFolder.index(task, option: "--task", count: tasks)
@@ -28,6 +29,17 @@ public enum ShardedRun {
         _ = progress.end(
             "\(s.files) files, \(s.rows) rows, \(s.rejected) rejected, \(Progress.mb(s.partBytes)) of parts")
         return s
+    }
+
+    /// An array job reads its inputs in several tasks, each resolving them itself: a table's
+    /// rows would be read as each task found the table, at another moment (docs/rules.md §14.1).
+    static func refuseTables(_ p: ResolvedPipeline) throws {
+        guard (p.transactionFiles + p.renewalFiles).contains(where: InputStores.isTable) else { return }
+        throw WinBackError(
+            .configuration,
+            "PostgreSQL inputs are read by one run (`winback run`, with --memory when it must be bounded), not by "
+                + "an array job's tasks, which would each see the table at another moment (docs/rules.md §14.1)",
+            path: p.config.path)
     }
 
     /// `winback run --work --shard`: shard `shard` (nil: the scheduler's index) of `shards`.
