@@ -14,13 +14,19 @@ public struct PostgresSource: Sendable, Hashable {
     /// The column read; nil reads every column (identities: a CSV with its header).
     public var column: String?
     public var cursor: String?
+    /// With a cursor: the most rows of one range, each range read by a thread of its own.
+    public var rangeRows: Int
     /// The pipeline field it was given in (`transactions.postgres`), for messages.
     public var field: String
 
+    /// Rows of a range when the pipeline file does not say.
+    public static let defaultRangeRows = 250_000
+
     public init(
         connection: String, schema: String? = nil, table: String? = nil, query: String? = nil, column: String? = nil,
-        cursor: String? = nil, field: String
+        cursor: String? = nil, rangeRows: Int = PostgresSource.defaultRangeRows, field: String
     ) {
+        self.rangeRows = max(1, rangeRows)
         self.connection = connection
         self.schema = schema
         self.table = table
@@ -48,27 +54,48 @@ public struct PostgresSource: Sendable, Hashable {
     /// The SELECT of the rows in `range` (all when nil): the column as text (jsonb printed on one
     /// line), in cursor order when there is a cursor.
     public func select(after: String?, through: String?) -> String {
-        var sql = "SELECT " + (column.map { PostgresConnection.identifier($0) + "::text" } ?? "*") + " FROM " + from
-        if let cursor {
-            let c = PostgresConnection.identifier(cursor)
-            var conditions: [String] = []
-            if let after { conditions.append("\(c) > \(PostgresConnection.literal(after))") }
-            if let through { conditions.append("\(c) <= \(PostgresConnection.literal(through))") }
-            if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
-            sql += " ORDER BY \(c)"
-        }
-        return sql
+        "SELECT " + (column.map { PostgresConnection.identifier($0) + "::text" } ?? "*") + " FROM " + from
+            + range(after: after, through: through)
     }
 
-    /// The greatest cursor value now, as text (nil: no row, or no cursor).
-    public func greatestCursor(_ c: PostgresConnection) throws -> String? {
-        guard let cursor else { return nil }
-        try c.execute("BEGIN TRANSACTION READ ONLY")
+    /// The WHERE and ORDER BY of the rows in a cursor range ("" without a cursor).
+    func range(after: String?, through: String?) -> String {
+        guard let cursor else { return "" }
+        let c = PostgresConnection.identifier(cursor)
+        var conditions: [String] = []
+        if let after { conditions.append("\(c) > \(PostgresConnection.literal(after))") }
+        if let through { conditions.append("\(c) <= \(PostgresConnection.literal(through))") }
+        return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")) + " ORDER BY \(c)"
+    }
+
+    /// The cursor values of rows `numbers` (1 the first) of a cursor range, in its order.
+    func cursorValues(_ numbers: [Int], after: String?, through: String?) -> String {
+        let c = PostgresConnection.identifier(cursor ?? "")
+        return "SELECT n::text, v FROM (SELECT row_number() OVER (ORDER BY \(c)) AS n, \(c)::text AS v FROM \(from)"
+            + range(after: after, through: through).replacingOccurrences(of: " ORDER BY \(c)", with: "")
+            + ") AS winback_rows WHERE n = ANY($1::bigint[])"
+    }
+
+    /// The ranges of the rows above `after` now (docs/rules.md §14.1), in one read-only
+    /// snapshot: the greatest cursor value (nil: no row above), and the values that end the
+    /// ranges before it, every ``rangeRows``-th row in cursor order (each range read by a thread
+    /// of its own).
+    public func plan(_ c: PostgresConnection, after: String?) throws -> (through: String?, ends: [String]) {
+        guard let cursor else { return (nil, []) }
+        let q = PostgresConnection.identifier(cursor)
+        try c.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         defer { _ = try? c.execute("ROLLBACK") }
-        let rows = try c.query(
-            "SELECT max(\(PostgresConnection.identifier(cursor)))::text FROM \(from)",
-            what: "cannot read the greatest \(cursor) of \(label)")
-        return rows.first?.first ?? nil
+        let above = after.map { " WHERE \(q) > \(PostgresConnection.literal($0))" } ?? ""
+        let greatest = try c.query(
+            "SELECT max(\(q))::text FROM \(from)\(above)", what: "cannot read the greatest \(cursor) of \(label)")
+        guard let through = greatest.first?.first ?? nil else { return (nil, []) }
+        // Every rangeRows-th row's value, in the cursor's own order, below the greatest.
+        let ends = try c.query(
+            "SELECT DISTINCT ON (c) c::text AS v FROM (SELECT \(q) AS c, row_number() OVER (ORDER BY \(q)) AS n "
+                + "FROM \(from)\(above)) AS winback_rows WHERE n % \(rangeRows) = 0 AND c < "
+                + "(SELECT max(\(q)) FROM \(from)\(above)) ORDER BY c",
+            what: "cannot divide the rows of \(label) into ranges")
+        return (through, ends.compactMap { $0.first ?? nil })
     }
 
     /// Checks, before any row is read, that the rows can be read (docs/rules.md §14.1): the
@@ -98,10 +125,16 @@ public final class PostgresRowStream {
     private var offset = 0
     private var ended = false
     private let csv: Bool
+    private let source: PostgresSource
+    private let after: String?
+    private let through: String?
     public private(set) var rows = 0
 
     public init(_ source: PostgresSource, after: String?, through: String?, seconds: Double) throws {
         label = source.label
+        self.source = source
+        self.after = after
+        self.through = through
         connection = try PostgresConnection(source.connection, field: source.field + ".connection", seconds: seconds)
         csv = source.column == nil
         try connection.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -122,8 +155,8 @@ public final class PostgresRowStream {
                     if csv { pending.append(contentsOf: row) } else { Self.decode(row, into: &pending) }
                 }
                 if !more {
+                    // The transaction stays open: ``cursorValues(of:)`` reads the same snapshot.
                     ended = true
-                    _ = try? connection.execute("COMMIT")
                     break
                 }
                 rows += 1
@@ -137,6 +170,24 @@ public final class PostgresRowStream {
             written += n
         }
         return written
+    }
+
+    /// What names rows `numbers` (1 the first, in the order read) once every row is read: the
+    /// cursor and its value (`id 1042`), read from the same snapshot (docs/rules.md §14.1). Empty
+    /// without a cursor, or when the server cannot say (the rows keep their numbers).
+    public func cursorValues(of numbers: [Int]) -> [Int: String] {
+        guard ended, let cursor = source.cursor, !numbers.isEmpty else { return [:] }
+        let list = "{" + numbers.map(String.init).joined(separator: ",") + "}"
+        guard
+            let found = try? connection.query(
+                source.cursorValues(numbers, after: after, through: through), [list],
+                what: "cannot name the rejected rows of \(label)")
+        else { return [:] }
+        var out: [Int: String] = [:]
+        for row in found where row.count == 2 {
+            if let n = row[0].flatMap({ Int($0) }), let v = row[1] { out[n] = "\(cursor) \(v)" }
+        }
+        return out
     }
 
     /// One row of COPY's text format (`\`-escapes, `\N` for NULL, a newline at its end) as one

@@ -219,14 +219,15 @@ public struct PipelineConfig: Sendable {
             }
         }
         if let r = root["renewalInfo"] {
-            if let m = r.mapping {
-                if let node = p.field(m, "postgres", at: "renewalInfo."),
+            if r.mapping != nil {
+                if let m = p.mapping(
+                    r, at: "renewalInfo", keys: ["postgres"],
+                    else: "expected a list of paths, or a mapping with postgres"),
+                    let node = p.field(m, "postgres", required: true, at: "renewalInfo."),
                     let source = p.postgres(node, at: "renewalInfo.postgres", cursor: false, column: true)
                 {
                     c.tables.append(source)
                     c.renewalInfoPaths = [InputStores.register(source)]
-                } else if m["postgres"] == nil {
-                    p.fail("renewalInfo", "expected a list of paths, or a mapping with postgres")
                 }
             } else {
                 c.renewalInfoPaths = p.strings(root, "renewalInfo")
@@ -445,7 +446,7 @@ struct YAMLChecker {
     mutating func postgres(_ node: Node, at field: String, cursor: Bool, column: Bool) -> PostgresSource? {
         var keys: Set<String> = ["connection", "schema", "table", "query"]
         if column { keys.insert("column") }
-        if cursor { keys.insert("cursor") }
+        if cursor { keys.formUnion(["cursor", "rangeRows"]) }
         guard
             let m = mapping(
                 node, at: field, keys: keys,
@@ -459,6 +460,12 @@ struct YAMLChecker {
         let schema = string(m, "schema", at: prefix)
         let col = column ? string(m, "column", at: prefix, required: query == nil) : nil
         let cur = cursor ? string(m, "cursor", at: prefix) : nil
+        let rangeRows =
+            cursor
+            ? int(
+                m, "rangeRows", at: prefix, in: 1...1_000_000_000, else: { "must be 1 to 1000000000 rows, found \($0)" }
+            )
+            : nil
         if (table == nil) == (query == nil) { fail(field, "give table or query, one of them") }
         if schema != nil && table == nil { fail(field + ".schema", "goes with table") }
         for (k, v) in [("table", table), ("schema", schema), ("column", col), ("cursor", cur)] {
@@ -480,8 +487,10 @@ struct YAMLChecker {
             problems.append(e.message)
             return nil
         } catch { return nil }
+        if rangeRows != nil && cur == nil { fail(prefix + "rangeRows", "goes with cursor") }
         return PostgresSource(
-            connection: connection, schema: schema, table: table, query: query, column: col, cursor: cur, field: field)
+            connection: connection, schema: schema, table: table, query: query, column: col, cursor: cur,
+            rangeRows: rangeRows ?? PostgresSource.defaultRangeRows, field: field)
     }
 
     /// `output.postgres` (docs/rules.md §14.2): connection and schema.

@@ -12,6 +12,13 @@ package protocol ByteSource: AnyObject {
     var bytesProduced: Int { get }
     /// SHA-256 (hex) of the file's bytes read so far: of the whole file once at its end.
     func fileSHA256() -> String
+    /// Once every line is read, what names lines `numbers` better than their number (a table's
+    /// row: its cursor value, docs/rules.md §14.1); empty for a file.
+    func lineNames(_ numbers: [Int]) -> [Int: String]
+}
+
+extension ByteSource {
+    package func lineNames(_ numbers: [Int]) -> [Int: String] { [:] }
 }
 
 /// The raw bytes of an input, before any inflating: a local file or an object in S3.
@@ -146,6 +153,8 @@ final class RawSource: ByteSource {
     init(_ input: RawInput) { self.input = input }
 
     func fileSHA256() -> String { input.sha256() }
+
+    func lineNames(_ numbers: [Int]) -> [Int: String] { (input as? TableInput)?.lineNames(numbers) ?? [:] }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let n = try input.read(into: buffer)

@@ -102,6 +102,14 @@ public struct RejectList: Sendable, Equatable, Codable, RandomAccessCollection {
         if held.count > 2 * Swift.max(limit, 4096) { normalize() }
     }
 
+    /// Prefixes the reason of each held reject whose line `names` names with that name
+    /// (`id 1042: …`): a table's rows named by their cursor value (docs/rules.md §14.1).
+    package mutating func name(_ names: [Int: String]) {
+        for i in held.indices {
+            if let n = names[held[i].line] { held[i].reason = ControlEscape.escaped(n) + ": " + held[i].reason }
+        }
+    }
+
     /// Sorts the held rejects and keeps the first `limit`.
     public mutating func normalize() {
         held = held.enumerated().sorted { a, b in

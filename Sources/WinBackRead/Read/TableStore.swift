@@ -63,11 +63,16 @@ struct TableStore: InputStore {
         let (source, seconds) = try Self.source(pattern)
         guard source.cursor != nil else { return [Input(path: pattern, identity: .rows(size: 0))] }
         let c = try PostgresConnection(source.connection, field: source.field + ".connection", seconds: seconds)
-        let greatest = try source.greatestCursor(c)
         var ranges = Self.absorbedRanges(pattern)
         let last = ranges.last?.through
-        if ranges.isEmpty || (greatest != nil && greatest != last) {
-            ranges.append(TableRange(sequence: ranges.count + 1, after: last, through: greatest, bytes: 0))
+        let (greatest, ends) = try source.plan(c, after: last)
+        if ranges.isEmpty || greatest != nil {
+            // The new rows, in ranges of at most rangeRows rows: each read by a thread of its own.
+            var after = last
+            for end in ends + [greatest] {
+                ranges.append(TableRange(sequence: ranges.count + 1, after: after, through: end, bytes: 0))
+                after = end
+            }
         }
         return ranges.map { Input(path: $0.name(pattern), identity: .rows(size: $0.bytes)) }
     }
@@ -157,6 +162,9 @@ final class TableInput: RawInput {
     }
 
     func sha256() -> String { hasher.hex() }
+
+    /// The cursor values of rows `numbers` (docs/rules.md §14.1).
+    func lineNames(_ numbers: [Int]) -> [Int: String] { stream.cursorValues(of: numbers) }
 }
 
 /// SHA-256 of bytes as they come.

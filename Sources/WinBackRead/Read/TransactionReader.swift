@@ -129,6 +129,9 @@ package final class FileRows: @unchecked Sendable {
         stats.uncompressedBytes = source.bytesProduced
         stats.sha256 = source.fileSHA256()
         stats.rejected = rejects.total
+        // A table's rejected rows are named by their cursor value too (docs/rules.md §14.1).
+        let names = source.lineNames(rejects.listed.map(\.line))
+        if !names.isEmpty { rejects.name(names) }
     }
 
     /// Rejects a line longer than `limits.maxLineBytes`, of which `bytes` are the first.

@@ -59,6 +59,35 @@ struct PostgresTests {
         #expect(!tables.stderr.contains(PostgresServer.password))
     }
 
+    @Test("a table is read in ranges of rangeRows rows, each by a thread of its own, and publishes what the files do")
+    func rangesOfRows() throws {
+        let server = try #require(PostgresServer.current)
+        let world = try PostgresWorld.make(server, customers: 200, seed: 18)
+        let s = PostgresWorld.schema
+        let n =
+            Int(try world.sql("SELECT max(id) FROM \(s).transactions").trimmingCharacters(in: .whitespacesAndNewlines))
+            ?? 0
+        try #require(n > 1500)
+        let split = try world.pipeline("split.yaml") {
+            $0.replacingOccurrences(of: "    cursor: id", with: "    rangeRows: 500\n    cursor: id")
+        }
+        let tables = try world.run(split, output: Paths.temporary())
+        try #require(tables.status == 0, "\(tables.stderr)")
+        let files = try world.run(world.files, output: Paths.temporary())
+        try #require(files.status == 0, "\(files.stderr)")
+        S3Run.expectSame(S3Run.published(S3Run.folder(tables)), S3Run.published(S3Run.folder(files)), "in ranges")
+        // Ids 1…n: every 500th below the greatest ends a range.
+        let count = (n - 1) / 500 + 1
+        let expected = (0..<count).map { k -> String in
+            let after = k == 0 ? "" : String(k * 500)
+            let through = k == count - 1 ? String(n) : String((k + 1) * 500)
+            return "postgres:\(s).transactions.payload#" + String(format: "%06d", k + 1) + " (\(after),\(through)]"
+        }
+        let inputs = try #require(try S3Run.manifest(S3Run.folder(tables))["inputs"] as? [[String: Any]])
+        #expect(inputs.compactMap { $0["path"] as? String } == expected)
+        #expect(inputs.reduce(0) { $0 + ($1["rows"] as? Int ?? 0) } == n)
+    }
+
     @Test("with cursor: id, night 2 reads only the rows above night 1's: old rows made garbage, it equals a full read")
     func cursorNights() throws {
         let server = try #require(PostgresServer.current)
@@ -175,6 +204,27 @@ struct PostgresTests {
             try world.sql("SELECT pipeline, date, rows FROM \(PostgresWorld.schema).runs ORDER BY date")
                 .split(separator: "\n").count == 2)
         #expect(again.stderr.contains("0 entered, 0 changed, 0 exited"), "\(again.stderr)")
+    }
+
+    @Test("a bad row is rejected as a file's line, named by its table, range, row number and cursor value")
+    func badRowNamed() throws {
+        let server = try #require(PostgresServer.current)
+        let world = try PostgresWorld.make(server, customers: 60, seed: 17)
+        let s = PostgresWorld.schema
+        try world.sql("INSERT INTO \(s).transactions (id, payload) VALUES (987654, '{\"bad\": 1}')")
+        let rows = try world.sql("SELECT count(*) FROM \(s).transactions").trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let lenient = try world.pipeline("lenient.yaml") { $0 + "limits:\n  maxRejectedFraction: 0.05\n" }
+        let r = try world.run(lenient, output: Paths.temporary())
+        try #require(r.status == 0, "\(r.stderr)")
+        let rejects = try String(contentsOfFile: S3Run.folder(r) + "/rejects.csv", encoding: .utf8)
+        let lines = rejects.split(separator: "\n")
+        #expect(lines.count == 2, "\(rejects)")
+        #expect(
+            lines.last?.hasPrefix(
+                "\"postgres:\(s).transactions.payload#000001 (,987654]\",\(rows),id 987654: missing required field")
+                == true,
+            "\(rejects)")
     }
 
     @Test("a password in a connection string is 78 from run and validate, and is never printed")
