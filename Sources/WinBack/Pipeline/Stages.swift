@@ -87,7 +87,10 @@ extension Stage {
             let totalBytes = reading.reduce(0) { $0 + p.transactionInput($1).identity.size }
             progress?.begin("read", totalBytes: totalBytes + (keeper?.stateBytes ?? 0))
             var inputs = try readFiles(p, only: options.only, state: state, progress: advance)
-            inputs.bytesRead = totalBytes
+            // A table's rows have no size before they are read: theirs as read (docs/rules.md §14.1).
+            let tables = Set(reading.map(p.transactionInput).filter(\.identity.isRows).map(\.path))
+            inputs.bytesRead =
+                totalBytes + inputs.transactions.inputs.filter { tables.contains($0.path) }.reduce(0) { $0 + $1.bytes }
             try keeper?.finish(inputs.transactions)
             return inputs
         }
