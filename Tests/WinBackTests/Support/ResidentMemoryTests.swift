@@ -60,12 +60,21 @@ struct ResidentMemoryTests {
 
         """
 
-    /// Bytes of this process resident from files (/proc/self/statm's third field, in pages).
-    static func residentFromFiles() -> Int? {
-        guard let statm = System.readGenerated("/proc/self/statm") else { return nil }
-        let fields = statm.split(separator: UInt8(ascii: " "))
-        guard fields.count > 2, let pages = Int(String(decoding: fields[2], as: UTF8.self)) else { return nil }
-        return pages * System.pageSize
+    /// Resident bytes of the mapping holding `address` (its `Rss:` line in /proc/self/smaps).
+    static func resident(_ address: UnsafeRawPointer) -> Int? {
+        guard let smaps = System.readGenerated("/proc/self/smaps") else { return nil }
+        let a = UInt(bitPattern: address)
+        var inside = false
+        for line in String(decoding: smaps, as: UTF8.self).split(separator: "\n") {
+            let first = line.split(separator: " ", maxSplits: 1).first ?? ""
+            let bounds = first.split(separator: "-")
+            if bounds.count == 2, let lo = UInt(bounds[0], radix: 16), let hi = UInt(bounds[1], radix: 16) {
+                inside = lo <= a && a < hi
+            } else if inside, line.hasPrefix("Rss:") {
+                return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 * 1024 }
+            }
+        }
+        return nil
     }
 
     @Test("only resident, read-only mappings of a file with no private page and no lock are chosen")
@@ -110,12 +119,14 @@ struct ResidentMemoryTests {
         var heap = [UInt8](repeating: 0x5A, count: 1 << 20)
         heap[12345] = 0xA5
 
-        // Mapped from files: tests running beside this one allocate, but rarely map code.
-        let before = try #require(Self.residentFromFiles())
+        // The read-only mapping's own resident bytes, which no test running beside this one
+        // touches (the process's total moves with what they load and run).
+        let before = try #require(Self.resident(plain))
         let released = ResidentMemory.releaseUnused()
-        let after = try #require(Self.residentFromFiles())
+        let after = try #require(Self.resident(plain))
         #expect(released > 0)
-        #expect(after < before / 2, "resident from files: \(before) bytes before, \(after) after")
+        #expect(
+            before >= size / 2 && after < before / 2, "the mapping's resident bytes: \(before) before, \(after) after")
 
         #expect(Array(UnsafeRawBufferPointer(start: plain, count: size)) == pattern)
         var expected = pattern
