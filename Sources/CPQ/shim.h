@@ -46,6 +46,8 @@ typedef struct winback_pq_api {
     char *(*escapeIdentifier)(PGconn *conn, const char *str, size_t len);
     char *(*escapeLiteral)(PGconn *conn, const char *str, size_t len);
     int (*serverVersion)(const PGconn *conn);
+    int (*setnonblocking)(PGconn *conn, int arg);
+    int (*flush)(PGconn *conn);
 } winback_pq_api;
 
 /// Loads libpq (libpq.so.5, else libpq.so) and finds every entry point: 1 when all are there;
@@ -97,6 +99,8 @@ static inline int winback_pq_load(winback_pq_api *api, char *why, size_t size) {
     WINBACK_PQ_FIND(escapeIdentifier, "PQescapeIdentifier");
     WINBACK_PQ_FIND(escapeLiteral, "PQescapeLiteral");
     WINBACK_PQ_FIND(serverVersion, "PQserverVersion");
+    WINBACK_PQ_FIND(setnonblocking, "PQsetnonblocking");
+    WINBACK_PQ_FIND(flush, "PQflush");
 #undef WINBACK_PQ_FIND
     return 1;
 }

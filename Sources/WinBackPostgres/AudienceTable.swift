@@ -8,7 +8,8 @@ import WinBackSupport
 /// whose values differ, or that had exited, takes tonight's values (`eligible`); a new one is
 /// inserted; an eligible row tonight lacks becomes `exited`. `as_of` and `updated_at` change
 /// only with the row, so a rerun of a date changes nothing; `runs` keeps one row per
-/// (pipeline, date). A failure rolls everything back: the tables stay as they were.
+/// (pipeline, date), its counts the date's changes in all (a rerun that changes nothing adds
+/// none), its manifest the date's published one. A failure rolls everything back: the tables stay as they were.
 public enum AudienceTable {
     /// The columns of a segment row (docs/rules.md §4.1), with their types.
     public static let segmentColumns: [(name: String, type: String)] = [
@@ -142,7 +143,8 @@ public enum AudienceTable {
             published_at) VALUES ($1, $4::date, $2::timestamptz, $5, $6::integer, $7::integer, $8::integer, \
             $9::integer, $10::integer, $3::timestamptz) ON CONFLICT (pipeline, date) DO UPDATE SET \
             as_of = EXCLUDED.as_of, manifest_sha256 = EXCLUDED.manifest_sha256, eligible = EXCLUDED.eligible, \
-            rows = EXCLUDED.rows, entered = EXCLUDED.entered, changed = EXCLUDED.changed, exited = EXCLUDED.exited, \
+            rows = EXCLUDED.rows, entered = runs.entered + EXCLUDED.entered, \
+            changed = runs.changed + EXCLUDED.changed, exited = runs.exited + EXCLUDED.exited, \
             published_at = EXCLUDED.published_at
             """,
             params + [

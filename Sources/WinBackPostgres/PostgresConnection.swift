@@ -40,9 +40,12 @@ public final class PostgresConnection {
         let pq = try library()
         var error: UnsafeMutablePointer<CChar>?
         guard let options = pq.conninfoParse!(connection, &error) else {
-            let why = error.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "unreadable"
+            // libpq's message may repeat the string, password and all: never passed on.
             if let error { pq.freemem!(error) }
-            throw WinBackError(.configuration, "field '\(field)': not a connection string libpq reads (\(why))")
+            throw WinBackError(
+                .configuration,
+                "field '\(field)': not a connection string libpq reads (a postgresql:// URI, its %-escapes "
+                    + "well formed, or key=value pairs)")
         }
         defer { pq.conninfoFree!(options) }
         var out: [String: String] = [:]
@@ -58,6 +61,12 @@ public final class PostgresConnection {
     /// naming `field`: the password belongs in `PGPASSWORD`, `PGPASSFILE` or `~/.pgpass`).
     public static func checkConnection(_ connection: String, field: String) throws {
         let keywords = try parse(connection, field: field)
+        // A database name that is itself a connection string would carry its own settings,
+        // a password among them, and be printed as a name.
+        if let db = keywords["dbname"], db.contains("=") || db.contains("://") {
+            throw WinBackError(
+                .configuration, "field '\(field)': the database name is itself a connection string; give one string")
+        }
         if let p = keywords["password"], !p.isEmpty {
             throw WinBackError(
                 .configuration,
@@ -106,6 +115,8 @@ public final class PostgresConnection {
         // Text as PostgreSQL prints it, whatever the server's defaults: UTC, ISO dates.
         // The server's notices ("already exists, skipping") are not the run's to print.
         try execute("SET client_min_messages = warning")
+        // Literals are quoted for this setting (``literal(_:)``): whatever the database's default.
+        try execute("SET standard_conforming_strings = on")
         try execute("SET TimeZone = 'UTC'")
         try execute("SET DateStyle = 'ISO, YMD'")
         try execute("SET statement_timeout = \(Int(max(1, seconds) * 1000))")
@@ -157,6 +168,26 @@ public final class PostgresConnection {
         let n = poll(&fds, 1, Int32(min(left * 1000, Double(Int32.max)).rounded(.up)))
         if n == 0 { throw timedOut(what) }
         guard pq.consumeInput!(conn) == 1 else { throw gone(what) }
+    }
+
+    /// Waits until the socket can be written, or throws 75 once the deadline passed.
+    private func waitWritable(_ what: String) throws {
+        let left = deadline.timeIntervalSinceNow
+        guard left > 0 else { throw timedOut(what) }
+        var fds = pollfd(fd: pq.socket!(conn), events: Int16(POLLOUT), revents: 0)
+        if poll(&fds, 1, Int32(min(left * 1000, Double(Int32.max)).rounded(.up))) == 0 { throw timedOut(what) }
+    }
+
+    /// Sends what libpq holds of a non-blocking write, within the deadline.
+    private func flushed(_ what: String) throws {
+        while true {
+            let r = pq.flush!(conn)
+            if r == 0 { return }
+            guard r == 1 else { throw gone(what) }
+            try waitWritable(what)
+            // The server may answer (a notice, an error) while it reads: take it in.
+            _ = pq.consumeInput!(conn)
+        }
     }
 
     private func timedOut(_ what: String) -> WinBackError {
@@ -282,18 +313,31 @@ public final class PostgresConnection {
             throw e
         }
         pq.clear!(r)
+        // Non-blocking while the rows go: a server that stops reading never holds a write past
+        // the deadline (every wait is a poll of the socket).
+        _ = pq.setnonblocking!(conn, 1)
+        defer { _ = pq.setnonblocking!(conn, 0) }
         var sendError: Error?
         do {
             try rows { bytes in
                 guard bytes.count > 0 else { return }
-                guard deadline.timeIntervalSinceNow > 0 else { throw timedOut(what) }
-                let n = pq.putCopyData!(
-                    conn, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(bytes.count))
-                guard n == 1 else { throw gone(what) }
+                while true {
+                    let n = pq.putCopyData!(
+                        conn, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(bytes.count))
+                    if n == 1 { break }
+                    guard n == 0 else { throw gone(what) }
+                    try waitWritable(what)
+                }
+                try flushed(what)
             }
         } catch { sendError = error }
-        let ended = pq.putCopyEnd!(conn, sendError == nil ? nil : "winback stopped the copy")
-        guard ended == 1 else { throw sendError ?? gone(what) }
+        while true {
+            let ended = pq.putCopyEnd!(conn, sendError == nil ? nil : "winback stopped the copy")
+            if ended == 1 { break }
+            guard ended == 0 else { throw sendError ?? gone(what) }
+            try waitWritable(what)
+        }
+        try flushed(what)
         var problem: WinBackError?
         while true {
             while pq.isBusy!(conn) == 1 { try waitReadable(what) }

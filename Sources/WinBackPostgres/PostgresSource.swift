@@ -39,7 +39,9 @@ public struct PostgresSource: Sendable, Hashable {
     /// What inputs read from it are called (`postgres:app.notifications.signed_payload`): its
     /// names as given, never the connection string.
     public var label: String {
-        let from = table.map { (schema.map { $0 + "." } ?? "") + $0 } ?? "query"
+        // A query is named by the block it reads for: two blocks' queries are two inputs.
+        let block = field.split(separator: ".").first.map(String.init) ?? field
+        let from = table.map { (schema.map { $0 + "." } ?? "") + $0 } ?? (block + "-query")
         return "postgres:" + from + (column.map { "." + $0 } ?? "")
     }
 
@@ -48,7 +50,11 @@ public struct PostgresSource: Sendable, Hashable {
         if let table {
             return (schema.map { PostgresConnection.identifier($0) + "." } ?? "") + PostgresConnection.identifier(table)
         }
-        return "(" + (query ?? "") + ") AS winback_query"
+        // On lines of its own, without a closing semicolon: a comment ending the query, or a
+        // `;`, does not swallow the parenthesis.
+        var q = (query ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        while q.hasSuffix(";") { q = String(q.dropLast()).trimmingCharacters(in: .whitespacesAndNewlines) }
+        return "(\n" + q + "\n) AS winback_query"
     }
 
     /// The SELECT of the rows in `range` (all when nil): the column as text (jsonb printed on one
@@ -65,6 +71,8 @@ public struct PostgresSource: Sendable, Hashable {
         var conditions: [String] = []
         if let after { conditions.append("\(c) > \(PostgresConnection.literal(after))") }
         if let through { conditions.append("\(c) <= \(PostgresConnection.literal(through))") }
+        // No greatest value: the table had no row; the range reads none, even of rows added since.
+        if through == nil { conditions.append("false") }
         return (conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")) + " ORDER BY \(c)"
     }
 

@@ -111,7 +111,9 @@ final class StateFolder {
     private func changed(_ f: StateLedger.File, now: InputIdentity) -> String? {
         // A table's range is what its name says: rows at or below the cursor read are the
         // state's and never read again (docs/rules.md §14.1).
-        if now.isRows { return nil }
+        if now.isRows {
+            return TableRange.parse(f.path).range == nil ? "is a table read whole every night (it has no cursor)" : nil
+        }
         if let etag = f.etag {
             guard now.etag == etag, now.size == f.counts.stats.bytes else { return "changed (another ETag or size)" }
             return nil

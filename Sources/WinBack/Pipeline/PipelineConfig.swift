@@ -347,6 +347,14 @@ public struct PipelineConfig: Sendable {
         if !c.destinations.isEmpty && c.identities == nil {
             p.fail("output.destinations", "needs identities: (the file that maps customers to the tools' ids)")
         }
+        // Two blocks reading the same table's column would be one input (docs/rules.md §14.1).
+        let labels = c.tables.map(\.label)
+        if Set(labels).count != labels.count {
+            p.fail("postgres", "two blocks read the same table and column; give each its own (or drop one)")
+        }
+        if c.postgres != nil && !c.formats.contains("csv") {
+            p.fail("output.postgres", "is written from the CSV segments: add csv to output.formats")
+        }
         if !c.destinations.isEmpty && !c.formats.contains("csv") {
             p.fail("output.destinations", "are made from the CSV segments: add csv to output.formats")
         }

@@ -72,11 +72,12 @@ struct AfterPublish {
     }
 
     /// The steps after a run of `p` publishes, in order: the state swap (when `swapState` is
-    /// given), the upload, the audience table (`output.postgres`), the pruning of old runs (`output.keep`, after the upload so the
+    /// given), the audience table (`output.postgres`: before the upload, so a failed upload
+    /// never leaves the table behind unsaid), the upload, the pruning of old runs (`output.keep`, after the upload so the
     /// bucket never loses a date before tonight's is there), the metrics file.
     static func steps(_ p: ResolvedPipeline, swapState: (() -> Void)?, progress: Progress) -> [AfterPublish] {
         [
-            swapState.map { self.swapState($0) }, upload(p, progress: progress), postgres(p, progress: progress),
+            swapState.map { self.swapState($0) }, postgres(p, progress: progress), upload(p, progress: progress),
             prune(p, progress: progress),
             metrics(p, progress: progress),
         ].compactMap { $0 }

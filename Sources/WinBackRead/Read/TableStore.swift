@@ -119,11 +119,41 @@ public struct TableRange: Sendable, Equatable {
         self.bytes = bytes
     }
 
-    /// The input's name: `<label>#<sequence, six digits> (<after>,<through>]`.
+    /// The input's name: `<label>#<sequence, six digits> (<after>,<through>]`, the values with
+    /// `%`, `,`, `#`, `(`, `]` and control characters %-escaped (a text cursor may hold them).
     public func name(_ label: String) -> String {
         let n = String(sequence)
         return label + "#" + String(repeating: "0", count: max(0, 6 - n.count)) + n + " ("
-            + (after ?? "") + "," + (through ?? "") + "]"
+            + Self.escape(after ?? "") + "," + Self.escape(through ?? "") + "]"
+    }
+
+    static func escape(_ value: String) -> String {
+        var out: [UInt8] = []
+        for b in value.utf8 {
+            if b < 0x20 || b == 0x7F || "%,#(]".utf8.contains(b) {
+                out += Array(("%" + String(b, radix: 16, uppercase: true).leftPadded(2)).utf8)
+            } else {
+                out.append(b)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func unescape(_ text: Substring) -> String {
+        var out: [UInt8] = []
+        var bytes = Array(text.utf8)[...]
+        while let b = bytes.first {
+            bytes = bytes.dropFirst()
+            if b == UInt8(ascii: "%"), bytes.count >= 2,
+                let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+            {
+                out.append(v)
+                bytes = bytes.dropFirst(2)
+            } else {
+                out.append(b)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The label and range of an input's name (no range: the whole table).
@@ -134,8 +164,8 @@ public struct TableRange: Sendable, Equatable {
         guard let open = rest.firstIndex(of: " "), let seq = Int(rest[..<open]),
             rest[rest.index(after: open)...].hasPrefix("("), let comma = rest.firstIndex(of: ",")
         else { return (path, nil) }
-        let after = String(rest[rest.index(open, offsetBy: 2)..<comma])
-        let through = String(rest[rest.index(after: comma)..<rest.index(before: rest.endIndex)])
+        let after = unescape(rest[rest.index(open, offsetBy: 2)..<comma])
+        let through = unescape(rest[rest.index(after: comma)..<rest.index(before: rest.endIndex)])
         return (
             label,
             TableRange(
@@ -165,6 +195,10 @@ final class TableInput: RawInput {
 
     /// The cursor values of rows `numbers` (docs/rules.md §14.1).
     func lineNames(_ numbers: [Int]) -> [Int: String] { stream.cursorValues(of: numbers) }
+}
+
+extension String {
+    fileprivate func leftPadded(_ n: Int) -> String { String(repeating: "0", count: max(0, n - count)) + self }
 }
 
 /// SHA-256 of bytes as they come.

@@ -195,14 +195,14 @@ struct PostgresTests {
         // The identities joined as for the destinations: a row of a customer with an email has it.
         #expect(table.values.contains { $0[3].hasSuffix("@example.com") })
         // A rerun of night 2 leaves both tables as they were, updated_at included.
-        let runs = try world.sql("SELECT * FROM \(PostgresWorld.schema).runs ORDER BY date")
+        let counts =
+            "SELECT date, eligible, rows, entered, changed, exited FROM \(PostgresWorld.schema).runs ORDER BY date"
+        let runs = try world.sql(counts)
         #expect(runs.split(separator: "\n").count == 2)
         let again = try world.run(world.tables, output: output)
         try #require(again.status == 0, "\(again.stderr)")
         #expect(try Self.audience(world) == table)
-        #expect(
-            try world.sql("SELECT pipeline, date, rows FROM \(PostgresWorld.schema).runs ORDER BY date")
-                .split(separator: "\n").count == 2)
+        #expect(try world.sql(counts) == runs, "a rerun adds no change to the date's counts")
         #expect(again.stderr.contains("0 entered, 0 changed, 0 exited"), "\(again.stderr)")
     }
 
@@ -306,19 +306,29 @@ struct PostgresTests {
                 "winback_postgres_behind{pipeline=\"generated\"} 0"))
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: output + "/generated/latest") == "2026-11-20")
 
-        // The table write fails (a table of another shape stands in the way): 73, the files
-        // published, the tables as they were, the metrics say so.
-        try world.sql("ALTER TABLE \(s).audience RENAME TO audience_aside; CREATE TABLE \(s).audience (x integer)")
+        // The table write fails at its last statement, after every row was written (a trigger
+        // refuses the runs row): 73, the files published, both tables as they were to the byte,
+        // the metrics say so.
+        let dump = "SELECT * FROM \(s).audience ORDER BY 1, 2, 3, 4; SELECT * FROM \(s).runs ORDER BY 1, 2"
+        let before = try world.sql(dump)
+        try world.sql(
+            "CREATE FUNCTION \(s).refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; "
+                + "END $$; CREATE TRIGGER refuse BEFORE INSERT ON \(s).runs FOR EACH ROW EXECUTE FUNCTION \(s).refuse()"
+        )
         let n2 = try world.run(withMetrics, output: output, ["--as-of", "2026-11-21"])
         #expect(n2.status == 73, "\(n2.stderr)")
-        #expect(n2.stderr.contains("is behind"), "\(n2.stderr)")
+        #expect(n2.stderr.contains("is behind") && n2.stderr.contains("refused"), "\(n2.stderr)")
         #expect(FileManager.default.fileExists(atPath: output + "/generated/2026-11-21/manifest.json"))
-        #expect(try world.sql("SELECT count(*) FROM \(s).audience") == "0\n")
-        #expect(try world.sql("SELECT count(*) FROM \(s).runs") == "1\n")
+        #expect(try world.sql(dump) == before, "the tables as they were")
+        #expect(!n2.stderr.contains("postgres: \(s).audience:"), "no write was reported")
         let prom = try String(contentsOfFile: metrics, encoding: .utf8)
         #expect(prom.contains("winback_postgres_behind{pipeline=\"generated\"} 1"), "\(prom)")
         #expect(prom.contains("winback_last_exit_code{pipeline=\"generated\"} 73"), "\(prom)")
-        try world.sql("DROP TABLE \(s).audience; ALTER TABLE \(s).audience_aside RENAME TO audience")
+        try world.sql("DROP TRIGGER refuse ON \(s).runs")
+        // The next run brings the table up to date.
+        let n3 = try world.run(withMetrics, output: output, ["--as-of", "2026-11-21"])
+        #expect(n3.status == 0, "\(n3.stderr)")
+        #expect(try world.sql(dump) != before)
 
         // A server gone mid-read, and one that stops answering: 75, nothing published.
         for mode in ["cut", "silent"] {
@@ -366,5 +376,54 @@ struct PostgresTests {
         #expect(
             try FileManager.default.destinationOfSymbolicLink(atPath: output + "/generated/latest") == "2026-11-21",
             "latest still the last published run")
+    }
+
+    @Test(
+        "incremental nights: a table without a cursor is read whole every night; an empty table's first range reads none"
+    )
+    func withoutCursorAndEmpty() throws {
+        let server = try #require(PostgresServer.current)
+        let world = try PostgresWorld.make(server, customers: 60, seed: 19)
+        let s = PostgresWorld.schema
+        let noCursor = try world.pipeline("nocursor.yaml") {
+            $0.replacingOccurrences(of: "    cursor: id", with: "    #cursor: id") + "incremental: true\n"
+        }
+        let output = Paths.temporary()
+        try world.sql(
+            "CREATE TABLE \(s).later AS SELECT * FROM \(s).transactions WHERE id > 300; "
+                + "DELETE FROM \(s).transactions WHERE id > 300")
+        let n1 = try world.run(noCursor, output: output, ["--as-of", "2026-11-15"])
+        try #require(n1.status == 0, "\(n1.stderr)")
+        try world.sql("INSERT INTO \(s).transactions SELECT * FROM \(s).later")
+        let n2 = try world.run(noCursor, output: output)
+        try #require(n2.status == 0, "\(n2.stderr)")
+        let all = try world.sql("SELECT count(*) FROM \(s).transactions").trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let read = try #require(try S3Run.manifest(S3Run.folder(n2))["inputs"] as? [[String: Any]])
+        #expect(read.first?["rows"] as? Int == Int(all), "the new rows were read: \(read)")
+        #expect(n2.stderr.contains("read whole every night"), "\(n2.stderr)")
+
+        // An empty table with a cursor: the first night's range reads none (WHERE false), and
+        // the next night reads every row.
+        try world.sql("CREATE TABLE \(s).empty (LIKE \(s).transactions INCLUDING ALL)")
+        let empty = try world.pipeline("empty.yaml") {
+            $0.replacingOccurrences(of: "    table: transactions", with: "    table: empty") + "incremental: true\n"
+        }
+        let emptyOutput = Paths.temporary()
+        let e1 = try world.run(empty, output: emptyOutput, ["--as-of", "2026-11-15"])
+        try #require(e1.status == 0, "\(e1.stderr)")
+        let first = try #require(try S3Run.manifest(S3Run.folder(e1))["inputs"] as? [[String: Any]])
+        #expect(first.compactMap { $0["path"] as? String } == ["postgres:\(s).empty.payload#000001 (,]"])
+        try world.sql("INSERT INTO \(s).empty SELECT * FROM \(s).transactions")
+        let e2 = try world.run(empty, output: emptyOutput)
+        try #require(e2.status == 0, "\(e2.stderr)")
+        let second = try #require(try S3Run.manifest(S3Run.folder(e2))["inputs"] as? [[String: Any]])
+        #expect(second.count == 2 && second.last?["rows"] as? Int == Int(all), "\(second)")
+        let files = try world.run(world.files, output: Paths.temporary())
+        try #require(files.status == 0, "\(files.stderr)")
+        for part in ["segments/best-offer.csv", "reports/eligibility-funnel.csv"] {
+            #expect(
+                S3Run.published(S3Run.folder(e2))[part] == S3Run.published(S3Run.folder(files))[part], "\(part)")
+        }
     }
 }

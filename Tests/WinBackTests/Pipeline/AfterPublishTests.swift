@@ -22,11 +22,17 @@ struct AfterPublishTests {
         return publisher
     }
 
-    /// Whether some descriptor holds `publisher`'s lock: another descriptor cannot take it.
+    /// Whether some descriptor holds `publisher`'s lock: another descriptor cannot take it, tried
+    /// for a quarter of a second (a process another test spawns holds a copy of every descriptor
+    /// from its fork to its exec, the lock's among them).
     static func isLocked(_ publisher: Publisher) throws -> Bool {
         let fd = try System.openOrCreate(publisher.root + "/.lock")
         defer { System.closeQuietly(fd) }
-        return !(try System.tryLock(fd))
+        for _ in 0..<50 {
+            if try System.tryLock(fd) { return false }
+            usleep(5_000)
+        }
+        return true
     }
 
     static var published: PublishedFolder { PublishedFolder(folder: "", date: "2026-11-22", manifest: Manifest()) }

@@ -72,12 +72,32 @@ struct PostgresConfigTests {
             ("postgres: {connection: \"postgresql://u@h/db\", table: t}", "column"),
             ("postgres: {connection: \"not a = connection = string\", table: t, column: c}", "libpq reads"),
             ("paths: [a.gz]\n  postgres: {connection: \"postgresql://u@h/db\", table: t, column: c}", "not both"),
+            ("postgres: {connection: \"postgresql://u:hunter2%zz@h/db\", table: t, column: c}", "libpq reads"),
+            (
+                "postgres: {connection: \"dbname='postgresql://u:hunter2@h/db'\", table: t, column: c}",
+                "itself a connection"
+            ),
         ])
     func refused(block: String, says: String) {
         let (c, problems) = Self.parse("  " + block)
         #expect(!problems.isEmpty, "\(block): \(String(describing: c?.transactionPaths))")
         #expect(problems.contains { $0.contains(says) }, "\(block): \(problems)")
         #expect(!problems.joined().contains("hunter2"), "the password is never repeated")
+    }
+
+    @Test("two blocks reading one table's column, and output.postgres without csv, are refused")
+    func refusedTogether() {
+        let (_, same) = Self.parse(
+            "  postgres: {connection: \"postgresql://u@h/db\", table: t, column: c}\nrenewalInfo:\n"
+                + "  postgres: {connection: \"postgresql://u@h/db\", table: t, column: c}")
+        #expect(same.contains { $0.contains("same table and column") }, "\(same)")
+        let (_, queries) = Self.parse(
+            "  postgres: {connection: \"postgresql://u@h/db\", query: \"SELECT c FROM t\", column: c}\nrenewalInfo:\n"
+                + "  postgres: {connection: \"postgresql://u@h/db\", query: \"SELECT c FROM r\", column: c}")
+        #expect(queries.isEmpty, "two queries are two inputs: \(queries)")
+        let (_, xml) = Self.parse(
+            "  paths: [a.gz]", output: "  formats: [xml]\n  postgres: {connection: \"postgresql://u@h/db\"}")
+        #expect(xml.contains { $0.contains("add csv") }, "\(xml)")
     }
 
     @Test("names are quoted, values are literals: nothing a name holds becomes SQL")
@@ -93,7 +113,15 @@ struct PostgresConfigTests {
                 + "ORDER BY \"id\"")
         #expect(s.label == "postgres:s\"x.t;.c\"")
         let q = PostgresSource(connection: "", query: "SELECT id, p FROM n", column: "p", field: "f")
-        #expect(q.select(after: nil, through: nil) == "SELECT \"p\"::text FROM (SELECT id, p FROM n) AS winback_query")
+        #expect(q.label == "postgres:f-query.p")
+        #expect(
+            q.select(after: nil, through: nil) == "SELECT \"p\"::text FROM (\nSELECT id, p FROM n\n) AS winback_query")
+        // A closing semicolon or comment does not swallow the parenthesis; no greatest value reads none.
+        let commented = PostgresSource(
+            connection: "", query: "SELECT id, p FROM n; ", column: "p", cursor: "id", field: "transactions.postgres")
+        #expect(
+            commented.select(after: nil, through: nil)
+                == "SELECT \"p\"::text FROM (\nSELECT id, p FROM n\n) AS winback_query WHERE false ORDER BY \"id\"")
     }
 
     @Test("a cursor range is named so names sort in cursor order, and read back from its name")
@@ -104,12 +132,14 @@ struct PostgresConfigTests {
             TableRange(sequence: 2, after: "1000", through: "1500", bytes: 0),
             TableRange(sequence: 12, after: "2026-11-27 05:30:00.123+00", through: "2026-11-28 05:30:00+00", bytes: 0),
             TableRange(sequence: 3, after: "7", through: nil, bytes: 0),
+            TableRange(sequence: 4, after: "a,b#c(d]e%f", through: "z\u{1}é", bytes: 0),
         ]
         for r in cases {
             let (l, back) = TableRange.parse(r.name(label))
             #expect(l == label && back == r, "\(r.name(label))")
         }
         #expect(cases[1].name(label) == "postgres:app.notifications.payload#000002 (1000,1500]")
+        #expect(cases[4].name(label) == "postgres:app.notifications.payload#000004 (a%2Cb%23c%28d%5De%25f,z%01é]")
         let names = (1...12).map { TableRange(sequence: $0, after: nil, through: nil, bytes: 0).name(label) }
         #expect(names.sorted(by: FileName.precedes) == names)
         // A label alone (a table without a cursor) has no range.
