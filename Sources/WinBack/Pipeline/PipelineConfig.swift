@@ -141,19 +141,43 @@ public struct PipelineConfig: Sendable {
 
     /// Parses pipeline YAML; returns the configuration (when usable) and every problem.
     public static func parse(_ text: String, path: String) -> (PipelineConfig?, [String]) {
+        let root: Node.Mapping
+        switch yaml(text, path: path) {
+        case .success(let r): root = r
+        case .failure(let problems): return (nil, problems.problems)
+        }
+        var p = YAMLChecker()
+        let folder = (path as NSString).deletingLastPathComponent
+        var c = PipelineConfig(path: path, folder: folder.isEmpty ? "." : folder, name: "")
+        // Block by block, in the order the problems are listed.
+        inputs(root, &p, &c)
+        output(root, &p, &c)
+        delivery(root, &p, &c)
+        limits(root, &p, &c)
+        running(root, &p, &c)
+        // The configuration is returned even with problems, so `validate` can go on to check
+        // the catalog and the inputs; `load` refuses it.
+        return (c, p.problems.map { "\(path): \($0)" })
+    }
+
+    /// Problems found before any block is read.
+    struct Problems: Error {
+        var problems: [String]
+    }
+
+    /// The top-level mapping of `text`, or why it is none (YAML errors with line and column).
+    private static func yaml(_ text: String, path: String) -> Result<Node.Mapping, Problems> {
         let node: Node?
         do {
             node = try Yams.compose(yaml: text)
         } catch YamlError.duplicatedKeysInMapping(let keys, let context) {
             // A key given twice is never one of the two taken silently (docs/rules.md §6.3): where.
             let names = keys.map { "'\(ControlEscape.escaped($0.prefix(100)))'" }.joined(separator: ", ")
-            return (
-                nil,
-                [
+            return .failure(
+                Problems(problems: [
                     "\(path): not valid YAML at line \(context.mark.line), column \(context.mark.column): the key "
                         + "\(names) is given twice in one mapping; give it once"
-                ]
-            )
+                ]))
         } catch {
             // The parser's message ends with the offending line and a caret under it; its line and
             // column lead the message, so the part before them is kept, on one line (control
@@ -167,13 +191,19 @@ public struct PipelineConfig: Sendable {
                 if rest.hasPrefix("error: ") { rest.removeFirst("error: ".count) }
                 head = "line \(line), column \(column): " + rest
             }
-            return (nil, ["\(path): not valid YAML at " + head.split(separator: "\n").joined(separator: "; ")])
+            return .failure(
+                Problems(problems: ["\(path): not valid YAML at " + head.split(separator: "\n").joined(separator: "; ")]
+                ))
         }
-        guard let root = node?.mapping else { return (nil, ["expected a mapping at the top level"]) }
-        var p = YAMLChecker()
-        let folder = (path as NSString).deletingLastPathComponent
-        var c = PipelineConfig(path: path, folder: folder.isEmpty ? "." : folder, name: "")
+        guard let root = node?.mapping else {
+            return .failure(Problems(problems: ["expected a mapping at the top level"]))
+        }
+        return .success(root)
+    }
 
+    /// The top level's keys, `name`, the inputs (`transactions`, `renewalInfo`, `products`,
+    /// `offers`) and the time (`asOf`, `consecutiveGapDays`).
+    private static func inputs(_ root: Node.Mapping, _ p: inout YAMLChecker, _ c: inout PipelineConfig) {
         p.allow(
             root,
             [
@@ -254,6 +284,10 @@ public struct PipelineConfig: Sendable {
         if let g = p.int(root, "consecutiveGapDays", in: 0...Int.max, else: { "must be 0 or more, found \($0)" }) {
             c.consecutiveGapDays = Int64(g)
         }
+    }
+
+    /// `output`: where and how runs are published, and the metrics file's place.
+    private static func output(_ root: Node.Mapping, _ p: inout YAMLChecker, _ c: inout PipelineConfig) {
         if let out = p.field(root, "output", required: true),
             let m = p.mapping(
                 out, at: "output",
@@ -323,6 +357,11 @@ public struct PipelineConfig: Sendable {
         {
             p.fail("output.metrics", MetricsFile.insideProblem(m, output: c.resolve(c.outputDirectory)))
         }
+    }
+
+    /// `reports`, `experiment`, `identities`, `money`, `audience`, and what the blocks ask of
+    /// one another.
+    private static func delivery(_ root: Node.Mapping, _ p: inout YAMLChecker, _ c: inout PipelineConfig) {
         if let r = p.field(root, "reports"),
             let m = p.mapping(
                 r, at: "reports", keys: ["windowMonths", "retentionMonths"],
@@ -366,6 +405,10 @@ public struct PipelineConfig: Sendable {
         {
             c.requireApple = r
         }
+    }
+
+    /// `limits`.
+    private static func limits(_ root: Node.Mapping, _ p: inout YAMLChecker, _ c: inout PipelineConfig) {
         if let l = p.field(root, "limits"),
             let m = p.mapping(
                 l, at: "limits",
@@ -409,6 +452,10 @@ public struct PipelineConfig: Sendable {
                 c.maxRejectedFraction = d
             }
         }
+    }
+
+    /// `threads`, `inflater`, `environment`, `apple`, `incremental`.
+    private static func running(_ root: Node.Mapping, _ p: inout YAMLChecker, _ c: inout PipelineConfig) {
         if let t = p.string(root, "threads") {
             if t == "auto" {
                 c.threads = nil
@@ -433,9 +480,6 @@ public struct PipelineConfig: Sendable {
         if let v = p.string(root, "incremental", as: Bool.init, else: { "expected true or false, found '\($0)'" }) {
             c.incremental = v
         }
-        // The configuration is returned even with problems, so `validate` can go on to check
-        // the catalog and the inputs; `load` refuses it.
-        return (c, p.problems.map { "\(path): \($0)" })
     }
 
     /// An absolute path for a path of the file (relative ones are relative to its folder).
