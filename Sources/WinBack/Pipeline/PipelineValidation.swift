@@ -51,6 +51,22 @@ public enum PipelineValidation {
         let (config, problems) = PipelineConfig.parse(text, path: abs)
         report.problems += problems
         guard let config else { return report }
+        settings(config, path: abs, into: &report)
+        let offers = catalog(config, into: &report)
+        identities(config, into: &report)
+        ratesAndTables(config, into: &report)
+        let files = inputs(config, into: &report)
+        report.summary = "\(offers) offers, \(files) input files"
+        if config.incremental, report.problems.isEmpty,
+            let p = try? ResolvedPipeline.resolve(RunOptions(pipelinePath: pipelinePath))
+        {
+            report.summary += "; " + StateFolder.preview(p)
+        }
+        return report
+    }
+
+    /// The inflater, the `apple:` roots, the output folder and its group, as a run checks them.
+    private static func settings(_ config: PipelineConfig, path abs: String, into report: inout Report) {
         do {
             _ = try ResolvedPipeline.inflater(asked: nil, file: config.inflater, path: abs)
         } catch {
@@ -78,6 +94,11 @@ public enum PipelineValidation {
             report.problems.append("\(abs): \(problem)")
         }
 
+    }
+
+    /// The catalog, parsed as a run parses it; its offers without a link warned of. Returns the
+    /// offers.
+    private static func catalog(_ config: PipelineConfig, into report: inout Report) -> Int {
         let catalogPath = config.resolve(config.offersPath)
         var offers = 0
         // A catalog that is no regular file is named for what it is, and never read.
@@ -106,6 +127,11 @@ public enum PipelineValidation {
         } else {
             report.problems.append("\(catalogPath): offer catalog is missing or unreadable")
         }
+        return offers
+    }
+
+    /// The identities (a file or a table) and the columns the destinations need.
+    private static func identities(_ config: PipelineConfig, into report: inout Report) {
         if let i = config.identities {
             let path = config.resolve(i.path)
             do {
@@ -126,6 +152,10 @@ public enum PipelineValidation {
                 }
             }
         }
+    }
+
+    /// The rates file of `money`, and PostgreSQL's sources and tables.
+    private static func ratesAndTables(_ config: PipelineConfig, into report: inout Report) {
         // The rates file of `money`, parsed as `run` parses it (docs/rules.md §13.1).
         do { _ = try MoneyRates.load(config) } catch {
             report.problems.append(SystemError.words(error))
@@ -145,6 +175,10 @@ public enum PipelineValidation {
                     out.connection, field: "output.postgres.connection", seconds: Double(config.networkSeconds))
             } catch { report.problems.append(SystemError.words(error)) }
         }
+    }
+
+    /// The transaction and renewal inputs, each readable. Returns how many.
+    private static func inputs(_ config: PipelineConfig, into report: inout Report) -> Int {
         var files = 0
         for pattern in config.transactionPaths + config.renewalInfoPaths {
             do {
@@ -160,12 +194,6 @@ public enum PipelineValidation {
                 if (error as? WinBackError)?.code == .noInput { report.inputProblems += 1 }
             }
         }
-        report.summary = "\(offers) offers, \(files) input files"
-        if config.incremental, report.problems.isEmpty,
-            let p = try? ResolvedPipeline.resolve(RunOptions(pipelinePath: pipelinePath))
-        {
-            report.summary += "; " + StateFolder.preview(p)
-        }
-        return report
+        return files
     }
 }
