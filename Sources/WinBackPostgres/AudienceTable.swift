@@ -65,25 +65,7 @@ public enum AudienceTable {
         try c.execute("BEGIN", what: what)
         var committed = false
         defer { if !committed { _ = try? c.execute("ROLLBACK") } }
-        try c.execute("CREATE SCHEMA IF NOT EXISTS \(s)", what: what)
-        let columns = segmentColumns.map { "\(q($0.name)) \($0.type)" }.joined(separator: ", ")
-        try c.execute(
-            """
-            CREATE TABLE IF NOT EXISTS \(s).audience (pipeline text NOT NULL, segment text NOT NULL, \(columns), \
-            status text NOT NULL, as_of timestamptz NOT NULL, updated_at timestamptz NOT NULL, \
-            PRIMARY KEY (pipeline, segment, subscription_group_id, original_transaction_id))
-            """, what: what)
-        try c.execute("CREATE INDEX IF NOT EXISTS audience_updated_at ON \(s).audience (updated_at)", what: what)
-        for id in identityColumns {
-            try c.execute("ALTER TABLE \(s).audience ADD COLUMN IF NOT EXISTS \(q(id)) text", what: what)
-        }
-        try c.execute(
-            """
-            CREATE TABLE IF NOT EXISTS \(s).runs (pipeline text NOT NULL, date date NOT NULL, \
-            as_of timestamptz NOT NULL, manifest_sha256 text NOT NULL, eligible integer NOT NULL, \
-            rows integer NOT NULL, entered integer NOT NULL, changed integer NOT NULL, exited integer NOT NULL, \
-            published_at timestamptz NOT NULL, PRIMARY KEY (pipeline, date))
-            """, what: what)
+        try makeTables(c, schema: schema, identityColumns: identityColumns, what: what)
         let tonightColumns =
             ["segment text"] + segmentColumns.map { "\(q($0.name)) \($0.type)" }
             + identityColumns.map { "\(q($0)) text" }
@@ -154,6 +136,31 @@ public enum AudienceTable {
         try c.execute("COMMIT", what: what)
         committed = true
         return written
+    }
+
+    /// The schema, `audience` (with a column for each identity column) and `runs`, when missing.
+    static func makeTables(_ c: PostgresConnection, schema: String, identityColumns: [String], what: String) throws {
+        let s = PostgresConnection.identifier(schema)
+        let q = PostgresConnection.identifier
+        try c.execute("CREATE SCHEMA IF NOT EXISTS \(s)", what: what)
+        let columns = segmentColumns.map { "\(q($0.name)) \($0.type)" }.joined(separator: ", ")
+        try c.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(s).audience (pipeline text NOT NULL, segment text NOT NULL, \(columns), \
+            status text NOT NULL, as_of timestamptz NOT NULL, updated_at timestamptz NOT NULL, \
+            PRIMARY KEY (pipeline, segment, subscription_group_id, original_transaction_id))
+            """, what: what)
+        try c.execute("CREATE INDEX IF NOT EXISTS audience_updated_at ON \(s).audience (updated_at)", what: what)
+        for id in identityColumns {
+            try c.execute("ALTER TABLE \(s).audience ADD COLUMN IF NOT EXISTS \(q(id)) text", what: what)
+        }
+        try c.execute(
+            """
+            CREATE TABLE IF NOT EXISTS \(s).runs (pipeline text NOT NULL, date date NOT NULL, \
+            as_of timestamptz NOT NULL, manifest_sha256 text NOT NULL, eligible integer NOT NULL, \
+            rows integer NOT NULL, entered integer NOT NULL, changed integer NOT NULL, exited integer NOT NULL, \
+            published_at timestamptz NOT NULL, PRIMARY KEY (pipeline, date))
+            """, what: what)
     }
 
     /// `value` as a field of COPY's text format: empty is NULL (`\N`); `\`, tab, line breaks

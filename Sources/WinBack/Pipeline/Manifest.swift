@@ -164,6 +164,14 @@ public struct Manifest {
             },
             "stageSeconds": stages.map { ["stage": $0.0, "seconds": ($0.1 * 1000).rounded() / 1000] as [String: Any] },
         ]
+        addBlocks(to: &d)
+        let data = (try? JSONSerialization.data(withJSONObject: d, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        return Array(data) + [UInt8(ascii: "\n")]
+    }
+
+    /// The blocks a run has or not: error, incremental, changes, pruned, memory, experiment,
+    /// money, identities, destinations, format and signatures (keys are sorted when written).
+    private func addBlocks(to d: inout [String: Any]) {
         if let error { d["error"] = error }
         if let incremental {
             var block: [String: Any] = [
@@ -239,7 +247,5 @@ public struct Manifest {
                     "roots": signed.roots.map { ["path": ControlEscape.name($0.path), "sha256": $0.sha256] },
                 ] as [String: Any]
         }
-        let data = (try? JSONSerialization.data(withJSONObject: d, options: [.prettyPrinted, .sortedKeys])) ?? Data()
-        return Array(data) + [UInt8(ascii: "\n")]
     }
 }

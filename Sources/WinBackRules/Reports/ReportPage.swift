@@ -13,43 +13,7 @@ public enum ReportPage {
     public static func html(_ reports: Reports, title: String, first: FirstScreen? = nil) -> [UInt8] {
         var h = HTML()
         let w = reports.window
-        h.raw(
-            """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>winback reports: \(escape(title)), \(Timestamp.date(w.asOf))</title>
-            <style>
-            body{font:14px/1.45 "DejaVu Sans",system-ui,sans-serif;margin:24px auto;max-width:900px;padding:0 16px;color:#1d1d1f;background:#fff}
-            h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 4px;border-bottom:1px solid #d2d2d7;padding-bottom:4px}
-            h3{font-size:14px;margin:20px 0 4px}.meta,.note{color:#6e6e73;margin:0 0 12px}
-            svg{display:block;max-width:100%;height:auto}svg text{font-size:11px;fill:#3a3a3c}
-            .grid{stroke:#e5e5ea}.axis{stroke:#8e8e93}.rate{fill:#0a84ff}.empty{fill:#aeaeb2}
-            .total{fill:#1d1d1f}.state{fill:#8e8e93}.drop{fill:#ff9f0a}.eligible{fill:#30d158}
-            .tag{font-size:12px;color:#6e6e73;font-weight:normal}
-            .both{fill:#30d158}.apple{fill:#0a84ff}.winback{fill:#ff9f0a}.neither{fill:#c7c7cc}
-            .zero{stroke:#1d1d1f;stroke-dasharray:4 3}.interval{stroke:#0a84ff;stroke-width:3}.point{fill:#1d1d1f}
-            .treatment{fill:#0a84ff}.holdout{fill:#aeaeb2}
-            .kind0{fill:#30d158;stroke:#30d158}.kind1{fill:#0a84ff;stroke:#0a84ff}.kind2{fill:#bf5af2;stroke:#bf5af2}
-            .kind3{fill:#ff9f0a;stroke:#ff9f0a}.kind4{fill:#ff375f;stroke:#ff375f}.kind5{fill:#8e8e93;stroke:#8e8e93}
-            .line{fill:none;stroke-width:2}
-            .scroll{overflow-x:auto}table.audience{border-collapse:collapse;margin:8px 0 4px;font-variant-numeric:tabular-nums}
-            .audience th,.audience td{padding:3px 4px;border-bottom:1px solid #e5e5ea;text-align:right;white-space:nowrap}
-            .audience thead th{font-size:11px;font-weight:600;color:#3a3a3c;vertical-align:bottom;white-space:normal}
-            .audience tbody th,.audience th.segment{text-align:left;font-weight:normal}
-            .audience th.group{text-align:center;border-bottom:1px solid #8e8e93}.audience .none{color:#aeaeb2}
-            .warn{color:#8a3c00;background:#fff4e5;border-left:3px solid #ff9f0a;padding:6px 10px;margin:8px 0}
-            .headlines{display:flex;flex-wrap:wrap;gap:12px;margin:8px 0}
-            .headline{flex:1 1 260px;border:1px solid #d2d2d7;border-radius:8px;padding:10px 12px}
-            .headline .tool{font-weight:600}.headline .big{font-size:28px;font-weight:600;line-height:1.2}
-            .headline .small{color:#6e6e73;font-size:12px}
-            </style>
-            </head>
-            <body>
-
-            """)
+        document(title: title, asOf: w.asOf, into: &h)
         h.line("<h1>Win-back reports</h1>")
         let months = w.months.isEmpty ? "" : "; window \(w.label(0)) to \(w.label(w.months.count - 1))"
         h.line(
@@ -112,6 +76,47 @@ public enum ReportPage {
         }
         h.raw("</body>\n</html>\n")
         return h.bytes
+    }
+
+    /// The document's head, its style and the start of its body.
+    static func document(title: String, asOf: Int64, into h: inout HTML) {
+        h.raw(
+            """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>winback reports: \(escape(title)), \(Timestamp.date(asOf))</title>
+            <style>
+            body{font:14px/1.45 "DejaVu Sans",system-ui,sans-serif;margin:24px auto;max-width:900px;padding:0 16px;color:#1d1d1f;background:#fff}
+            h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 4px;border-bottom:1px solid #d2d2d7;padding-bottom:4px}
+            h3{font-size:14px;margin:20px 0 4px}.meta,.note{color:#6e6e73;margin:0 0 12px}
+            svg{display:block;max-width:100%;height:auto}svg text{font-size:11px;fill:#3a3a3c}
+            .grid{stroke:#e5e5ea}.axis{stroke:#8e8e93}.rate{fill:#0a84ff}.empty{fill:#aeaeb2}
+            .total{fill:#1d1d1f}.state{fill:#8e8e93}.drop{fill:#ff9f0a}.eligible{fill:#30d158}
+            .tag{font-size:12px;color:#6e6e73;font-weight:normal}
+            .both{fill:#30d158}.apple{fill:#0a84ff}.winback{fill:#ff9f0a}.neither{fill:#c7c7cc}
+            .zero{stroke:#1d1d1f;stroke-dasharray:4 3}.interval{stroke:#0a84ff;stroke-width:3}.point{fill:#1d1d1f}
+            .treatment{fill:#0a84ff}.holdout{fill:#aeaeb2}
+            .kind0{fill:#30d158;stroke:#30d158}.kind1{fill:#0a84ff;stroke:#0a84ff}.kind2{fill:#bf5af2;stroke:#bf5af2}
+            .kind3{fill:#ff9f0a;stroke:#ff9f0a}.kind4{fill:#ff375f;stroke:#ff375f}.kind5{fill:#8e8e93;stroke:#8e8e93}
+            .line{fill:none;stroke-width:2}
+            .scroll{overflow-x:auto}table.audience{border-collapse:collapse;margin:8px 0 4px;font-variant-numeric:tabular-nums}
+            .audience th,.audience td{padding:3px 4px;border-bottom:1px solid #e5e5ea;text-align:right;white-space:nowrap}
+            .audience thead th{font-size:11px;font-weight:600;color:#3a3a3c;vertical-align:bottom;white-space:normal}
+            .audience tbody th,.audience th.segment{text-align:left;font-weight:normal}
+            .audience th.group{text-align:center;border-bottom:1px solid #8e8e93}.audience .none{color:#aeaeb2}
+            .warn{color:#8a3c00;background:#fff4e5;border-left:3px solid #ff9f0a;padding:6px 10px;margin:8px 0}
+            .headlines{display:flex;flex-wrap:wrap;gap:12px;margin:8px 0}
+            .headline{flex:1 1 260px;border:1px solid #d2d2d7;border-radius:8px;padding:10px 12px}
+            .headline .tool{font-weight:600}.headline .big{font-size:28px;font-weight:600;line-height:1.2}
+            .headline .small{color:#6e6e73;font-size:12px}
+            </style>
+            </head>
+            <body>
+
+            """)
     }
 
     // MARK: Charts
