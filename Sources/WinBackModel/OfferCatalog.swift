@@ -114,7 +114,7 @@ public struct OfferCatalog: Sendable, Equatable {
                 continue
             }
             let path = FilePaths.absolute(file, base: folder)
-            guard let bytes = FileManager.default.contents(atPath: path) else {
+            guard let bytes = System.contents(path) else {
                 problems.append("\(label): cannot read \(path)")
                 continue
             }

@@ -106,7 +106,7 @@ package final class OutputFile {
     /// cannot be made.
     package static func makeFolder(_ path: String) throws {
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            try System.makeFolders(path)
         } catch {
             throw WinBackError(
                 .cannotCreateOutput, "cannot create the folder: \(folderProblem(path, error))", path: path)

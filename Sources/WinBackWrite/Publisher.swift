@@ -108,9 +108,9 @@ public final class Publisher: @unchecked Sendable {
     }
 
     private func removeHidden(prefix: String) {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let entries = System.entries(root)
         for e in entries where e.hasPrefix(prefix) {
-            try? FileManager.default.removeItem(atPath: root + "/" + e)
+            System.removeTreeQuietly(root + "/" + e)
         }
     }
 
@@ -139,10 +139,10 @@ public final class Publisher: @unchecked Sendable {
         let dates = publishedDates()
         if let newest = dates.max() { try swapLink(named: "latest", to: newest) }
         // Versioned folders no date points at any more are old runs.
-        let live = Set(dates.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + $0) })
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let live = Set(dates.compactMap { System.linkTarget(root + "/" + $0) })
+        let entries = System.entries(root)
         for e in entries where e.hasPrefix(".run-") && !live.contains(e) {
-            try? FileManager.default.removeItem(atPath: root + "/" + e)
+            System.removeTreeQuietly(root + "/" + e)
         }
         System.syncDirectory(root)
         if !keepingLock { unlock() }
@@ -154,7 +154,7 @@ public final class Publisher: @unchecked Sendable {
         let folderMode: mode_t = groupID == nil ? 0o700 : 0o750
         do {
             try System.secureDirectory(folder, mode: folderMode, group: groupID)
-            for name in try FileManager.default.contentsOfDirectory(atPath: folder).sorted() {
+            for name in try System.listing(folder).sorted() {
                 let path = folder + "/" + name
                 switch System.linkKind(path) {
                 case System.folderType?: try settleModes(path)
@@ -174,7 +174,7 @@ public final class Publisher: @unchecked Sendable {
 
     /// Dates (`YYYY-MM-DD` symlinks) published under the root.
     package func publishedDates() -> [String] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let entries = System.entries(root)
         return entries.filter {
             Timestamp.parseDate($0) != nil && System.linkKind(root + "/" + $0) == System.symbolicLinkType
         }.sorted()
@@ -205,7 +205,7 @@ public final class Publisher: @unchecked Sendable {
     public func fail(keeping files: [(String, [UInt8])]) {
         let failed = root + "/.failed-\(date)"
         let tmp = root + "/.failed-tmp-\(System.processID)"
-        try? FileManager.default.removeItem(atPath: tmp)
+        System.removeTreeQuietly(tmp)
         try? System.makeDirectory(tmp, mode: 0o700)
         for (name, bytes) in files {
             // Best effort: the run has failed already, and says why on stderr.
@@ -214,8 +214,8 @@ public final class Publisher: @unchecked Sendable {
                 _ = try? f.finish()
             }
         }
-        if !staging.isEmpty { try? FileManager.default.removeItem(atPath: staging) }
-        try? FileManager.default.removeItem(atPath: failed)
+        if !staging.isEmpty { System.removeTreeQuietly(staging) }
+        System.removeTreeQuietly(failed)
         try? System.rename(tmp, failed)
         unlock()
     }

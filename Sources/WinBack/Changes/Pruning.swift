@@ -52,7 +52,7 @@ enum Pruning {
         }
         var plan = PrunePlan(keepDays: keep, limitDay: limit, tonightDay: tonight, baseline: baseline)
         plan.dates = published.filter { old($0) && $0 != baseline && $0 != date }
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        let entries = System.entries(root)
         plan.failed = entries.filter { $0.hasPrefix(failedPrefix) }.map { String($0.dropFirst(failedPrefix.count)) }
             .filter(old).sorted()
         return plan
@@ -69,15 +69,15 @@ enum Pruning {
     static func removeLocal(_ plan: PrunePlan, root: String, progress: Progress) {
         let removed = Set(plan.dates)
         var kept: Set<String> = []
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        for entry in System.entries(root)
         where !removed.contains(entry) && System.linkKind(root + "/" + entry) == System.symbolicLinkType {
-            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + entry) {
+            if let target = System.linkTarget(root + "/" + entry) {
                 kept.insert(target)
             }
         }
         for d in plan.dates {
             let link = root + "/" + d
-            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link)
+            let target = System.linkTarget(link)
             guard System.linkKind(link) == System.symbolicLinkType else { continue }
             System.unlinkIfPresent(link)
             // Only a folder of the root's own, as the publisher names them, that no kept link
@@ -92,7 +92,7 @@ enum Pruning {
 
     private static func remove(_ path: String, progress: Progress) {
         guard System.kind(path, followLinks: false) != .missing else { return }
-        do { try FileManager.default.removeItem(atPath: path) } catch {
+        do { try System.removeTree(path) } catch {
             progress.warn("pruned", "cannot remove an old run: \(SystemError.words(error))", fields: ["path": path])
         }
     }

@@ -277,7 +277,7 @@ public enum Explainer {
         let root = p.outputDirectory + "/" + p.config.name
         let latest = root + "/latest"
         guard System.linkKind(latest) == System.symbolicLinkType,
-            let date = try? FileManager.default.destinationOfSymbolicLink(atPath: latest),
+            let date = System.linkTarget(latest),
             Timestamp.parseDate(date) != nil,
             let run = try Baseline.read(root: root, date: date, name: p.config.name, memory: nil)
         else { return nil }

@@ -163,7 +163,7 @@ final class StateFolder {
     func stage() throws -> String {
         discard()
         let staged = root + "/.staging-state-\(System.processID)"
-        try? FileManager.default.removeItem(atPath: staged)
+        System.removeTreeQuietly(staged)
         do { try System.makeDirectory(staged, mode: 0o700) } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create the next state's folder", path: staged)
         }
@@ -186,7 +186,7 @@ final class StateFolder {
                     let old = root + "/.staging-state-old-\(System.processID)"
                     try System.rename(path, old)
                     try System.rename(staged, path)
-                    try? FileManager.default.removeItem(atPath: old)
+                    System.removeTreeQuietly(old)
                 }
             default:
                 System.unlinkIfPresent(path)
@@ -204,7 +204,7 @@ final class StateFolder {
 
     /// Removes the staged next state, if any (a failed run; or once swapped, the previous one).
     func discard() {
-        if let staged { try? FileManager.default.removeItem(atPath: staged) }
+        if let staged { System.removeTreeQuietly(staged) }
         staged = nil
     }
 

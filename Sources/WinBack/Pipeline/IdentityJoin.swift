@@ -247,10 +247,10 @@ final class IdentityBuckets {
     static func removeFolder(_ folder: String) {
         // A link in its place is removed, never followed.
         if System.linkKind(folder) == System.symbolicLinkType { return System.unlinkIfPresent(folder) }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+        for name in System.entries(folder) {
             System.unlinkIfPresent(folder + "/" + name)
         }
-        _ = try? FileManager.default.removeItem(atPath: folder)
+        System.removeTreeQuietly(folder)
     }
 }
 

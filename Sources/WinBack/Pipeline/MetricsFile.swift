@@ -275,15 +275,15 @@ public enum MetricsFile {
     public static func failed(
         pipelinePath path: String, output: String? = nil, started: Date, error: Error, progress: Progress
     ) {
-        let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
-        guard let data = FileManager.default.contents(atPath: abs), let text = String(data: data, encoding: .utf8)
+        let abs = InputFiles.absolute(path, base: System.currentDirectory)
+        guard let data = System.contents(abs), let text = String(data: data, encoding: .utf8)
         else { return }
         let (config, _) = PipelineConfig.parse(text, path: abs)
         guard let config else { return }
         // The failure's log line names the pipeline even when it failed before resolving it.
         if progress.pipeline.isEmpty { progress.pipeline = config.name }
         guard let metrics = config.metricsPath else { return }
-        let cwd = FileManager.default.currentDirectoryPath
+        let cwd = System.currentDirectory
         if let out = output.map({ InputFiles.absolute($0, base: cwd) })
             ?? (config.outputDirectory.isEmpty ? nil : config.resolve(config.outputDirectory)),
             isInside(config.resolve(metrics), output: out)

@@ -127,7 +127,7 @@ public struct PipelineConfig: Sendable {
     /// Loads and validates a pipeline file; throws a configuration error (exit 78) listing
     /// every problem.
     public static func load(path: String) throws -> PipelineConfig {
-        let abs = InputFiles.absolute(path, base: FileManager.default.currentDirectoryPath)
+        let abs = InputFiles.absolute(path, base: System.currentDirectory)
         let bytes = try System.readConfiguration(abs, what: "pipeline file", naming: path, limit: maxFileBytes)
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw WinBackError(.configuration, "pipeline file is not UTF-8 text", path: path)

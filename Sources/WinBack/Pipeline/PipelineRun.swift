@@ -155,7 +155,7 @@ public struct ResolvedPipeline: Sendable {
             }
             asOf = v
         }
-        let cwd = FileManager.default.currentDirectoryPath
+        let cwd = System.currentDirectory
         return (asOf, o.output.map { InputFiles.absolute($0, base: cwd) } ?? config.resolve(config.outputDirectory))
     }
 
@@ -254,7 +254,7 @@ public enum PipelineRun {
             try p.checkAsOf(options)
         } catch {
             if let locked {
-                try? FileManager.default.removeItem(atPath: locked.staging)
+                System.removeTreeQuietly(locked.staging)
                 locked.unlock()
             }
             throw error

@@ -34,7 +34,7 @@ public enum PipelineValidation {
 
     public static func check(pipelinePath: String) -> Report {
         var report = Report()
-        let abs = InputFiles.absolute(pipelinePath, base: FileManager.default.currentDirectoryPath)
+        let abs = InputFiles.absolute(pipelinePath, base: System.currentDirectory)
         let text: String
         do {
             let bytes = try System.readConfiguration(

@@ -38,7 +38,7 @@ public enum Upload {
                 sha = try digest(path)
                 try client.putMultipart(target, file: path, size: size)
             } else {
-                guard let data = FileManager.default.contents(atPath: path) else {
+                guard let data = System.contents(path) else {
                     throw WinBackError(.noInput, "cannot read the published file", path: path)
                 }
                 sha = Hex.string(SHA256.hash(data: data))
@@ -83,15 +83,8 @@ public enum Upload {
 
     /// Every file below `root`, relative, in bytewise order.
     static func listFiles(_ root: String) throws -> [String] {
-        guard let walk = FileManager.default.enumerator(atPath: root) else {
+        guard let out = System.filesBelow(root) else {
             throw WinBackError(.noInput, "cannot list the published run", path: root)
-        }
-        var out: [String] = []
-        while let rel = walk.nextObject() as? String {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: root + "/" + rel, isDirectory: &isFolder), !isFolder.boolValue {
-                out.append(rel)
-            }
         }
         return out.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
@@ -129,11 +122,11 @@ public enum Upload {
         // The run's lock: no run replaces the folder while it goes up.
         try publisher.begin()
         defer {
-            try? FileManager.default.removeItem(atPath: publisher.staging)
+            System.removeTreeQuietly(publisher.staging)
             publisher.unlock()
         }
         let folder = publisher.root + "/" + publisher.date
-        guard FileManager.default.fileExists(atPath: folder + "/manifest.json") else {
+        guard System.exists(folder + "/manifest.json") else {
             throw WinBackError(.noInput, "no published run for \(publisher.date): run it first", path: folder)
         }
         try run(

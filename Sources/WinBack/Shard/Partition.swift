@@ -128,7 +128,7 @@ public enum Partition {
 
     /// Any finished task's marker (to learn the number of tasks and the run's as-of).
     static func firstMarker(_ work: WorkFolder) throws -> (PartitionMarker, digest: String)? {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: work.root + "/parts")) ?? []
+        let entries = System.entries(work.root + "/parts")
         for e in entries.sorted() where e.hasPrefix("task-") {
             if let m = try WorkFolder.readJSON(
                 PartitionMarker.self, from: work.root + "/parts/" + e + "/" + WorkFolder.marker)

@@ -94,9 +94,8 @@ public enum ShardedRun {
         var shards = chosen ?? shardCount(p, memory: memory)
         let publisher = given ?? p.publisher()
         if given == nil { try publisher.begin() }  // removes the work folders of killed runs
-        let fm = FileManager.default
         let work = WorkFolder(publisher.root + "/.work-\(System.processID)")
-        defer { try? fm.removeItem(atPath: work.root) }
+        defer { System.removeTreeQuietly(work.root) }
         // An incremental run keeps its state per shard (docs/rules.md §12), in as many shards as
         // an earlier night found the rows needed, when the estimate asks for fewer.
         let keeper =

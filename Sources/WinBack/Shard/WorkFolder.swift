@@ -22,7 +22,7 @@ public struct WorkFolder: Sendable {
     public let root: String
 
     public init(_ root: String) {
-        self.root = InputFiles.absolute(root, base: FileManager.default.currentDirectoryPath)
+        self.root = InputFiles.absolute(root, base: System.currentDirectory)
     }
 
     /// The folder, its `parts/` and its `shards/`, each checked to be a folder of this user's
@@ -78,14 +78,13 @@ public struct WorkFolder: Sendable {
     /// Replaces folder `final` by `staged` (a sibling): the old one's marker goes first, so that
     /// a task killed in between leaves an incomplete folder, never a complete-looking mix.
     static func replace(_ final: String, with staged: String) throws {
-        let fm = FileManager.default
         do {
             if System.linkKind(final) == System.symbolicLinkType {
                 // Never followed: the link itself goes.
                 System.unlinkIfPresent(final)
-            } else if fm.fileExists(atPath: final) {
-                try? fm.removeItem(atPath: final + "/" + marker)
-                try fm.removeItem(atPath: final)
+            } else if System.exists(final) {
+                System.removeTreeQuietly(final + "/" + marker)
+                try System.removeTree(final)
             }
             try System.rename(staged, final)
         } catch let e as SystemError {
@@ -113,8 +112,8 @@ public struct WorkFolder: Sendable {
 
     /// Removes the entries of `folder` whose names start with `prefix`.
     static func removeLeftovers(in folder: String, prefix: String) {
-        for e in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where e.hasPrefix(prefix) {
-            try? FileManager.default.removeItem(atPath: folder + "/" + e)
+        for e in System.entries(folder) where e.hasPrefix(prefix) {
+            System.removeTreeQuietly(folder + "/" + e)
         }
     }
 

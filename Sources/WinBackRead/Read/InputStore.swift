@@ -232,14 +232,12 @@ public enum InputStores {
     /// Whether something is at `path`: an object always (its read says why not), a local path
     /// when anything is there.
     public static func exists(_ path: String) -> Bool {
-        isObject(path) || FileManager.default.fileExists(atPath: path)
+        isObject(path) || System.exists(path)
     }
 
     /// Whether `path` may be read as a file: an object always (its read says why not), a local
     /// path when something other than a folder is there.
     public static func existsAsFile(_ path: String) -> Bool {
-        if isObject(path) { return true }
-        var isFolder: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) && !isFolder.boolValue
+        isObject(path) || System.existsAsFile(path)
     }
 }

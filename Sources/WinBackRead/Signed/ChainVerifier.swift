@@ -183,7 +183,7 @@ package final class ChainVerifier: @unchecked Sendable {  // all mutable state b
     /// Reads root certificates, each file DER or PEM.
     static func loadRoots(_ paths: [String]) throws -> [Certificate] {
         try paths.map { path in
-            guard let data = FileManager.default.contents(atPath: path) else {
+            guard let data = System.contents(path) else {
                 throw WinBackError(.configuration, "cannot read root certificate '\(path)'")
             }
             do {
