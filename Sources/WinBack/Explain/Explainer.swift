@@ -73,6 +73,29 @@ public enum Explainer {
             renewalSignedDate: renewal.map(\.signedDate), appleEligibleWinBackOfferIds: renewal?.eligibleWinBackOfferIds
         )
 
+        e.offers = verdicts(tl, group: group, book: book, periods: periods, renewal: renewal, asOf: t, strings: s)
+        if let experiment {
+            var scratch: [UInt8] = []
+            let bucket = experiment.assignment.bucket(customer: k, of: customers, scratch: &scratch)
+            e.experiment = Explanation.ExperimentView(
+                name: experiment.name, holdout: experiment.percent, start: experiment.start, bucket: bucket,
+                heldOut: bucket < experiment.basisPoints, applies: experiment.applies(at: t))
+        }
+        addReturns(
+            to: &e, rows: rows, periods: &periods, asOf: t, experiment: experiment, retentionMonths: retentionMonths,
+            rates: rates, horizonMonths: horizonMonths, windowMonths: windowMonths, strings: s)
+        if let renewal {
+            e.apple = appleView(rows: rows, group: group, renewal: renewal, book: book, gapDays: gapDays, strings: s)
+        }
+        return e
+    }
+
+    /// Each offer of the customer's group, eligible (with its rank) or not (with why), in
+    /// catalog order.
+    static func verdicts(
+        _ tl: CustomerTimeline?, group: Int32, book: OfferBook, periods: [Period], renewal: RenewalInfo?, asOf t: Int64,
+        strings s: StringTable
+    ) -> [Explanation.Verdict] {
         var verdicts: [Int: Explanation.Verdict] = [:]
         if let tl {
             var rank = 0
@@ -99,18 +122,19 @@ public enum Explainer {
             }
         }
         // Listed in catalog order; the rank says the order of preference.
-        e.offers = verdicts.keys.sorted().map { i in
+        return verdicts.keys.sorted().map { i in
             var v = verdicts[i]!
             v.planType = book.offers[i].offer.targetSubscriptionPlanType
             return v
         }
-        if let experiment {
-            var scratch: [UInt8] = []
-            let bucket = experiment.assignment.bucket(customer: k, of: customers, scratch: &scratch)
-            e.experiment = Explanation.ExperimentView(
-                name: experiment.name, holdout: experiment.percent, start: experiment.start, bucket: bucket,
-                heldOut: bucket < experiment.basisPoints, applies: experiment.applies(at: t))
-        }
+    }
+
+    /// The customer's returns (docs/rules.md §9.3), their revenue, and with an experiment the
+    /// cohort revenue of each cohort month (§13).
+    static func addReturns(
+        to e: inout Explanation, rows: [Transaction], periods: inout [Period], asOf t: Int64, experiment: Experiment?,
+        retentionMonths: Int, rates: Rates?, horizonMonths: Int, windowMonths: Int, strings s: StringTable
+    ) {
         var returns: [Return] = []
         RetentionReport.returns(rows: rows, asOf: t, since: .min, periods: &periods, into: &returns)
         let since = RetentionReport.since(asOf: t, months: retentionMonths)
@@ -146,10 +170,6 @@ public enum Explainer {
                 return (window.label(m), x.map { Milliunits.units($0) })
             }
         }
-        if let renewal {
-            e.apple = appleView(rows: rows, group: group, renewal: renewal, book: book, gapDays: gapDays, strings: s)
-        }
-        return e
     }
 
     /// The customer evaluated again at S beside Apple's list, each disagreement with winback's

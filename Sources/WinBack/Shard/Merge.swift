@@ -66,32 +66,9 @@ public enum Merge {
             progress.begin("merge")
             // Under a memory limit, what a step no longer needs is let go of before the next.
             let settle = { if memoryLimit != nil { ResidentMemory.releaseUnused() } }
-            if let absorbed = keeper?.absorbedRejects { rejects.merge(absorbed) }
-            let absorbedInputs = keeper?.absorbedInputs ?? []
-            for (m, _) in partitions {
-                if let (list, _) = try WorkFolder.readJSON(RejectList.self, from: work.task(m.task) + "/rejects.json") {
-                    rejects.merge(list)
-                }
-            }
-            rejects.merge(markers[0].renewalRejects)
-            rejects.normalize()
-            var counters = ReadCounters()
-            for inputs in [absorbedInputs] + partitions.map(\.0.inputs) {
-                for input in inputs { counters.add(file: input.counts) }
-            }
-            var states = CustomerStates()
-            for m in markers {
-                counters.add(deduplicationOf: m.counters)
-                states.add(m.customerStates)
-            }
-            manifest.inputs = (absorbedInputs + partitions.flatMap { $0.0.inputs }).sorted { $0.file < $1.file }.map(
-                \.counts.stats)
-            if let keeper { manifest.incremental = keeper.state.summary }
-            manifest.counters = counters
-            manifest.renewalInputs = markers[0].renewalInputs
-            manifest.renewalRejected = markers[0].renewalRejects.total
-            manifest.states = states
-            try Stage.checkRejectBudget(counters, limit: p.config.maxRejectedFraction)
+            try count(
+                p, partitions: partitions.map(\.0), markers: markers, keeper: keeper, work: work, manifest: &manifest,
+                rejects: &rejects)
 
             let (reports, dropped, held) = try sum(p, work: work, shards: shards)
             manifest.record(amountsOf: reports)
@@ -132,6 +109,41 @@ public enum Merge {
             ]
             if let memoryLimit { manifest.memory = (memoryLimit, shards, System.peakResidentBytes) }
         }.summary
+    }
+
+    /// What the partition tasks and shards read and counted, into the manifest; their rejects
+    /// (and those the incremental state absorbed) into `rejects`. More rejected rows than the
+    /// budget allows is 65.
+    static func count(
+        _ p: ResolvedPipeline, partitions: [PartitionMarker], markers: [ShardMarker], keeper: ShardedStateKeeper?,
+        work: WorkFolder, manifest: inout Manifest, rejects: inout RejectList
+    ) throws {
+        if let absorbed = keeper?.absorbedRejects { rejects.merge(absorbed) }
+        let absorbedInputs = keeper?.absorbedInputs ?? []
+        for m in partitions {
+            if let (list, _) = try WorkFolder.readJSON(RejectList.self, from: work.task(m.task) + "/rejects.json") {
+                rejects.merge(list)
+            }
+        }
+        rejects.merge(markers[0].renewalRejects)
+        rejects.normalize()
+        var counters = ReadCounters()
+        for inputs in [absorbedInputs] + partitions.map(\.inputs) {
+            for input in inputs { counters.add(file: input.counts) }
+        }
+        var states = CustomerStates()
+        for m in markers {
+            counters.add(deduplicationOf: m.counters)
+            states.add(m.customerStates)
+        }
+        manifest.inputs = (absorbedInputs + partitions.flatMap(\.inputs)).sorted { $0.file < $1.file }.map(
+            \.counts.stats)
+        if let keeper { manifest.incremental = keeper.state.summary }
+        manifest.counters = counters
+        manifest.renewalInputs = markers[0].renewalInputs
+        manifest.renewalRejected = markers[0].renewalRejects.total
+        manifest.states = states
+        try Stage.checkRejectBudget(counters, limit: p.config.maxRejectedFraction)
     }
 
     /// Checks every file of every shard against the size and SHA-256 its marker recorded
