@@ -259,6 +259,18 @@ public final class PostgresConnection {
 
     // MARK: - COPY
 
+    /// Takes every result left of a COPY that ended: the first that is no success, as an error
+    /// (nil when all succeeded).
+    private func endResults(_ what: String) throws -> WinBackError? {
+        var problem: WinBackError?
+        while true {
+            while pq.isBusy!(conn) == 1 { try waitReadable(what) }
+            guard let r = pq.getResult!(conn) else { return problem }
+            if pq.resultStatus!(r) != PGRES_COMMAND_OK && problem == nil { problem = failure(r, what) }
+            pq.clear!(r)
+        }
+    }
+
     /// Starts `COPY … TO STDOUT` (`sql`); rows then come from ``nextCopyRow(_:)``.
     public func startCopyOut(_ sql: String, what: String) throws {
         guard pq.sendQuery!(conn, sql) == 1 else { throw gone(what) }
@@ -286,14 +298,7 @@ public final class PostgresConnection {
             }
             if n == -2 { throw gone(what) }
             // -1: the COPY ended; its result says whether it succeeded.
-            var problem: WinBackError?
-            while true {
-                while pq.isBusy!(conn) == 1 { try waitReadable(what) }
-                guard let r = pq.getResult!(conn) else { break }
-                if pq.resultStatus!(r) != PGRES_COMMAND_OK && problem == nil { problem = failure(r, what) }
-                pq.clear!(r)
-            }
-            if let problem { throw problem }
+            if let problem = try endResults(what) { throw problem }
             return false
         }
     }
@@ -338,13 +343,7 @@ public final class PostgresConnection {
             try waitWritable(what)
         }
         try flushed(what)
-        var problem: WinBackError?
-        while true {
-            while pq.isBusy!(conn) == 1 { try waitReadable(what) }
-            guard let r = pq.getResult!(conn) else { break }
-            if pq.resultStatus!(r) != PGRES_COMMAND_OK && problem == nil { problem = failure(r, what) }
-            pq.clear!(r)
-        }
+        let problem = try endResults(what)
         if let sendError { throw sendError }
         if let problem { throw problem }
     }

@@ -41,19 +41,14 @@ extension AfterPublish {
 
 /// The rows of `output.postgres` (docs/rules.md §14.2), read from the published folder.
 enum AudienceTableStep {
-    /// Data rows of a segment file: best-offer's are the customers eligible tonight.
-    static func rows(of path: String) throws -> Int {
-        var n = 0
-        try Stage.forEachSegmentRow(path) { _ in n += 1 }
-        return n
-    }
-
     static func write(_ p: ResolvedPipeline, _ out: PostgresOutput, _ published: PublishedFolder) throws
         -> AudienceTable.Written
     {
-        let lists = (["best-offer"] + p.catalog.offers.map(\.offerId)).map {
-            ($0, published.folder + "/segments/" + $0 + ".csv")
-        }.filter { System.kind($0.1) == .file }
+        // The lists the run wrote, as its manifest lists them.
+        let written = Set(published.manifest.outputs.map(\.path))
+        let lists = (["best-offer"] + p.catalog.offers.map(\.offerId)).filter {
+            written.contains("segments/" + $0 + ".csv")
+        }.map { ($0, published.folder + "/segments/" + $0 + ".csv") }
         // The identity columns the destinations use, joined as for their files.
         var join: IdentityJoin?
         var columns: [String] = []
@@ -74,12 +69,12 @@ enum AudienceTableStep {
         let positions = columns.map { c in
             join.flatMap { $0.position(of: p.config.identities!.fileColumn(c)) }
         }
-        let manifest = ((try? System.readRegularFile(published.folder + "/manifest.json")) ?? nil) ?? []
         let run = AudienceTable.Run(
             pipeline: p.config.name, date: published.date, asOf: Timestamp.iso(p.asOf),
             publishedAt: Manifest.iso(published.manifest.finished),
-            manifestSHA256: Hex.string(SHA256.hash(data: manifest)),
-            eligible: try lists.first.map { try Self.rows(of: $0.1) } ?? 0)
+            // The manifest as published (its bytes are these), and best-offer's rows as it counts them.
+            manifestSHA256: Hex.string(SHA256.hash(data: published.manifest.json())),
+            eligible: published.manifest.outputs.first { $0.path == "segments/best-offer.csv" }?.rows ?? 0)
         return try AudienceTable.write(
             connection: out.connection, schema: out.schema, run: run, identityColumns: columns,
             seconds: Double(p.config.networkSeconds)

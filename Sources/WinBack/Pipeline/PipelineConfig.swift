@@ -532,17 +532,21 @@ struct YAMLChecker {
             fail(prefix + "query", "expected a SELECT (it runs in a read-only transaction)")
         }
         if cur != nil && query != nil && col == nil { fail(prefix + "column", "is needed with a query and a cursor") }
-        guard let connection, !connection.isEmpty else { return nil }
-        do { try PostgresConnection.checkConnection(connection, field: prefix + "connection") } catch let e
-            as WinBackError
-        {
-            problems.append(e.message)
-            return nil
-        } catch { return nil }
+        guard let connection = checked(connection, field: prefix + "connection") else { return nil }
         if rangeRows != nil && cur == nil { fail(prefix + "rangeRows", "goes with cursor") }
         return PostgresSource(
             connection: connection, schema: schema, table: table, query: query, column: col, cursor: cur,
             rangeRows: rangeRows ?? PostgresSource.defaultRangeRows, field: field)
+    }
+
+    /// `connection` when libpq reads it and it holds no password; else nil, the problem noted.
+    mutating func checked(_ connection: String?, field: String) -> String? {
+        guard let connection, !connection.isEmpty else { return nil }
+        do { try PostgresConnection.checkConnection(connection, field: field) } catch {
+            problems.append((error as? WinBackError)?.message ?? SystemError.words(error))
+            return nil
+        }
+        return connection
     }
 
     /// `output.postgres` (docs/rules.md §14.2): connection and schema.
@@ -557,13 +561,7 @@ struct YAMLChecker {
         if schema.isEmpty || schema.utf8.count > 63 || schema.utf8.contains(0) {
             fail("output.postgres.schema", "expected a name of 1 to 63 bytes (PostgreSQL's limit)")
         }
-        guard let connection, !connection.isEmpty else { return nil }
-        do { try PostgresConnection.checkConnection(connection, field: "output.postgres.connection") } catch let e
-            as WinBackError
-        {
-            problems.append(e.message)
-            return nil
-        } catch { return nil }
+        guard let connection = checked(connection, field: "output.postgres.connection") else { return nil }
         return PostgresOutput(connection: connection, schema: schema)
     }
 
