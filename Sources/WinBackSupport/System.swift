@@ -405,8 +405,22 @@ package enum System {
     package static func secureFile(_ path: String, mode: mode_t, group: gid_t?) throws {
         let fd = try open(path, O_RDONLY | O_NOFOLLOW)
         defer { closeQuietly(fd) }
+        try secure(fd, mode: mode, group: group)
+    }
+
+    /// Gives the open file `fd` `mode`, and `group` when given: a file the run creates gets
+    /// its mode as it is made, whatever the umask, and is never opened again for it.
+    package static func secure(_ fd: Int32, mode: mode_t, group: gid_t?) throws {
         if let group, fchown(fd, uid_t.max, group) != 0 { throw SystemError("fchown") }
         if fchmod(fd, mode) != 0 { throw SystemError("fchmod") }
+    }
+
+    /// Whether the file at `path` (not followed if a link) already has `mode` and, when given,
+    /// `group`: looked up without opening it.
+    package static func hasMode(_ path: String, mode: mode_t, group: gid_t?) -> Bool {
+        var st = stat()
+        guard FileName.withCString(path, { lstat($0, &st) }) == 0, st.st_mode & S_IFMT == S_IFREG else { return false }
+        return st.st_mode & 0o7777 == mode && (group.map { st.st_gid == $0 } ?? true)
     }
 
     /// The id of group `name`; nil when there is no such group.

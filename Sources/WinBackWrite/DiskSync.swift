@@ -18,8 +18,14 @@ package final class DiskSync: @unchecked Sendable {
     /// must not run the process out of descriptors when the disk is slower than the writers.
     private let room: DispatchSemaphore
 
-    package init(limit: Int = 64, syncFile: @escaping @Sendable (Int32) -> Int32 = { System.fsync($0) }) {
+    /// The group every file handed over is given as it is made (`output.group`), nil: the user's.
+    package let group: gid_t?
+
+    package init(
+        limit: Int = 64, group: gid_t? = nil, syncFile: @escaping @Sendable (Int32) -> Int32 = { System.fsync($0) }
+    ) {
         self.syncFile = syncFile
+        self.group = group
         room = DispatchSemaphore(value: max(1, limit))
     }
 

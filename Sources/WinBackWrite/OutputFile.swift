@@ -43,13 +43,21 @@ package final class OutputFile {
 
     package init(
         path: String, sync: DiskSync? = nil, exclusive: Bool = false, durable: Bool = true,
-        bufferBytes: Int = OutputFile.flushAt
+        bufferBytes: Int = OutputFile.flushAt, group: gid_t? = nil
     ) throws {
         self.path = path
         self.sync = sync
         self.durable = durable
         self.bufferBytes = bufferBytes
-        do { fd = try exclusive ? System.createNew(path) : System.createForWriting(path) } catch let e as SystemError {
+        do {
+            fd = try exclusive ? System.createNew(path) : System.createForWriting(path)
+            // 0640 whatever the umask, with the run's group (docs/rules.md §6.1), set as it is
+            // made: the publish never opens it again for its mode.
+            do { try System.secure(fd, mode: 0o640, group: group ?? sync?.group) } catch {
+                System.closeQuietly(fd)
+                throw error
+            }
+        } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
         buffer.reserveCapacity(bufferBytes + 4096)

@@ -16,8 +16,9 @@ public final class Publisher: @unchecked Sendable {
     /// The group that may read published runs (`output.group`): the folder is then 0750 and
     /// that group's, else 0700 (docs/rules.md §6.1).
     public let group: String?
-    /// The id of ``group``, once ``begin()`` has found it.
-    private var groupID: gid_t?
+    /// The id of ``group``, once ``begin()`` has found it: every file the run writes is given it
+    /// as it is made (``DiskSync/group``).
+    package private(set) var groupID: gid_t?
     private var lockFD: Int32 = -1
     /// Where this run's files are written before publishing.
     public private(set) var staging: String = ""
@@ -159,7 +160,11 @@ public final class Publisher: @unchecked Sendable {
                 switch System.linkKind(path) {
                 case System.folderType?: try settleModes(path)
                 case System.symbolicLinkType?: continue
-                default: try System.secureFile(path, mode: 0o640, group: groupID)
+                default:
+                    // Files the run made have their mode already (``OutputFile``): looked at, not opened.
+                    if !System.hasMode(path, mode: 0o640, group: groupID) {
+                        try System.secureFile(path, mode: 0o640, group: groupID)
+                    }
                 }
             }
         } catch let e as SystemError {

@@ -33,6 +33,8 @@ public struct SegmentWriter: Sendable {
     /// The same as whole CSV fields, escaped.
     let csvOfferIds: ByteList
     let csvOfferURLs: ByteList
+    /// The segment lists, each customer's rows where ``lists(audience:book:requireApple:)`` puts them.
+    let lists: [List]
 
     public init(
         customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String],
@@ -47,6 +49,7 @@ public struct SegmentWriter: Sendable {
         offerURLs = ByteList(book.offers.map { Array($0.offer.offerURL.utf8) })
         csvOfferIds = ByteList(book.offers.map { CSVRecord.escaped($0.offer.offerId) })
         csvOfferURLs = ByteList(book.offers.map { CSVRecord.escaped($0.offer.offerURL) })
+        lists = SegmentWriter.lists(audience: audience, book: book, requireApple: requireApple)
     }
 
     /// The bytes of each ``AppleEligible`` value, by raw value (plain letters: no escaping).
@@ -89,10 +92,19 @@ public struct SegmentWriter: Sendable {
         var rank: Int
     }
 
-    /// Writes every segment into `directory/segments/`; returns the files written. With
-    /// `sync`, files are made durable in the background (the caller waits on it).
-    package func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
-        try OutputFile.makeFolder(directory + "/segments")
+    /// One segment list: its name (an offer id, `best-offer`, the holdout), its rows in
+    /// customer order, and the catalog offer it is of (nil: best-offer and the holdout).
+    struct List: Sendable {
+        var name: String
+        var entries: [Entry]
+        var offer: Int?
+    }
+
+    /// Which segments every customer's result belongs to (docs/rules.md §4.1, §4.5, §9.1), the
+    /// one place that says it: an eligible offer's list at its rank, unless Apple's word drops
+    /// it; best-offer for the rank-1 offer; a held-out customer's rank-1 row in the holdout
+    /// only. The lists in the order of the files: the catalog's offers, best-offer, the holdout.
+    static func lists(audience: Audience, book: OfferBook, requireApple: AppleRequirement) -> [List] {
         let n = book.offers.count
         var perOffer = [[Entry]](repeating: [], count: n)
         var best: [Entry] = []
@@ -111,9 +123,17 @@ public struct SegmentWriter: Sendable {
                 if rank == 0 { best.append(Entry(result: ri, offer: Int(o), rank: 1)) }
             }
         }
-        var jobs: [(name: String, entries: [Entry], offer: Int?)] =
-            book.offers.indices.map { (book.offers[$0].offer.offerId, perOffer[$0], $0) } + [("best-offer", best, nil)]
-        if audience.experiment != nil { jobs.append((SegmentWriter.holdout, holdout, nil)) }
+        var lists = book.offers.indices.map { List(name: book.offers[$0].offer.offerId, entries: perOffer[$0], offer: $0) }
+        lists.append(List(name: "best-offer", entries: best, offer: nil))
+        if audience.experiment != nil { lists.append(List(name: SegmentWriter.holdout, entries: holdout, offer: nil)) }
+        return lists
+    }
+
+    /// Writes every segment into `directory/segments/`; returns the files written. With
+    /// `sync`, files are made durable in the background (the caller waits on it).
+    package func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
+        try OutputFile.makeFolder(directory + "/segments")
+        let jobs = lists
         let tasks = jobs.flatMap { job in formats.map { (job, $0) } }
         let slots = ResultSlots<OutputStats>(count: tasks.count)
         // Largest lists first (XML before CSV), so no thread is left with a big one at the end.
@@ -240,5 +260,45 @@ public struct SegmentWriter: Sendable {
         }
         try x.end()
         return try x.finish()
+    }
+}
+
+/// A run in memory hands its lists to the changes, the destinations and the audience table as
+/// they are in memory, each field as ``writeCSV(_:path:sync:)`` writes it.
+extension SegmentWriter: SegmentSource {
+    package func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {
+        guard let list = lists.first(where: { $0.name == name }) else { return }
+        let s = customers.strings
+        var row = SegmentRow()
+        func set(_ field: inout [UInt8], _ fill: (inout [UInt8]) -> Void) {
+            field.removeAll(keepingCapacity: true)
+            fill(&field)
+        }
+        // Results are read in place: a copy of one would retain its arrays.
+        try audience.results.withUnsafeBufferPointer { results in
+            for e in list.entries {
+                let r = results.baseAddress! + e.result
+                let k = Int(r.pointee.customer)
+                set(&row.group) { s.append(customers.groups[k], to: &$0) }
+                set(&row.original) { customers.originalTransactionIds[k].append(in: s, to: &$0) }
+                set(&row.token) { if !r.pointee.timeline.appAccountToken.isNone { r.pointee.timeline.appAccountToken.append(in: s, to: &$0) } }
+                set(&row.storefront) { if r.pointee.timeline.storefront >= 0 { s.append(r.pointee.timeline.storefront, to: &$0) } }
+                set(&row.product) { s.append(r.pointee.timeline.productId, to: &$0) }
+                set(&row.paidMonths) { CSVRecord.appendDecimal(Int64(r.pointee.timeline.paidMonths), to: &$0) }
+                set(&row.paidRunStart) { if let p = r.pointee.timeline.paidRunStart { Timestamp.appendISO(p, to: &$0) } }
+                set(&row.lastSubscribedEnd) { Timestamp.appendISO(r.pointee.timeline.lastSubscribedEnd, to: &$0) }
+                set(&row.monthsSince) { CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0) }
+                set(&row.offer) { out in offerIds.with(e.offer) { out.append(contentsOf: $0) } }
+                set(&row.rank) { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
+                set(&row.eligible) { appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &$0) }
+                set(&row.offerURL) { out in offerURLs.with(e.offer) { out.append(contentsOf: $0) } }
+                set(&row.apple) { out in
+                    SegmentWriter.appleLabels.with(Int(r.pointee.apple(rank: e.rank).rawValue)) {
+                        out.append(contentsOf: $0)
+                    }
+                }
+                try body(row)
+            }
+        }
     }
 }

@@ -41,9 +41,9 @@ struct ChangesSummary: Sendable {
 }
 
 /// What changed since the last published run (docs/rules.md §10.5): for every segment file a
-/// run writes, `segments/changes/<S>.csv`, computed from the published files — tonight's
-/// segment and the baseline's — so runs in memory, memory-bounded runs, array jobs and
-/// incremental nights write the same bytes. The reasons of the rows that left come from
+/// run writes, `segments/changes/<S>.csv`, computed from tonight's segment lists (as a run holds
+/// them, or as a merge merges them: ``SegmentSource``) and the baseline's published files, so
+/// runs in memory, memory-bounded runs, array jobs and incremental nights write the same bytes. The reasons of the rows that left come from
 /// tonight's evaluation: of the run's customers (``ExitReasoner``), or, past one machine, from
 /// the shards that hold them (``ShardReasons``).
 enum Changes {
@@ -72,12 +72,12 @@ enum Changes {
     /// Whether a run of `p` writes changes: its segments in CSV, the format they are joined in.
     static func written(_ p: ResolvedPipeline) -> Bool { p.config.formats.contains("csv") }
 
-    /// Writes the changes of every segment in `directory` (tonight's segments already written
-    /// there) against `baseline`; `reason(segment, kind, row)` gives an exited row's reason.
-    /// Returns the files written and what they counted.
+    /// Writes the changes of every segment of `tonight` into `directory` against `baseline`;
+    /// `reason(segment, kind, row)` gives an exited row's reason. Returns the files written and
+    /// what they counted.
     static func write(
-        _ p: ResolvedPipeline, baseline: Baseline?, to directory: String, sync: DiskSync?,
-        reason: @escaping @Sendable (String, SegmentKind, SegmentKey) throws -> String
+        _ p: ResolvedPipeline, tonight source: SegmentSource, baseline: Baseline?, to directory: String,
+        sync: DiskSync?, reason: @escaping @Sendable (String, SegmentKind, SegmentKey) throws -> String
     ) throws -> (outputs: [OutputStats], summary: ChangesSummary) {
         guard written(p) else { return ([], ChangesSummary(baseline: baseline, segments: [])) }
         try OutputFile.makeFolder(directory + "/" + folder)
@@ -99,8 +99,7 @@ enum Changes {
             let out = try OutputFile(path: directory + "/\(folder)/\(name).csv", sync: sync)
             let (count, rows) = try SegmentChanges.write(
                 segment: name, mayChange: kind?.offerMayChange ?? false, baseline: before,
-                expectedSHA256: recorded?.sha256[rel], tonight: kind == nil ? nil : directory + "/" + rel, to: out,
-                spill: directory + "/\(folder)/.\(name)"
+                expectedSHA256: recorded?.sha256[rel], tonight: kind == nil ? nil : source, to: out
             ) { row in
                 guard let kind else { return offerRemoved }
                 return try reason(name, kind, row)
@@ -132,11 +131,11 @@ enum Changes {
     /// Writes the changes of a run in memory against `baseline` (``baseline(_:)``, found once
     /// per run): the reasons from its customers and their evaluation.
     static func write(
-        _ p: ResolvedPipeline, baseline: Baseline?, reasoner: (Baseline) -> ExitReasoner, to directory: String,
-        sync: DiskSync?
+        _ p: ResolvedPipeline, tonight: SegmentSource, baseline: Baseline?, reasoner: (Baseline) -> ExitReasoner,
+        to directory: String, sync: DiskSync?
     ) throws -> (outputs: [OutputStats], summary: ChangesSummary) {
         let r = baseline.map(reasoner)
-        return try write(p, baseline: baseline, to: directory, sync: sync) { _, kind, row in
+        return try write(p, tonight: tonight, baseline: baseline, to: directory, sync: sync) { _, kind, row in
             guard let r else { throw WinBackError(.software, "an exited row without a baseline") }
             return r.reason(kind, group: row.group, original: row.original, offer: row.offer)
         }

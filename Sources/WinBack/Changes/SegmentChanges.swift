@@ -25,77 +25,121 @@ enum SegmentChanges {
     static let changed = CSVRecord.escaped("changed")
     static let exited = CSVRecord.escaped("exited")
 
-    /// Joins `baseline` (nil: no baseline file, everyone entered) with `tonight` and writes the
+    /// Joins `baseline` (nil: no baseline file, everyone entered) with tonight's rows of list
+    /// `segment` in `tonight` (nil: an offer that left the catalog, no rows) and writes the
     /// changes to `out`: `entered`, then `changed`, in tonight's order, then `exited` in the
     /// baseline's, each exited row with `reason(group, original, previous offer)`, asked in the
-    /// baseline's order. The baseline's file, once read whole, must have the SHA-256 its
-    /// manifest recorded (`expectedSHA256`, when it lists the file): a published file changed
-    /// since is bad data (65), found before any reason is asked.
+    /// baseline's order. The baseline's file, read whole, must have the SHA-256 its manifest
+    /// recorded (`expectedSHA256`, when it lists the file): a published file changed since is
+    /// bad data (65), found before any reason is asked.
     ///
-    /// The changed lines and the exited rows wait in two files of the run's own (`spill` +
-    /// `.changed` and `.exited`, made anew and removed once read back, each checked whole
-    /// before it is read), so a night on which a million customers leave holds none of them in
-    /// memory (docs/rules.md §6.2).
+    /// Nothing is held and nothing written aside: the join is walked once for the entered rows
+    /// and the counts, again for the changed rows when there are any, and again for the exited
+    /// ones, so a night on which a million customers leave holds none of them in memory
+    /// (docs/rules.md §6.2), and the run reads back no file it wrote.
     static func write(
-        segment: String, mayChange: Bool, baseline: String?, expectedSHA256: String?, tonight: String?,
-        to out: OutputFile, spill: String, reason: (SegmentKey) throws -> String
+        segment: String, mayChange: Bool, baseline: String?, expectedSHA256: String?, tonight: SegmentSource?,
+        to out: OutputFile, reason: (SegmentKey) throws -> String
     ) throws -> (count: SegmentChangeCount, rows: Int) {
         var count = SegmentChangeCount(segment: segment)
-        // No file tonight (an offer that left the catalog): everyone in the baseline's exits.
-        let now = try tonight.map { try SegmentRecords(path: $0, hashed: false) }
-        let before = try baseline.map { try SegmentRecords(path: $0) }
-        // Entered rows are written as they come (all of tonight's on a first run); changed ones
-        // follow them, and exited ones in the baseline's order after those.
+        let join = SegmentJoin(segment: segment, baseline: baseline, expectedSHA256: expectedSHA256, tonight: tonight)
         try out.write(CSVRecord.header(columns))
-        let changedPath = spill + ".changed"
-        let exitedPath = spill + ".exited"
-        defer {
-            System.unlinkIfPresent(changedPath)
-            System.unlinkIfPresent(exitedPath)
-        }
-        let changed = try IntermediateWriter(path: changedPath)
-        let exited = try IntermediateWriter(path: exitedPath)
-        var key: [UInt8] = []
         var rec = CSVRecord()
-        func line(_ change: [UInt8], _ k: SegmentKey, offer: [UInt8], previous: [UInt8], reason: String) {
+        func line(_ change: [UInt8], group: [UInt8], original: [UInt8], offer: [UInt8], previous: [UInt8], reason: String) {
             rec.reset()
             rec.field(escaped: change)
-            rec.field(bytes: k.group)
-            rec.field(bytes: k.original)
+            rec.field(bytes: group)
+            rec.field(bytes: original)
             rec.field(bytes: offer)
             rec.field(bytes: previous)
             rec.field(reason)
             rec.end()
         }
-        var hasA = try before?.advance() ?? false
-        var hasB = try now?.advance() ?? false
-        while hasA || hasB {
-            let c = !hasA ? 1 : !hasB ? -1 : SegmentKey.compare(before!.current, now!.current)
-            if c < 0 {
-                key.removeAll(keepingCapacity: true)
-                for field in [before!.current.group, before!.current.original, before!.current.offer] {
-                    SpilledKeys.append(field, to: &key)
-                }
-                try exited.write(key)
-                count.exited += 1
-                hasA = try before!.advance()
-            } else if c > 0 {
-                line(Self.entered, now!.current, offer: now!.current.offer, previous: [], reason: "")
+        // Entered rows as they come (all of tonight's on a first run); the others counted.
+        try join.walk(
+            entered: { row in
+                line(Self.entered, group: row.group, original: row.original, offer: row.offer, previous: [], reason: "")
                 try out.write(rec.bytes)
                 count.entered += 1
-                hasB = try now!.advance()
-            } else {
-                if mayChange && before!.current.offer != now!.current.offer {
+            },
+            both: { before, row in if mayChange && before.offer != row.offer { count.changed += 1 } },
+            exited: { _ in count.exited += 1 })
+        if count.changed > 0 {
+            try join.walk(
+                entered: { _ in },
+                both: { before, row in
+                    guard before.offer != row.offer else { return }
                     line(
-                        Self.changed, now!.current, offer: now!.current.offer, previous: before!.current.offer,
-                        reason: ""
-                    )
-                    try changed.write(rec.bytes)
-                    count.changed += 1
+                        Self.changed, group: row.group, original: row.original, offer: row.offer,
+                        previous: before.offer, reason: "")
+                    try out.write(rec.bytes)
+                }, exited: { _ in })
+        }
+        if count.exited > 0 {
+            try join.walk(
+                entered: { _ in }, both: { _, _ in },
+                exited: { k in
+                    let why = try reason(k)
+                    count.reasons[why, default: 0] += 1
+                    line(Self.exited, group: k.group, original: k.original, offer: [], previous: k.offer, reason: why)
+                    try out.write(rec.bytes)
+                })
+        }
+        return (count, count.entered + count.changed + count.exited)
+    }
+}
+
+/// The merge-join of a baseline's segment file and tonight's rows of the same list, both in
+/// customer order (docs/rules.md §10.5), walked as often as the changes need: each walk reads
+/// the baseline's file anew and checks it whole against its manifest's SHA-256, and checks
+/// tonight's rows to be in customer order, strictly.
+struct SegmentJoin {
+    let segment: String
+    let baseline: String?
+    let expectedSHA256: String?
+    let tonight: SegmentSource?
+
+    /// Calls `entered` for a row of tonight's only, `both` for a customer in both (the
+    /// baseline's row first), `exited` for a row of the baseline's only, in customer order.
+    func walk(
+        entered: (SegmentRow) throws -> Void, both: (SegmentKey, SegmentRow) throws -> Void,
+        exited: (SegmentKey) throws -> Void
+    ) throws {
+        let before = try baseline.map { try SegmentRecords(path: $0) }
+        var hasA = try before?.advance() ?? false
+        var previous: (group: [UInt8], original: [UInt8])? = nil
+        try tonight?.forEachRow(of: segment) { row in
+            if let p = previous {
+                guard SegmentRow.compare(group: p.group, p.original, group: row.group, row.original) < 0 else {
+                    throw WinBackError(
+                        .badData,
+                        "tonight's rows of segment \(segment) are not in customer order (docs/rules.md §4.1)")
                 }
-                hasA = try before!.advance()
-                hasB = try now!.advance()
+                previous!.group.removeAll(keepingCapacity: true)
+                previous!.group.append(contentsOf: row.group)
+                previous!.original.removeAll(keepingCapacity: true)
+                previous!.original.append(contentsOf: row.original)
+            } else {
+                previous = (row.group, row.original)
             }
+            while hasA, let a = before?.current,
+                SegmentRow.compare(group: a.group, a.original, group: row.group, row.original) < 0
+            {
+                try exited(a)
+                hasA = try before!.advance()
+            }
+            if hasA, let a = before?.current,
+                SegmentRow.compare(group: a.group, a.original, group: row.group, row.original) == 0
+            {
+                try both(a, row)
+                hasA = try before!.advance()
+            } else {
+                try entered(row)
+            }
+        }
+        while hasA {
+            try exited(before!.current)
+            hasA = try before!.advance()
         }
         if let before, let expected = expectedSHA256, before.sha256() != expected {
             throw WinBackError(
@@ -104,41 +148,5 @@ enum SegmentChanges {
                     + "published): remove that run or restore the file",
                 path: before.path)
         }
-        let (changedBytes, _, changedSHA) = try changed.finish()
-        let copy = try IntermediateReader(path: changedPath, bytes: changedBytes, sha256: changedSHA)
-        var left = changedBytes
-        while left > 0 {
-            let n = min(left, 64 << 10)
-            try out.write(Array(try copy.bytes(n)))
-            left -= n
-        }
-        let (exitedBytes, _, exitedSHA) = try exited.finish()
-        let keys = try IntermediateReader(path: exitedPath, bytes: exitedBytes, sha256: exitedSHA)
-        for _ in 0..<count.exited {
-            let k = SegmentKey(
-                group: try SpilledKeys.next(keys), original: try SpilledKeys.next(keys),
-                offer: try SpilledKeys.next(keys))
-            let why = try reason(k)
-            count.reasons[why, default: 0] += 1
-            line(Self.exited, k, offer: [], previous: k.offer, reason: why)
-            try out.write(rec.bytes)
-        }
-        return (count, count.entered + count.changed + count.exited)
-    }
-
-}
-
-/// The exited rows' keys as a segment's changes spill them: each field a 4-byte length (little
-/// endian) and its bytes.
-enum SpilledKeys {
-    static func append(_ field: [UInt8], to out: inout [UInt8]) {
-        for shift in [0, 8, 16, 24] { out.append(UInt8(truncatingIfNeeded: field.count >> shift)) }
-        out.append(contentsOf: field)
-    }
-
-    static func next(_ r: IntermediateReader) throws -> [UInt8] {
-        let b = Array(try r.bytes(4))
-        let n = Int(b[0]) | Int(b[1]) << 8 | Int(b[2]) << 16 | Int(b[3]) << 24
-        return Array(try r.bytes(n))
     }
 }

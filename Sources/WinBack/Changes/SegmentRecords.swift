@@ -15,16 +15,7 @@ struct SegmentKey: Equatable, Hashable, Sendable {
     /// The customer order of the segment files (docs/rules.md §4.1): bytewise by group, then
     /// originalTransactionId. Negative, zero or positive.
     static func compare(_ a: SegmentKey, _ b: SegmentKey) -> Int {
-        let g = compareBytes(a.group, b.group)
-        return g != 0 ? g : compareBytes(a.original, b.original)
-    }
-
-    static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
-        let n = min(a.count, b.count)
-        let r =
-            n == 0
-            ? 0 : a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in memcmp(pa.baseAddress!, pb.baseAddress!, n) } }
-        return r != 0 ? Int(r) : a.count - b.count
+        SegmentRow.compare(group: a.group, a.original, group: b.group, b.original)
     }
 }
 

@@ -39,16 +39,25 @@ extension AfterPublish {
     }
 }
 
-/// The rows of `output.postgres` (docs/rules.md §14.2), read from the published folder.
+/// The rows of `output.postgres` (docs/rules.md §14.2): the published segment lists as the run
+/// holds them.
 enum AudienceTableStep {
     static func write(_ p: ResolvedPipeline, _ out: PostgresOutput, _ published: PublishedFolder) throws
         -> AudienceTable.Written
     {
-        // The lists the run wrote, as its manifest lists them.
+        // The lists the run wrote, as its manifest lists them, and their rows as the run holds them.
         let written = Set(published.manifest.outputs.map(\.path))
         let lists = (["best-offer"] + p.catalog.offers.map(\.offerId)).filter {
             written.contains("segments/" + $0 + ".csv")
-        }.map { ($0, published.folder + "/segments/" + $0 + ".csv") }
+        }
+        let tonight: SegmentSource
+        if let held = published.lists {
+            tonight = held
+        } else if lists.isEmpty {
+            tonight = NoSegments()
+        } else {
+            throw WinBackError(.software, "the run's segment lists are not at hand for the audience table")
+        }
         // The identity columns the destinations use, joined as for their files.
         var join: IdentityJoin?
         var columns: [String] = []
@@ -60,7 +69,7 @@ enum AudienceTableStep {
                     memory: $0)
             }
             join = try Stage.joinIdentities(p, source: source, rejects: &rejects, bounds: bounds)
-            try join!.prepare(lists: lists.map(\.1))
+            try join!.prepare(lists: lists, from: tonight)
             for d in p.config.destinations where !columns.contains(d.type.identityColumn) {
                 columns.append(d.type.identityColumn)
             }
@@ -80,20 +89,25 @@ enum AudienceTableStep {
             seconds: Double(p.config.networkSeconds)
         ) { row0 in
             try withoutActuallyEscaping(row0) { row in
-                for (segment, path) in lists {
-                    let each: ([String], [String]?) throws -> Void = { fields, values in
+                for segment in lists {
+                    let each: (SegmentRow, [String]?) throws -> Void = { r, values in
                         // A row never carries an empty link (§10.10).
-                        guard !fields[12].isEmpty else { return }
+                        guard !r.offerURL.isEmpty else { return }
                         let ids = positions.map { i in i.flatMap { values?[$0] } ?? "" }
-                        try row(segment, fields, ids)
+                        try row(segment, r.fields.map { String(decoding: $0, as: UTF8.self) }, ids)
                     }
                     if let join {
-                        try join.rows(of: path, each)
+                        try join.rows(of: segment, from: tonight, each)
                     } else {
-                        try Stage.forEachSegmentRow(path) { try each($0, nil) }
+                        try tonight.forEachRow(of: segment) { try each($0, nil) }
                     }
                 }
             }
         }
     }
+}
+
+/// No segment list (a run that wrote none).
+private struct NoSegments: SegmentSource {
+    func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {}
 }

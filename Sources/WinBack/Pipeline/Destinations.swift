@@ -47,9 +47,9 @@ extension Stage {
     /// files of those who left (docs/rules.md §10.5).
     static let statusColumn = "winback_status"
 
-    /// Writes every destination's files into `directory/destinations/<type>/` from the CSV
-    /// segments already in `directory/segments/` (docs/rules.md §10.2), so that a run in
-    /// memory, a memory-bounded run and a merge write the same files from the same segments.
+    /// Writes every destination's files into `directory/destinations/<type>/` from tonight's
+    /// segment lists (docs/rules.md §10.2), as a run in memory holds them or as a merge merges
+    /// them again, so that both write the same files from the same rows.
     /// The identities' rejected rows are added to `rejects`; more of them than
     /// `maxRejectedFraction` allows fails the run (65). Under `bounds` (a memory-bounded run)
     /// the identities are joined from files in its work folder, never held whole
@@ -62,21 +62,21 @@ extension Stage {
     /// as a compact set of bytes (``IdentityValueSet``), or under `bounds` split on disk by
     /// their hash (``TonightValues``).
     static func writeDestinations(
-        _ p: ResolvedPipeline, baseline: Baseline?, to directory: String, rejects: inout RejectList, sync: DiskSync,
-        bounds: IdentityJoin.Bounds? = nil
+        _ p: ResolvedPipeline, tonight lists: SegmentSource, baseline: Baseline?, to directory: String,
+        rejects: inout RejectList, sync: DiskSync, bounds: IdentityJoin.Bounds? = nil
     ) throws -> (outputs: [OutputStats], counts: [DestinationCount], identities: IdentityCount?) {
         guard let source = p.config.identities, !p.config.destinations.isEmpty else { return ([], [], nil) }
         var join = try joinIdentities(p, source: source, rejects: &rejects, bounds: bounds)
         defer { join.discard() }
         // Each list once, with every destination that reads it.
-        var lists: [String] = []
+        var names: [String] = []
         for d in p.config.destinations {
             for list in d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
-            where !lists.contains(list) {
-                lists.append(list)
+            where !names.contains(list) {
+                names.append(list)
             }
         }
-        try join.prepare(lists: lists.map { directory + "/segments/" + $0 + ".csv" })
+        try join.prepare(lists: names, from: lists)
         try OutputFile.makeFolder(directory + "/destinations")
         for d in p.config.destinations { try OutputFile.makeFolder(directory + "/destinations/\(d.type.rawValue)") }
         // Tonight's values of each destination, whatever list they are in: in one destination a
@@ -86,7 +86,7 @@ extension Stage {
         var writer = try DestinationListWriter(
             p, join: join, source: source, directory: directory, sync: sync, bounds: bounds)
         defer { writer.discard() }
-        for list in lists { try writer.write(list: list) }
+        for name in names { try writer.write(list: name, from: lists) }
         // The exit window (docs/rules.md §10.10): the baseline and the runs of the days before.
         let history = try Baseline.window(
             root: p.outputDirectory + "/" + p.config.name, name: p.config.name, before: writer.asOf,
@@ -174,22 +174,6 @@ extension Stage {
                 .configuration,
                 problems.joined(separator: "; ") + " (it has " + shown
                     + (header.count > 20 ? ", … \(header.count) columns in all" : "") + ")", path: path)
-        }
-    }
-
-    /// Calls `row` with the fields of every data row of a segment CSV file.
-    static func forEachSegmentRow(_ path: String, _ row: ([String]) throws -> Void) throws {
-        var header = true
-        try CSVRecordReader(source: try openSource(path: path), maxRecordBytes: 1 << 30).forEachRecord {
-            fields, _, _, bad in
-            if header {
-                header = false
-                return
-            }
-            guard bad == nil, fields.count == SegmentWriter.columns.count else {
-                throw WinBackError(.badData, "a segment row is not what this run wrote", path: path)
-            }
-            try row(fields.map { String(decoding: $0, as: UTF8.self) })
         }
     }
 }
@@ -310,7 +294,7 @@ struct DestinationListWriter {
 
     /// The files of segment list `list` for every destination that reads it: one row per
     /// identity value (a first pass finds each value's row), never a row without a link.
-    mutating func write(list: String) throws {
+    mutating func write(list: String, from lists: SegmentSource) throws {
         let destinations = p.config.destinations
         let readers = destinations.indices.filter { i in
             destinations[i].audience == .bestOffer ? list == "best-offer" : list != "best-offer"
@@ -327,16 +311,16 @@ struct DestinationListWriter {
         func key(_ k: Int, _ value: String) -> String { email[k] ? DestinationExits.folded(value) : value }
         var written = [Int](repeating: 0, count: readers.count)
         var unaddressable = [Int](repeating: 0, count: readers.count)
-        let segment = directory + "/segments/" + list + ".csv"
         let folds = try readers.indices.map { k in try FoldedValues(folder: bounds.map { $0.folder + "-fold-\(k)" }) }
         defer { for f in folds { f.discard() } }
         var position = 0
         let rank = self.rank
-        try join.rows(of: segment) { f, values in
+        try join.rows(of: list, from: lists) { row, values in
             defer { position += 1 }
-            guard !f[12].isEmpty, let values else { return }
+            guard !row.offerURL.isEmpty, let values else { return }
+            let offer = String(decoding: row.offer, as: UTF8.self)
             for k in readers.indices where !values[positions[k]].isEmpty {
-                try folds[k].add(key(k, values[positions[k]]), rank: rank[f[9]] ?? Int.max / 2, position: position)
+                try folds[k].add(key(k, values[positions[k]]), rank: rank[offer] ?? Int.max / 2, position: position)
             }
         }
         for f in folds { try f.finish() }
@@ -350,11 +334,11 @@ struct DestinationListWriter {
             unlinked.isEmpty
                 ? ids : ids.split(separator: ";").filter { !unlinked.contains(String($0)) }.joined(separator: ";")
         }
-        try join.rows(of: segment) { f, values in
+        try join.rows(of: list, from: lists) { row, values in
             defer { position += 1 }
             for (k, i) in readers.enumerated() {
                 // Never an empty link (docs/rules.md §10.10): an offer without appleId.
-                guard !f[12].isEmpty else {
+                guard !row.offerURL.isEmpty else {
                     counts[i].withoutLink += 1
                     counts[i].withoutLinkByList[list, default: 0] += 1
                     continue
@@ -372,10 +356,10 @@ struct DestinationListWriter {
                 }
                 record.reset()
                 record.field(verbatim: values[positions[k]])
-                record.field(f[9])
-                record.field(f[12])
-                record.field(linked(f[11]))
-                record.field(f[8])
+                record.field(bytes: row.offer)
+                record.field(bytes: row.offerURL)
+                record.field(linked(String(decoding: row.eligible, as: UTF8.self)))
+                record.field(bytes: row.monthsSince)
                 record.field(asOf)
                 record.field(DestinationExits.eligible)
                 record.end()

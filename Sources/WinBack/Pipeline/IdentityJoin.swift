@@ -70,28 +70,30 @@ struct IdentityJoin {
         return scan.positions[..<i].filter { $0 != nil }.count
     }
 
-    /// The key of a segment row (docs/rules.md §4.1 columns) as the identities are keyed.
-    func key(_ fields: [String]) -> String {
-        token ? IdentityReader.lowercasedASCII(fields[2]) : fields[1]
+    /// The key of a segment row as the identities are keyed.
+    func key(_ row: SegmentRow) -> String {
+        token
+            ? IdentityReader.lowercasedASCII(String(decoding: row.token, as: UTF8.self))
+            : String(decoding: row.original, as: UTF8.self)
     }
 
-    /// Prepares the answers for `lists` (segment files), in the order they will be read; a run
-    /// in memory has nothing to prepare.
-    mutating func prepare(lists: [String]) throws {
+    /// Prepares the answers for segment lists `names` of `lists`, in the order they will be
+    /// read; a run in memory has nothing to prepare.
+    mutating func prepare(lists names: [String], from lists: SegmentSource) throws {
         guard case .disk(let buckets) = storage else { return }
-        duplicates = try buckets.answer(lists: lists) { fields in key(fields) }
+        duplicates = try buckets.answer(lists: names, from: lists) { row in key(row) }
     }
 
-    /// Calls `row` with the fields of every row of segment file `list` and the kept identity
+    /// Calls `row` with every row of segment list `name` of `lists` and the kept identity
     /// values of its customer (nil: no identity row).
-    func rows(of list: String, _ row: ([String], [String]?) throws -> Void) throws {
+    func rows(of name: String, from lists: SegmentSource, _ row: (SegmentRow, [String]?) throws -> Void) throws {
         switch storage {
         case .memory(let index):
-            try Stage.forEachSegmentRow(list) { f in
-                try row(f, index.find(key(f)).map { index.values($0) })
+            try lists.forEachRow(of: name) { r in
+                try row(r, index.find(key(r)).map { index.values($0) })
             }
         case .disk(let buckets):
-            try buckets.read(list: list, key: { key($0) }, row)
+            try buckets.read(list: name, from: lists, key: { key($0) }, row)
         }
     }
 
@@ -165,7 +167,7 @@ final class IdentityBuckets {
 
     /// Loads each group in turn and writes, per list, the answers of the rows whose key falls
     /// in it; returns the rows whose key an earlier row had.
-    func answer(lists: [String], key: ([String]) -> String) throws -> Int {
+    func answer(lists: [String], from source: SegmentSource, key: (SegmentRow) -> String) throws -> Int {
         var duplicates = 0
         var files: [[(String, Int, String)]] = Array(repeating: [], count: lists.count)
         for g in 0..<groups {
@@ -185,7 +187,7 @@ final class IdentityBuckets {
             for (l, list) in lists.enumerated() {
                 let name = folder + "/answers-\(g)-\(l)"
                 let out = try IntermediateWriter(path: name)
-                try Stage.forEachSegmentRow(list) { f in
+                try source.forEachRow(of: list) { f in
                     let k = key(f)
                     guard groupOf[Self.bucket(k)] == g else { return }
                     record.removeAll(keepingCapacity: true)
@@ -211,12 +213,15 @@ final class IdentityBuckets {
     }
 
     /// Reads `list` with its answers, in segment order.
-    func read(list: String, key: ([String]) -> String, _ row: ([String], [String]?) throws -> Void) throws {
+    func read(
+        list: String, from source: SegmentSource, key: (SegmentRow) -> String,
+        _ row: (SegmentRow, [String]?) throws -> Void
+    ) throws {
         guard let files = answers[list] else {
             throw WinBackError(.badData, "no identities were joined to this list", path: list)
         }
         let readers = try files.map { try IntermediateReader(path: $0.0, bytes: $0.1, sha256: $0.2) }
-        try Stage.forEachSegmentRow(list) { f in
+        try source.forEachRow(of: list) { f in
             let r = readers[groupOf[Self.bucket(key(f))]]
             guard try r.byte() == 1 else { return try row(f, nil) }
             var values: [String] = []

@@ -136,10 +136,9 @@ public enum MetricsFile {
                     $0.isFinite && $0 > 0 ? $0 : nil
                 }
             let merged = previous.replacing(pipeline: r.pipeline, with: exposition(r, lastSuccess: lastSuccess))
-            let f = try OutputFile(path: tmp, exclusive: true)
+            let f = try OutputFile(path: tmp, exclusive: true, group: group.flatMap(System.groupID))
             try f.write(Array(merged.text.utf8))
             _ = try f.finish()
-            try System.secureFile(tmp, mode: 0o640, group: group.flatMap(System.groupID))
             try System.rename(tmp, path)
         } catch {
             System.unlinkIfPresent(tmp)

@@ -286,7 +286,7 @@ public enum PipelineRun {
             p, started: started, publisher: publisher, progress: progress,
             after: AfterPublish.steps(p, swapState: swap, progress: progress)
         ) {
-            manifest, rejects, staging, sync in
+            manifest, rejects, lists, staging, sync in
             let inputs = try Stage.read(p, .incremental(keeper), progress: progress)
             rejects = inputs.rejects
             manifest.record(inputs)
@@ -315,9 +315,11 @@ public enum PipelineRun {
             manifest.stages.append(("evaluate", progress.end(audience.summaryLine)))
 
             progress.begin("write")
-            manifest.outputs = try Stage.write(
+            let written = try Stage.write(
                 customers, audience: audience, book: book, renewals: inputs.renewals, rejects: &rejects,
                 manifest: &manifest, p, to: staging, sync: sync)
+            manifest.outputs = written.outputs
+            lists = written.lists
             manifest.stages.append(("write", progress.end("\(manifest.outputs.count) files")))
             // Held by the published run (``RunMemory``): releasing them takes a while.
             return (inputs, customers, audience)

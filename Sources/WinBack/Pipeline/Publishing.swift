@@ -30,6 +30,9 @@ struct PublishedFolder {
     var date: String
     /// The manifest as it was published.
     var manifest: Manifest
+    /// The segment lists the run published, as it holds them (nil: none, as when the run writes
+    /// no CSV): the steps after the publish never read the published files back.
+    var lists: SegmentSource? = nil
 }
 
 /// One step after a run is published, in the order a run lists them (``steps(_:state:progress:)``):
@@ -133,8 +136,10 @@ extension Stage {
     static func publishing<Held>(
         _ p: ResolvedPipeline, started: Date, publisher given: Publisher? = nil, progress: Progress,
         after steps: [AfterPublish],
-        _ stages: (_ manifest: inout Manifest, _ rejects: inout RejectList, _ staging: String, _ sync: DiskSync)
-            throws -> Held
+        _ stages: (
+            _ manifest: inout Manifest, _ rejects: inout RejectList, _ lists: inout SegmentSource?, _ staging: String,
+            _ sync: DiskSync
+        ) throws -> Held
     ) throws -> PublishedRun {
         var manifest = Manifest(p, started: started)
         let publisher = given ?? p.publisher()
@@ -142,13 +147,15 @@ extension Stage {
         let lock = RunLock(publisher)
         defer { lock.release() }
         var rejects = RejectList(limit: p.config.maxRejectsListed)
+        // The segment lists as the stages hold them, for the steps after the publish.
+        var lists: SegmentSource?
         let held: Held
         let folder: String
         do {
             // Files are synced on a thread of their own while the next ones are written.
-            let sync = DiskSync()
+            let sync = DiskSync(group: publisher.groupID)
             defer { try? sync.wait() }  // no descriptor outlives a failed run
-            held = try stages(&manifest, &rejects, publisher.staging, sync)
+            held = try stages(&manifest, &rejects, &lists, publisher.staging, sync)
             manifest.finished = Date()
             // What `output.keep` removes once published, listed in the manifest (docs/rules.md §10.6).
             manifest.pruned = Pruning.plan(
@@ -165,7 +172,7 @@ extension Stage {
         }
         progress.event("published", "published \(folder)", fields: ["folder": folder])
         try AfterPublish.run(
-            steps, PublishedFolder(folder: folder, date: publisher.date, manifest: manifest), lock: lock)
+            steps, PublishedFolder(folder: folder, date: publisher.date, manifest: manifest, lists: lists), lock: lock)
         let summary = RunSummary(
             published: folder, asOf: p.asOf, states: manifest.states, counters: manifest.counters,
             eligible: manifest.eligible, seconds: Date().timeIntervalSince(started))

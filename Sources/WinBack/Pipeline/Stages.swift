@@ -174,20 +174,20 @@ extension Stage {
     }
 
     /// Writes segments, reports and rejects into `directory` (docs/rules.md §4), every file
-    /// handed to `sync`.
+    /// handed to `sync`; returns the files and the segment lists, for the steps after the publish.
     ///
     /// With several threads the report stage runs, and its files are written, while the segments
     /// are written, and then the segment changes: each job has a long last piece (the
     /// best-offer list, the busiest customers) that the other fills in. With one thread, one
     /// after the other.
     ///
-    /// Then the destinations' files from the segments (docs/rules.md §10.2), recorded in
+    /// Then the destinations' files from the segment lists (docs/rules.md §10.2), recorded in
     /// `manifest`; their identities' rejected rows join `rejects`, written last.
     static func write(
         _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?,
         rejects: inout RejectList, manifest: inout Manifest, _ p: ResolvedPipeline, to directory: String,
         sync: DiskSync
-    ) throws -> [OutputStats] {
+    ) throws -> (outputs: [OutputStats], lists: SegmentSource) {
         let reportFiles = ResultSlots<Result<(Reports, [OutputStats]), Error>>(count: 1)
         let writeReports: @Sendable () -> Void = {
             reportFiles[0] = Result {
@@ -199,19 +199,18 @@ extension Stage {
         }
         let reporting = DispatchGroup()
         if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: writeReports) }
-        let segments = Result {
-            try SegmentWriter(
-                customers: customers, audience: audience, book: book, formats: p.config.formats,
-                requireApple: p.config.requireApple
-            ).write(to: directory, threads: p.threads, sync: sync)
-        }
-        // What changed since the last published run, from the segments just written (docs/rules.md
-        // §10.5): while the reports are still being counted.
+        // The segment lists, written, then handed in memory to the changes and the destinations.
+        let lists = SegmentWriter(
+            customers: customers, audience: audience, book: book, formats: p.config.formats,
+            requireApple: p.config.requireApple)
+        let segments = Result { try lists.write(to: directory, threads: p.threads, sync: sync) }
+        // What changed since the last published run, from the segment lists (docs/rules.md §10.5):
+        // while the reports are still being counted.
         let baseline = try Changes.baseline(p)
         let changed = Result {
             _ = try segments.get()
             return try Changes.write(
-                p, baseline: baseline,
+                p, tonight: lists, baseline: baseline,
                 reasoner: {
                     ExitReasoner(
                         customers: customers, audience: audience, book: book, requireApple: p.config.requireApple,
@@ -227,12 +226,13 @@ extension Stage {
         manifest.record(amountsOf: reports)
         outputs += reportOutputs
         let page = outputs.count
-        let delivered = try writeDestinations(p, baseline: baseline, to: directory, rejects: &rejects, sync: sync)
+        let delivered = try writeDestinations(
+            p, tonight: lists, baseline: baseline, to: directory, rejects: &rejects, sync: sync)
         manifest.record(delivered)
         outputs += delivered.outputs
         try writePage(reports, p, manifest: manifest, outputs: &outputs, at: page, to: directory, sync: sync)
         outputs.append(try writeRejects(rejects, p, to: directory, sync: sync))
-        return outputs
+        return (outputs, lists)
     }
 
     /// `rejects.csv` (docs/rules.md §6.1): the listed rejects, and a row counting the rest.

@@ -62,7 +62,7 @@ public enum Merge {
             p, started: began, publisher: given, progress: progress,
             after: AfterPublish.steps(p, swapState: swap, progress: progress)
         ) {
-            manifest, rejects, staging, sync in
+            manifest, rejects, lists, staging, sync in
             progress.begin("merge")
             // Under a memory limit, what a step no longer needs is let go of before the next.
             let settle = { if memoryLimit != nil { ResidentMemory.releaseUnused() } }
@@ -82,7 +82,11 @@ public enum Merge {
             // What changed since the last published run (docs/rules.md §10.5), the exited rows'
             // reasons from the shards that hold their customers.
             let reasons = ShardReasonFiles((0..<shards).map { work.shard($0) + "/" + ShardReasons.file })
-            let changes = try Changes.write(p, baseline: fingerprint.baseline, to: staging, sync: sync) {
+            let tonight = ShardSegments(folders: (0..<shards).map { work.shard($0) })
+            lists = tonight
+            let changes = try Changes.write(
+                p, tonight: tonight, baseline: fingerprint.baseline, to: staging, sync: sync
+            ) {
                 segment, _, row in try reasons.reason(segment: segment, row)
             }
             try reasons.finish()
@@ -93,7 +97,7 @@ public enum Merge {
             let page = outputs.count
             settle()
             let delivered = try Stage.writeDestinations(
-                p, baseline: fingerprint.baseline, to: staging, rejects: &rejects, sync: sync,
+                p, tonight: tonight, baseline: fingerprint.baseline, to: staging, rejects: &rejects, sync: sync,
                 bounds: memoryLimit.map { IdentityJoin.Bounds(folder: work.root + "/identities", memory: $0) })
             manifest.record(delivered)
             outputs += delivered.outputs
@@ -235,7 +239,7 @@ public enum Merge {
         }
         for r in readers.dropFirst() { _ = try r.next() }
         try out.write(header)
-        return try mergeLines(readers, into: out, until: nil)
+        return try mergeLines(readers, until: nil) { try out.write($0) }
     }
 
     /// The XML declaration, the root element with the total of the shards' customers, their
@@ -272,7 +276,7 @@ public enum Merge {
             return 0
         }
         try out.write(Array((bare + ">\n").utf8))
-        let rows = try mergeLines(open, into: out, until: UInt8(ascii: "<"))
+        let rows = try mergeLines(open, until: UInt8(ascii: "<")) { try out.write($0) }
         let name = bare.dropFirst().prefix { $0 != " " && $0 != ">" }
         try out.write(Array("</\(name)>\n".utf8))
         return rows
@@ -285,9 +289,11 @@ public enum Merge {
         return Int(s[r].dropFirst(11).dropLast())
     }
 
-    /// Writes the lines of `readers` in bytewise order until each ends or reaches a line
-    /// starting with `stop` (a closing tag: XML rows start with spaces); returns the lines written.
-    static func mergeLines(_ readers: [LineCursor], into out: OutputFile, until stop: UInt8?) throws -> Int {
+    /// Hands `emit` the lines of `readers` in bytewise order until each ends or reaches a line
+    /// starting with `stop` (a closing tag: XML rows start with spaces); returns the lines handed.
+    static func mergeLines(
+        _ readers: [LineCursor], until stop: UInt8?, _ emit: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Int {
         // Each reader's current line, valid until that reader moves on.
         var heads: [UnsafeRawBufferPointer?] = []
         func live(_ line: UnsafeRawBufferPointer?) -> UnsafeRawBufferPointer? {
@@ -303,7 +309,7 @@ public enum Merge {
                 if best < 0 || LineCursor.less(h, heads[best]!) { best = i }
             }
             if best < 0 { return rows }
-            try out.write(heads[best]!)
+            try emit(heads[best]!)
             rows += 1
             heads[best] = live(try readers[best].next())
         }
@@ -330,5 +336,33 @@ extension LineCursor {
         let n = min(a.count, b.count)
         let r = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
         return r != 0 ? r < 0 : a.count < b.count
+    }
+}
+
+/// The segment lists of a merge (``SegmentSource``): each list's shard files merged again, line
+/// by line in the order ``Merge/mergeCSV(_:into:)`` wrote them, every line checked to be a
+/// segment row; the steps after the segments never read the merged files back.
+struct ShardSegments: SegmentSource {
+    /// The shards' folders, each with its `segments/`.
+    let folders: [String]
+
+    func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {
+        let paths = folders.map { $0 + "/segments/" + name + ".csv" }
+        let readers = try paths.map { try LineCursor(path: $0) }
+        for (i, r) in readers.enumerated() where try r.next() == nil {
+            throw WinBackError(.badData, "empty shard segment file", path: paths[i])
+        }
+        var row = SegmentRow()
+        var record: [UInt8] = []
+        _ = try Merge.mergeLines(readers, until: nil) { line in
+            record.removeAll(keepingCapacity: true)
+            record.append(contentsOf: line)
+            if record.last == UInt8(ascii: "\n") { record.removeLast() }
+            guard let fields = SegmentRecords.split(record), fields.count == SegmentWriter.columns.count else {
+                throw WinBackError(.badData, "a shard's row of segment \(name) is not a segment row", path: paths[0])
+            }
+            row.fill(fields: fields)
+            try body(row)
+        }
     }
 }

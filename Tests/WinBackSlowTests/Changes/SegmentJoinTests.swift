@@ -35,13 +35,40 @@ struct SegmentJoinTests {
         let f = try OutputFile(path: out)
         _ = try SegmentChanges.write(
             segment: "best-offer", mayChange: mayChange, baseline: try baseline.map(file), expectedSHA256: nil,
-            tonight: try file(tonight), to: f, spill: Paths.temporary() + "/spill-\(UUID().uuidString)"
+            tonight: FileRows(path: try file(tonight)), to: f
         ) { "r:" + String(decoding: $0.original, as: UTF8.self) }
         _ = try f.finish()
         let records = try SegmentRecords(path: out, columns: SegmentChanges.columns)
         var rows: [[String]] = []
         while let r = try records.nextFields() { rows.append(r.map { String(decoding: $0, as: UTF8.self) }) }
         return rows
+    }
+
+    /// Tonight's rows of every list read from one segment file, as written by hand.
+    struct FileRows: SegmentSource {
+        let path: String
+        func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {
+            let records = try SegmentRecords(path: path, hashed: false)
+            var row = SegmentRow()
+            while let fields = try records.nextFields() {
+                row.fill(fields: fields)
+                try body(row)
+            }
+        }
+    }
+
+    @Test("tonight's rows out of customer order, or a customer twice, are 65: the join would be wrong")
+    func tonightOutOfOrder() throws {
+        for bad in [
+            Self.segment([("g", "2", "a"), ("g", "1", "a")]), Self.segment([("g", "1", "a"), ("g", "1", "b")]),
+            Self.segment([("h", "1", "a"), ("g", "9", "a")]),
+        ] {
+            #expect {
+                try Self.join(baseline: Self.segment([("g", "1", "a")]), tonight: bad)
+            } throws: { e in
+                (e as? WinBackError)?.code == .badData
+            }
+        }
     }
 
     @Test("RFC 4180 fields: commas, doubled quotes and line breaks inside quotes; a stray quote is refused")
