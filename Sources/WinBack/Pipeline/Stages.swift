@@ -173,51 +173,69 @@ extension Stage {
             rates: p.rates, horizonMonths: p.config.money?.horizonMonths ?? 3, threads: p.threads)
     }
 
-    /// Writes segments, reports and rejects into `directory` (docs/rules.md §4), every file
-    /// handed to `sync`; returns the files and the segment lists, for the steps after the publish.
+    /// Writes a run's files into `directory` from its customers and their evaluation (docs/rules.md
+    /// §4), every file handed to `sync`, through the output steps every composition shares
+    /// (``writeOutputs(_:_:baseline:rejects:manifest:to:sync:)``); returns the files and the
+    /// segment lists, for the steps after the publish.
     ///
     /// With several threads the report stage runs, and its files are written, while the segments
     /// are written, and then the segment changes: each job has a long last piece (the
     /// best-offer list, the busiest customers) that the other fills in. With one thread, one
     /// after the other.
-    ///
-    /// Then the destinations' files from the segment lists (docs/rules.md §10.2), recorded in
-    /// `manifest`; their identities' rejected rows join `rejects`, written last.
     static func write(
         _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?,
         rejects: inout RejectList, manifest: inout Manifest, _ p: ResolvedPipeline, to directory: String,
         sync: DiskSync
     ) throws -> (outputs: [OutputStats], lists: SegmentSource) {
-        let reportFiles = ResultSlots<Result<(Reports, [OutputStats]), Error>>(count: 1)
-        let writeReports: @Sendable () -> Void = {
-            reportFiles[0] = Result {
-                let reports = report(customers, audience: audience, book: book, renewals: renewals, p)
-                let files = try ReportWriter(reports: reports, title: p.config.name).write(
-                    to: directory, sync: sync, page: false)
-                return (reports, files)
-            }
-        }
-        let reporting = DispatchGroup()
-        if p.threads > 1 { DispatchQueue.global().async(group: reporting, execute: writeReports) }
         // The segment lists, written, then handed in memory to the changes and the destinations.
         let lists = SegmentWriter(
             customers: customers, audience: audience, book: book, formats: p.config.formats,
             requireApple: p.config.requireApple)
-        let segments = Result { try lists.write(to: directory, threads: p.threads, sync: sync) }
-        // What changed since the last published run, from the segment lists (docs/rules.md §10.5):
-        // while the reports are still being counted.
-        let baseline = try Changes.baseline(p)
+        let steps = OutputSteps(
+            lists: lists, segments: { try lists.write(to: directory, threads: p.threads, sync: sync) },
+            changes: { baseline in
+                try Changes.write(
+                    p, tonight: lists, baseline: baseline,
+                    reasoner: {
+                        ExitReasoner(
+                            customers: customers, audience: audience, book: book,
+                            requireApple: p.config.requireApple, baselineAsOf: $0.asOf)
+                    }, to: directory, sync: sync)
+            },
+            reports: {
+                let reports = report(customers, audience: audience, book: book, renewals: renewals, p)
+                return (reports, try ReportWriter(reports: reports, title: p.config.name).write(
+                    to: directory, sync: sync, page: false))
+            }, reportsBeside: p.threads > 1)
+        let outputs = try writeOutputs(
+            p, steps, baseline: try Changes.baseline(p), rejects: &rejects, manifest: &manifest, to: directory,
+            sync: sync)
+        return (outputs, lists)
+    }
+
+    /// The output steps of every composition that publishes (a run in memory, a merge), in their
+    /// one order: the segments, their changes since `baseline` (docs/rules.md §10.5), the report
+    /// files, the destinations' files (§10.2), report.html (whose first screen counts the
+    /// others, listed after the other report files) and rejects.csv, last, with the identities'
+    /// rejected rows. What each step counted goes in `manifest`; returns the files in the
+    /// manifest's order.
+    static func writeOutputs(
+        _ p: ResolvedPipeline, _ steps: OutputSteps, baseline: Baseline?, rejects: inout RejectList,
+        manifest: inout Manifest, to directory: String, sync: DiskSync
+    ) throws -> [OutputStats] {
+        let reportFiles = ResultSlots<Result<(Reports, [OutputStats]), Error>>(count: 1)
+        let report = steps.reports
+        let writeReports: @Sendable () -> Void = { reportFiles[0] = Result { try report() } }
+        let reporting = DispatchGroup()
+        if steps.reportsBeside { DispatchQueue.global().async(group: reporting, execute: writeReports) }
+        let segments = Result { try steps.segments() }
+        // What changed since the last published run: while the reports are still being counted.
         let changed = Result {
             _ = try segments.get()
-            return try Changes.write(
-                p, tonight: lists, baseline: baseline,
-                reasoner: {
-                    ExitReasoner(
-                        customers: customers, audience: audience, book: book, requireApple: p.config.requireApple,
-                        baselineAsOf: $0.asOf)
-                }, to: directory, sync: sync)
+            steps.between()
+            return try steps.changes(baseline)
         }
-        if p.threads > 1 { reporting.wait() } else { writeReports() }
+        if steps.reportsBeside { reporting.wait() } else { writeReports() }
         var outputs = try segments.get()
         let changes = try changed.get()
         manifest.changes = changes.summary
@@ -226,13 +244,16 @@ extension Stage {
         manifest.record(amountsOf: reports)
         outputs += reportOutputs
         let page = outputs.count
+        steps.between()
         let delivered = try writeDestinations(
-            p, tonight: lists, baseline: baseline, to: directory, rejects: &rejects, sync: sync)
+            p, tonight: steps.lists, baseline: baseline, to: directory, rejects: &rejects, sync: sync,
+            bounds: steps.bounds)
         manifest.record(delivered)
         outputs += delivered.outputs
+        steps.between()
         try writePage(reports, p, manifest: manifest, outputs: &outputs, at: page, to: directory, sync: sync)
         outputs.append(try writeRejects(rejects, p, to: directory, sync: sync))
-        return (outputs, lists)
+        return outputs
     }
 
     /// `rejects.csv` (docs/rules.md §6.1): the listed rejects, and a row counting the rest.
@@ -252,4 +273,23 @@ extension Stage {
         let (n, sha) = try f.finish()
         return OutputStats(path: name, bytes: n, rows: rows, sha256: sha)
     }
+}
+
+/// How a composition takes each of the output steps ``Stage/writeOutputs(_:_:baseline:rejects:manifest:to:sync:)``
+/// orders: a run in memory from its evaluation, a merge from its shards' files.
+struct OutputSteps {
+    /// Tonight's segment lists, for the changes and the destinations.
+    var lists: SegmentSource
+    /// Writes the segment files.
+    var segments: () throws -> [OutputStats]
+    /// Writes the changes against a baseline (nil: none).
+    var changes: (Baseline?) throws -> (outputs: [OutputStats], summary: ChangesSummary)
+    /// The reports, and their files but report.html.
+    var reports: @Sendable () throws -> (Reports, [OutputStats])
+    /// Whether the reports are counted beside the segments and changes (a run with threads).
+    var reportsBeside: Bool
+    /// Where a memory-bounded run joins the identities (nil: in memory).
+    var bounds: IdentityJoin.Bounds? = nil
+    /// Taken between steps: a memory-bounded run lets go of what the last one no longer needs.
+    var between: () -> Void = {}
 }

@@ -71,40 +71,31 @@ public enum Merge {
                 rejects: &rejects)
 
             let (reports, dropped, held) = try sum(p, work: work, shards: shards)
-            manifest.record(amountsOf: reports)
             manifest.eligible = zip(p.catalog.offers, reports.funnel).map { ($0.offerId, $1.funnel.eligible) }
             manifest.requireApple = p.config.requireApple
             manifest.droppedByApple = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], dropped))
             manifest.heldOut = Array(zip(p.catalog.offers.map(\.offerId) + ["best-offer"], held))
             settle()
-            var outputs = try segments(p, work: work, shards: shards, into: staging, sync: sync)
-            settle()
-            // What changed since the last published run (docs/rules.md §10.5), the exited rows'
-            // reasons from the shards that hold their customers.
-            let reasons = ShardReasonFiles((0..<shards).map { work.shard($0) + "/" + ShardReasons.file })
             let tonight = ShardSegments(folders: (0..<shards).map { work.shard($0) })
             lists = tonight
-            let changes = try Changes.write(
-                p, tonight: tonight, baseline: fingerprint.baseline, to: staging, sync: sync
-            ) {
-                segment, _, row in try reasons.reason(segment: segment, row)
-            }
-            try reasons.finish()
-            manifest.changes = changes.summary
-            outputs += changes.outputs
-            settle()
-            outputs += try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)
-            let page = outputs.count
-            settle()
-            let delivered = try Stage.writeDestinations(
-                p, tonight: tonight, baseline: fingerprint.baseline, to: staging, rejects: &rejects, sync: sync,
-                bounds: memoryLimit.map { IdentityJoin.Bounds(folder: work.root + "/identities", memory: $0) })
-            manifest.record(delivered)
-            outputs += delivered.outputs
-            settle()
-            try Stage.writePage(
-                reports, p, manifest: manifest, outputs: &outputs, at: page, to: staging, sync: sync)
-            outputs.append(try Stage.writeRejects(rejects, p, to: staging, sync: sync))
+            let steps = OutputSteps(
+                lists: tonight, segments: { try segments(p, work: work, shards: shards, into: staging, sync: sync) },
+                changes: { baseline in
+                    // The exited rows' reasons from the shards that hold their customers.
+                    let reasons = ShardReasonFiles((0..<shards).map { work.shard($0) + "/" + ShardReasons.file })
+                    let changes = try Changes.write(p, tonight: tonight, baseline: baseline, to: staging, sync: sync) {
+                        segment, _, row in try reasons.reason(segment: segment, row)
+                    }
+                    try reasons.finish()
+                    return changes
+                },
+                reports: { (reports, try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)) },
+                reportsBeside: false,
+                bounds: memoryLimit.map { IdentityJoin.Bounds(folder: work.root + "/identities", memory: $0) },
+                between: settle)
+            let outputs = try Stage.writeOutputs(
+                p, steps, baseline: fingerprint.baseline, rejects: &rejects, manifest: &manifest, to: staging,
+                sync: sync)
             manifest.outputs = outputs
             manifest.stages = [
                 ("partition", partitions.reduce(0) { $0 + $1.0.seconds }),
