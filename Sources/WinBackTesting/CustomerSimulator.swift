@@ -110,10 +110,8 @@ struct CustomerSimulator {
             // An introductory free trial.
             let end = product.months == 1 ? t + 7 * Self.day : MonthMath.addMonths(t, 1)
             var r = row(t, end)
-            r.offerType = 1
-            r.offerDiscountType = "FREE_TRIAL"
-            r.offerPeriod = product.months == 1 ? "P1W" : "P1M"
-            r.price = 0
+            (r.offerType, r.offerDiscountType, r.offerPeriod, r.price) =
+                (1, "FREE_TRIAL", product.months == 1 ? "P1W" : "P1M", 0)
             out.rows.append(r)
             t = end
         }
@@ -123,26 +121,7 @@ struct CustomerSimulator {
         while t < asOf && k < 900 {
             let end = MonthMath.addMonths(t, product.months)
             var r = row(t, end)
-            if let w = pendingWinBack {
-                r.offerType = 4
-                r.offerIdentifier = w.id
-                r.offerDiscountType = w.free ? "FREE_TRIAL" : (product.months == 12 ? "PAY_UP_FRONT" : "PAY_AS_YOU_GO")
-                r.offerPeriod = product.months == 12 ? "P1Y" : "P1M"
-                r.price = w.free ? 0 : product.priceMilli / 2
-                pendingWinBack = w.left > 1 ? (w.id, w.free, w.left - 1) : nil
-            } else if first && rng.chance(0.02) {
-                r.offerType = 3
-                r.offerIdentifier = "code.spring.1m"
-                r.offerDiscountType = "FREE_TRIAL"
-                r.offerPeriod = "P1M"
-                r.price = 0
-            } else if !first && rng.chance(0.02) {
-                r.offerType = 2
-                r.offerIdentifier = "promo.loyalty.half"
-                r.offerDiscountType = "PAY_AS_YOU_GO"
-                r.offerPeriod = "P1M"
-                r.price = product.priceMilli / 2
-            }
+            Self.markOffer(&r, winBack: &pendingWinBack, first: first, product: product, rng: &rng)
             first = false
             if product.id == P.basic.id && r.offerType == nil && rng.chance(0.03) {
                 // Upgrade mid-period: the old transaction is revoked as upgraded.
@@ -156,17 +135,7 @@ struct CustomerSimulator {
             }
             if rng.chance(0.015) {
                 // Refunded, and gone for good.
-                r.revocationDate = min(end - 1000, t + Int64(rng.int(1...20)) * Self.day)
-                r.revocationReason = rng.int(0...1)
-                // Prorated at 0, 50 or 100 %, or in full (docs/rules.md §13.1), decided by the row's
-                // id so the world's other draws stay as they were.
-                switch r.transactionId % 4 {
-                case 0, 1:
-                    r.revocationType = "REFUND_PRORATED"
-                    r.revocationPercentage = Int(r.transactionId / 4 % 3) * 50_000
-                case 2: r.revocationType = "REFUND_FULL"
-                default: break
-                }
+                Self.refund(&r, from: t, to: end, rng: &rng)
                 out.rows.append(r)
                 break
             }
@@ -174,93 +143,157 @@ struct CustomerSimulator {
             t = end
             let churn = product.months == 12 ? 0.3 : 0.07
             if pendingWinBack == nil && rng.chance(churn) {
-                guard comebacks < 3 && rng.chance(0.45) else {
-                    guard
-                        let c = campaignReturn(
-                            left: t, until: asOf, group: product.group, original: original, rows: out.rows,
-                            rng: &campaign)
-                    else { break }
-                    comebacks += 1
-                    t = c.at
-                    pendingWinBack = (c.offer, c.free, c.free ? 1 : (product.months == 12 ? 1 : 3))
-                    continue
-                }
-                comebacks += 1
-                let long = rng.chance(0.65)
-                // A short gap is a late renewal after billing retry; a long one a come-back.
-                let gapDays = long ? rng.int(61...540) : rng.int(2...60)
-                let back = Self.seconds(t + Int64(gapDays) * Self.day + Int64(rng.int(0...86_000)) * 1000)
-                if let c = campaignReturn(
-                    left: t, until: back, group: product.group, original: original, rows: out.rows, rng: &campaign)
-                {
-                    t = c.at
-                    pendingWinBack = (c.offer, c.free, c.free ? 1 : (product.months == 12 ? 1 : 3))
-                    continue
-                }
-                t = back
-                let offers = P.winBackOffers(for: product.id)
-                if long && !offers.isEmpty && rng.chance(0.5) {
-                    let o = offers[rng.int(0...(offers.count - 1))]
-                    pendingWinBack = (o.id, o.free, o.free ? 1 : (product.months == 12 ? 1 : 3))
-                }
+                guard
+                    lapse(
+                        at: &t, comebacks: &comebacks, winBack: &pendingWinBack, product: product,
+                        original: original, rows: out.rows, rng: &rng, campaign: &campaign)
+                else { break }
             } else if product.id == P.premium.id && rng.chance(0.02) {
                 product = P.basic  // downgrade at renewal
             }
         }
 
-        // Renewal info for some: billing retry and grace periods just after a lapse, auto-renew
-        // status and Apple's own eligible win-back offers for others.
-        if let last = out.rows.last {
-            let end = last.revocationDate ?? last.expiresDate
-            let lapsed = end <= asOf
-            if lapsed && asOf - end < 60 * Self.day && last.revocationDate == nil && rng.chance(0.6) {
-                let signed = min(asOf - 3_600_000, end + Int64(rng.int(0...2)) * Self.day)
-                out.renewal = GeneratedRenewal(
-                    originalTransactionId: original, autoRenewStatus: 1, isInBillingRetryPeriod: true,
-                    gracePeriodExpiresDate: rng.chance(0.3) ? end + 16 * Self.day : nil, eligibleWinBackOfferIds: nil,
-                    signedDate: signed)
-            } else if rng.chance(0.25) {
-                // Signed days to weeks before the as-of, carrying the offers winback's rules find
-                // at that instant, now and then with a disagreement (docs/rules.md §4.5). Drawn
-                // from a generator of their own, so the transactions stay as they were.
-                var apple = SplitMix64(seed: seed ^ 0xA991_E11D, index: UInt64(c))
-                let signed = Self.seconds(asOf - Int64(apple.int(86_400...(42 * 86_400))) * 1000)
-                var info = RenewalInfo(signedDate: signed)
-                info.autoRenewStatus = lapsed ? 0 : 1
-                out.renewal = GeneratedRenewal(
-                    originalTransactionId: original, autoRenewStatus: lapsed ? 0 : 1, isInBillingRetryPeriod: false,
-                    gracePeriodExpiresDate: nil,
-                    eligibleWinBackOfferIds: GeneratedAppleList.apple(out.rows, renewal: info, rng: &apple),
-                    signedDate: signed)
-            }
-        }
+        out.renewal = renewal(after: out.rows, original: original, c: c, rng: &rng)
         if sandbox {
             out.renewal = nil
         }
         // A family member sharing the subscription: their own originalTransactionId.
-        if !sandbox && rng.chance(0.04) {
-            let family = out.rows.map { r -> GeneratedTransaction in
-                var f = r
-                f.transactionId += 500
-                f.webOrderLineItemId += 500
-                f.originalTransactionId = original + 1
-                f.familyShared = true
-                f.appAccountToken = nil
-                f.userId = userId + "-family"
-                return f
-            }
-            out.rows += family
-        }
+        if !sandbox && rng.chance(0.04) { out.rows += Self.family(of: out.rows, original: original, userId: userId) }
         // A purchase that is not a subscription.
         if rng.chance(0.03), let any = out.rows.first {
             var coins = row(any.purchaseDate + Self.day, any.purchaseDate + Self.day)
-            coins.autoRenewable = false
-            coins.productId = "com.example.streamingpass.coins.100"
-            coins.groupId = ""
-            coins.price = 990
-            coins.originalTransactionId = coins.transactionId
+            (coins.autoRenewable, coins.productId, coins.groupId) = (false, "com.example.streamingpass.coins.100", "")
+            (coins.price, coins.originalTransactionId) = (990, coins.transactionId)
             out.rows.append(coins)
         }
         return out
     }
+
+    /// A lapse after a period: a late renewal after billing retry, a come-back (with a win-back
+    /// offer now and then, or through the campaign), or gone for good (false).
+    func lapse(
+        at t: inout Int64, comebacks: inout Int, winBack pendingWinBack: inout (id: String, free: Bool, left: Int)?,
+        product: GeneratedCatalog.Product, original: UInt64, rows: [GeneratedTransaction], rng: inout SplitMix64,
+        campaign: inout SplitMix64
+    ) -> Bool {
+        guard comebacks < 3 && rng.chance(0.45) else {
+            guard
+                let c = campaignReturn(
+                    left: t, until: asOf, group: product.group, original: original, rows: rows,
+                    rng: &campaign)
+            else { return false }
+            comebacks += 1
+            t = c.at
+            pendingWinBack = (c.offer, c.free, c.free ? 1 : (product.months == 12 ? 1 : 3))
+            return true
+        }
+        comebacks += 1
+        let long = rng.chance(0.65)
+        // A short gap is a late renewal after billing retry; a long one a come-back.
+        let gapDays = long ? rng.int(61...540) : rng.int(2...60)
+        let back = Self.seconds(t + Int64(gapDays) * Self.day + Int64(rng.int(0...86_000)) * 1000)
+        if let c = campaignReturn(
+            left: t, until: back, group: product.group, original: original, rows: rows, rng: &campaign)
+        {
+            t = c.at
+            pendingWinBack = (c.offer, c.free, c.free ? 1 : (product.months == 12 ? 1 : 3))
+            return true
+        }
+        t = back
+        let offers = GeneratedCatalog.winBackOffers(for: product.id)
+        if long && !offers.isEmpty && rng.chance(0.5) {
+            let o = offers[rng.int(0...(offers.count - 1))]
+            pendingWinBack = (o.id, o.free, o.free ? 1 : (product.months == 12 ? 1 : 3))
+        }
+        return true
+    }
+
+    /// Renewal info for some: billing retry and grace periods just after a lapse, auto-renew
+    /// status and Apple's own eligible win-back offers for others; nil for the rest.
+    func renewal(
+        after rows: [GeneratedTransaction], original: UInt64, c: Int, rng: inout SplitMix64
+    ) -> GeneratedRenewal? {
+        guard let last = rows.last else { return nil }
+        let end = last.revocationDate ?? last.expiresDate
+        let lapsed = end <= asOf
+        if lapsed && asOf - end < 60 * Self.day && last.revocationDate == nil && rng.chance(0.6) {
+            let signed = min(asOf - 3_600_000, end + Int64(rng.int(0...2)) * Self.day)
+            return GeneratedRenewal(
+                originalTransactionId: original, autoRenewStatus: 1, isInBillingRetryPeriod: true,
+                gracePeriodExpiresDate: rng.chance(0.3) ? end + 16 * Self.day : nil, eligibleWinBackOfferIds: nil,
+                signedDate: signed)
+        } else if rng.chance(0.25) {
+            // Signed days to weeks before the as-of, carrying the offers winback's rules find
+            // at that instant, now and then with a disagreement (docs/rules.md §4.5). Drawn
+            // from a generator of their own, so the transactions stay as they were.
+            var apple = SplitMix64(seed: seed ^ 0xA991_E11D, index: UInt64(c))
+            let signed = Self.seconds(asOf - Int64(apple.int(86_400...(42 * 86_400))) * 1000)
+            var info = RenewalInfo(signedDate: signed)
+            info.autoRenewStatus = lapsed ? 0 : 1
+            return GeneratedRenewal(
+                originalTransactionId: original, autoRenewStatus: lapsed ? 0 : 1, isInBillingRetryPeriod: false,
+                gracePeriodExpiresDate: nil,
+                eligibleWinBackOfferIds: GeneratedAppleList.apple(rows, renewal: info, rng: &apple),
+                signedDate: signed)
+        }
+        return nil
+    }
+
+    /// The offer a period is bought with: the win-back offer being redeemed, else now and then
+    /// an offer code on the first period or a promotional offer on a later one.
+    static func markOffer(
+        _ r: inout GeneratedTransaction, winBack pendingWinBack: inout (id: String, free: Bool, left: Int)?,
+        first: Bool, product: GeneratedCatalog.Product, rng: inout SplitMix64
+    ) {
+        if let w = pendingWinBack {
+            r.offerType = 4
+            r.offerIdentifier = w.id
+            r.offerDiscountType = w.free ? "FREE_TRIAL" : (product.months == 12 ? "PAY_UP_FRONT" : "PAY_AS_YOU_GO")
+            r.offerPeriod = product.months == 12 ? "P1Y" : "P1M"
+            r.price = w.free ? 0 : product.priceMilli / 2
+            pendingWinBack = w.left > 1 ? (w.id, w.free, w.left - 1) : nil
+        } else if first && rng.chance(0.02) {
+            r.offerType = 3
+            r.offerIdentifier = "code.spring.1m"
+            r.offerDiscountType = "FREE_TRIAL"
+            r.offerPeriod = "P1M"
+            r.price = 0
+        } else if !first && rng.chance(0.02) {
+            r.offerType = 2
+            r.offerIdentifier = "promo.loyalty.half"
+            r.offerDiscountType = "PAY_AS_YOU_GO"
+            r.offerPeriod = "P1M"
+            r.price = product.priceMilli / 2
+        }
+    }
+
+    /// A refund: revoked within the period, with its reason and type.
+    static func refund(_ r: inout GeneratedTransaction, from t: Int64, to end: Int64, rng: inout SplitMix64) {
+        r.revocationDate = min(end - 1000, t + Int64(rng.int(1...20)) * Self.day)
+        r.revocationReason = rng.int(0...1)
+        // Prorated at 0, 50 or 100 %, or in full (docs/rules.md §13.1), decided by the row's
+        // id so the world's other draws stay as they were.
+        switch r.transactionId % 4 {
+        case 0, 1:
+            r.revocationType = "REFUND_PRORATED"
+            r.revocationPercentage = Int(r.transactionId / 4 % 3) * 50_000
+        case 2: r.revocationType = "REFUND_FULL"
+        default: break
+        }
+    }
+
+    /// A family member's rows: the same periods under their own originalTransactionId.
+    static func family(of rows: [GeneratedTransaction], original: UInt64, userId: String) -> [GeneratedTransaction] {
+        rows.map { r -> GeneratedTransaction in
+            var f = r
+            f.transactionId += 500
+            f.webOrderLineItemId += 500
+            f.originalTransactionId = original + 1
+            f.familyShared = true
+            f.appAccountToken = nil
+            f.userId = userId + "-family"
+            return f
+        }
+    }
+
 }

@@ -45,27 +45,8 @@ public enum WorldGenerator {
     static let block = 4000
 
     public static func generate(_ o: GenerateOptions, to directory: String) throws -> GenerateSummary {
-        let format: WorldFormat
-        switch o.format {
-        case .appstoreNDJSON: format = NDJSONWorldFormat()
-        case .csv: format = CSVWorldFormat()
-        case .revenuecat: format = RevenueCatWorldFormat()
-        case .appstoreSigned: format = try SignedWorldFormat(asOf: o.asOf)
-        }
+        let format = try prepare(o, in: directory)
         let signed = format as? SignedWorldFormat
-        // Exports left by an earlier world (another as-of, another size) would be read by the
-        // pipeline's glob along with the new ones.
-        let existing = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        if let stale = existing.first(where: { $0.hasPrefix("transactions-") || $0.hasPrefix("revenuecat-") }) {
-            throw WinBackError(
-                .usage, "already holds exports (\(stale)); remove them or choose another --out", path: directory)
-        }
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
-            throw WinBackError(
-                .cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: directory)
-        }
         let sim = CustomerSimulator(asOf: o.asOf, seed: o.seed, experiment: o.experiment)
         // No export is dated after the world's present: the last file is the as-of month's.
         let lastMonth = MonthMath.monthStart(o.asOf)
@@ -82,43 +63,7 @@ public enum WorldGenerator {
             let slots = ResultSlots<([(String, [UInt8])], [UInt8], [UInt8])>(count: range.count)
             try parallelFor(count: range.count, threads: o.threads) { i in
                 let c = range.lowerBound + i
-                let result = sim.simulate(c)
-                var dup = SplitMix64(seed: o.seed ^ 0xD0_0D, index: UInt64(c))
-                var lines: [(String, [UInt8])] = []
-                // Signed worlds carry some customers' renewal info beside their last transaction.
-                let carried = signed != nil && c % 4 == 0 ? result.renewal : nil
-                for (k, row) in result.rows.enumerated() {
-                    var line: [UInt8] = []
-                    if let signed, let r = carried, k == result.rows.count - 1 {
-                        let json = Array(renewalLine(r).dropLast())
-                        signed.append(
-                            row, renewal: (json, r.signedDate), variant: Int(row.transactionId % 6), to: &line)
-                    } else {
-                        format.append(row, variant: Int(row.transactionId % 6), to: &line)
-                    }
-                    let month = Timestamp.month(row.purchaseDate)
-                    lines.append((month, line))
-                    // Exports overlap: some rows come again in the next month's file (in the
-                    // as-of month's own file when that is the last), some re-signed later.
-                    if dup.chance(0.03) {
-                        var again = row
-                        if dup.chance(0.5) { again.signedDate += MonthMath.day }
-                        var copy: [UInt8] = []
-                        format.append(again, variant: k, to: &copy)
-                        let next = MonthMath.addMonths(MonthMath.monthStart(row.purchaseDate), 1)
-                        lines.append((Timestamp.month(min(next, lastMonth)), copy))
-                    }
-                }
-                var renewal: [UInt8] = []
-                if let r = result.renewal, carried == nil {
-                    renewal = renewalLine(r)
-                    if let signed {
-                        renewal = signed.renewalLine(
-                            Array(renewal.dropLast()), signedDate: r.signedDate,
-                            variant: Int(r.originalTransactionId % 3))
-                    }
-                }
-                slots[i] = (lines, renewal, identityLine(c, result.rows))
+                slots[i] = encode(customer: c, sim, format: format, seed: o.seed, lastMonth: lastMonth)
             }
             // Bucket by month, shuffle each bucket, append to its file.
             var buckets: [String: [[UInt8]]] = [:]
@@ -177,6 +122,75 @@ public enum WorldGenerator {
         try write(pipeline(o, format: format), to: directory + "/pipeline.yaml")
         files.append("pipeline.yaml")
         return GenerateSummary(files: files, transactions: transactions, customers: o.customers, bytes: bytes)
+    }
+
+    /// One customer's export lines (by month), renewal line and identities line.
+    static func encode(
+        customer c: Int, _ sim: CustomerSimulator, format: WorldFormat, seed: UInt64, lastMonth: Int64
+    ) -> ([(String, [UInt8])], [UInt8], [UInt8]) {
+        let signed = format as? SignedWorldFormat
+        let result = sim.simulate(c)
+        var dup = SplitMix64(seed: seed ^ 0xD0_0D, index: UInt64(c))
+        var lines: [(String, [UInt8])] = []
+        // Signed worlds carry some customers' renewal info beside their last transaction.
+        let carried = signed != nil && c % 4 == 0 ? result.renewal : nil
+        for (k, row) in result.rows.enumerated() {
+            var line: [UInt8] = []
+            if let signed, let r = carried, k == result.rows.count - 1 {
+                let json = Array(renewalLine(r).dropLast())
+                signed.append(
+                    row, renewal: (json, r.signedDate), variant: Int(row.transactionId % 6), to: &line)
+            } else {
+                format.append(row, variant: Int(row.transactionId % 6), to: &line)
+            }
+            let month = Timestamp.month(row.purchaseDate)
+            lines.append((month, line))
+            // Exports overlap: some rows come again in the next month's file (in the
+            // as-of month's own file when that is the last), some re-signed later.
+            if dup.chance(0.03) {
+                var again = row
+                if dup.chance(0.5) { again.signedDate += MonthMath.day }
+                var copy: [UInt8] = []
+                format.append(again, variant: k, to: &copy)
+                let next = MonthMath.addMonths(MonthMath.monthStart(row.purchaseDate), 1)
+                lines.append((Timestamp.month(min(next, lastMonth)), copy))
+            }
+        }
+        var renewal: [UInt8] = []
+        if let r = result.renewal, carried == nil {
+            renewal = renewalLine(r)
+            if let signed {
+                renewal = signed.renewalLine(
+                    Array(renewal.dropLast()), signedDate: r.signedDate,
+                    variant: Int(r.originalTransactionId % 3))
+            }
+        }
+        return (lines, renewal, identityLine(c, result.rows))
+    }
+
+    /// The world's export format; a folder that already holds exports is refused (64).
+    static func prepare(_ o: GenerateOptions, in directory: String) throws -> WorldFormat {
+        let format: WorldFormat
+        switch o.format {
+        case .appstoreNDJSON: format = NDJSONWorldFormat()
+        case .csv: format = CSVWorldFormat()
+        case .revenuecat: format = RevenueCatWorldFormat()
+        case .appstoreSigned: format = try SignedWorldFormat(asOf: o.asOf)
+        }
+        // Exports left by an earlier world (another as-of, another size) would be read by the
+        // pipeline's glob along with the new ones.
+        let existing = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        if let stale = existing.first(where: { $0.hasPrefix("transactions-") || $0.hasPrefix("revenuecat-") }) {
+            throw WinBackError(
+                .usage, "already holds exports (\(stale)); remove them or choose another --out", path: directory)
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw WinBackError(
+                .cannotCreateOutput, "cannot create the folder: \(error.localizedDescription)", path: directory)
+        }
+        return format
     }
 
     static func renewalLine(_ r: GeneratedRenewal) -> [UInt8] {

@@ -123,7 +123,9 @@ public struct SegmentWriter: Sendable {
                 if rank == 0 { best.append(Entry(result: ri, offer: Int(o), rank: 1)) }
             }
         }
-        var lists = book.offers.indices.map { List(name: book.offers[$0].offer.offerId, entries: perOffer[$0], offer: $0) }
+        var lists = book.offers.indices.map {
+            List(name: book.offers[$0].offer.offerId, entries: perOffer[$0], offer: $0)
+        }
         lists.append(List(name: "best-offer", entries: best, offer: nil))
         if audience.experiment != nil { lists.append(List(name: SegmentWriter.holdout, entries: holdout, offer: nil)) }
         return lists
@@ -281,13 +283,23 @@ extension SegmentWriter: SegmentSource {
                 let k = Int(r.pointee.customer)
                 set(&row.group) { s.append(customers.groups[k], to: &$0) }
                 set(&row.original) { customers.originalTransactionIds[k].append(in: s, to: &$0) }
-                set(&row.token) { if !r.pointee.timeline.appAccountToken.isNone { r.pointee.timeline.appAccountToken.append(in: s, to: &$0) } }
-                set(&row.storefront) { if r.pointee.timeline.storefront >= 0 { s.append(r.pointee.timeline.storefront, to: &$0) } }
+                set(&row.token) {
+                    if !r.pointee.timeline.appAccountToken.isNone {
+                        r.pointee.timeline.appAccountToken.append(in: s, to: &$0)
+                    }
+                }
+                set(&row.storefront) {
+                    if r.pointee.timeline.storefront >= 0 { s.append(r.pointee.timeline.storefront, to: &$0) }
+                }
                 set(&row.product) { s.append(r.pointee.timeline.productId, to: &$0) }
                 set(&row.paidMonths) { CSVRecord.appendDecimal(Int64(r.pointee.timeline.paidMonths), to: &$0) }
-                set(&row.paidRunStart) { if let p = r.pointee.timeline.paidRunStart { Timestamp.appendISO(p, to: &$0) } }
+                set(&row.paidRunStart) {
+                    if let p = r.pointee.timeline.paidRunStart { Timestamp.appendISO(p, to: &$0) }
+                }
                 set(&row.lastSubscribedEnd) { Timestamp.appendISO(r.pointee.timeline.lastSubscribedEnd, to: &$0) }
-                set(&row.monthsSince) { CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0) }
+                set(&row.monthsSince) {
+                    CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0)
+                }
                 set(&row.offer) { out in offerIds.with(e.offer) { out.append(contentsOf: $0) } }
                 set(&row.rank) { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
                 set(&row.eligible) { appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &$0) }

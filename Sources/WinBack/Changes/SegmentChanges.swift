@@ -45,7 +45,9 @@ enum SegmentChanges {
         let join = SegmentJoin(segment: segment, baseline: baseline, expectedSHA256: expectedSHA256, tonight: tonight)
         try out.write(CSVRecord.header(columns))
         var rec = CSVRecord()
-        func line(_ change: [UInt8], group: [UInt8], original: [UInt8], offer: [UInt8], previous: [UInt8], reason: String) {
+        func line(
+            _ change: [UInt8], group: [UInt8], original: [UInt8], offer: [UInt8], previous: [UInt8], reason: String
+        ) {
             rec.reset()
             rec.field(escaped: change)
             rec.field(bytes: group)

@@ -204,8 +204,11 @@ extension Stage {
             },
             reports: {
                 let reports = report(customers, audience: audience, book: book, renewals: renewals, p)
-                return (reports, try ReportWriter(reports: reports, title: p.config.name).write(
-                    to: directory, sync: sync, page: false))
+                return (
+                    reports,
+                    try ReportWriter(reports: reports, title: p.config.name).write(
+                        to: directory, sync: sync, page: false)
+                )
             }, reportsBeside: p.threads > 1)
         let outputs = try writeOutputs(
             p, steps, baseline: try Changes.baseline(p), rejects: &rejects, manifest: &manifest, to: directory,

@@ -89,7 +89,9 @@ public enum Merge {
                     try reasons.finish()
                     return changes
                 },
-                reports: { (reports, try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync)) },
+                reports: {
+                    (reports, try writeReports(reports, p, work: work, shards: shards, into: staging, sync: sync))
+                },
                 reportsBeside: false,
                 bounds: memoryLimit.map { IdentityJoin.Bounds(folder: work.root + "/identities", memory: $0) },
                 between: settle)

@@ -144,49 +144,66 @@ struct RevenueCatFormat: RowFormat {
         case updatedAt = "updated_at"
     }
 
+    /// The export's columns by position; a file without the columns every row needs is not a
+    /// RevenueCat export (65).
+    static func columns(_ fields: [UnsafeRawBufferPointer], path: String) throws -> [Column: Int] {
+        var at: [Column: Int] = [:]
+        for (i, f) in fields.enumerated() {
+            if let c = Column.allCases.first(where: { CSVFormat.equals(f, $0.rawValue) }) { at[c] = i }
+        }
+        let missing = [Column.store, .storeTransactionId, .originalStoreTransactionId, .productIdentifier, .startTime]
+            .filter { at[$0] == nil }
+        if !missing.isEmpty {
+            throw WinBackError(
+                .badData, "not a RevenueCat export: no column \(missing.map(\.rawValue).joined(separator: ", "))",
+                path: path)
+        }
+        return at
+    }
+
+    /// Lookups by bytes, without a String per row: the products map's groups, ISO 3166's
+    /// alpha-3 codes by alpha-2, and the constants a row is given.
+    struct Lookups {
+        let productIds: StringTable
+        var groups: [[UInt8]] = []
+        let alpha2 = StringTable(capacity: 300)
+        var alpha3: [[UInt8]] = []
+        let constants = StringTable(capacity: 16)
+        let sandbox: Int32
+        let production: Int32
+        let freeTrial: Int32
+
+        init(products: [String: String]) {
+            productIds = StringTable(capacity: products.count + 1)
+            for (product, group) in products.sorted(by: { $0.key < $1.key }) {
+                _ = productIds.intern(product)
+                groups.append(Array(group.utf8))
+            }
+            for (two, three) in ISO3166.pairs {
+                _ = alpha2.intern(two)
+                alpha3.append(Array(three.utf8))
+            }
+            sandbox = constants.intern("Sandbox")
+            production = constants.intern("Production")
+            freeTrial = constants.intern("FREE_TRIAL")
+        }
+    }
+
     func read(input: Input, inflater: Inflater, into out: FileRows, progress: @escaping @Sendable (Int) -> Void) throws
     {
         let path = input.path
         let source = try openSource(input: input, inflater: inflater)
+        let lookups = Lookups(products: products)
         let decoder = TransactionDecoder(table: out.table)
         decoder.environment = out.environment
-        // Lookups by bytes, without a String per row.
-        let productIds = StringTable(capacity: products.count + 1)
-        var groups: [[UInt8]] = []
-        for (product, group) in products.sorted(by: { $0.key < $1.key }) {
-            _ = productIds.intern(product)
-            groups.append(Array(group.utf8))
-        }
-        let alpha2 = StringTable(capacity: 300)
-        var alpha3: [[UInt8]] = []
-        for (two, three) in ISO3166.pairs {
-            _ = alpha2.intern(two)
-            alpha3.append(Array(three.utf8))
-        }
-        let constants = StringTable(capacity: 16)
-        let sandbox = constants.intern("Sandbox")
-        let production = constants.intern("Production")
-        let freeTrial = constants.intern("FREE_TRIAL")
-
+        let (productIds, groups, alpha2, alpha3) = (lookups.productIds, lookups.groups, lookups.alpha2, lookups.alpha3)
+        let (constants, sandbox, production, freeTrial) =
+            (lookups.constants, lookups.sandbox, lookups.production, lookups.freeTrial)
         var at: [Column: Int] = [:]
         var values = [ScannedValue](repeating: .absent, count: Key.allCases.count)
         try CSVFormat.forEachRow(
             path: path, source: source, into: out, progress: progress,
-            header: { fields in
-                for (i, f) in fields.enumerated() {
-                    if let c = Column.allCases.first(where: { CSVFormat.equals(f, $0.rawValue) }) { at[c] = i }
-                }
-                let missing = [
-                    Column.store, .storeTransactionId, .originalStoreTransactionId, .productIdentifier, .startTime,
-                ]
-                .filter { at[$0] == nil }
-                if !missing.isEmpty {
-                    throw WinBackError(
-                        .badData,
-                        "not a RevenueCat export: no column \(missing.map(\.rawValue).joined(separator: ", "))",
-                        path: path)
-                }
-            },
+            header: { at = try Self.columns($0, path: path) },
             row: { fields, line, raw in
                 func reject(_ why: String) {
                     out.rejects.add(Reject(file: path, line: line, reason: why, bytes: raw))

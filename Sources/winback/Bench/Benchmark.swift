@@ -118,6 +118,76 @@ public enum Benchmark {
         return ChildRun(seconds: seconds, peakRSSBytes: peak, cpuSeconds: cpu)
     }
 
+    /// The report's lines.
+    static func report(
+        _ o: Options, files: Int, compressed: Int, uncompressed: Int, transactions: String, floor floorSeconds: Double,
+        zlibFloor: Double, signedFloor: [String], againstDecoded: [String], wall w: (Double, Int),
+        wall1 w1: (Double, Int)
+    ) -> [String] {
+        let (wall, peak) = w
+        let (wall1, peak1) = w1
+        let mb = { (b: Int) in String(format: "%.1f MB", Double(b) / 1_000_000) }
+        return [
+            "winback benchmark — \(o.customers) customers, seed \(o.seed), \(o.runs) runs each (medians)",
+            "input:          \(files) files, \(mb(compressed)) gzipped, \(mb(uncompressed)) \(o.format.rawValue), \(transactions) transactions",
+            signedFloor.isEmpty
+                ? String(
+                    format: "floor:          %.3f s  (inflate only, %@, %d threads)", floorSeconds, o.inflater.rawValue,
+                    o.threads)
+                : String(format: "floor:          %.3f s  (the larger of the two below)", floorSeconds),
+        ] + signedFloor + [
+            String(
+                format: "pipeline:       %.3f s  (%d threads)  = %.2f × floor, %.1f MB/s uncompressed, peak RSS %@",
+                wall, o.threads, wall / floorSeconds, Double(uncompressed) / 1_000_000 / wall, mb(peak)),
+            String(
+                format:
+                    "pipeline:       %.3f s  (1 thread)    = %.2f × floor, peak RSS %@; %d threads are %.2f× faster",
+                wall1, wall1 / floorSeconds, mb(peak1), o.threads, wall1 / wall),
+        ] + againstDecoded
+            + (o.inflater == .zlib
+                ? []
+                : [
+                    String(
+                        format: "zlib floor:     %.3f s  (inflate only, zlib, %d threads); the pipeline is %.2f × it",
+                        zlibFloor, o.threads, wall / zlibFloor)
+                ])
+    }
+
+    /// A signed world's floor (the larger of its signature checks and its inflating), the lines
+    /// that say them, and its run against the decoded world's.
+    static func signedReport(
+        _ o: Options, walls: [Double], floors: [Double], verifyFloors: [Double], rates: [Double], jws: Int, peak: Int,
+        decoded: (walls: [Double], floors: [Double], peak: Int)
+    ) -> (Double, [String], [String]) {
+        // Signed ≤ 1.3 × (decoded run + inflating the signed files + one verification per
+        // JWS − inflating the decoded files): what signing adds, and nothing more, allowed 30 %.
+        let decodedWalls = decoded.walls
+        let decodedFloors = decoded.floors
+        let decodedPeak = decoded.peak
+        let decodedWall = median(decodedWalls)
+        let budget = decodedWall + median(floors) + median(verifyFloors) - median(decodedFloors)
+        let againstDecoded = [
+            String(
+                format: "decoded run:    %.3f s  (%d threads), peak RSS %@; inflating its files %.3f s", decodedWall,
+                o.threads, String(format: "%.1f MB", Double(decodedPeak) / 1_000_000), median(decodedFloors)),
+            String(
+                format: "signed / (decoded + signed inflate + verify − decoded inflate) = %.3f / %.3f = %.2f; "
+                    + "peak RSS %+.1f %% of the decoded run's",
+                median(walls), budget, median(walls) / budget,
+                (Double(peak) / Double(max(1, decodedPeak)) - 1) * 100),
+        ]
+        // The floor of a signed world is its signature checks, when they cost more than inflating.
+        let verifyFloor = median(verifyFloors)
+        let signedFloor = [
+            String(
+                format: "verify floor:   %.3f s  (%d JWS, ES256, chain cached, %.0f/s per core, %d threads)",
+                verifyFloor, jws, median(rates), o.threads),
+            String(
+                format: "inflate floor:  %.3f s  (%@, %d threads)", median(floors), o.inflater.rawValue, o.threads),
+        ]
+        return (max(median(floors), verifyFloor), signedFloor, againstDecoded)
+    }
+
     /// The whole benchmark; returns the report's lines.
     public static func run(_ o: Options, log: @escaping (String) -> Void) throws -> [String] {
         let dir = try world(o, log: log)
@@ -204,61 +274,19 @@ public enum Benchmark {
         var signedFloor: [String] = []
         var againstDecoded: [String] = []
         if signed {
-            // Signed ≤ 1.3 × (decoded run + inflating the signed files + one verification per
-            // JWS − inflating the decoded files): what signing adds, and nothing more, allowed 30 %.
-            let decoded = median(decodedWalls)
-            let budget = decoded + median(floors) + median(verifyFloors) - median(decodedFloors)
-            againstDecoded = [
-                String(
-                    format: "decoded run:    %.3f s  (%d threads), peak RSS %@; inflating its files %.3f s", decoded,
-                    o.threads, String(format: "%.1f MB", Double(decodedPeak) / 1_000_000), median(decodedFloors)),
-                String(
-                    format: "signed / (decoded + signed inflate + verify − decoded inflate) = %.3f / %.3f = %.2f; "
-                        + "peak RSS %+.1f %% of the decoded run's",
-                    median(walls), budget, median(walls) / budget,
-                    (Double(peak) / Double(max(1, decodedPeak)) - 1) * 100),
-            ]
-            // The floor of a signed world is its signature checks, when they cost more than inflating.
-            let verifyFloor = median(verifyFloors)
-            signedFloor = [
-                String(
-                    format: "verify floor:   %.3f s  (%d JWS, ES256, chain cached, %.0f/s per core, %d threads)",
-                    verifyFloor, jws, median(rates), o.threads),
-                String(
-                    format: "inflate floor:  %.3f s  (%@, %d threads)", floorSeconds, o.inflater.rawValue, o.threads),
-            ]
-            floorSeconds = max(floorSeconds, verifyFloor)
+            (floorSeconds, signedFloor, againstDecoded) = signedReport(
+                o, walls: walls, floors: floors, verifyFloors: verifyFloors, rates: rates, jws: jws, peak: peak,
+                decoded: (decodedWalls, decodedFloors, decodedPeak))
         }
         let zlibFloor = o.inflater == .zlib ? floorSeconds : median(zlibFloors)
         let wall = median(walls)
         let wall1 = o.threads > 1 ? median(walls1) : wall
         if o.threads == 1 { peak1 = peak }
 
-        let mb = { (b: Int) in String(format: "%.1f MB", Double(b) / 1_000_000) }
-        return [
-            "winback benchmark — \(o.customers) customers, seed \(o.seed), \(o.runs) runs each (medians)",
-            "input:          \(files.count) files, \(mb(compressed)) gzipped, \(mb(uncompressed)) \(o.format.rawValue), \(transactions) transactions",
-            signedFloor.isEmpty
-                ? String(
-                    format: "floor:          %.3f s  (inflate only, %@, %d threads)", floorSeconds, o.inflater.rawValue,
-                    o.threads)
-                : String(format: "floor:          %.3f s  (the larger of the two below)", floorSeconds),
-        ] + signedFloor + [
-            String(
-                format: "pipeline:       %.3f s  (%d threads)  = %.2f × floor, %.1f MB/s uncompressed, peak RSS %@",
-                wall, o.threads, wall / floorSeconds, Double(uncompressed) / 1_000_000 / wall, mb(peak)),
-            String(
-                format:
-                    "pipeline:       %.3f s  (1 thread)    = %.2f × floor, peak RSS %@; %d threads are %.2f× faster",
-                wall1, wall1 / floorSeconds, mb(peak1), o.threads, wall1 / wall),
-        ] + againstDecoded
-            + (o.inflater == .zlib
-                ? []
-                : [
-                    String(
-                        format: "zlib floor:     %.3f s  (inflate only, zlib, %d threads); the pipeline is %.2f × it",
-                        zlibFloor, o.threads, wall / zlibFloor)
-                ])
+        return report(
+            o, files: files.count, compressed: compressed, uncompressed: uncompressed, transactions: transactions,
+            floor: floorSeconds, zlibFloor: zlibFloor, signedFloor: signedFloor, againstDecoded: againstDecoded,
+            wall: (wall, peak), wall1: (wall1, peak1))
     }
 
     static func median(_ xs: [Double]) -> Double {
