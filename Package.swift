@@ -64,11 +64,19 @@ let package = Package(
                 "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport", "CZlib", "CLibXML2",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
+        // Delivery's own structures: the identities split on disk and joined to the segment lists,
+        // the identity values of tonight's files and of the rows folded by value.
+        .target(
+            name: "WinBackDelivery",
+            dependencies: [
+                "WinBackWrite", "WinBackRead", "WinBackModel", "WinBackSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .target(
             name: "WinBack",
             dependencies: [
-                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel",
-                "WinBackSupport", "CZlib", .product(name: "Yams", package: "Yams"),
+                "WinBackDelivery", "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel",
+                "WinBackSupport", .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // Test-only code: the world generator, the test chain and its signer. Used by the tests
@@ -101,8 +109,8 @@ let package = Package(
         .testTarget(
             name: "WinBackTests",
             dependencies: [
-                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackWrite", "WinBackRules", "WinBackRead",
-                "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport", "CZlib",
+                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackDelivery", "WinBackWrite", "WinBackRules",
+                "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport", "CZlib",
                 .product(name: "X509", package: "swift-certificates"),
             ],
             resources: [.copy("Fixtures")]),
@@ -112,8 +120,9 @@ let package = Package(
         .testTarget(
             name: "WinBackSlowTests",
             dependencies: [
-                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackWrite", "WinBackRules", "WinBackRead",
-                "WinBackS3", "WinBackModel", "WinBackSupport", .product(name: "X509", package: "swift-certificates"),
+                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackDelivery", "WinBackWrite", "WinBackRules",
+                "WinBackRead", "WinBackS3", "WinBackModel", "WinBackSupport",
+                .product(name: "X509", package: "swift-certificates"),
             ]),
     ],
     swiftLanguageModes: [.v6]

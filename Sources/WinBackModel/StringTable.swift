@@ -1,5 +1,6 @@
 import CWinBackShims
 import Foundation
+import WinBackSupport
 
 /// Interns byte strings to dense `Int32` ids, without allocating per lookup.
 ///
@@ -261,12 +262,7 @@ public final class StringTable: @unchecked Sendable {
 
     @inlinable @inline(__always)
     public func compare(_ a: Int32, _ b: Int32) -> Int {
-        let pa = bytes(a)
-        let pb = bytes(b)
-        let n = min(pa.count, pb.count)
-        let r = n == 0 ? 0 : memcmp(pa.baseAddress!, pb.baseAddress!, n)
-        if r != 0 { return Int(r) }
-        return pa.count - pb.count
+        Bytes.compare(bytes(a), bytes(b))
     }
 
     /// A new table holding this table's strings with new ids: string `order[k]` of this table

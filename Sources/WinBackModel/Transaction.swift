@@ -116,6 +116,9 @@ public struct Transaction: Sendable, Equatable {
     }
 
     /// Rewrites every id through `map` (after merging a reader's table into the global one).
+    package mutating func remap(_ map: [Int32]) { map.withUnsafeBufferPointer { remap($0) } }
+
+    /// Rewrites every id through `map`, read in place.
     @inline(__always)
     package mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
         transactionId.remap(map)

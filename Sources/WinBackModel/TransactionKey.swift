@@ -1,4 +1,5 @@
 import Foundation
+import WinBackSupport
 
 /// A `transactionId` or `originalTransactionId` as a 64-bit key, without a string table entry
 /// in the common case.
@@ -105,13 +106,7 @@ public struct TransactionKey: Hashable, Sendable {
             let lb = digits(b.raw)
             if la == lb { return a.raw < b.raw ? -1 : 1 }
         }
-        return a.withBytes(in: table) { pa in
-            b.withBytes(in: table) { pb in
-                let n = min(pa.count, pb.count)
-                let r = n == 0 ? 0 : memcmp(pa.baseAddress!, pb.baseAddress!, n)
-                return r != 0 ? Int(r) : pa.count - pb.count
-            }
-        }
+        return a.withBytes(in: table) { pa in b.withBytes(in: table) { pb in Bytes.compare(pa, pb) } }
     }
 
     @inlinable @inline(__always)

@@ -203,6 +203,22 @@ package enum System {
         }
     }
 
+    /// The bytes of `fd` from where it stands, until its end or `limit` bytes, whichever comes
+    /// first: a file growing meanwhile is not followed further.
+    package static func read(_ fd: Int32, upTo limit: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: limit)
+        var count = 0
+        try bytes.withUnsafeMutableBytes { p in
+            while count < limit {
+                let n = try read(fd, into: UnsafeMutableRawBufferPointer(rebasing: p[count...]))
+                if n == 0 { break }
+                count += n
+            }
+        }
+        bytes.removeLast(limit - count)
+        return bytes
+    }
+
     /// lseek(2) to `offset` from the start.
     package static func seek(_ fd: Int32, to offset: Int) throws {
         if lseek(fd, off_t(offset), SEEK_SET) < 0 { throw SystemError("lseek") }

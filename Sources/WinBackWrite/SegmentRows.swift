@@ -1,5 +1,6 @@
 import WinBackModel
 import WinBackRules
+import WinBackSupport
 
 /// One row of a segment list (docs/rules.md §4.1) as the steps after the segment files take
 /// it — the changes and the destinations — its fields unescaped, as bytes. A source refills one
@@ -44,10 +45,7 @@ package struct SegmentRow: Sendable {
     }
 
     /// Bytewise order of two byte strings, the shorter first when one begins the other.
-    package static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int {
-        for (x, y) in zip(a, b) where x != y { return x < y ? -1 : 1 }
-        return a.count - b.count
-    }
+    package static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int { Bytes.compare(a, b) }
 
     /// Fills the row from a segment CSV record's fields (``SegmentWriter/columns``, unquoted).
     package mutating func fill(fields f: [[UInt8]]) {

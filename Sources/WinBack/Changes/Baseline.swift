@@ -143,17 +143,7 @@ struct PublishedManifest: Decodable, Sendable {
                 "the baseline's manifest is \(size) bytes, more than the \(limit) a run reads "
                     + "(docs/rules.md §6.3): not a manifest this tool wrote", path: path)
         }
-        var bytes = [UInt8](repeating: 0, count: size)
-        var filled = 0
-        let read: Bool = bytes.withUnsafeMutableBytes { p in
-            while filled < size {
-                guard let n = try? System.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: p[filled...])), n > 0
-                else { return false }
-                filled += n
-            }
-            return true
-        }
-        guard read else {
+        guard let bytes = try? System.read(fd, upTo: size), bytes.count == size else {
             throw WinBackError(.badData, "the baseline's manifest could not be read whole", path: path)
         }
         return bytes

@@ -54,8 +54,8 @@ struct ExitReasoner: Sendable {
             let mid = (lo + hi) / 2
             let c = s.withBytes(customers.groups[mid]) { g in
                 customers.originalTransactionIds[mid].withBytes(in: s) { o in
-                    let byGroup = ExitReasoner.compare(g, group)
-                    return byGroup != 0 ? byGroup : ExitReasoner.compare(o, original)
+                    let byGroup = Bytes.compare(g, group)
+                    return byGroup != 0 ? byGroup : Bytes.compare(o, original)
                 }
             }
             if c == 0 { return mid }
@@ -75,12 +75,6 @@ struct ExitReasoner: Sendable {
             if c < k { lo = mid + 1 } else { hi = mid }
         }
         return nil
-    }
-
-    static func compare(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
-        let n = min(a.count, b.count)
-        let r = n == 0 ? 0 : b.withUnsafeBytes { memcmp(a.baseAddress!, $0.baseAddress!, n) }
-        return r != 0 ? Int(r) : a.count - b.count
     }
 
     /// Whether the customer of result `ri` is in segment `kind` tonight, as ``SegmentWriter``

@@ -34,9 +34,7 @@ enum ShardReasons {
                 guard let path = try recorded.path(of: rel) else { continue }
                 let records = try SegmentRecords(path: path)
                 while let row = try records.next() {
-                    let mine = row.group.withUnsafeBytes { g in
-                        row.original.withUnsafeBytes { o in ShardKey.shard(group: g, original: o, shards: shards) }
-                    }
+                    let mine = ShardKey.shard(group: row.group, original: row.original, shards: shards)
                     guard mine == shard,
                         let reason = reasoner.reasonIfExited(
                             kind, group: row.group, original: row.original, offer: row.offer)
@@ -121,9 +119,7 @@ final class ShardReasonFiles: @unchecked Sendable {
 
     /// The reason of `row`, which left `segment`: the next record its shard gave for it.
     func reason(segment: String, _ row: SegmentKey) throws -> String {
-        let shard = row.group.withUnsafeBytes { g in
-            row.original.withUnsafeBytes { o in ShardKey.shard(group: g, original: o, shards: paths.count) }
-        }
+        let shard = ShardKey.shard(group: row.group, original: row.original, shards: paths.count)
         let c = try cursor(segment, shard: shard)
         guard let f = try c.next() else {
             throw WinBackError(

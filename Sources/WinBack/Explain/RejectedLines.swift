@@ -19,7 +19,7 @@ enum RejectedLines {
             let lines = LineCursor(source: source, maxLineBytes: limits.maxLineBytes)
             try? lines.forEachLine { line, number in
                 guard let r = wanted[number] else { return }
-                if mentions(line, needles) { found.append(r) }
+                if mentions(Array(line), needles) { found.append(r) }
             }
         }
         // In the order of rejects.csv: by the bytes of the file's name, then line.
@@ -27,8 +27,7 @@ enum RejectedLines {
     }
 
     /// Whether `line`, or a base64url part of it that decodes, holds one of `needles`.
-    static func mentions(_ line: UnsafeRawBufferPointer, _ needles: [[UInt8]]) -> Bool {
-        let bytes = Array(line)
+    static func mentions(_ bytes: [UInt8], _ needles: [[UInt8]]) -> Bool {
         if needles.contains(where: { contains(bytes, $0) }) { return true }
         // Runs of base64url characters, split at dots: a JWS's header, payload and signature.
         var part: [UInt8] = []

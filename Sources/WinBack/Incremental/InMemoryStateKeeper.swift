@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WinBackModel
 import WinBackRead
 import WinBackSupport
@@ -77,10 +78,7 @@ final class InMemoryStateKeeper {
                 progress(pieces[k].bytes)
             }
         }
-        let lock = NSLock()
-        nonisolated(unsafe) var renewals: [PartitionMarker.Renewal] = []
-        nonisolated(unsafe) var files = [StateLedger.File?](repeating: nil, count: paths.count)
-        nonisolated(unsafe) var kept: [OutputStats] = []
+        let gathered = Gathered(files: paths.count)
         let identities = state.identities
         let pieceRows = self.pieceRows
         let firstRows = paths.count
@@ -90,7 +88,7 @@ final class InMemoryStateKeeper {
             renewal: { file, key, info, strings in
                 let r = PartitionMarker.Renewal(
                     file: ledgerIndex[file], originalTransactionId: key.string(in: strings), info: info)
-                lock.withLock { renewals.append(r) }
+                gathered.value.withLock { $0.renewals.append(r) }
             },
             file: { i, read in
                 let path = paths[i]
@@ -98,7 +96,7 @@ final class InMemoryStateKeeper {
                 let entry = StateLedger.File(
                     path: path, etag: absorbed?.etag ?? identities[i].etag,
                     identity: identities[i].stat, counts: read)
-                lock.withLock { files[ledgerIndex[i]] = entry }
+                gathered.value.withLock { $0.files[ledgerIndex[i]] = entry }
             },
             keeps: { slot, rows in
                 // A piece of the state none of whose rows lost, at least half full: linked.
@@ -112,12 +110,10 @@ final class InMemoryStateKeeper {
                 } catch {
                     return false
                 }
-                lock.withLock { kept.append(piece) }
+                gathered.value.withLock { $0.kept.append(piece) }
                 return true
             })
-        collected = {
-            lock.withLock { (renewals, files, kept) }
-        }
+        collected = { gathered.value.withLock { ($0.renewals, $0.files, $0.kept) } }
         return IncrementalState(
             absorbed: absorbedSet, slots: max(1, ledger?.rowsFiles.count ?? 0), add: add, capture: capture)
     }
@@ -154,4 +150,17 @@ final class InMemoryStateKeeper {
         writer = nil
         collected = nil
     }
+}
+
+/// What the read stage's threads gather for the next state besides rows, under one lock:
+/// renewal info, each file's ledger entry (by its index in the next ledger), the pieces kept.
+private final class Gathered: Sendable {
+    struct Value {
+        var renewals: [PartitionMarker.Renewal] = []
+        var files: [StateLedger.File?]
+        var kept: [OutputStats] = []
+    }
+    let value: Mutex<Value>
+
+    init(files: Int) { value = Mutex(Value(files: Array(repeating: nil, count: files))) }
 }

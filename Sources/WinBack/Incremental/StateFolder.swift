@@ -121,9 +121,7 @@ final class StateFolder {
         if let identity = now.stat, identity == f.identity { return nil }
         guard now.size == f.counts.stats.bytes else { return "changed size" }
         guard let source = try? PlainFileSource(path: f.path) else { return "cannot be read" }
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { chunk.deallocate() }
-        do { while try source.read(into: chunk) > 0 {} } catch { return "cannot be read" }
+        do { try source.readThrough() } catch { return "cannot be read" }
         return source.fileSHA256() == f.counts.stats.sha256 ? nil : "changed (another SHA-256)"
     }
 

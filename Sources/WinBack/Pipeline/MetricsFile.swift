@@ -168,21 +168,12 @@ public enum MetricsFile {
         defer { System.closeQuietly(fd) }
         guard size < previousLimit else { return ignored("is \(size) bytes, 1 MiB or more") }
         // Read at most the limit: a file growing meanwhile is not followed further.
-        var bytes = [UInt8](repeating: 0, count: previousLimit)
-        var count = 0
-        do {
-            while count < previousLimit {
-                let n = try bytes.withUnsafeMutableBytes {
-                    try System.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[count...]))
-                }
-                if n == 0 { break }
-                count += n
-            }
-        } catch {
+        let bytes: [UInt8]
+        do { bytes = try System.read(fd, upTo: previousLimit) } catch {
             return ignored("cannot be read (\(SystemError.words(error)))")
         }
-        guard count < previousLimit else { return ignored("grew to 1 MiB or more while read") }
-        var e = MetricsExposition.parse(Array(bytes[..<count]))
+        guard bytes.count < previousLimit else { return ignored("grew to 1 MiB or more while read") }
+        var e = MetricsExposition.parse(bytes)
         if let first = e.dropped.first {
             let excerpt = ControlEscape.escaped(first.text.prefix(120))
             progress.warn(

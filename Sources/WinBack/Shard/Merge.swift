@@ -232,7 +232,7 @@ public enum Merge {
         }
         for r in readers.dropFirst() { _ = try r.next() }
         try out.write(header)
-        return try mergeLines(readers, until: nil) { try out.write($0) }
+        return try LineCursor.merge(readers, until: nil) { try out.write($0) }
     }
 
     /// The XML declaration, the root element with the total of the shards' customers, their
@@ -269,7 +269,7 @@ public enum Merge {
             return 0
         }
         try out.write(Array((bare + ">\n").utf8))
-        let rows = try mergeLines(open, until: UInt8(ascii: "<")) { try out.write($0) }
+        let rows = try LineCursor.merge(open, until: UInt8(ascii: "<")) { try out.write($0) }
         let name = bare.dropFirst().prefix { $0 != " " && $0 != ">" }
         try out.write(Array("</\(name)>\n".utf8))
         return rows
@@ -281,54 +281,12 @@ public enum Merge {
         guard let r = s.range(of: #"customers="[0-9]+""#, options: .regularExpression) else { return nil }
         return Int(s[r].dropFirst(11).dropLast())
     }
-
-    /// Hands `emit` the lines of `readers` in bytewise order until each ends or reaches a line
-    /// starting with `stop` (a closing tag: XML rows start with spaces); returns the lines handed.
-    static func mergeLines(
-        _ readers: [LineCursor], until stop: UInt8?, _ emit: (UnsafeRawBufferPointer) throws -> Void
-    ) throws -> Int {
-        // Each reader's current line, valid until that reader moves on.
-        var heads: [UnsafeRawBufferPointer?] = []
-        func live(_ line: UnsafeRawBufferPointer?) -> UnsafeRawBufferPointer? {
-            guard let line, stop == nil || line.first != stop else { return nil }
-            return line
-        }
-        for r in readers { heads.append(live(try r.next())) }
-        var rows = 0
-        while true {
-            var best = -1
-            for i in heads.indices {
-                guard let h = heads[i] else { continue }
-                if best < 0 || LineCursor.less(h, heads[best]!) { best = i }
-            }
-            if best < 0 { return rows }
-            try emit(heads[best]!)
-            rows += 1
-            heads[best] = live(try readers[best].next())
-        }
-    }
 }
 
 extension Array where Element == UInt8 {
     func ends(with s: String) -> Bool {
         let b = Array(s.utf8)
         return count >= b.count && Array(self[(count - b.count)...]) == b
-    }
-}
-
-extension LineCursor {
-    /// Reads a shard output's lines one at a time, each with its `\n` and whatever its length,
-    /// through a buffer that grows to the longest line.
-    convenience init(path: String) throws {
-        self.init(source: try PlainFileSource(path: path), chunkSize: 1 << 18, maxLineBytes: .max)
-    }
-
-    /// Bytewise order of two lines.
-    @inline(__always)
-    static func less(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        let n = min(a.count, b.count)
-        let r = n == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, n)
-        return r != 0 ? r < 0 : a.count < b.count
     }
 }
 
@@ -347,7 +305,7 @@ struct ShardSegments: SegmentSource {
         }
         var row = SegmentRow()
         var record: [UInt8] = []
-        _ = try Merge.mergeLines(readers, until: nil) { line in
+        _ = try LineCursor.merge(readers, until: nil) { line in
             record.removeAll(keepingCapacity: true)
             record.append(contentsOf: line)
             if record.last == UInt8(ascii: "\n") { record.removeLast() }

@@ -55,9 +55,7 @@ public enum Partition {
                     byShard[ShardKey.shard(of: r, table: out.table, shards: shards)].append(r)
                 }
                 for (k, rows) in byShard.enumerated() where !rows.isEmpty {
-                    try rows.withUnsafeBufferPointer {
-                        try writers[k].append(file: fi, table: out.table, from: sent[k], rows: $0)
-                    }
+                    try writers[k].append(file: fi, table: out.table, from: sent[k], rows: rows)
                     sent[k] = out.table.count
                 }
                 try out.dropRows()

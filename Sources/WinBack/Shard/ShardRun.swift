@@ -106,7 +106,7 @@ public enum ShardRun {
             partitions.count == 1
             ? try readInFileOrder(p, work: work, shard: shard, part: partitions[0], state: state, next: next)
             : try readByFile(p, work: work, shard: shard, partitions: partitions)
-        let keep = customerFilter(set)
+        let keep = set.customerFilter()
         // Renewal info found among the transactions (signed files), as the read stage gathers
         // it: file after file in path order.
         var found: [PartitionMarker.Renewal] = state?.renewals ?? []
@@ -116,14 +116,15 @@ public enum ShardRun {
         }
         var index = RenewalIndex()
         for r in found.enumerated().sorted(by: { ($0.element.file, $0.offset) < ($1.element.file, $1.offset) }) {
-            var id = r.element.originalTransactionId
-            guard id.withUTF8({ keep(UnsafeRawBufferPointer($0)) }) else { continue }
+            let id = r.element.originalTransactionId
+            guard keep.contains(id) else { continue }
             index.add(originalTransactionId: TransactionKey(id, table: set.strings), r.element.info)
         }
         index.finish()
         set.renewals = index
         let renewals = try RenewalReader.read(
-            paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: keep, limits: p.limits)
+            paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: { keep.contains($0) }, limits: p.limits
+        )
         index.merge(renewals.index(in: set.strings))
         return Inputs(
             transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
@@ -163,7 +164,7 @@ public enum ShardRun {
                         map.append(local.withBytes(Int32(map.count)) { all.table.intern($0) })
                     }
                     var r = r
-                    map.withUnsafeBufferPointer { r.remap($0) }
+                    r.remap(map)
                     try all.add(r)
                 }
             }
@@ -276,21 +277,5 @@ public enum ShardRun {
             .badData,
             "a shard holds \(rows) rows, more than fit in the memory limit; \(culprit), and all of them "
                 + "belong to one shard")
-    }
-
-    /// Accepts the originalTransactionIds of the rows of `set` (bytes as read).
-    static func customerFilter(_ set: TransactionSet) -> (UnsafeRawBufferPointer) -> Bool {
-        var decimals = Set<Int64>()
-        var interned = Set<Int64>()
-        for r in set.rows {
-            let k = r.originalTransactionId.raw
-            if k >= 0 { decimals.insert(k) } else { interned.insert(k) }
-        }
-        let strings = set.strings
-        return { bytes in
-            if let v = TransactionKey.decimal(bytes) { return decimals.contains(v) }
-            guard let id = strings.find(bytes) else { return false }
-            return interned.contains(-(Int64(id) + 1))
-        }
     }
 }

@@ -185,11 +185,7 @@ public struct WorkFolder: Sendable {
             throw WinBackError(.noInput, "an output of this task is missing", path: path)
         }
         let source = try IntermediateFile.open(path)
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
-        defer { chunk.deallocate() }
-        while try source.read(into: chunk) > 0 {
-            guard source.fileBytesConsumed <= expected.bytes else { break }
-        }
+        try source.readThrough(stoppingPast: expected.bytes)
         guard source.fileBytesConsumed == expected.bytes, source.fileSHA256() == expected.sha256 else {
             throw WinBackError(
                 .badData, "damaged intermediate file: its size or SHA-256 differs from what its task wrote",

@@ -98,6 +98,16 @@ package final class PlainFileSource: ByteSource {
     /// Size of the file when it was opened.
     package var size: Int { file.size }
 
+    /// Reads the file through, its bytes hashed as they go (``fileSHA256()``), and stops once
+    /// more than `limit` bytes were read: a file checked against its recorded size and digest.
+    package func readThrough(stoppingPast limit: Int = .max) throws {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 18, alignment: 16)
+        defer { chunk.deallocate() }
+        while try read(into: chunk) > 0 {
+            guard fileBytesConsumed <= limit else { return }
+        }
+    }
+
     /// Goes on reading at `offset` (the file's digest no longer means anything).
     package func seek(to offset: Int) throws {
         try file.seek(to: offset)

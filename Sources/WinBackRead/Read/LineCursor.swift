@@ -1,4 +1,5 @@
 import Foundation
+import WinBackSupport
 
 /// Splits a byte source into lines without copying them, except the few that straddle chunks:
 /// the one line splitter of the read stage, the renewal reader, signed files and the merge of
@@ -175,5 +176,45 @@ package final class LineCursor {
     static func droppingBOM(_ line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         guard line.count >= 3, line[0] == 0xEF, line[1] == 0xBB, line[2] == 0xBF else { return line }
         return UnsafeRawBufferPointer(rebasing: line[3...])
+    }
+}
+
+extension LineCursor {
+    /// Reads a shard output's lines one at a time, each with its `\n` and whatever its length,
+    /// through a buffer that grows to the longest line.
+    package convenience init(path: String) throws {
+        self.init(source: try PlainFileSource(path: path), chunkSize: 1 << 18, maxLineBytes: .max)
+    }
+
+    /// Bytewise order of two lines.
+    @inline(__always)
+    package static func less(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        Bytes.compare(a, b) < 0
+    }
+
+    /// Hands `emit` the lines of `readers` in bytewise order until each ends or reaches a line
+    /// starting with `stop` (a closing tag: XML rows start with spaces); returns the lines handed.
+    package static func merge(
+        _ readers: [LineCursor], until stop: UInt8?, _ emit: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Int {
+        // Each reader's current line, valid until that reader moves on.
+        var heads: [UnsafeRawBufferPointer?] = []
+        func live(_ line: UnsafeRawBufferPointer?) -> UnsafeRawBufferPointer? {
+            guard let line, stop == nil || line.first != stop else { return nil }
+            return line
+        }
+        for r in readers { heads.append(live(try r.next())) }
+        var rows = 0
+        while true {
+            var best = -1
+            for i in heads.indices {
+                guard let h = heads[i] else { continue }
+                if best < 0 || LineCursor.less(h, heads[best]!) { best = i }
+            }
+            if best < 0 { return rows }
+            try emit(heads[best]!)
+            rows += 1
+            heads[best] = live(try readers[best].next())
+        }
     }
 }

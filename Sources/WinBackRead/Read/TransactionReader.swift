@@ -329,3 +329,36 @@ public enum TransactionReader {
         return merger.finish(threads: threads, capture: state.capture)
     }
 }
+
+/// The customers of a set of rows, by originalTransactionId (bytes as read): the renewal info a
+/// shard keeps is theirs.
+package struct SetCustomers: @unchecked Sendable {
+    private var decimals = Set<Int64>()
+    private var interned = Set<Int64>()
+    private let strings: StringTable
+
+    package init(_ set: TransactionSet) {
+        for r in set.rows {
+            let k = r.originalTransactionId.raw
+            if k >= 0 { decimals.insert(k) } else { interned.insert(k) }
+        }
+        strings = set.strings
+    }
+
+    /// Whether `bytes` are the originalTransactionId of one of the set's customers.
+    package func contains(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if let v = TransactionKey.decimal(bytes) { return decimals.contains(v) }
+        guard let id = strings.find(bytes) else { return false }
+        return interned.contains(-(Int64(id) + 1))
+    }
+
+    package func contains(_ id: String) -> Bool {
+        var id = id
+        return id.withUTF8 { contains(UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension TransactionSet {
+    /// Accepts the originalTransactionIds of the set's rows (``SetCustomers``).
+    package func customerFilter() -> SetCustomers { SetCustomers(self) }
+}

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import WinBackModel
-import WinBackRead
 import WinBackSupport
 
 /// Part files (docs/rules.md §8.1): what one partition task read for one shard, private to
@@ -21,21 +20,21 @@ import WinBackSupport
 /// The partition task's marker records each part file's size and the SHA-256 of all its bytes;
 /// the reader checks every length against the bytes left and the digest at the end, before the
 /// shard writes anything, so a damaged part file is bad data (65), never different rows.
-enum PartFile {
-    static let magic = Array("WBPART04".utf8)
+package enum PartFile {
+    package static let magic = Array("WBPART04".utf8)
 }
 
 /// Appends sections to one part file; any thread, one section at a time.
 // Sections are appended under `lock`.
-final class PartWriter: @unchecked Sendable {
-    let path: String
+package final class PartWriter: @unchecked Sendable {
+    package let path: String
     private var fd: Int32
     private let lock = NSLock()
     private var rowCount = 0
     private var byteCount = 0
     private var hasher = SHA256()
 
-    init(path: String) throws {
+    package init(path: String) throws {
         self.path = path
         do { fd = try System.createNew(path) } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
@@ -45,7 +44,7 @@ final class PartWriter: @unchecked Sendable {
 
     deinit { if fd >= 0 { System.closeQuietly(fd) } }
 
-    static func append<T: FixedWidthInteger>(_ v: T, to out: inout [UInt8]) {
+    package static func append<T: FixedWidthInteger>(_ v: T, to out: inout [UInt8]) {
         withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) }
     }
 
@@ -58,7 +57,13 @@ final class PartWriter: @unchecked Sendable {
     }
 
     /// Writes the section of input file `file`: its whole string table and `rows`.
-    func append(file: Int, table: StringTable, from first: Int = 0, rows: UnsafeBufferPointer<Transaction>) throws {
+    package func append(file: Int, table: StringTable, from first: Int = 0, rows: [Transaction]) throws {
+        try rows.withUnsafeBufferPointer { try append(file: file, table: table, from: first, rows: $0) }
+    }
+
+    package func append(file: Int, table: StringTable, from first: Int = 0, rows: UnsafeBufferPointer<Transaction>)
+        throws
+    {
         var out: [UInt8] = []
         out.reserveCapacity(64 + rows.count * 40)
         PartWriter.append(UInt32(file), to: &out)
@@ -87,16 +92,16 @@ final class PartWriter: @unchecked Sendable {
     }
 
     /// Rows written so far.
-    var rows: Int { lock.withLock { rowCount } }
+    package var rows: Int { lock.withLock { rowCount } }
 
     /// Bytes of the file written so far.
-    var compressedBytes: Int { lock.withLock { byteCount } }
+    package var compressedBytes: Int { lock.withLock { byteCount } }
 
     /// Hex SHA-256 of every byte written; call once, after the last section.
-    var sha256: String { lock.withLock { Hex.string(hasher.finalize()) } }
+    package var sha256: String { lock.withLock { Hex.string(hasher.finalize()) } }
 
     /// Syncs (unless `sync` is false) and closes the file.
-    func close(sync: Bool = true) throws {
+    package func close(sync: Bool = true) throws {
         lock.lock()
         defer { lock.unlock() }
         let fd = self.fd
@@ -114,8 +119,8 @@ final class PartWriter: @unchecked Sendable {
 /// Reads the sections of one part file in order, checking it as it goes: every length against
 /// the bytes left (so no hostile length allocates or loops beyond the file), every id by
 /// ``RowCodec``, and, at the end, the size and SHA-256 its partition task recorded.
-final class PartReader {
-    let path: String
+package final class PartReader {
+    package let path: String
     private let source: PlainFileSource
     private let expected: (bytes: Int, sha256: String)
     private var scratch = [UInt8](repeating: 0, count: 1 << 16)
@@ -127,7 +132,7 @@ final class PartReader {
     private var position = 0
 
     /// Opens the part file at `path` that its task recorded as `bytes` long with digest `sha256`.
-    init(path: String, bytes: Int, sha256: String) throws {
+    package init(path: String, bytes: Int, sha256: String) throws {
         self.path = path
         expected = (bytes, sha256)
         do { source = try PlainFileSource(path: path, followLinks: false) } catch let e as WinBackError {
@@ -202,7 +207,7 @@ final class PartReader {
     /// gives for that file (the same for every section of one file, its table holding the
     /// strings of the file's earlier sections); nil at the end of the part file, once its size
     /// and SHA-256 are checked.
-    func next(into rows: (_ file: Int) -> FileRows) throws -> (file: Int, rows: FileRows)? {
+    package func next(into rows: (_ file: Int) -> FileRows) throws -> (file: Int, rows: FileRows)? {
         var out: FileRows?
         let begin = { (file: Int, _: Int) -> StringTable? in
             out = rows(file)
@@ -215,12 +220,12 @@ final class PartReader {
     /// The next section's rows appended to `rows` (a piece of an incremental state, whose
     /// sections share one table); returns the index of the section's file, nil at the end of
     /// the part file, once its size and SHA-256 are checked.
-    func next(into rows: StateRows) throws -> Int? {
+    package func next(into rows: StateRows) throws -> Int? {
         try section({ _, _ in rows.table }, { try rows.add($0) })?.file
     }
 
     /// Calls `body` with every row of the file and the table of its file, keeping none.
-    func scan(_ body: (Transaction, StringTable) -> Void) throws {
+    package func scan(_ body: (Transaction, StringTable) -> Void) throws {
         var tables: [Int: StringTable] = [:]
         var table = StringTable()
         let begin = { (file: Int, _: Int) -> StringTable? in
@@ -234,7 +239,7 @@ final class PartReader {
     /// Where each section of the file starts, by input file in ascending order, each file's
     /// sections in their order: the file read whole and checked (every length and CRC-32, each
     /// section following its file's previous one, the size and SHA-256) without keeping a row.
-    func sectionsByFile() throws -> [(file: Int, offsets: [Int])] {
+    package func sectionsByFile() throws -> [(file: Int, offsets: [Int])] {
         var byFile: [Int: (strings: Int, offsets: [Int])] = [:]
         while true {
             let offset = position
@@ -258,7 +263,7 @@ final class PartReader {
     /// Reads the one section at `offset` (from ``sectionsByFile()`` of the same file): its
     /// strings into `table` (which holds those of the file's earlier sections), its rows to
     /// `row`; returns its file index.
-    func section(at offset: Int, into table: StringTable, _ row: (Transaction) throws -> Void) throws -> Int {
+    package func section(at offset: Int, into table: StringTable, _ row: (Transaction) throws -> Void) throws -> Int {
         try seek(to: offset)
         guard let (file, _) = try section({ _, _ in table }, row) else { throw damaged("no section where one was") }
         return file

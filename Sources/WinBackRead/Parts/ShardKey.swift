@@ -29,9 +29,14 @@ public enum ShardKey {
         }
     }
 
+    /// The shard of `(group, original)` given as byte arrays (a segment row's).
+    package static func shard(group: [UInt8], original: [UInt8], shards: Int) -> Int {
+        group.withUnsafeBytes { g in original.withUnsafeBytes { o in shard(group: g, original: o, shards: shards) } }
+    }
+
     /// The shard of a row, whose ids are in `table`.
     @inline(__always)
-    static func shard(of r: Transaction, table: StringTable, shards: Int) -> Int {
+    package static func shard(of r: Transaction, table: StringTable, shards: Int) -> Int {
         table.withBytes(r.subscriptionGroupId) { g in
             r.originalTransactionId.withBytes(in: table) { o in shard(group: g, original: o, shards: shards) }
         }

@@ -3,18 +3,23 @@ import Foundation
 import WinBackModel
 import WinBackRead
 import WinBackSupport
-import WinBackWrite
 
 /// One row of a segment CSV as the changes need it (docs/rules.md §10.5): the customer and the
 /// row's offer, unescaped.
-struct SegmentKey: Equatable, Hashable, Sendable {
-    var group: [UInt8]
-    var original: [UInt8]
-    var offer: [UInt8]
+package struct SegmentKey: Equatable, Hashable, Sendable {
+    package var group: [UInt8]
+    package var original: [UInt8]
+    package var offer: [UInt8]
+
+    package init(group: [UInt8], original: [UInt8], offer: [UInt8]) {
+        self.group = group
+        self.original = original
+        self.offer = offer
+    }
 
     /// The customer order of the segment files (docs/rules.md §4.1): bytewise by group, then
     /// originalTransactionId. Negative, zero or positive.
-    static func compare(_ a: SegmentKey, _ b: SegmentKey) -> Int {
+    package static func compare(_ a: SegmentKey, _ b: SegmentKey) -> Int {
         SegmentRow.compare(group: a.group, a.original, group: b.group, b.original)
     }
 }
@@ -24,26 +29,26 @@ struct SegmentKey: Equatable, Hashable, Sendable {
 /// field count checked, and rows checked to be in customer order, strictly (a customer once).
 /// The bytes read are hashed (unless told not to: tonight's own files), so that a published file
 /// can be checked against its manifest once read (``sha256()``).
-final class SegmentRecords {
-    let path: String
+package final class SegmentRecords {
+    package let path: String
     private let cursor: LineCursor
     private var hasher: SHA256?
     private var record: [UInt8] = []
-    private(set) var rows = 0
+    package private(set) var rows = 0
     private let maxLineBytes: Int
 
     /// Where the fields the changes need are (``SegmentWriter/columns``).
-    static let groupColumn = 0
-    static let originalColumn = 1
-    static let offerColumn = 9
-    static let keyColumns: Set<Int> = [groupColumn, originalColumn, offerColumn]
+    package static let groupColumn = 0
+    package static let originalColumn = 1
+    package static let offerColumn = 9
+    package static let keyColumns: Set<Int> = [groupColumn, originalColumn, offerColumn]
 
     /// Opens `path` and checks its header (`columns`: a segment's, unless said): a file that is
     /// not of that form is bad data (65).
     ///
     /// A line or record longer than `maxLineBytes` (docs/rules.md §6.1's line limit, §6.3) is
     /// bad data (65) at once, never held whole: no segment row is near it.
-    init(
+    package init(
         path: String, columns: [String] = SegmentWriter.columns, hashed: Bool = true,
         maxLineBytes: Int = ReadLimits.default.maxLineBytes
     ) throws {
@@ -66,7 +71,7 @@ final class SegmentRecords {
 
     /// The fields of the next record, unquoted, nil at the end; a record that is not
     /// well-formed CSV is bad data (65).
-    func nextFields(only wanted: Set<Int>? = nil, first: UnsafeRawBufferPointer? = nil) throws -> [[UInt8]]? {
+    package func nextFields(only wanted: Set<Int>? = nil, first: UnsafeRawBufferPointer? = nil) throws -> [[UInt8]]? {
         guard let bytes = try nextRecord(first: first) else { return nil }
         rows += 1
         guard let fields = SegmentRecords.split(bytes, only: wanted) else {
@@ -77,16 +82,16 @@ final class SegmentRecords {
 
     /// The row ``advance()`` read last, and the one before it (for the order check): their
     /// arrays are refilled in place, so a row read costs no allocation unless a caller kept it.
-    private(set) var current = SegmentKey(group: [], original: [], offer: [])
+    package private(set) var current = SegmentKey(group: [], original: [], offer: [])
     private var previous = SegmentKey(group: [], original: [], offer: [])
 
     /// The next row, nil at the end (see ``advance()``).
-    func next() throws -> SegmentKey? { try advance() ? current : nil }
+    package func next() throws -> SegmentKey? { try advance() ? current : nil }
 
     /// Reads the next row into ``current``; false at the end. A row that is not well-formed, or
     /// not after the one before it in customer order, is bad data (65) naming the file and the
     /// row.
-    func advance() throws -> Bool {
+    package func advance() throws -> Bool {
         // Only the fields the changes need are copied out. A line without a quote (nearly every
         // row) is a whole record, split where it lies.
         guard let line = try nextLine() else { return false }
@@ -134,11 +139,11 @@ final class SegmentRecords {
     }
 
     /// The file's SHA-256 (hex), once every row was read; empty when it was not hashed.
-    func sha256() -> String { hasher.map { Hex.string($0.finalize()) } ?? "" }
+    package func sha256() -> String { hasher.map { Hex.string($0.finalize()) } ?? "" }
 
     /// Fills `key` from a record that is one line without a quote (its `\n` kept, or none at
     /// the end): fields split at each comma; false unless it has a segment's number of fields.
-    static func fill(_ key: inout SegmentKey, unquoted line: UnsafeRawBufferPointer) -> Bool {
+    package static func fill(_ key: inout SegmentKey, unquoted line: UnsafeRawBufferPointer) -> Bool {
         var n = line.count
         if n > 0 && line[n - 1] == UInt8(ascii: "\n") { n -= 1 }
         var field = 0
@@ -188,7 +193,7 @@ final class SegmentRecords {
 
     /// The fields of one record, unquoted (RFC 4180); nil when a quote is misplaced. With
     /// `wanted`, the other fields are checked and counted but given empty.
-    static func split(_ r: [UInt8], only wanted: Set<Int>? = nil) -> [[UInt8]]? {
+    package static func split(_ r: [UInt8], only wanted: Set<Int>? = nil) -> [[UInt8]]? {
         var fields: [[UInt8]] = []
         var field: [UInt8] = []
         var i = 0

@@ -14,7 +14,7 @@ import WinBackModel
 ///     [amounts: u8 presence and revocation type · varints: [price], [currency], [percentage]]
 ///
 /// Differences wrap (two's complement), so every Int64 comes back exactly.
-enum RowCodec {
+package enum RowCodec {
     private static let revoked: UInt8 = 1
     private static let signed: UInt8 = 2
     private static let token: UInt8 = 4
@@ -29,13 +29,13 @@ enum RowCodec {
     private static let percentage: UInt8 = 4
 
     @inline(__always)
-    static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
+    package static func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
 
     @inline(__always)
-    static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: (u >> 1) ^ (0 &- (u & 1))) }
+    package static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: (u >> 1) ^ (0 &- (u & 1))) }
 
     @inline(__always)
-    static func varint(_ v: UInt64, _ out: inout [UInt8]) {
+    package static func varint(_ v: UInt64, _ out: inout [UInt8]) {
         var v = v
         while v >= 0x80 {
             out.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -45,7 +45,7 @@ enum RowCodec {
     }
 
     /// Appends the encoding of `rows` to `out`.
-    static func encode(_ rows: UnsafeBufferPointer<Transaction>, into out: inout [UInt8]) {
+    package static func encode(_ rows: UnsafeBufferPointer<Transaction>, into out: inout [UInt8]) {
         var purchase: Int64 = 0
         var original: Int64 = 0
         for r in rows {
@@ -95,12 +95,12 @@ enum RowCodec {
         }
     }
 
-    struct Malformed: Error {}
+    package struct Malformed: Error {}
 
     /// Decodes `count` rows from `bytes`, which must hold exactly them, calling `body` with each.
     /// Ids are checked against `strings` (the section's table size), so a damaged section can
     /// never name a string that is not there.
-    static func decode(
+    package static func decode(
         _ bytes: UnsafeRawBufferPointer, count: Int, strings: Int, _ body: (Transaction) throws -> Void
     ) throws {
         var p = 0
@@ -196,7 +196,7 @@ enum RowCodec {
     }
 
     /// CRC-32 of `bytes` (zlib's).
-    static func crc(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    package static func crc(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
         var c = crc32(0, nil, 0)
         var off = 0
