@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WinBackModel
 import WinBackSupport
 
@@ -11,32 +12,28 @@ import WinBackSupport
 /// What a line quotes is escaped (docs/rules.md §6, §6.2): messages with ``ControlEscape``'s
 /// `escaped`, and the file names of the `path`, `file` and `folder` fields as names, so that
 /// no name splits a line or hides its bytes.
-// Counters are touched under `lock` (advance) or by the pipeline's own thread between stages.
-public final class Progress: @unchecked Sendable {
+public final class Progress: Sendable {
     public enum Mode: Sendable { case quiet, terminal, log, json }
 
     public let mode: Mode
     /// The pipeline's name, for JSON lines; set once the pipeline file is read.
     public var pipeline: String {
-        get {
-            lock.lock()
-            defer { lock.unlock() }
-            return pipelineName
-        }
-        set {
-            lock.lock()
-            pipelineName = newValue
-            lock.unlock()
-        }
+        get { state.withLock { $0.pipelineName } }
+        set { state.withLock { $0.pipelineName = newValue } }
     }
-    private var pipelineName = ""
-    private let lock = NSLock()
-    private var total = 0
-    private var done = 0
-    private var stageName = ""
-    private var stageStart = Date()
-    private var lastDraw = Date.distantPast
-    private var drew = false
+
+    /// The stage under way and its counters, touched from the reading threads (``advance(_:)``)
+    /// and the pipeline's own.
+    private struct State {
+        var pipelineName = ""
+        var total = 0
+        var done = 0
+        var stageName = ""
+        var stageStart = Date()
+        var lastDraw = Date.distantPast
+        var drew = false
+    }
+    private let state = Mutex(State())
 
     public init(mode: Mode) { self.mode = mode }
 
@@ -46,43 +43,40 @@ public final class Progress: @unchecked Sendable {
     }
 
     public func begin(_ stage: String, totalBytes: Int = 0) {
-        lock.lock()
-        stageName = stage
-        stageStart = Date()
-        total = totalBytes
-        done = 0
-        lock.unlock()
+        state.withLock {
+            $0.stageName = stage
+            $0.stageStart = Date()
+            $0.total = totalBytes
+            $0.done = 0
+        }
     }
 
     /// Adds bytes read; thread-safe; redraws at most ten times a second.
     public func advance(_ bytes: Int) {
         guard mode == .terminal else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        done += bytes
-        let now = Date()
-        guard now.timeIntervalSince(lastDraw) >= 0.1 else { return }
-        lastDraw = now
-        let elapsed = max(now.timeIntervalSince(stageStart), 0.001)
-        let rate = Double(done) / elapsed
-        let eta = rate > 0 && total > done ? Double(total - done) / rate : 0
-        let line = String(
-            format: "\r%@: %@ of %@  %@/s  ETA %.0fs ", stageName, Progress.mb(done), Progress.mb(total),
-            Progress.mb(Int(rate)),
-            eta)
-        FileHandle.standardError.write(Data(line.utf8))
-        drew = true
+        state.withLock { s in
+            s.done += bytes
+            let now = Date()
+            guard now.timeIntervalSince(s.lastDraw) >= 0.1 else { return }
+            s.lastDraw = now
+            let elapsed = max(now.timeIntervalSince(s.stageStart), 0.001)
+            let rate = Double(s.done) / elapsed
+            let eta = rate > 0 && s.total > s.done ? Double(s.total - s.done) / rate : 0
+            let line = String(
+                format: "\r%@: %@ of %@  %@/s  ETA %.0fs ", s.stageName, Progress.mb(s.done), Progress.mb(s.total),
+                Progress.mb(Int(rate)), eta)
+            FileHandle.standardError.write(Data(line.utf8))
+            s.drew = true
+        }
     }
 
     /// Ends a stage with a one-line summary; returns its wall seconds.
     @discardableResult
     public func end(_ summary: String) -> Double {
-        lock.lock()
-        let seconds = Date().timeIntervalSince(stageStart)
-        let name = stageName
-        let clear = drew
-        drew = false
-        lock.unlock()
+        let (seconds, name, clear) = state.withLock { s in
+            defer { s.drew = false }
+            return (Date().timeIntervalSince(s.stageStart), s.stageName, s.drew)
+        }
         switch mode {
         case .quiet: break
         case .json:

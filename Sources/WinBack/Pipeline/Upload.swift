@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import WinBackS3
 import WinBackSupport
 
@@ -149,19 +150,10 @@ public enum Upload {
 }
 
 /// A flag set once, read from any thread.
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
+private final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
 
-    var isSet: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 
-    func set() {
-        lock.lock()
-        value = true
-        lock.unlock()
-    }
+    func set() { value.store(true, ordering: .releasing) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import WinBackDelivery
 import WinBackRead
 import WinBackRules
 import WinBackSupport
