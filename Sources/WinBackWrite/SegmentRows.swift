@@ -61,5 +61,14 @@ package struct SegmentRow: Sendable {
 package protocol SegmentSource: Sendable {
     /// Calls `body` with every row of list `name` (an offer id, `best-offer`, the holdout), in
     /// customer order; a list the run does not write has none. The row is valid during the call.
-    func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws
+    /// With `keysOnly`, only its group, originalTransactionId and offer need be filled (the
+    /// changes' join): a source may leave the other fields as they were.
+    func forEachRow(of name: String, keysOnly: Bool, _ body: (SegmentRow) throws -> Void) throws
+}
+
+extension SegmentSource {
+    /// Every field of every row of list `name`.
+    package func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {
+        try forEachRow(of: name, keysOnly: false, body)
+    }
 }

@@ -268,7 +268,7 @@ public struct SegmentWriter: Sendable {
 /// A run in memory hands its lists to the changes, the destinations and the audience table as
 /// they are in memory, each field as ``writeCSV(_:path:sync:)`` writes it.
 extension SegmentWriter: SegmentSource {
-    package func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {
+    package func forEachRow(of name: String, keysOnly: Bool, _ body: (SegmentRow) throws -> Void) throws {
         guard let list = lists.first(where: { $0.name == name }) else { return }
         let s = customers.strings
         var row = SegmentRow()
@@ -283,6 +283,11 @@ extension SegmentWriter: SegmentSource {
                 let k = Int(r.pointee.customer)
                 set(&row.group) { s.append(customers.groups[k], to: &$0) }
                 set(&row.original) { customers.originalTransactionIds[k].append(in: s, to: &$0) }
+                set(&row.offer) { out in offerIds.with(e.offer) { out.append(contentsOf: $0) } }
+                if keysOnly {
+                    try body(row)
+                    continue
+                }
                 set(&row.token) {
                     if !r.pointee.timeline.appAccountToken.isNone {
                         r.pointee.timeline.appAccountToken.append(in: s, to: &$0)
@@ -300,7 +305,6 @@ extension SegmentWriter: SegmentSource {
                 set(&row.monthsSince) {
                     CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0)
                 }
-                set(&row.offer) { out in offerIds.with(e.offer) { out.append(contentsOf: $0) } }
                 set(&row.rank) { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
                 set(&row.eligible) { appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &$0) }
                 set(&row.offerURL) { out in offerURLs.with(e.offer) { out.append(contentsOf: $0) } }

@@ -110,7 +110,7 @@ struct SegmentJoin {
         let before = try baseline.map { try SegmentRecords(path: $0) }
         var hasA = try before?.advance() ?? false
         var previous: (group: [UInt8], original: [UInt8])? = nil
-        try tonight?.forEachRow(of: segment) { row in
+        try tonight?.forEachRow(of: segment, keysOnly: true) { row in
             if let p = previous {
                 guard SegmentRow.compare(group: p.group, p.original, group: row.group, row.original) < 0 else {
                     throw WinBackError(

@@ -110,5 +110,5 @@ enum AudienceTableStep {
 
 /// No segment list (a run that wrote none).
 private struct NoSegments: SegmentSource {
-    func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {}
+    func forEachRow(of name: String, keysOnly: Bool, _ body: (SegmentRow) throws -> Void) throws {}
 }

@@ -298,7 +298,7 @@ struct ShardSegments: SegmentSource {
     /// The shards' folders, each with its `segments/`.
     let folders: [String]
 
-    func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {
+    func forEachRow(of name: String, keysOnly: Bool, _ body: (SegmentRow) throws -> Void) throws {
         let paths = folders.map { $0 + "/segments/" + name + ".csv" }
         let readers = try paths.map { try LineCursor(path: $0) }
         for (i, r) in readers.enumerated() where try r.next() == nil {
@@ -310,7 +310,9 @@ struct ShardSegments: SegmentSource {
             record.removeAll(keepingCapacity: true)
             record.append(contentsOf: line)
             if record.last == UInt8(ascii: "\n") { record.removeLast() }
-            guard let fields = SegmentRecords.split(record), fields.count == SegmentWriter.columns.count else {
+            guard let fields = SegmentRecords.split(record, only: keysOnly ? SegmentRecords.keyColumns : nil),
+                fields.count == SegmentWriter.columns.count
+            else {
                 throw WinBackError(.badData, "a shard's row of segment \(name) is not a segment row", path: paths[0])
             }
             row.fill(fields: fields)

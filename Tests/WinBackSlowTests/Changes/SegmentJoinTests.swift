@@ -48,7 +48,7 @@ struct SegmentJoinTests {
     /// Tonight's rows of every list read from one segment file, as written by hand.
     struct FileRows: SegmentSource {
         let path: String
-        func forEachRow(of name: String, _ body: (SegmentRow) throws -> Void) throws {
+        func forEachRow(of name: String, keysOnly: Bool, _ body: (SegmentRow) throws -> Void) throws {
             let records = try SegmentRecords(path: path, hashed: false)
             var row = SegmentRow()
             while let fields = try records.nextFields() {
