@@ -8,6 +8,7 @@ import Testing
 ///   object-storage suites and the signer's comparison with botocore);
 /// - `WINBACK_REQUIRE_PROMTOOL=1`: `promtool` runs (the metrics file's check);
 /// - `WINBACK_REQUIRE_TIME=1`: `/usr/bin/time` runs (the peak memory of the hostile runs);
+/// - `WINBACK_REQUIRE_STRACE=1`: `strace` runs (a run reads back no file it wrote);
 /// - `WINBACK_REQUIRE_POSTGRES=1`: PostgreSQL's server starts on loopback and psql answers (the
 ///   PostgreSQL suite).
 /// (`WINBACK_REQUIRE_ISAL=1` is checked by the quick tests' gzip suite.)
@@ -59,5 +60,17 @@ struct RequiredToolsTests {
         #expect(r.status == 0, "/usr/bin/time: exit \(r.status): \(r.stderr)")
         let peak = Int(r.stderr.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last ?? "")
         #expect((peak ?? 0) > 0, "/usr/bin/time -f %M printed no peak memory: \(r.stderr)")
+    }
+
+    @Test(
+        "strace runs",
+        .enabled(
+            if: required("WINBACK_REQUIRE_STRACE"), "WINBACK_REQUIRE_STRACE is not 1: the read-back check may skip")
+    )
+    func strace() throws {
+        #expect(WriteStreamTests.strace != nil, "no strace (Debian: apt-get install strace)")
+        let r = try Helper.run(
+            WriteStreamTests.strace ?? "strace", ["-f", "-e", "trace=openat", "-o", "/dev/null", "true"])
+        #expect(r.status == 0, "strace: exit \(r.status): \(r.stderr)")
     }
 }
