@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WinBackDelivery
 import WinBackModel
 import WinBackSupport
 import WinBackWrite

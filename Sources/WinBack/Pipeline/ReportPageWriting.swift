@@ -1,3 +1,4 @@
+import WinBackDelivery
 import WinBackModel
 import WinBackRules
 import WinBackSupport

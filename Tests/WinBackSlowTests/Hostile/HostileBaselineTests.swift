@@ -3,6 +3,7 @@ import Testing
 import WinBackTestSupport
 
 @testable import WinBack
+@testable import WinBackDelivery
 @testable import WinBackSupport
 
 /// The newest surfaces under attack (docs/rules.md §6.3): what a run reads of an earlier run is

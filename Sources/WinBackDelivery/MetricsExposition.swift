@@ -7,32 +7,44 @@ import Foundation
 /// file held: a line that does not parse (invalid UTF-8, a bad name, label or value, a second
 /// HELP or TYPE of one name, a sample already seen) is dropped and listed in ``dropped``. Written
 /// back as families: each family once, its HELP and TYPE first, then all its samples.
-struct MetricsExposition {
+package struct MetricsExposition {
     /// One label of a sample; `value` unescaped.
-    struct Label: Equatable {
-        var name: String
-        var value: String
+    package struct Label: Equatable {
+        package var name: String
+        package var value: String
+
+        package init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     /// One sample line: `name{labels} value [timestamp]`.
-    struct Sample {
-        var name: String
-        var labels: [Label]
+    package struct Sample {
+        package var name: String
+        package var labels: [Label]
         /// The value as written (a decimal number, `NaN`, `+Inf` or `-Inf`).
-        var value: String
-        var timestamp: String?
+        package var value: String
+        package var timestamp: String?
+
+        package init(name: String, labels: [Label], value: String, timestamp: String? = nil) {
+            self.name = name
+            self.labels = labels
+            self.value = value
+            self.timestamp = timestamp
+        }
 
         /// The series it belongs to: its name and its labels in name order.
-        var series: String {
+        package var series: String {
             name + "{"
                 + labels.sorted { $0.name < $1.name }.map { "\($0.name)=\"\(escaped($0.value))\"" }
                 .joined(separator: ",") + "}"
         }
 
         /// The value of its `pipeline` label, if any.
-        var pipeline: String? { labels.first { $0.name == "pipeline" }?.value }
+        package var pipeline: String? { labels.first { $0.name == "pipeline" }?.value }
 
-        var line: String {
+        package var line: String {
             let set =
                 labels.isEmpty
                 ? "" : "{" + labels.map { "\($0.name)=\"\(escaped($0.value))\"" }.joined(separator: ",") + "}"
@@ -40,20 +52,22 @@ struct MetricsExposition {
         }
     }
 
-    var samples: [Sample] = []
+    package var samples: [Sample] = []
     /// HELP text by metric name, as written (escapes kept).
-    var help: [String: String] = [:]
+    package var help: [String: String] = [:]
     /// TYPE by metric name.
-    var type: [String: String] = [:]
+    package var type: [String: String] = [:]
     /// Lines that did not parse, by number (from 1), with their text.
-    var dropped: [(line: Int, text: String)] = []
+    package var dropped: [(line: Int, text: String)] = []
 
-    static let types: Set<String> = ["counter", "gauge", "histogram", "summary", "untyped"]
+    package init() {}
+
+    package static let types: Set<String> = ["counter", "gauge", "histogram", "summary", "untyped"]
 
     // MARK: Reading
 
     /// Reads `bytes`, a whole file.
-    static func parse(_ bytes: [UInt8]) -> MetricsExposition {
+    package static func parse(_ bytes: [UInt8]) -> MetricsExposition {
         var e = MetricsExposition()
         var seen: Set<String> = []
         for (i, raw) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
@@ -161,7 +175,7 @@ struct MetricsExposition {
 
     /// A sample value as the text format allows it, written the one way: a decimal number as
     /// written, `NaN`, `+Inf` or `-Inf`.
-    static func value(_ token: String) -> String? {
+    package static func value(_ token: String) -> String? {
         switch token.lowercased() {
         case "nan": return "NaN"
         case "+inf", "inf": return "+Inf"
@@ -193,14 +207,14 @@ struct MetricsExposition {
     // MARK: Sharing
 
     /// The value of the sample `name` labelled with `pipeline` alone, when it is a number.
-    func value(of name: String, pipeline: String) -> Double? {
+    package func value(of name: String, pipeline: String) -> Double? {
         samples.first { $0.name == name && $0.labels == [Label(name: "pipeline", value: pipeline)] }
             .flatMap { Double($0.value) }
     }
 
     /// This file with every sample labelled `pipeline="<pipeline>"` replaced by `run`'s
     /// samples; `run`'s HELP and TYPE lines win over the file's for the same names.
-    func replacing(pipeline: String, with run: MetricsExposition) -> MetricsExposition {
+    package func replacing(pipeline: String, with run: MetricsExposition) -> MetricsExposition {
         var out = self
         out.samples = samples.filter { $0.pipeline != pipeline } + run.samples
         out.help.merge(run.help) { _, new in new }
@@ -210,7 +224,7 @@ struct MetricsExposition {
 
     /// The family a sample of metric `name` belongs to: a histogram's or summary's `_bucket`,
     /// `_sum` and `_count` samples belong to the histogram or summary.
-    func family(_ name: String) -> String {
+    package func family(_ name: String) -> String {
         if type[name] != nil { return name }
         for (suffix, kinds) in [
             ("_bucket", ["histogram"]), ("_sum", ["histogram", "summary"]), ("_count", ["histogram", "summary"]),
@@ -225,7 +239,7 @@ struct MetricsExposition {
     /// The file's text: families in name order, each with its HELP and TYPE lines once, then its
     /// samples, grouped by pipeline in label order (samples without one first) and otherwise in
     /// the order read or made. A family without samples is left out.
-    var text: String {
+    package var text: String {
         var families: [String: [Sample]] = [:]
         for s in samples { families[family(s.name), default: []].append(s) }
         var out = ""
@@ -246,7 +260,7 @@ struct MetricsExposition {
 
     /// A label value in the text format: backslash, quote and line feed escaped
     /// (``LabelEscape``).
-    static func escaped(_ s: String) -> String {
+    package static func escaped(_ s: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count)
         for b in s.utf8 {
@@ -265,30 +279,30 @@ struct MetricsExposition {
 /// byte leaves every other character whole.
 private enum LabelEscape {
     /// The bytes escaped, each with its letter.
-    static let pairs: [(byte: UInt8, letter: UInt8)] = [
+    package static let pairs: [(byte: UInt8, letter: UInt8)] = [
         (UInt8(ascii: "\\"), UInt8(ascii: "\\")), (UInt8(ascii: "\""), UInt8(ascii: "\"")), (0x0A, UInt8(ascii: "n")),
     ]
 
     /// The letter that stands for `byte` after a backslash; nil when it is written as it is.
-    static func letter(for byte: UInt8) -> UInt8? { pairs.first { $0.byte == byte }?.letter }
+    package static func letter(for byte: UInt8) -> UInt8? { pairs.first { $0.byte == byte }?.letter }
 
     /// The byte the escape letter stands for; nil when it is not an escape.
-    static func byte(for letter: UInt8) -> UInt8? { pairs.first { $0.letter == letter }?.byte }
+    package static func byte(for letter: UInt8) -> UInt8? { pairs.first { $0.letter == letter }?.byte }
 }
 
 /// Reads one line of the text format, byte by byte.
 private struct Scanner {
-    let bytes: [UInt8]
-    var i = 0
+    package let bytes: [UInt8]
+    package var i = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    var atEnd: Bool { i >= bytes.count }
-    var peek: UInt8? { atEnd ? nil : bytes[i] }
-    mutating func advance() { i += 1 }
+    package var atEnd: Bool { i >= bytes.count }
+    package var peek: UInt8? { atEnd ? nil : bytes[i] }
+    package mutating func advance() { i += 1 }
 
     /// Takes `c` when it is next.
-    mutating func take(_ c: UInt8) -> Bool {
+    package mutating func take(_ c: UInt8) -> Bool {
         guard peek == c else { return false }
         i += 1
         return true
@@ -296,27 +310,27 @@ private struct Scanner {
 
     /// Skips spaces and tabs; how many.
     @discardableResult
-    mutating func skipBlanks() -> Int {
+    package mutating func skipBlanks() -> Int {
         let start = i
         while let c = peek, c == 0x20 || c == 0x09 { i += 1 }
         return i - start
     }
 
     /// Everything up to the next blank.
-    mutating func word() -> String {
+    package mutating func word() -> String {
         let start = i
         while let c = peek, c != 0x20 && c != 0x09 { i += 1 }
         return String(decoding: bytes[start..<i], as: UTF8.self)
     }
 
     /// The rest of the line.
-    mutating func rest() -> String {
+    package mutating func rest() -> String {
         defer { i = bytes.count }
         return String(decoding: bytes[i...], as: UTF8.self)
     }
 
     /// A metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`) or label name (`[a-zA-Z_][a-zA-Z0-9_]*`).
-    mutating func name(metric: Bool) -> String? {
+    package mutating func name(metric: Bool) -> String? {
         let start = i
         while let c = peek {
             let letter = (c | 0x20) >= UInt8(ascii: "a") && (c | 0x20) <= UInt8(ascii: "z")
@@ -329,7 +343,7 @@ private struct Scanner {
     }
 
     /// A quoted label value, unescaped (`\\`, `\"` and `\n` are its only escapes).
-    mutating func quoted() -> String? {
+    package mutating func quoted() -> String? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         var out: [UInt8] = []
         while let c = peek {

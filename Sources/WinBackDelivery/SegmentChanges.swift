@@ -4,26 +4,26 @@ import WinBackSupport
 import WinBackWrite
 
 /// How many customers entered, left and changed offer in one segment (docs/rules.md §10.5).
-struct SegmentChangeCount: Equatable, Sendable {
-    var segment: String
-    var entered = 0
-    var exited = 0
-    var changed = 0
+package struct SegmentChangeCount: Equatable, Sendable {
+    package var segment: String
+    package var entered = 0
+    package var exited = 0
+    package var changed = 0
     /// The exited rows by reason (docs/rules.md §10.5), for the first screen.
-    var reasons: [String: Int] = [:]
+    package var reasons: [String: Int] = [:]
 }
 
 /// The changes of one segment file (docs/rules.md §10.5): the merge-join of the baseline's file
 /// and tonight's, both in customer order, written as `segments/changes/<S>.csv`.
-enum SegmentChanges {
-    static let columns = [
+package enum SegmentChanges {
+    package static let columns = [
         "change", "subscription_group_id", "original_transaction_id", "offer_id", "previous_offer_id", "reason",
     ]
 
     /// The `change` column's values, as a field's bytes.
-    static let entered = CSVRecord.escaped("entered")
-    static let changed = CSVRecord.escaped("changed")
-    static let exited = CSVRecord.escaped("exited")
+    package static let entered = CSVRecord.escaped("entered")
+    package static let changed = CSVRecord.escaped("changed")
+    package static let exited = CSVRecord.escaped("exited")
 
     /// Joins `baseline` (nil: no baseline file, everyone entered) with tonight's rows of list
     /// `segment` in `tonight` (nil: an offer that left the catalog, no rows) and writes the
@@ -37,7 +37,7 @@ enum SegmentChanges {
     /// and the counts, again for the changed rows when there are any, and again for the exited
     /// ones, so a night on which a million customers leave holds none of them in memory
     /// (docs/rules.md §6.2), and the run reads back no file it wrote.
-    static func write(
+    package static func write(
         segment: String, mayChange: Bool, baseline: String?, expectedSHA256: String?, tonight: SegmentSource?,
         to out: OutputFile, reason: (SegmentKey) throws -> String
     ) throws -> (count: SegmentChangeCount, rows: Int) {
@@ -95,15 +95,15 @@ enum SegmentChanges {
 /// customer order (docs/rules.md §10.5), walked as often as the changes need: each walk reads
 /// the baseline's file anew and checks it whole against its manifest's SHA-256, and checks
 /// tonight's rows to be in customer order, strictly.
-struct SegmentJoin {
-    let segment: String
-    let baseline: String?
-    let expectedSHA256: String?
-    let tonight: SegmentSource?
+package struct SegmentJoin {
+    package let segment: String
+    package let baseline: String?
+    package let expectedSHA256: String?
+    package let tonight: SegmentSource?
 
     /// Calls `entered` for a row of tonight's only, `both` for a customer in both (the
     /// baseline's row first), `exited` for a row of the baseline's only, in customer order.
-    func walk(
+    package func walk(
         entered: (SegmentRow) throws -> Void, both: (SegmentKey, SegmentRow) throws -> Void,
         exited: (SegmentKey) throws -> Void
     ) throws {
