@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "WinBackDelivery",
             dependencies: [
-                "WinBackWrite", "WinBackRead", "WinBackModel", "WinBackSupport",
+                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .target(

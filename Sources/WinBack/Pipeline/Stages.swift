@@ -1,4 +1,5 @@
 import Foundation
+import WinBackDelivery
 import WinBackModel
 import WinBackRead
 import WinBackRules

@@ -4,7 +4,7 @@ import WinBackRules
 import WinBackSupport
 
 /// The kind of a segment file, for its changes (docs/rules.md §10.5).
-enum SegmentKind: Equatable, Sendable {
+package enum SegmentKind: Equatable, Sendable {
     /// One catalog offer's segment (its catalog index).
     case offer(Int)
     /// `best-offer`: each customer once, with their rank-1 offer.
@@ -13,7 +13,7 @@ enum SegmentKind: Equatable, Sendable {
     case holdout
 
     /// Whether rows of the segment may change their offer (`changed`).
-    var offerMayChange: Bool { self == .best || self == .holdout }
+    package var offerMayChange: Bool { self == .best || self == .holdout }
 }
 
 /// Why a customer left a segment (docs/rules.md §10.5), the first that applies in this order:
@@ -23,30 +23,41 @@ enum SegmentKind: Equatable, Sendable {
 /// `offer_not_in_catalog` (the baseline's offer is no longer in the catalog), `not_held_out`
 /// (left the holdout, eligible and no longer held out) and `dropped_by_require_apple` (eligible,
 /// but left out by `audience.requireApple`, §4.5).
-enum ExitReason {
-    static let returned = "returned"
-    static let redeemed = "redeemed"
-    static let heldOut = "held_out"
-    static let unknownCustomer = "unknown_customer"
-    static let offerNotInCatalog = "offer_not_in_catalog"
-    static let notHeldOut = "not_held_out"
-    static let droppedByRequireApple = "dropped_by_require_apple"
+package enum ExitReason {
+    package static let returned = "returned"
+    package static let redeemed = "redeemed"
+    package static let heldOut = "held_out"
+    package static let unknownCustomer = "unknown_customer"
+    package static let offerNotInCatalog = "offer_not_in_catalog"
+    package static let notHeldOut = "not_held_out"
+    package static let droppedByRequireApple = "dropped_by_require_apple"
 }
 
 /// The reasons of the customers who left a segment, from tonight's evaluation of the run's
 /// customers (a run in memory, or one shard's customers): the rules of §3 as the evaluate stage
 /// applies them (``CompiledOffer/failures(_:asOf:)``), never again by hand.
-struct ExitReasoner: Sendable {
-    let customers: CustomerRows
-    let audience: Audience
-    let book: OfferBook
-    let requireApple: AppleRequirement
+package struct ExitReasoner: Sendable {
+    package let customers: CustomerRows
+    package let audience: Audience
+    package let book: OfferBook
+    package let requireApple: AppleRequirement
     /// The baseline's as-of instant: a win-back redemption on or after it is new since then.
-    let baselineAsOf: Int64
+    package let baselineAsOf: Int64
+
+    package init(
+        customers: CustomerRows, audience: Audience, book: OfferBook, requireApple: AppleRequirement,
+        baselineAsOf: Int64
+    ) {
+        self.customers = customers
+        self.audience = audience
+        self.book = book
+        self.requireApple = requireApple
+        self.baselineAsOf = baselineAsOf
+    }
 
     /// The customer (group, originalTransactionId) in tonight's inputs, found by bisection in
     /// the customers' order (bytewise by group, then id: that of the segment files).
-    func customer(group: [UInt8], original: [UInt8]) -> Int? {
+    package func customer(group: [UInt8], original: [UInt8]) -> Int? {
         let s = customers.strings
         var lo = 0
         var hi = customers.count
@@ -65,7 +76,7 @@ struct ExitReasoner: Sendable {
     }
 
     /// Customer k's result (a subscriber's), found by bisection: results are in customer order.
-    func result(of k: Int) -> Int? {
+    package func result(of k: Int) -> Int? {
         var lo = 0
         var hi = audience.results.count
         while lo < hi {
@@ -79,7 +90,7 @@ struct ExitReasoner: Sendable {
 
     /// Whether the customer of result `ri` is in segment `kind` tonight, as ``SegmentWriter``
     /// lists them.
-    func isMember(_ kind: SegmentKind, result ri: Int) -> Bool {
+    package func isMember(_ kind: SegmentKind, result ri: Int) -> Bool {
         let r = audience.results[ri]
         let leftOut = audience.isLeftOut(r)
         switch kind {
@@ -95,7 +106,7 @@ struct ExitReasoner: Sendable {
 
     /// The reason of a baseline row of segment `kind` (customer `group`/`original`, offer
     /// `offer`) when the customer is not in the segment tonight; nil when they are.
-    func reasonIfExited(_ kind: SegmentKind, group: [UInt8], original: [UInt8], offer: [UInt8]) -> String? {
+    package func reasonIfExited(_ kind: SegmentKind, group: [UInt8], original: [UInt8], offer: [UInt8]) -> String? {
         if let k = customer(group: group, original: original), let ri = result(of: k), isMember(kind, result: ri) {
             return nil
         }
@@ -104,7 +115,7 @@ struct ExitReasoner: Sendable {
 
     /// The reason a customer left segment `kind`, whose baseline row named `offer`
     /// (docs/rules.md §10.5).
-    func reason(_ kind: SegmentKind, group: [UInt8], original: [UInt8], offer: [UInt8]) -> String {
+    package func reason(_ kind: SegmentKind, group: [UInt8], original: [UInt8], offer: [UInt8]) -> String {
         guard let k = customer(group: group, original: original) else { return ExitReason.unknownCustomer }
         let r = result(of: k).map { audience.results[$0] }
         if let r, r.timeline.state != .churned { return ExitReason.returned }
@@ -124,7 +135,7 @@ struct ExitReasoner: Sendable {
 
     /// Whether customer k has a win-back row of `offerId` (offerType 4, docs/rules.md §3 rule 7)
     /// purchased on or after the baseline's as-of and before tonight's.
-    func redeemed(_ k: Int, offerId: String) -> Bool {
+    package func redeemed(_ k: Int, offerId: String) -> Bool {
         guard let id = customers.strings.lookup(offerId) else { return false }
         let t = audience.asOf
         for row in customers.rows(of: k)
