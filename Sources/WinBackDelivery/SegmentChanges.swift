@@ -109,21 +109,18 @@ package struct SegmentJoin {
     ) throws {
         let before = try baseline.map { try SegmentRecords(path: $0) }
         var hasA = try before?.advance() ?? false
-        var previous: (group: [UInt8], original: [UInt8])? = nil
+        // Tonight's row before this one (its arrays refilled in place); none yet before the first.
+        var last = SegmentRow()
+        var first = true
         try tonight?.forEachRow(of: segment, keysOnly: true) { row in
-            if let p = previous {
-                guard SegmentRow.compare(group: p.group, p.original, group: row.group, row.original) < 0 else {
-                    throw WinBackError(
-                        .badData,
-                        "tonight's rows of segment \(segment) are not in customer order (docs/rules.md §4.1)")
-                }
-                previous!.group.removeAll(keepingCapacity: true)
-                previous!.group.append(contentsOf: row.group)
-                previous!.original.removeAll(keepingCapacity: true)
-                previous!.original.append(contentsOf: row.original)
-            } else {
-                previous = (row.group, row.original)
+            guard first || SegmentRow.compare(group: last.group, last.original, group: row.group, row.original) < 0
+            else {
+                throw WinBackError(
+                    .badData, "tonight's rows of segment \(segment) are not in customer order (docs/rules.md §4.1)")
             }
+            first = false
+            last.group.replaceSubrange(last.group.indices, with: row.group)
+            last.original.replaceSubrange(last.original.indices, with: row.original)
             while hasA, let a = before?.current,
                 SegmentRow.compare(group: a.group, a.original, group: row.group, row.original) < 0
             {

@@ -40,12 +40,9 @@ package struct SegmentRow: Sendable {
     /// The customer order of the segment lists (docs/rules.md §4.1): bytewise by group, then
     /// originalTransactionId. Negative, zero or positive.
     package static func compare(group a: [UInt8], _ ao: [UInt8], group b: [UInt8], _ bo: [UInt8]) -> Int {
-        let g = compareBytes(a, b)
-        return g != 0 ? g : compareBytes(ao, bo)
+        let g = Bytes.compare(a, b)
+        return g != 0 ? g : Bytes.compare(ao, bo)
     }
-
-    /// Bytewise order of two byte strings, the shorter first when one begins the other.
-    package static func compareBytes(_ a: [UInt8], _ b: [UInt8]) -> Int { Bytes.compare(a, b) }
 
     /// Fills the row from a segment CSV record's fields (``SegmentWriter/columns``, unquoted).
     package mutating func fill(fields f: [[UInt8]]) {

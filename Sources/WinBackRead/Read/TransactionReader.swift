@@ -332,7 +332,7 @@ public enum TransactionReader {
 
 /// The customers of a set of rows, by originalTransactionId (bytes as read): the renewal info a
 /// shard keeps is theirs.
-package struct SetCustomers: @unchecked Sendable {
+package struct SetCustomers: Sendable {
     private var decimals = Set<Int64>()
     private var interned = Set<Int64>()
     private let strings: StringTable
