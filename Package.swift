@@ -64,19 +64,39 @@ let package = Package(
                 "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport", "CZlib", "CLibXML2",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
-        // Delivery's own structures: the identities split on disk and joined to the segment lists,
-        // the identity values of tonight's files and of the rows folded by value.
+        // What a run is given: the pipeline file parsed and checked (docs/rules.md §2.5), the rates it
+        // names, the pipeline resolved with the command line, and the progress a run reports.
+        .target(
+            name: "WinBackPipeline",
+            dependencies: [
+                "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel",
+                "WinBackSupport", .product(name: "Yams", package: "Yams"),
+            ]),
+        // Why a customer is or is not eligible, step by step (`winback explain`, docs/rules.md §5).
+        .target(
+            name: "WinBackExplain",
+            dependencies: ["WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport"]),
+        // Run history: the runs published before, the baseline a run compares with and the files
+        // its manifest lists, pruning (docs/rules.md §6.3, §10.5).
+        .target(
+            name: "WinBackHistory",
+            dependencies: [
+                "WinBackPipeline", "WinBackWrite", "WinBackS3", "WinBackModel", "WinBackSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        // Delivery: the segment changes against the baseline, the identities joined to the segment
+        // lists (in memory or split on disk), every destination's files and who exited them.
         .target(
             name: "WinBackDelivery",
             dependencies: [
-                "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "WinBackHistory", "WinBackPipeline", "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackModel",
+                "WinBackSupport", .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .target(
             name: "WinBack",
             dependencies: [
-                "WinBackDelivery", "WinBackWrite", "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel",
-                "WinBackSupport", .product(name: "Yams", package: "Yams"),
+                "WinBackDelivery", "WinBackHistory", "WinBackExplain", "WinBackPipeline", "WinBackWrite",
+                "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // Test-only code: the world generator, the test chain and its signer. Used by the tests

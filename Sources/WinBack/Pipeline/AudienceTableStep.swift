@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import WinBackDelivery
 import WinBackModel
+import WinBackPipeline
 import WinBackPostgres
 import WinBackRead
 import WinBackSupport
@@ -69,7 +70,7 @@ enum AudienceTableStep {
                     folder: p.outputDirectory + "/" + p.config.name + "/.postgres-identities-\(System.processID)",
                     memory: $0)
             }
-            join = try Stage.joinIdentities(p, source: source, rejects: &rejects, bounds: bounds)
+            join = try Delivery.joinIdentities(p, source: source, rejects: &rejects, bounds: bounds)
             try join!.prepare(lists: lists, from: tonight)
             for d in p.config.destinations where !columns.contains(d.type.identityColumn) {
                 columns.append(d.type.identityColumn)

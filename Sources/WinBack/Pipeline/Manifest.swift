@@ -1,4 +1,5 @@
 import Foundation
+import WinBackHistory
 import WinBackModel
 import WinBackRead
 import WinBackRules

@@ -1,5 +1,7 @@
 import Foundation
+import WinBackDelivery
 import WinBackModel
+import WinBackPipeline
 import WinBackPostgres
 import WinBackRead
 import WinBackRules
@@ -44,39 +46,7 @@ public struct RunSummary: Sendable {
     public var seconds: Double
 }
 
-/// Everything a run needs, resolved from the pipeline file and the command line.
-public struct ResolvedPipeline: Sendable {
-    public var config: PipelineConfig
-    public var catalog: OfferCatalog
-    public var asOf: Int64
-    public var threads: Int
-    public var inflater: Inflater = .zlib
-    public var outputDirectory: String
-    public var transactionFiles: [String]
-    public var renewalFiles: [String]
-    /// How signed inputs are verified; nil unless the format is `appstore-signed`.
-    public var signed: SignedReading?
-    /// `money`'s rates (docs/rules.md §13.1); nil without `money`.
-    public var rates: Rates? = nil
-    /// ``transactionFiles`` as resolved, each with its identity (docs/rules.md §11, §12): what
-    /// the readers open, the ledger records and the manifest lists.
-    public var transactionInputs: [Input] = []
-    /// ``renewalFiles`` as resolved, each with its identity.
-    public var renewalInputs: [Input] = []
-    /// The run's memory limit (`--memory` or `limits.memory`), nil in memory: what it reads of
-    /// earlier runs is bounded by it too (docs/rules.md §6.3).
-    public var memoryLimit: Int? = nil
-
-    /// The transaction files as resolved (``transactionInput(_:)``).
-    var inputs: [Input] { transactionFiles.indices.map(transactionInput) }
-
-    /// Transaction file `i` as resolved; a pipeline made without its inputs (a test's) has each
-    /// looked up now.
-    func transactionInput(_ i: Int) -> Input {
-        if transactionInputs.count == transactionFiles.count { return transactionInputs[i] }
-        return InputStores.lookUp(transactionFiles[i])
-    }
-
+extension ResolvedPipeline {
     /// Loads the pipeline file and catalog and resolves the input globs (exit 78 / 66).
     public static func resolve(_ o: RunOptions) throws -> ResolvedPipeline {
         try resolve(o, config: PipelineConfig.load(path: o.pipelinePath))
@@ -91,9 +61,9 @@ public struct ResolvedPipeline: Sendable {
         let catalog = try OfferCatalog.load(path: catalogPath, contents: try InputStores.contents(catalogPath))
         // The output folder may be the command line's: the metrics file must not be in it either
         // (docs/rules.md §6.2).
-        if let m = config.metricsPath, MetricsFile.isInside(config.resolve(m), output: out) {
+        if let m = config.metricsPath, MetricsPlace.isInside(config.resolve(m), output: out) {
             throw WinBackError(
-                .configuration, "field 'output.metrics': " + MetricsFile.insideProblem(m, output: out),
+                .configuration, "field 'output.metrics': " + MetricsPlace.insideProblem(m, output: out),
                 path: o.pipelinePath)
         }
         let threads = o.threads ?? config.threads ?? ProcessInfo.processInfo.activeProcessorCount
@@ -105,7 +75,7 @@ public struct ResolvedPipeline: Sendable {
             }
         }
         // Every configuration error found before anything is read (docs/rules.md §10.7).
-        try Stage.checkIdentities(config, inflater: inflater)
+        try Delivery.checkIdentities(config, inflater: inflater)
         let signed =
             config.format == .appstoreSigned
             ? try SignedReading.resolve(config.apple, folder: config.folder, now: o.now) : nil
@@ -187,11 +157,6 @@ public struct ResolvedPipeline: Sendable {
         return publisher
     }
 
-    /// Bounds on what bad input may cost (`limits.maxLineBytes`, `limits.maxRejectsListed`).
-    var limits: ReadLimits {
-        ReadLimits(maxLineBytes: config.maxLineBytes, maxRejectsListed: config.maxRejectsListed)
-    }
-
     /// The publisher of this pipeline's runs: `<output>/<name>/` and the as-of date.
     func publisher() -> Publisher {
         Publisher(root: outputDirectory + "/" + config.name, date: Timestamp.date(asOf), group: config.outputGroup)
@@ -260,7 +225,7 @@ public enum PipelineRun {
             throw error
         }
         progress.pipeline = p.config.name
-        Stage.warnOffersWithoutLink(p, progress: progress)
+        Delivery.warnOffersWithoutLink(p, progress: progress)
         // Which inflater reads the gzip inputs: ISA-L's where it loads (the default, `auto`).
         progress.event(
             "inflater", "inflating with \(p.inflater.rawValue)",

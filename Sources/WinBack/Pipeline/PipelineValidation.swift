@@ -1,4 +1,5 @@
 import Foundation
+import WinBackDelivery
 import WinBackModel
 import WinBackPostgres
 import WinBackRead
@@ -145,7 +146,7 @@ public enum PipelineValidation {
             }
             if report.problems.isEmpty || System.kind(path) == .file {
                 // The columns the destinations need, as `run` checks them before reading.
-                do { try Stage.checkIdentities(config, inflater: .zlib) } catch let e as WinBackError {
+                do { try Delivery.checkIdentities(config, inflater: .zlib) } catch let e as WinBackError {
                     if e.code != .noInput { report.problems.append("\(e)") }
                 } catch {
                     report.problems.append(SystemError.words(error))

@@ -1,4 +1,6 @@
 import Foundation
+import WinBackDelivery
+import WinBackHistory
 import WinBackRead
 import WinBackSupport
 import WinBackWrite
@@ -187,5 +189,32 @@ extension Stage {
         try sync.wait()
         try publisher.publish(keepingLock: true)
         return publisher.root + "/" + publisher.date
+    }
+}
+
+extension AfterPublish {
+    /// `output.keep`: the runs the manifest lists as pruned removed locally, then, with
+    /// `output.upload`, from the prefix (docs/rules.md §10.6), under the lock.
+    static func prune(_ p: ResolvedPipeline, progress: Progress) -> AfterPublish? {
+        guard p.config.keep > 0 else { return nil }
+        return AfterPublish(name: "prune", underLock: true) { published in
+            guard let plan = published.manifest.pruned else { return }
+            Pruning.removeLocal(
+                plan, root: (published.folder as NSString).deletingLastPathComponent, progress: progress)
+            var remote: [String] = []
+            if let upload = p.config.upload {
+                // A planning run (an as-of ahead of the clock) never retries the prefix's removals.
+                let planning = p.asOf > Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
+                remote = try Pruning.removeRemote(plan, from: upload, name: p.config.name, retry: !planning)
+            }
+            let retried = remote.filter { !plan.dates.contains($0) }
+            progress.event(
+                "pruned",
+                Pruning.line(plan)
+                    + (retried.isEmpty ? "" : "; from the upload prefix also " + retried.joined(separator: ", ")),
+                fields: [
+                    "dates": plan.dates, "failed": plan.failed, "keepDays": plan.keepDays, "remoteRetried": retried,
+                ])
+        }
     }
 }

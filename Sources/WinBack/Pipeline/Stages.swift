@@ -1,5 +1,6 @@
 import Foundation
 import WinBackDelivery
+import WinBackHistory
 import WinBackModel
 import WinBackRead
 import WinBackRules
@@ -249,7 +250,7 @@ extension Stage {
         outputs += reportOutputs
         let page = outputs.count
         steps.between()
-        let delivered = try writeDestinations(
+        let delivered = try Delivery.writeDestinations(
             p, tonight: steps.lists, baseline: baseline, to: directory, rejects: &rejects, sync: sync,
             bounds: steps.bounds)
         manifest.record(delivered)

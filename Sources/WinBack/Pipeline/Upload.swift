@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
 import Synchronization
+import WinBackDelivery
+import WinBackHistory
 import WinBackS3
 import WinBackSupport
 

@@ -1,4 +1,5 @@
 import Foundation
+import WinBackDelivery
 import WinBackRead
 import WinBackSupport
 import WinBackWrite
@@ -69,7 +70,7 @@ public enum ShardedRun {
             let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
             try p.checkAsOf(options)
             progress.pipeline = p.config.name
-            Stage.warnOffersWithoutLink(p, progress: progress)
+            Delivery.warnOffersWithoutLink(p, progress: progress)
             return try Merge.run(p, work: folder, shards: shards, progress: progress)
         } catch {
             MetricsFile.failed(

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import WinBackDelivery
+import WinBackHistory
 import WinBackModel
 import WinBackRead
 import WinBackRules

@@ -79,7 +79,7 @@ struct ConfigurationFirstTests {
             header: "original_transaction_id,external_id,phone", destinations: "[braze, klaviyo, mailchimp]")
         let config = try PipelineConfig.load(path: path)
         do {
-            try Stage.checkIdentities(config, inflater: .zlib)
+            try Delivery.checkIdentities(config, inflater: .zlib)
             Issue.record("no failure")
         } catch let e as WinBackError {
             #expect(e.code.exitCode == 78)
@@ -91,11 +91,11 @@ struct ConfigurationFirstTests {
         }
         let keyless = try PipelineConfig.load(
             path: try Self.pipeline(header: "external_id,email,x", destinations: "[braze]"))
-        #expect(throws: WinBackError.self) { try Stage.checkIdentities(keyless, inflater: .zlib) }
+        #expect(throws: WinBackError.self) { try Delivery.checkIdentities(keyless, inflater: .zlib) }
         let fine = try PipelineConfig.load(
             path: try Self.pipeline(
                 header: "original_transaction_id,external_id,email", destinations: "[braze, klaviyo]"))
-        try Stage.checkIdentities(fine, inflater: .zlib)
+        try Delivery.checkIdentities(fine, inflater: .zlib)
     }
 
     @Test("validate reports a missing identities column with the other problems, as run would find it")

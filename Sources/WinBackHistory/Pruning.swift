@@ -1,5 +1,6 @@
 import Foundation
 import WinBackModel
+import WinBackPipeline
 import WinBackS3
 import WinBackSupport
 import WinBackWrite
@@ -7,22 +8,22 @@ import WinBackWrite
 /// What a successful run removes of the published runs before it (docs/rules.md §10.6):
 /// decided before its manifest is written, so the manifest lists it, and taken after the
 /// publish, under the lock.
-struct PrunePlan: Sendable, Equatable {
+package struct PrunePlan: Sendable, Equatable {
     /// `output.keep`: days kept before the newest published date.
-    var keepDays: Int
+    package var keepDays: Int
     /// Published runs removed (`YYYY-MM-DD`, ascending): their link and the versioned folder it
     /// points at, and, with `output.upload`, their objects under the prefix.
-    var dates: [String] = []
+    package var dates: [String] = []
     /// Failed runs' folders removed (`.failed-<YYYY-MM-DD>`), by date, ascending.
-    var failed: [String] = []
+    package var failed: [String] = []
     /// The rule the dates were chosen by, for the dates of the upload prefix: day numbers of
     /// the limit and of tonight, and tonight's baseline (never removed).
-    var limitDay: Int64 = 0
-    var tonightDay: Int64 = 0
-    var baseline: String? = nil
+    package var limitDay: Int64 = 0
+    package var tonightDay: Int64 = 0
+    package var baseline: String? = nil
 
     /// Whether published date `d` goes by this plan's rule (docs/rules.md §10.6).
-    func removes(_ d: String) -> Bool {
+    package func removes(_ d: String) -> Bool {
         guard let t = Timestamp.parseDate(d) else { return false }
         return t < limitDay && t < tonightDay && d != baseline
     }
@@ -30,8 +31,8 @@ struct PrunePlan: Sendable, Equatable {
 
 /// `output.keep` (docs/rules.md §10.6): published runs name customers, and since §10 their
 /// emails, so they do not pile up for ever.
-enum Pruning {
-    static let failedPrefix = ".failed-"
+package enum Pruning {
+    package static let failedPrefix = ".failed-"
 
     /// The plan of a run of `date` publishing under `root` (`<output>/<name>`) that keeps
     /// `keep` days, or nil when `keep` is 0 (every run kept).
@@ -40,7 +41,7 @@ enum Pruning {
     /// (tonight's included), earlier than tonight's (a backfill prunes nothing newer than
     /// itself), and neither tonight's baseline (§10.5) nor tonight's; failed runs' folders by
     /// the same rule. `latest` points at the newest date, which is never removed.
-    static func plan(root: String, date: String, keep: Int, baseline: String?) -> PrunePlan? {
+    package static func plan(root: String, date: String, keep: Int, baseline: String?) -> PrunePlan? {
         guard keep > 0, let tonight = Timestamp.parseDate(date) else { return nil }
         let published = Publisher(root: root, date: date).publishedDates()
         let newest = max(published.compactMap { Timestamp.parseDate($0) }.max() ?? tonight, tonight)
@@ -66,7 +67,7 @@ enum Pruning {
     /// A folder is removed only when no link left in `root` points at it (docs/rules.md §6.3):
     /// a dated link another date's link, `latest` or the baseline shares (an operator's
     /// `cp -P`) goes, the folder behind it stays.
-    static func removeLocal(_ plan: PrunePlan, root: String, progress: Progress) {
+    package static func removeLocal(_ plan: PrunePlan, root: String, progress: Progress) {
         let removed = Set(plan.dates)
         var kept: Set<String> = []
         for entry in System.entries(root)
@@ -110,7 +111,8 @@ enum Pruning {
     /// this run's folder has none), nor anything for a run whose as-of is ahead of the clock
     /// (`retry` false: a planning run, docs/rules.md §6.3), which removes only its plan's dates.
     @discardableResult
-    static func removeRemote(_ plan: PrunePlan, from prefix: S3Location, name: String, retry: Bool = true) throws
+    package static func removeRemote(_ plan: PrunePlan, from prefix: S3Location, name: String, retry: Bool = true)
+        throws
         -> [String]
     {
         let client = try S3Client.shared()
@@ -139,36 +141,9 @@ enum Pruning {
     }
 
     /// The log's line.
-    static func line(_ plan: PrunePlan) -> String {
+    package static func line(_ plan: PrunePlan) -> String {
         let runs = plan.dates.isEmpty ? "no published run" : "published runs " + plan.dates.joined(separator: ", ")
         let failed = plan.failed.isEmpty ? "" : " and failed runs " + plan.failed.joined(separator: ", ")
         return "removed \(runs)\(failed) (output.keep: \(plan.keepDays) days)"
-    }
-}
-
-extension AfterPublish {
-    /// `output.keep`: the runs the manifest lists as pruned removed locally, then, with
-    /// `output.upload`, from the prefix (docs/rules.md §10.6), under the lock.
-    static func prune(_ p: ResolvedPipeline, progress: Progress) -> AfterPublish? {
-        guard p.config.keep > 0 else { return nil }
-        return AfterPublish(name: "prune", underLock: true) { published in
-            guard let plan = published.manifest.pruned else { return }
-            Pruning.removeLocal(
-                plan, root: (published.folder as NSString).deletingLastPathComponent, progress: progress)
-            var remote: [String] = []
-            if let upload = p.config.upload {
-                // A planning run (an as-of ahead of the clock) never retries the prefix's removals.
-                let planning = p.asOf > Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000
-                remote = try Pruning.removeRemote(plan, from: upload, name: p.config.name, retry: !planning)
-            }
-            let retried = remote.filter { !plan.dates.contains($0) }
-            progress.event(
-                "pruned",
-                Pruning.line(plan)
-                    + (retried.isEmpty ? "" : "; from the upload prefix also " + retried.joined(separator: ", ")),
-                fields: [
-                    "dates": plan.dates, "failed": plan.failed, "keepDays": plan.keepDays, "remoteRetried": retried,
-                ])
-        }
     }
 }

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import WinBackDelivery
+import WinBackHistory
 import WinBackModel
 import WinBackRead
 import WinBackSupport
@@ -12,14 +12,14 @@ import WinBackWrite
 /// tonight's date and every other `winback_` column empty. Importing tonight's files and these,
 /// in either order, leaves a tool whose segment is "winback_status is eligible" holding exactly
 /// tonight's audience.
-enum DestinationExits {
+package enum DestinationExits {
     /// The longest line of a baseline's destination file read (a longer one is not a row this
     /// tool wrote).
-    static let maxLineBytes = 16 << 20
+    package static let maxLineBytes = 16 << 20
 
     /// The baseline's files of the set `destinations/<type>/<list>-NNN.csv`, in their order,
     /// as its manifest lists them (path relative to its folder, SHA-256).
-    static func files(of baseline: BaselineFiles, type: DestinationType, list: String) -> [(String, String)] {
+    package static func files(of baseline: BaselineFiles, type: DestinationType, list: String) -> [(String, String)] {
         let prefix = "destinations/\(type.rawValue)/\(list)-"
         var found: [(Int, String, String)] = []
         for (path, sha) in baseline.sha256 where path.hasPrefix(prefix) && path.hasSuffix(".csv") {
@@ -34,7 +34,7 @@ enum DestinationExits {
 
     /// The lists of destination `type` whose files the baseline's manifest lists
     /// (`destinations/<type>/<list>-NNN.csv`, exited files aside), by name.
-    static func lists(of baseline: BaselineFiles, type: DestinationType) -> Set<String> {
+    package static func lists(of baseline: BaselineFiles, type: DestinationType) -> Set<String> {
         let prefix = "destinations/\(type.rawValue)/"
         var lists: Set<String> = []
         for path in baseline.sha256.keys where path.hasPrefix(prefix) && path.hasSuffix(".csv") {
@@ -61,7 +61,7 @@ enum DestinationExits {
     ///
     /// `history` is the exit window (docs/rules.md §10.10): the baseline first, then the other
     /// runs it covers, newest first; a value any of them held exits once.
-    static func write(
+    package static func write(
         history: [BaselineFiles], type: DestinationType, list: String, tonight: TonightValues, asOf: String,
         into out: inout DestinationSplitter
     ) throws -> Int {
@@ -84,7 +84,7 @@ enum DestinationExits {
             guard exits(i, email ? Self.folded(value) : value) else { return }
             record.reset()
             record.field(verbatim: String(decoding: value, as: UTF8.self))
-            for _ in 0..<(Stage.destinationColumns.count - 1) { record.empty() }
+            for _ in 0..<(Delivery.destinationColumns.count - 1) { record.empty() }
             record.field(asOf)
             record.field(exited)
             record.end()
@@ -95,17 +95,17 @@ enum DestinationExits {
     }
 
     /// `value` with its ASCII letters lowered: how an email is compared (docs/rules.md §6.3).
-    static func folded(_ value: [UInt8]) -> [UInt8] { value.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 } }
+    package static func folded(_ value: [UInt8]) -> [UInt8] { value.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 } }
 
-    static func folded(_ value: String) -> String { String(decoding: folded(Array(value.utf8)), as: UTF8.self) }
+    package static func folded(_ value: String) -> String { String(decoding: folded(Array(value.utf8)), as: UTF8.self) }
 
     /// `winback_status` of tonight's rows and of the rows that left.
-    static let eligible = "eligible"
-    static let exited = "exited"
+    package static let eligible = "eligible"
+    package static let exited = "exited"
 
     /// Calls `value` with the identity value of every eligible row of the destination file at
     /// `path`, in order; then checks the bytes read against `expectedSHA256`.
-    static func read(
+    package static func read(
         _ path: String, firstColumn: String, expectedSHA256: String, _ value: ([UInt8]) throws -> Void
     ) throws {
         let cursor = LineCursor(source: try PlainFileSource(path: path), chunkSize: 1 << 18, maxLineBytes: maxLineBytes)

@@ -19,9 +19,9 @@ public struct Baseline: Sendable, Equatable, Codable {
     /// The files its manifest lists (path → SHA-256), as decoded when it was found: the manifest
     /// is read once per run. Nil in a baseline handed from another process (an array job's
     /// fingerprint), whose manifest is read again and checked against ``manifestSHA256``.
-    var outputs: [String: String]? = nil
+    package var outputs: [String: String]? = nil
 
-    enum CodingKeys: String, CodingKey { case date, folder, manifestSHA256, asOf }
+    package enum CodingKeys: String, CodingKey { case date, folder, manifestSHA256, asOf }
 
     /// The same run: what every task of an array job must agree on (``outputs`` follows from it).
     public static func == (a: Baseline, b: Baseline) -> Bool {
@@ -45,7 +45,7 @@ public struct Baseline: Sendable, Equatable, Codable {
     /// §10.10): `baseline` first, then every other run of pipeline `name` under `root` dated
     /// from `days` days before `date` to the day before, newest first, each read as the
     /// baseline is (its manifest damaged or of another pipeline: 65). Empty without a baseline.
-    static func window(
+    package static func window(
         root: String, name: String, before date: String, days: Int, baseline: Baseline?, memory: Int? = nil
     ) throws -> [Baseline] {
         guard let baseline, let tonight = Timestamp.parseDate(date) else { return [] }
@@ -58,7 +58,7 @@ public struct Baseline: Sendable, Equatable, Codable {
     }
 
     /// The run dated `d` under `root`, nil when its folder no longer stands.
-    static func read(root: String, date d: String, name: String, memory: Int?) throws -> Baseline? {
+    package static func read(root: String, date d: String, name: String, memory: Int?) throws -> Baseline? {
         let folder = root + "/" + d
         guard System.kind(folder, followLinks: true) == .directory else { return nil }
         let path = folder + "/manifest.json"
@@ -84,34 +84,34 @@ public struct Baseline: Sendable, Equatable, Codable {
 /// What a run reads of a published run's `manifest.json` (docs/rules.md §4.4): its pipeline,
 /// its as-of and the files it wrote with their SHA-256. Read as an input (docs/rules.md §6.3):
 /// a regular file, never through a link, bounded, decoded once into these fields alone.
-struct PublishedManifest: Decodable, Sendable {
-    struct Output: Decodable, Sendable {
-        var path: String
-        var sha256: String
+package struct PublishedManifest: Decodable, Sendable {
+    package struct Output: Decodable, Sendable {
+        package var path: String
+        package var sha256: String
     }
-    var pipeline: String
-    var asOf: String
-    var outputs: [Output]
+    package var pipeline: String
+    package var asOf: String
+    package var outputs: [Output]
 
     /// The largest manifest a run reads: a run's manifest lists its inputs and outputs, a few
     /// hundred bytes each, so even 100,000 input files stay far below it.
-    static let maxBytes = 64 << 20
+    package static let maxBytes = 64 << 20
 
     /// The largest manifest a run under `memory` reads: an eighth of its limit (decoding takes
     /// about two and a half times the file's size), at most ``maxBytes``.
-    static func limit(memory: Int?) -> Int { min(maxBytes, memory.map { max($0 / 8, 1 << 20) } ?? maxBytes) }
+    package static func limit(memory: Int?) -> Int { min(maxBytes, memory.map { max($0 / 8, 1 << 20) } ?? maxBytes) }
 
     /// The bytes of the manifest at `path` and what they say. Missing, not a regular file, a
     /// link, larger than ``limit(memory:)``, empty, not JSON or without the fields: bad data
     /// (65) naming it.
-    static func read(_ path: String, memory: Int?) throws -> ([UInt8], PublishedManifest) {
+    package static func read(_ path: String, memory: Int?) throws -> ([UInt8], PublishedManifest) {
         let bytes = try bytes(path, memory: memory)
         return (bytes, try decode(bytes, path: path))
     }
 
     /// What the manifest `bytes` (read from `path`) say; bad data (65) naming it when they are
     /// not a run's manifest.
-    static func decode(_ bytes: [UInt8], path: String) throws -> PublishedManifest {
+    package static func decode(_ bytes: [UInt8], path: String) throws -> PublishedManifest {
         do {
             return try JSONDecoder().decode(PublishedManifest.self, from: Data(bytes))
         } catch {
@@ -123,7 +123,7 @@ struct PublishedManifest: Decodable, Sendable {
     }
 
     /// The bytes of the manifest at `path`, read as ``read(_:memory:)`` says.
-    static func bytes(_ path: String, memory: Int?) throws -> [UInt8] {
+    package static func bytes(_ path: String, memory: Int?) throws -> [UInt8] {
         let fd: Int32
         let size: Int
         do { (fd, size) = try System.openRegularFile(path, followLinks: false) } catch let e as System.NotRegularFile {

@@ -1,5 +1,6 @@
 import Foundation
 import WinBackModel
+import WinBackSupport
 
 extension Explanation {
     /// The human-readable answer to "why is this customer (not) in the audience?".

@@ -1,6 +1,7 @@
 import Foundation
-import WinBackDelivery
+import WinBackHistory
 import WinBackModel
+import WinBackPipeline
 import WinBackRead
 import WinBackSupport
 import WinBackWrite
@@ -37,16 +38,16 @@ public struct IdentityCount: Sendable, Equatable {
     public var rejected: Int
 }
 
-extension Stage {
+package enum Delivery {
     /// The columns every destination file carries after the tool's own first column.
-    static let destinationColumns = [
+    package static let destinationColumns = [
         "winback_offer_id", "winback_offer_url", "winback_eligible_offer_ids", "winback_months_since_last_subscribed",
         "winback_as_of",
     ]
 
     /// The last column of every destination row: `eligible` in tonight's files, `exited` in the
     /// files of those who left (docs/rules.md §10.5).
-    static let statusColumn = "winback_status"
+    package static let statusColumn = "winback_status"
 
     /// Writes every destination's files into `directory/destinations/<type>/` from tonight's
     /// segment lists (docs/rules.md §10.2), as a run in memory holds them or as a merge merges
@@ -62,7 +63,7 @@ extension Stage {
     /// once per run under its lock and handed to both). Tonight's values are held per file set
     /// as a compact set of bytes (``IdentityValueSet``), or under `bounds` split on disk by
     /// their hash (``TonightValues``).
-    static func writeDestinations(
+    package static func writeDestinations(
         _ p: ResolvedPipeline, tonight lists: SegmentSource, baseline: Baseline?, to directory: String,
         rejects: inout RejectList, sync: DiskSync, bounds: IdentityJoin.Bounds? = nil
     ) throws -> (outputs: [OutputStats], counts: [DestinationCount], identities: IdentityCount?) {
@@ -103,7 +104,7 @@ extension Stage {
 
     /// The identities joined for the destinations (``IdentityJoin``): their rejected rows added
     /// to `rejects`, more than `maxRejectedFraction` of them 65, a destination's column missing 65.
-    static func joinIdentities(
+    package static func joinIdentities(
         _ p: ResolvedPipeline, source: IdentitiesSource, rejects: inout RejectList, bounds: IdentityJoin.Bounds?
     ) throws -> IdentityJoin {
         let path = p.config.resolve(source.path)
@@ -136,7 +137,7 @@ extension Stage {
     /// Says once per offer without `appleId` that its customers are left out of the
     /// destination files (docs/rules.md §10.10: a row never carries an empty link), as
     /// `validate` warns; nothing when the pipeline has no destinations.
-    static func warnOffersWithoutLink(_ p: ResolvedPipeline, progress: Progress) {
+    package static func warnOffersWithoutLink(_ p: ResolvedPipeline, progress: Progress) {
         guard p.config.identities != nil, !p.config.destinations.isEmpty else { return }
         for o in p.catalog.offers where (o.appleId ?? "").isEmpty {
             progress.warn(
@@ -182,19 +183,19 @@ extension Stage {
 /// Writes `<prefix>-001.csv`, `<prefix>-002.csv`, …: each file starts with the header, and a
 /// row that would take a file past `maxRows` data rows or `maxBytes` bytes starts the next.
 /// At least one file is written, with the header alone when no row comes.
-struct DestinationSplitter {
-    let directory: String
-    let prefix: String
-    let header: [UInt8]
-    let maxRows: Int?
-    let maxBytes: Int?
-    let sync: DiskSync
+package struct DestinationSplitter {
+    package let directory: String
+    package let prefix: String
+    package let header: [UInt8]
+    package let maxRows: Int?
+    package let maxBytes: Int?
+    package let sync: DiskSync
     private var file: OutputFile?
     private var rows = 0
     private var bytes = 0
     private var done: [OutputStats] = []
 
-    init(
+    package init(
         directory: String, prefix: String, header: [String], maxRows: Int?, maxBytes: Int?, sync: DiskSync
     ) {
         self.directory = directory
@@ -225,7 +226,7 @@ struct DestinationSplitter {
         file = nil
     }
 
-    mutating func write(_ row: [UInt8]) throws {
+    package mutating func write(_ row: [UInt8]) throws {
         if file == nil { try open() }
         let full = (maxRows.map { rows + 1 > $0 } ?? false) || (maxBytes.map { bytes + row.count > $0 } ?? false)
         if full && rows > 0 {
@@ -238,7 +239,7 @@ struct DestinationSplitter {
     }
 
     /// Closes the last file; returns every file written.
-    mutating func finish() throws -> [OutputStats] {
+    package mutating func finish() throws -> [OutputStats] {
         if file == nil && done.isEmpty { try open() }
         try close()
         return done
@@ -247,26 +248,26 @@ struct DestinationSplitter {
 
 /// Writes the destinations' files list by list, then their exited files (docs/rules.md §10.2,
 /// §10.5, §10.10), counting what each destination received.
-struct DestinationListWriter {
-    let p: ResolvedPipeline
-    let join: IdentityJoin
-    let source: IdentitiesSource
-    let directory: String
-    let sync: DiskSync
-    let bounds: IdentityJoin.Bounds?
+package struct DestinationListWriter {
+    package let p: ResolvedPipeline
+    package let join: IdentityJoin
+    package let source: IdentitiesSource
+    package let directory: String
+    package let sync: DiskSync
+    package let bounds: IdentityJoin.Bounds?
     /// Tonight's date, as the rows carry it.
-    let asOf: String
+    package let asOf: String
     /// §3's ranking of the offers (HIGH priority, then catalog order): which of the rows
     /// holding one identity value stays (§10.10).
-    let rank: [String: Int]
+    package let rank: [String: Int]
     /// Per destination, tonight's values, whatever list they are in.
-    let tonight: [TonightValues]
+    package let tonight: [TonightValues]
     private(set) var counts: [DestinationCount]
     /// Per destination, per list, the files written.
     private var files: [[String: [OutputStats]]]
     private var record = CSVRecord()
 
-    init(
+    package init(
         _ p: ResolvedPipeline, join: IdentityJoin, source: IdentitiesSource, directory: String, sync: DiskSync,
         bounds: IdentityJoin.Bounds?
     ) throws {
@@ -291,11 +292,11 @@ struct DestinationListWriter {
         files = Array(repeating: [:], count: p.config.destinations.count)
     }
 
-    func discard() { for t in tonight { t.discard() } }
+    package func discard() { for t in tonight { t.discard() } }
 
     /// The files of segment list `list` for every destination that reads it: one row per
     /// identity value (a first pass finds each value's row), never a row without a link.
-    mutating func write(list: String, from lists: SegmentSource) throws {
+    package mutating func write(list: String, from lists: SegmentSource) throws {
         let destinations = p.config.destinations
         let readers = destinations.indices.filter { i in
             destinations[i].audience == .bestOffer ? list == "best-offer" : list != "best-offer"
@@ -303,7 +304,7 @@ struct DestinationListWriter {
         var outs = readers.map { i in
             DestinationSplitter(
                 directory: directory, prefix: "destinations/\(destinations[i].type.rawValue)/" + list,
-                header: [destinations[i].type.firstColumn] + Stage.destinationColumns + [Stage.statusColumn],
+                header: [destinations[i].type.firstColumn] + Delivery.destinationColumns + [Delivery.statusColumn],
                 maxRows: destinations[i].maxRows, maxBytes: destinations[i].maxBytes, sync: sync)
         }
         let positions = readers.map { join.position(of: source.fileColumn(destinations[$0].type.identityColumn))! }
@@ -384,7 +385,7 @@ struct DestinationListWriter {
     /// Who left each file set within the exit window `history` (docs/rules.md §10.5, §10.10):
     /// tonight's lists and then, once more, the lists of offers that left the catalog (§6.3).
     /// Returns every destination file, in the manifest's order.
-    mutating func writeExits(history: [BaselineFiles]) throws -> [OutputStats] {
+    package mutating func writeExits(history: [BaselineFiles]) throws -> [OutputStats] {
         var outputs: [OutputStats] = []
         for (i, d) in p.config.destinations.enumerated() {
             let own = d.audience == .bestOffer ? ["best-offer"] : p.catalog.offers.map(\.offerId)
@@ -395,7 +396,7 @@ struct DestinationListWriter {
             for list in own + gone {
                 var exits = DestinationSplitter(
                     directory: directory, prefix: "destinations/\(d.type.rawValue)/\(list)-exited",
-                    header: [d.type.firstColumn] + Stage.destinationColumns + [Stage.statusColumn],
+                    header: [d.type.firstColumn] + Delivery.destinationColumns + [Delivery.statusColumn],
                     maxRows: d.maxRows, maxBytes: d.maxBytes, sync: sync)
                 if !history.isEmpty {
                     counts[i].exited += try DestinationExits.write(

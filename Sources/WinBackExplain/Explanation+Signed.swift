@@ -4,7 +4,7 @@ extension Explanation {
     /// Records how the rows of a signed input were checked. Every row shown was read from a
     /// JWS that passed (a forged one is rejected before it becomes a row), so with verification
     /// on each row is verified, with it off none is.
-    mutating func markSignatures(_ signed: SignedReading) {
+    package mutating func markSignatures(_ signed: SignedReading) {
         let roots = signed.roots.map(\.path).joined(separator: ", ")
         signatures =
             signed.verifies

@@ -3,7 +3,7 @@ import Yams
 
 extension YAMLChecker {
     /// Reads the `apple:` block.
-    mutating func apple(_ node: Node) -> AppleSettings {
+    package mutating func apple(_ node: Node) -> AppleSettings {
         var a = AppleSettings()
         guard let m = node.mapping else {
             fail("apple", "expected a mapping with verify, roots, bundleId and appAppleId")

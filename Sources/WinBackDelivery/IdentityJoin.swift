@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
-import WinBackDelivery
 import WinBackModel
+import WinBackPipeline
 import WinBackRead
 import WinBackSupport
+import WinBackWrite
 
 /// The identities joined to the segment lists the destinations read (docs/rules.md §10.1,
 /// §6.2): the values of the identity columns the destinations use, for every segment row, in
@@ -16,13 +17,13 @@ import WinBackSupport
 /// the segment rows whose key falls in it into a file per list; the lists are then read once
 /// more with one reader per group, which hands back the answers in segment order. Every file is
 /// checked (size and SHA-256) before it is read.
-struct IdentityJoin {
+package struct IdentityJoin {
     /// The identity columns used, in the order the destinations first name them.
-    let columns: [String]
+    package let columns: [String]
     /// What the read found; duplicates are counted as buckets load.
     private(set) var scan: IdentityScan
     private(set) var duplicates = 0
-    let token: Bool
+    package let token: Bool
     private let storage: Storage
 
     private enum Storage {
@@ -31,14 +32,19 @@ struct IdentityJoin {
     }
 
     /// Where a memory-bounded run may keep its files, and its limit.
-    struct Bounds {
-        var folder: String
-        var memory: Int
+    package struct Bounds {
+        package var folder: String
+        package var memory: Int
+
+        package init(folder: String, memory: Int) {
+            self.folder = folder
+            self.memory = memory
+        }
     }
 
     /// Reads the identities file of `source` for `columns`, into memory, or split on disk
     /// under `bounds`.
-    static func load(
+    package static func load(
         _ p: ResolvedPipeline, source: IdentitiesSource, columns: [String], bounds: Bounds?
     ) throws -> IdentityJoin {
         let path = p.config.resolve(source.path)
@@ -66,13 +72,13 @@ struct IdentityJoin {
     }
 
     /// The position among the kept values of `column`, or nil when the file lacks it.
-    func position(of column: String) -> Int? {
+    package func position(of column: String) -> Int? {
         guard let i = columns.firstIndex(of: column), scan.positions[i] != nil else { return nil }
         return scan.positions[..<i].filter { $0 != nil }.count
     }
 
     /// The key of a segment row as the identities are keyed.
-    func key(_ row: SegmentRow) -> String {
+    package func key(_ row: SegmentRow) -> String {
         token
             ? IdentityReader.lowercasedASCII(String(decoding: row.token, as: UTF8.self))
             : String(decoding: row.original, as: UTF8.self)
@@ -80,14 +86,15 @@ struct IdentityJoin {
 
     /// Prepares the answers for segment lists `names` of `lists`, in the order they will be
     /// read; a run in memory has nothing to prepare.
-    mutating func prepare(lists names: [String], from lists: SegmentSource) throws {
+    package mutating func prepare(lists names: [String], from lists: SegmentSource) throws {
         guard case .disk(let buckets) = storage else { return }
         duplicates = try buckets.answer(lists: names, from: lists) { row in key(row) }
     }
 
     /// Calls `row` with every row of segment list `name` of `lists` and the kept identity
     /// values of its customer (nil: no identity row).
-    func rows(of name: String, from lists: SegmentSource, _ row: (SegmentRow, [String]?) throws -> Void) throws {
+    package func rows(of name: String, from lists: SegmentSource, _ row: (SegmentRow, [String]?) throws -> Void) throws
+    {
         switch storage {
         case .memory(let index):
             try lists.forEachRow(of: name) { r in
@@ -99,7 +106,7 @@ struct IdentityJoin {
     }
 
     /// Removes what a bounded join wrote.
-    func discard() {
+    package func discard() {
         if case .disk(let buckets) = storage { buckets.discard() }
     }
 }

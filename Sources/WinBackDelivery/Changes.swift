@@ -1,21 +1,22 @@
 import Crypto
 import Foundation
-import WinBackDelivery
+import WinBackHistory
 import WinBackModel
+import WinBackPipeline
 import WinBackSupport
 import WinBackWrite
 
 /// What a run's changes were computed against and what they counted (docs/rules.md §10.5): the
 /// manifest's `changes`, the metrics' `winback_segment_changes` and the log's line.
-struct ChangesSummary: Sendable {
+package struct ChangesSummary: Sendable {
     /// The published run compared with; nil: none (everyone entered).
-    var baseline: Baseline?
+    package var baseline: Baseline?
     /// Per segment file written, in the order of the segments.
-    var segments: [SegmentChangeCount]
+    package var segments: [SegmentChangeCount]
 
     /// The log line's fields (`--log-format json`): per segment, never summed over segments
     /// that overlap (a customer is in an offer's segment and in best-offer; docs/rules.md §10.10).
-    var fields: [String: Any] {
+    package var fields: [String: Any] {
         [
             "baseline": baseline?.date ?? "",
             "segments": segments.map {
@@ -27,7 +28,7 @@ struct ChangesSummary: Sendable {
 
     /// The log's line: best-offer first (each customer once), then every other segment with a
     /// change.
-    var line: String {
+    package var line: String {
         let against = baseline.map { "against \($0.date)" } ?? "(no earlier run: everyone entered)"
         func counts(_ s: SegmentChangeCount) -> String {
             "\(s.segment) \(s.entered) entered, \(s.exited) exited"
@@ -47,19 +48,19 @@ struct ChangesSummary: Sendable {
 /// runs in memory, memory-bounded runs, array jobs and incremental nights write the same bytes. The reasons of the rows that left come from
 /// tonight's evaluation: of the run's customers (``ExitReasoner``), or, past one machine, from
 /// the shards that hold them (``ShardReasons``).
-enum Changes {
+package enum Changes {
     /// The folder of the changes, in a run's folder.
-    static let folder = "segments/changes"
+    package static let folder = "segments/changes"
 
     /// The baseline of a run of `p` (``Baseline/find(root:before:)``).
-    static func baseline(_ p: ResolvedPipeline) throws -> Baseline? {
+    package static func baseline(_ p: ResolvedPipeline) throws -> Baseline? {
         try Baseline.find(
             root: p.outputDirectory + "/" + p.config.name, name: p.config.name, before: Timestamp.date(p.asOf),
             memory: p.memoryLimit)
     }
 
     /// The segment files a run of `p` writes, by name, with their kinds.
-    static func segments(_ p: ResolvedPipeline) -> [(name: String, kind: SegmentKind)] {
+    package static func segments(_ p: ResolvedPipeline) -> [(name: String, kind: SegmentKind)] {
         let ids = p.catalog.offers.map(\.offerId)
         var named: [(name: String, kind: SegmentKind)] = []
         for (i, id) in ids.enumerated() where !named.contains(where: { $0.name == id }) {
@@ -71,12 +72,12 @@ enum Changes {
     }
 
     /// Whether a run of `p` writes changes: its segments in CSV, the format they are joined in.
-    static func written(_ p: ResolvedPipeline) -> Bool { p.config.formats.contains("csv") }
+    package static func written(_ p: ResolvedPipeline) -> Bool { p.config.formats.contains("csv") }
 
     /// Writes the changes of every segment of `tonight` into `directory` against `baseline`;
     /// `reason(segment, kind, row)` gives an exited row's reason. Returns the files written and
     /// what they counted.
-    static func write(
+    package static func write(
         _ p: ResolvedPipeline, tonight source: SegmentSource, baseline: Baseline?, to directory: String,
         sync: DiskSync?, reason: @escaping @Sendable (String, SegmentKind, SegmentKey) throws -> String
     ) throws -> (outputs: [OutputStats], summary: ChangesSummary) {
@@ -113,12 +114,12 @@ enum Changes {
     }
 
     /// The reason of every row of a segment whose offer left the catalog (docs/rules.md §6.3).
-    static let offerRemoved = "offer_removed"
+    package static let offerRemoved = "offer_removed"
 
     /// The offers whose segment the baseline published and tonight's run does not (retired or
     /// renamed: docs/rules.md §6.3), by name: `segments/<offer>.csv` its manifest lists, other
     /// than best-offer and the holdout.
-    static func removedOffers(_ baseline: BaselineFiles, tonight: [String]) -> [String] {
+    package static func removedOffers(_ baseline: BaselineFiles, tonight: [String]) -> [String] {
         baseline.sha256.keys.compactMap { path -> String? in
             guard path.hasPrefix("segments/"), path.hasSuffix(".csv") else { return nil }
             let name = String(path.dropFirst("segments/".count).dropLast(4))
@@ -131,7 +132,7 @@ enum Changes {
 
     /// Writes the changes of a run in memory against `baseline` (``baseline(_:)``, found once
     /// per run): the reasons from its customers and their evaluation.
-    static func write(
+    package static func write(
         _ p: ResolvedPipeline, tonight: SegmentSource, baseline: Baseline?, reasoner: (Baseline) -> ExitReasoner,
         to directory: String, sync: DiskSync?
     ) throws -> (outputs: [OutputStats], summary: ChangesSummary) {
@@ -140,54 +141,5 @@ enum Changes {
             guard let r else { throw WinBackError(.software, "an exited row without a baseline") }
             return r.reason(kind, group: row.group, original: row.original, offer: row.offer)
         }
-    }
-}
-
-/// The files a published run's manifest recorded (docs/rules.md §4.4): their SHA-256, so that a
-/// baseline's segment file is trusted only as it was published.
-struct BaselineFiles: Sendable {
-    let folder: String
-    /// SHA-256 (hex) by path relative to the run's folder.
-    let sha256: [String: String]
-
-    /// The files `baseline`'s manifest lists: as decoded when it was found in this process, or,
-    /// for a baseline handed from another (an array job's fingerprint), its manifest read again
-    /// (never through a link, bounded as when it was found: ``PublishedManifest``) and trusted
-    /// only with the SHA-256 it had when found: a manifest changed or replaced since is bad data
-    /// (65).
-    init(_ baseline: Baseline, memory: Int? = nil) throws {
-        folder = baseline.folder
-        // Found in this process: its manifest was read and decoded then, once (docs/rules.md §6.3).
-        if let outputs = baseline.outputs {
-            sha256 = outputs
-            return
-        }
-        let path = folder + "/manifest.json"
-        let bytes: [UInt8]
-        do { bytes = try PublishedManifest.bytes(path, memory: memory) } catch {
-            throw WinBackError(.badData, "the baseline's manifest can no longer be read", path: path)
-        }
-        guard Hex.string(SHA256.hash(data: bytes)) == baseline.manifestSHA256 else {
-            throw WinBackError(
-                .badData, "the baseline's manifest changed while this run used it: run again", path: path)
-        }
-        let manifest = try PublishedManifest.decode(bytes, path: path)
-        var sha: [String: String] = [:]
-        for o in manifest.outputs { sha[o.path] = o.sha256 }
-        sha256 = sha
-    }
-
-    /// The baseline's file `rel`, or nil when the baseline has none (a segment new since); a
-    /// file its manifest lists and that is gone is bad data (65).
-    func path(of rel: String) throws -> String? {
-        let path = folder + "/" + rel
-        if System.kind(path, followLinks: false) == .missing {
-            if sha256[rel] != nil {
-                throw WinBackError(
-                    .badData, "the baseline's manifest lists this segment file, which is gone", path: path)
-            }
-            return nil
-        }
-        return path
     }
 }

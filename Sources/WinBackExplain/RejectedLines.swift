@@ -6,9 +6,9 @@ import WinBackSupport
 /// and searched for the customer's ids as written, or inside the base64url parts of a signed
 /// line (a JWS whose signature failed still names its transaction). A customer whose timeline
 /// lacks a row because its line was rejected (a forged or damaged line) is told so.
-enum RejectedLines {
+package enum RejectedLines {
     /// The rejects among `rejects` whose lines mention one of `ids`.
-    static func mentioning(_ ids: [String], in rejects: [Reject], limits: ReadLimits) -> [Reject] {
+    package static func mentioning(_ ids: [String], in rejects: [Reject], limits: ReadLimits) -> [Reject] {
         let needles = ids.filter { !$0.isEmpty }.map { Array($0.utf8) }
         guard !needles.isEmpty, !rejects.isEmpty else { return [] }
         var found: [Reject] = []
@@ -27,7 +27,7 @@ enum RejectedLines {
     }
 
     /// Whether `line`, or a base64url part of it that decodes, holds one of `needles`.
-    static func mentions(_ bytes: [UInt8], _ needles: [[UInt8]]) -> Bool {
+    package static func mentions(_ bytes: [UInt8], _ needles: [[UInt8]]) -> Bool {
         if needles.contains(where: { contains(bytes, $0) }) { return true }
         // Runs of base64url characters, split at dots: a JWS's header, payload and signature.
         var part: [UInt8] = []
@@ -54,7 +54,7 @@ enum RejectedLines {
         return decodedHolds()
     }
 
-    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+    package static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard needle.count <= haystack.count, let first = needle.first else { return false }
         var i = 0
         while i + needle.count <= haystack.count {

@@ -25,13 +25,13 @@ public final class Progress: Sendable {
     /// The stage under way and its counters, touched from the reading threads (``advance(_:)``)
     /// and the pipeline's own.
     private struct State {
-        var pipelineName = ""
-        var total = 0
-        var done = 0
-        var stageName = ""
-        var stageStart = Date()
-        var lastDraw = Date.distantPast
-        var drew = false
+        package var pipelineName = ""
+        package var total = 0
+        package var done = 0
+        package var stageName = ""
+        package var stageStart = Date()
+        package var lastDraw = Date.distantPast
+        package var drew = false
     }
     private let state = Mutex(State())
 
@@ -151,14 +151,14 @@ public final class Progress: Sendable {
     }
 
     /// Fields that hold a file name or object key (written with ``ControlEscape/name(_:)``).
-    static let nameFields = ["path", "file", "folder"]
+    package static let nameFields = ["path", "file", "folder"]
 
     /// A JSON field's value with the controls of its text escaped.
-    static func escapedField(_ v: Any) -> Any {
+    package static func escapedField(_ v: Any) -> Any {
         if let s = v as? String { return ControlEscape.escaped(s) }
         if let a = v as? [String] { return a.map(ControlEscape.escaped) }
         return v
     }
 
-    static func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
+    package static func mb(_ bytes: Int) -> String { String(format: "%.1f MB", Double(bytes) / 1_000_000) }
 }

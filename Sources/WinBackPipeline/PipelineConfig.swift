@@ -51,6 +51,13 @@ public struct PipelineConfig: Sendable {
     public var path: String
     public var folder: String
     public var name: String
+
+    /// A pipeline of these defaults, before its file's blocks are read into it.
+    package init(path: String, folder: String, name: String) {
+        self.path = path
+        self.folder = folder
+        self.name = name
+    }
     public var format: InputFormat = .appstoreNDJSON
     public var transactionPaths: [String] = []
     public var renewalInfoPaths: [String] = []
@@ -161,8 +168,8 @@ public struct PipelineConfig: Sendable {
     }
 
     /// Problems found before any block is read.
-    struct Problems: Error {
-        var problems: [String]
+    package struct Problems: Error {
+        package var problems: [String]
     }
 
     /// The top-level mapping of `text`, or why it is none (YAML errors with line and column).
@@ -353,9 +360,9 @@ public struct PipelineConfig: Sendable {
         }
         // docs/rules.md §6.2: a metrics file in the output folder would replace what runs publish.
         if let m = c.metricsPath, !c.outputDirectory.isEmpty,
-            MetricsFile.isInside(c.resolve(m), output: c.resolve(c.outputDirectory))
+            MetricsPlace.isInside(c.resolve(m), output: c.resolve(c.outputDirectory))
         {
-            p.fail("output.metrics", MetricsFile.insideProblem(m, output: c.resolve(c.outputDirectory)))
+            p.fail("output.metrics", MetricsPlace.insideProblem(m, output: c.resolve(c.outputDirectory)))
         }
     }
 
@@ -487,15 +494,15 @@ public struct PipelineConfig: Sendable {
 }
 
 /// Reads typed fields out of YAML nodes, collecting a message per problem.
-struct YAMLChecker {
-    var problems: [String] = []
+package struct YAMLChecker {
+    package var problems: [String] = []
     /// The identities' `postgres:` block, once read.
-    var identitiesTable: PostgresSource?
+    package var identitiesTable: PostgresSource?
 
     /// A `postgres:` block of an input (docs/rules.md §14.1): connection, then table (with
     /// schema) or query, column (`column`: required of a table's transactions and renewal
     /// info; identities read every column) and cursor (`cursor`: transactions only).
-    mutating func postgres(_ node: Node, at field: String, cursor: Bool, column: Bool) -> PostgresSource? {
+    package mutating func postgres(_ node: Node, at field: String, cursor: Bool, column: Bool) -> PostgresSource? {
         var keys: Set<String> = ["connection", "schema", "table", "query"]
         if column { keys.insert("column") }
         if cursor { keys.formUnion(["cursor", "rangeRows"]) }
@@ -540,7 +547,7 @@ struct YAMLChecker {
     }
 
     /// `connection` when libpq reads it and it holds no password; else nil, the problem noted.
-    mutating func checked(_ connection: String?, field: String) -> String? {
+    package mutating func checked(_ connection: String?, field: String) -> String? {
         guard let connection, !connection.isEmpty else { return nil }
         do { try PostgresConnection.checkConnection(connection, field: field) } catch {
             problems.append((error as? WinBackError)?.message ?? SystemError.words(error))
@@ -550,7 +557,7 @@ struct YAMLChecker {
     }
 
     /// `output.postgres` (docs/rules.md §14.2): connection and schema.
-    mutating func postgresOutput(_ node: Node) -> PostgresOutput? {
+    package mutating func postgresOutput(_ node: Node) -> PostgresOutput? {
         guard
             let m = mapping(
                 node, at: "output.postgres", keys: ["connection", "schema"],
@@ -566,7 +573,7 @@ struct YAMLChecker {
     }
 
     /// The `identities:` block (docs/rules.md §10.1): path and key.
-    mutating func identities(_ node: Node) -> IdentitiesSource? {
+    package mutating func identities(_ node: Node) -> IdentitiesSource? {
         guard
             let m = mapping(
                 node, at: "identities", keys: ["path", "key", "columns", "postgres"],
@@ -613,7 +620,7 @@ struct YAMLChecker {
 
     /// `output.destinations` (docs/rules.md §10.2): tool names, or entries with type, audience,
     /// maxRows and maxBytes.
-    mutating func destinations(_ node: Node) -> [Destination] {
+    package mutating func destinations(_ node: Node) -> [Destination] {
         guard let seq = node.sequence else {
             fail("output.destinations", "expected a list such as [braze, klaviyo]")
             return []
@@ -674,7 +681,7 @@ struct YAMLChecker {
     }
 
     /// The `experiment:` block (docs/rules.md §9.1): name, holdout and start, all required.
-    mutating func experiment(_ node: Node) -> Experiment? {
+    package mutating func experiment(_ node: Node) -> Experiment? {
         guard
             let m = mapping(
                 node, at: "experiment", keys: ["name", "holdout", "start"],
@@ -696,7 +703,7 @@ struct YAMLChecker {
     }
 
     /// The `money:` block (docs/rules.md §13.1): currency, rates and horizonMonths.
-    mutating func money(_ node: Node) -> MoneySettings? {
+    package mutating func money(_ node: Node) -> MoneySettings? {
         guard
             let m = mapping(
                 node, at: "money", keys: ["currency", "rates", "horizonMonths"],
@@ -712,11 +719,13 @@ struct YAMLChecker {
         return MoneySettings(currency: currency, ratesPath: rates, horizonMonths: horizon)
     }
 
-    mutating func fail(_ field: String, _ why: String) { problems.append("field '\(field)': \(why)") }
+    package mutating func fail(_ field: String, _ why: String) { problems.append("field '\(field)': \(why)") }
 
     /// The mapping `node` holds, its keys checked against `keys`; nil, with the problem
     /// `problem` at `field`, when it holds something else.
-    mutating func mapping(_ node: Node, at field: String, keys: Set<String>, else problem: String) -> Node.Mapping? {
+    package mutating func mapping(_ node: Node, at field: String, keys: Set<String>, else problem: String) -> Node
+        .Mapping?
+    {
         guard let m = node.mapping else {
             fail(field, problem)
             return nil
@@ -725,7 +734,7 @@ struct YAMLChecker {
         return m
     }
 
-    mutating func allow(_ m: Node.Mapping, _ keys: Set<String>, at prefix: String) {
+    package mutating func allow(_ m: Node.Mapping, _ keys: Set<String>, at prefix: String) {
         for k in m.keys {
             guard let s = k.scalar?.string else {
                 problems.append("a key under '\(prefix)' is not a plain string")
@@ -740,7 +749,9 @@ struct YAMLChecker {
         }
     }
 
-    mutating func field(_ m: Node.Mapping, _ key: String, required: Bool = false, at prefix: String = "") -> Node? {
+    package mutating func field(_ m: Node.Mapping, _ key: String, required: Bool = false, at prefix: String = "")
+        -> Node?
+    {
         guard let v = m[key] else {
             if required { fail(prefix + key, "required") }
             return nil
@@ -753,7 +764,9 @@ struct YAMLChecker {
         return v
     }
 
-    mutating func string(_ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false) -> String? {
+    package mutating func string(_ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false)
+        -> String?
+    {
         guard let v = field(m, key, required: required, at: prefix) else { return nil }
         guard let s = v.scalar?.string else {
             fail(prefix + key, "expected a single value")
@@ -762,12 +775,12 @@ struct YAMLChecker {
         return s
     }
 
-    mutating func int(_ m: Node.Mapping, _ key: String, at prefix: String = "") -> Int? {
+    package mutating func int(_ m: Node.Mapping, _ key: String, at prefix: String = "") -> Int? {
         string(m, key, at: prefix, as: { Int($0) }, else: { "expected a whole number, found '\($0)'" })
     }
 
     /// A whole number in `range`; nil, with the problem `problem(n)`, when it is outside.
-    mutating func int(
+    package mutating func int(
         _ m: Node.Mapping, _ key: String, at prefix: String = "", in range: ClosedRange<Int>,
         else problem: (Int) -> String
     ) -> Int? {
@@ -781,7 +794,7 @@ struct YAMLChecker {
 
     /// A single value read by `parse`; nil, with the problem `problem(value)`, when `parse`
     /// refuses it.
-    mutating func string<T>(
+    package mutating func string<T>(
         _ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false, as parse: (String) -> T?,
         else problem: (String) -> String
     ) -> T? {
@@ -795,7 +808,7 @@ struct YAMLChecker {
 
     /// A single value that `valid` accepts; nil, with the problem `problem(value)`, when it
     /// does not.
-    mutating func string(
+    package mutating func string(
         _ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false,
         where valid: (String) -> Bool, else problem: (String) -> String
     ) -> String? {
@@ -804,7 +817,7 @@ struct YAMLChecker {
 
     /// A value that `parse` reads from a scalar; nil, with the problem `problem`, when the value
     /// is not a scalar or `parse` refuses it.
-    mutating func scalar<T>(
+    package mutating func scalar<T>(
         _ m: Node.Mapping, _ key: String, at prefix: String, as parse: (String) -> T?, else problem: String
     ) -> T? {
         guard let v = field(m, key) else { return nil }
@@ -816,7 +829,8 @@ struct YAMLChecker {
     }
 
     /// A list of strings; a single string counts as a one-item list.
-    mutating func strings(_ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false) -> [String]
+    package mutating func strings(_ m: Node.Mapping, _ key: String, at prefix: String = "", required: Bool = false)
+        -> [String]
     {
         guard let v = field(m, key, required: required, at: prefix) else { return [] }
         if let s = v.scalar { return [s.string] }

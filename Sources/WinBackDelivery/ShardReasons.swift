@@ -1,6 +1,7 @@
 import Foundation
-import WinBackDelivery
+import WinBackHistory
 import WinBackModel
+import WinBackPipeline
 import WinBackRead
 import WinBackSupport
 import WinBackWrite
@@ -12,14 +13,14 @@ import WinBackWrite
 /// size and SHA-256 go into the shard's marker, so the merge checks it before it trusts it, as
 /// it checks the shard's other files; the merge then joins the segments as a run in memory does
 /// and takes each exited row's reason from these files.
-enum ShardReasons {
+package enum ShardReasons {
     /// The file, in a shard's folder.
-    static let file = "changes-reasons.csv"
-    static let columns = ShardReasonFiles.columns
+    package static let file = "changes-reasons.csv"
+    package static let columns = ShardReasonFiles.columns
 
     /// Writes shard `shard`'s reasons into `directory` (empty but for its header without a
     /// baseline, or when the run writes no changes); returns the file written.
-    static func write(
+    package static func write(
         _ p: ResolvedPipeline, baseline: Baseline?, shard: Int, shards: Int, reasoner: (Baseline) -> ExitReasoner,
         to directory: String
     ) throws -> OutputStats {
