@@ -74,13 +74,13 @@ public struct AppAccountToken: Hashable, Sendable {
         var s = s
         return s.withUTF8 { p in
             let b = UnsafeRawBufferPointer(p)
-            return Identifier.isUUID(b) ? AppAccountToken(uuid: b, table: table) : nil
+            return Identifier.isUUID(b.bytes) ? AppAccountToken(uuid: b, table: table) : nil
         }
     }
 
     /// Rewrites an interned token's id through `map` (after a table merge).
     @inline(__always)
-    mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
+    mutating func remap(_ map: Span<Int32>) {
         if kind == .interned { low = UInt64(UInt32(bitPattern: map[Int(low)])) }
     }
 

@@ -1,3 +1,5 @@
+import WinBackSupport
+
 /// The identifier patterns of docs/rules.md §2.1 and §2.4, checked on bytes.
 public enum Identifier {
     @inlinable @inline(__always)
@@ -7,15 +9,16 @@ public enum Identifier {
 
     /// `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`
     @inlinable @inline(__always)
-    public static func isValid(_ b: UnsafeRawBufferPointer) -> Bool {
-        guard b.count >= 1, b.count <= 128, isAlnum(b[0]) else { return false }
+    public static func isValid(_ b: RawSpan) -> Bool {
+        let count = b.byteCount
+        guard count >= 1, count <= 128, isAlnum(Bytes.byte(b, 0)) else { return false }
         var i = 1
-        while i + 8 <= b.count {
-            guard idBytes8(b.loadUnaligned(fromByteOffset: i, as: UInt64.self)) else { return false }
+        while i + 8 <= count {
+            guard idBytes8(Bytes.word64(b, i)) else { return false }
             i += 8
         }
-        while i < b.count {
-            guard isIdByte(b[i]) else { return false }
+        while i < count {
+            guard isIdByte(Bytes.byte(b, i)) else { return false }
             i += 1
         }
         return true
@@ -48,8 +51,7 @@ public enum Identifier {
     }
 
     public static func isValid(_ s: String) -> Bool {
-        var s = s
-        return s.withUTF8 { isValid(UnsafeRawBufferPointer($0)) }
+        isValid(s.utf8.span.bytes)
     }
 
     /// `^[A-Za-z0-9_][A-Za-z0-9._]{0,99}$`: offer ids name files.
@@ -61,21 +63,25 @@ public enum Identifier {
 
     /// `^[A-Z]{3}$`
     @inlinable @inline(__always)
-    public static func isStorefront(_ b: UnsafeRawBufferPointer) -> Bool {
-        b.count == 3 && b.allSatisfy { $0 >= 65 && $0 <= 90 }
+    public static func isStorefront(_ b: RawSpan) -> Bool {
+        guard b.byteCount == 3 else { return false }
+        for i in 0..<3 where !(65...90).contains(Bytes.byte(b, i)) { return false }
+        return true
     }
 
     /// A UUID, any case: 8-4-4-4-12 hex digits.
     @inlinable @inline(__always)
-    public static func isUUID(_ b: UnsafeRawBufferPointer) -> Bool {
-        guard b.count == 36, b[8] == 45, b[13] == 45, b[18] == 45, b[23] == 45 else { return false }
+    public static func isUUID(_ b: RawSpan) -> Bool {
+        guard b.byteCount == 36, Bytes.byte(b, 8) == 45, Bytes.byte(b, 13) == 45, Bytes.byte(b, 18) == 45,
+            Bytes.byte(b, 23) == 45
+        else { return false }
         // Eight (or four) bytes at a time: 0–7, 9–12, 14–17, 19–22, 24–31, 28–35.
-        return hex8(b.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
-            && hex8(UInt64(b.loadUnaligned(fromByteOffset: 9, as: UInt32.self)) | 0x3030_3030_0000_0000)
-            && hex8(UInt64(b.loadUnaligned(fromByteOffset: 14, as: UInt32.self)) | 0x3030_3030_0000_0000)
-            && hex8(UInt64(b.loadUnaligned(fromByteOffset: 19, as: UInt32.self)) | 0x3030_3030_0000_0000)
-            && hex8(b.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
-            && hex8(b.loadUnaligned(fromByteOffset: 28, as: UInt64.self))
+        return hex8(Bytes.word64(b, 0))
+            && hex8(UInt64(Bytes.word32(b, 9)) | 0x3030_3030_0000_0000)
+            && hex8(UInt64(Bytes.word32(b, 14)) | 0x3030_3030_0000_0000)
+            && hex8(UInt64(Bytes.word32(b, 19)) | 0x3030_3030_0000_0000)
+            && hex8(Bytes.word64(b, 24))
+            && hex8(Bytes.word64(b, 28))
     }
 
     /// Whether all eight bytes of `w` are ASCII hex digits (either case). Bytes below 0x80 plus

@@ -9,7 +9,7 @@ public struct RenewalIndex: Sendable {
     }
 
     /// Rewrites interned ids through `map` (after their table was merged into another).
-    package mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
+    package mutating func remap(_ map: Span<Int32>) {
         var out: [TransactionKey: [RenewalInfo]] = [:]
         out.reserveCapacity(byOriginal.count)
         for (k, list) in byOriginal {

@@ -15,31 +15,30 @@ public enum Timestamp {
         let (days, ms) = MonthMath.split(t)
         let c = MonthMath.civilFromDays(days)
         if c.year >= 0 && c.year <= 9999 {
-            // The common case: fixed widths, written in place and appended at once.
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { b in
-                @inline(__always) func digits(_ v: Int64, _ at: Int, _ width: Int) {
-                    var v = v
-                    for k in stride(from: at + width - 1, through: at, by: -1) {
-                        b[k] = UInt8(truncatingIfNeeded: 48 + v % 10)
-                        v /= 10
+            // The common case: fixed widths, written in place into the array's new capacity.
+            out.append(addingCapacity: 24) { b in
+                @inline(__always) func digits(_ v: Int64, _ width: Int) {
+                    var unit: Int64 = width == 4 ? 1000 : width == 3 ? 100 : 10
+                    while unit > 0 {
+                        b.append(UInt8(truncatingIfNeeded: 48 + v / unit % 10))
+                        unit /= 10
                     }
                 }
                 let s = ms / 1000
-                digits(c.year, 0, 4)
-                b[4] = UInt8(ascii: "-")
-                digits(c.month, 5, 2)
-                b[7] = UInt8(ascii: "-")
-                digits(c.day, 8, 2)
-                b[10] = UInt8(ascii: "T")
-                digits(s / 3600, 11, 2)
-                b[13] = UInt8(ascii: ":")
-                digits((s / 60) % 60, 14, 2)
-                b[16] = UInt8(ascii: ":")
-                digits(s % 60, 17, 2)
-                b[19] = UInt8(ascii: ".")
-                digits(ms % 1000, 20, 3)
-                b[23] = UInt8(ascii: "Z")
-                out.append(contentsOf: UnsafeBufferPointer(b))
+                digits(c.year, 4)
+                b.append(UInt8(ascii: "-"))
+                digits(c.month, 2)
+                b.append(UInt8(ascii: "-"))
+                digits(c.day, 2)
+                b.append(UInt8(ascii: "T"))
+                digits(s / 3600, 2)
+                b.append(UInt8(ascii: ":"))
+                digits((s / 60) % 60, 2)
+                b.append(UInt8(ascii: ":"))
+                digits(s % 60, 2)
+                b.append(UInt8(ascii: "."))
+                digits(ms % 1000, 3)
+                b.append(UInt8(ascii: "Z"))
             }
             return
         }
@@ -100,7 +99,9 @@ public enum Timestamp {
     public static func parseDate<S: StringProtocol>(_ s: S) -> Int64? {
         let b = Array(s.utf8)
         guard b.count == 10, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-") else { return nil }
-        guard let y = digits(b, 0, 4), let m = digits(b, 5, 2), let d = digits(b, 8, 2) else { return nil }
+        guard let y = digits(b.span, 0, 4), let m = digits(b.span, 5, 2), let d = digits(b.span, 8, 2) else {
+            return nil
+        }
         guard (1...12).contains(m), d >= 1, d <= MonthMath.daysInMonth(year: y, month: m) else { return nil }
         return MonthMath.daysFromCivil(year: y, month: m, day: d)
     }
@@ -112,7 +113,7 @@ public enum Timestamp {
         let b = Array(s.utf8)
         guard b.count >= 10, b.count == 10 || b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: " "),
             b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
-            let y = digits(b, 0, 4), let m = digits(b, 5, 2), let d = digits(b, 8, 2)
+            let y = digits(b.span, 0, 4), let m = digits(b.span, 5, 2), let d = digits(b.span, 8, 2)
         else { return nil }
         guard (1...12).contains(m) else { return "there is no month \(m)" }
         guard d >= 1 else { return "there is no day 0" }
@@ -129,7 +130,7 @@ public enum Timestamp {
 
     /// Parses a UTC date-time: `YYYY-MM-DDTHH:MM:SS[.sss]Z` (or with a space and no `Z` when
     /// `allowSpace`), returning milliseconds since the epoch.
-    public static func parseDateTime(_ b: UnsafeBufferPointer<UInt8>, allowSpaceForm: Bool = true) -> Int64? {
+    public static func parseDateTime(_ b: Span<UInt8>, allowSpaceForm: Bool = true) -> Int64? {
         guard b.count >= 19 else { return nil }
         guard b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
             b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":")
@@ -162,16 +163,14 @@ public enum Timestamp {
     }
 
     public static func parseDateTime(_ s: String) -> Int64? {
-        var s = s
-        return s.withUTF8 { parseDateTime($0) }
+        parseDateTime(s.utf8.span)
     }
 
     @inline(__always)
-    static func digits<C: RandomAccessCollection>(_ b: C, _ at: Int, _ n: Int) -> Int64?
-    where C.Element == UInt8, C.Index == Int {
+    static func digits(_ b: Span<UInt8>, _ at: Int, _ n: Int) -> Int64? {
         var v: Int64 = 0
         for i in at..<(at + n) {
-            let c = b[b.startIndex + i]
+            let c = b[i]
             guard c >= 48 && c <= 57 else { return nil }
             v = v * 10 + Int64(c - 48)
         }

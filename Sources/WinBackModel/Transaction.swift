@@ -116,11 +116,11 @@ public struct Transaction: Sendable, Equatable {
     }
 
     /// Rewrites every id through `map` (after merging a reader's table into the global one).
-    package mutating func remap(_ map: [Int32]) { map.withUnsafeBufferPointer { remap($0) } }
+    package mutating func remap(_ map: [Int32]) { remap(map.span) }
 
     /// Rewrites every id through `map`, read in place.
     @inline(__always)
-    package mutating func remap(_ map: UnsafeBufferPointer<Int32>) {
+    package mutating func remap(_ map: Span<Int32>) {
         transactionId.remap(map)
         originalTransactionId.remap(map)
         subscriptionGroupId = map[Int(subscriptionGroupId)]

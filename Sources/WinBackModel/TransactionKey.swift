@@ -68,6 +68,12 @@ public struct TransactionKey: Hashable, Sendable {
         if raw < 0 { raw = -(Int64(map[Int(-raw - 1)]) + 1) }
     }
 
+    /// ``remap(_:)`` through a span of the map.
+    @inline(__always)
+    package mutating func remap(_ map: Span<Int32>) {
+        if raw < 0 { raw = -(Int64(map[Int(-raw - 1)]) + 1) }
+    }
+
     /// The id as bytes, in a buffer valid during `body`. Inlinable, so that each caller gets
     /// it specialized for its `body`: a generic call of it costs more than the bytes it gives.
     @inlinable @inline(__always)

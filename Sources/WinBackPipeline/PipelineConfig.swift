@@ -25,8 +25,7 @@ public struct PipelineConfig: Sendable {
             case "now": return .now
             default:
                 if let d = Timestamp.parseDate(s) { return .instant(d * MonthMath.day) }
-                var s = s
-                return s.withUTF8 { Timestamp.parseDateTime($0, allowSpaceForm: false) }.map { .instant($0) }
+                return Timestamp.parseDateTime(s.utf8.span, allowSpaceForm: false).map { .instant($0) }
             }
         }
 

@@ -85,7 +85,7 @@ public enum AudienceTable {
                     }
                     line.append(10)
                     written.rows += 1
-                    try line.withUnsafeBytes { try send($0) }
+                    try send(line.span)
                 }
             }
         }

@@ -305,7 +305,7 @@ public final class PostgresConnection {
 
     /// `COPY … FROM STDIN` (`sql`), fed by `rows`: it calls `send` with each piece of the
     /// COPY's text. Ends the COPY and checks its result.
-    public func copyIn(_ sql: String, what: String, _ rows: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void)
+    public func copyIn(_ sql: String, what: String, _ rows: ((Span<UInt8>) throws -> Void) throws -> Void)
         throws
     {
         guard pq.sendQuery!(conn, sql) == 1 else { throw gone(what) }
@@ -324,14 +324,17 @@ public final class PostgresConnection {
         defer { _ = pq.setnonblocking!(conn, 0) }
         var sendError: Error?
         do {
-            try rows { bytes in
-                guard bytes.count > 0 else { return }
-                while true {
-                    let n = pq.putCopyData!(
-                        conn, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(bytes.count))
-                    if n == 1 { break }
-                    guard n == 0 else { throw gone(what) }
-                    try waitWritable(what)
+            try rows { span in
+                guard span.count > 0 else { return }
+                try span.withUnsafeBufferPointer { bytes in
+                    while true {
+                        let n = pq.putCopyData!(
+                            conn, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
+                            Int32(bytes.count))
+                        if n == 1 { break }
+                        guard n == 0 else { throw gone(what) }
+                        try waitWritable(what)
+                    }
                 }
                 try flushed(what)
             }

@@ -23,4 +23,22 @@ public enum Bytes {
     public static func compare(_ a: UnsafeRawBufferPointer, _ b: [UInt8]) -> Int {
         b.withUnsafeBytes { compare(a, $0) }
     }
+
+    /// Byte `i` of `bytes`, checked to be inside it.
+    @inlinable @inline(__always)
+    public static func byte(_ bytes: RawSpan, _ i: Int) -> UInt8 {
+        bytes.unsafeLoad(fromByteOffset: i, as: UInt8.self)
+    }
+
+    /// The eight bytes of `bytes` at `i`, any alignment, checked to be inside it.
+    @inlinable @inline(__always)
+    public static func word64(_ bytes: RawSpan, _ i: Int) -> UInt64 {
+        bytes.unsafeLoadUnaligned(fromByteOffset: i, as: UInt64.self)
+    }
+
+    /// The four bytes of `bytes` at `i`, any alignment, checked to be inside it.
+    @inlinable @inline(__always)
+    public static func word32(_ bytes: RawSpan, _ i: Int) -> UInt32 {
+        bytes.unsafeLoadUnaligned(fromByteOffset: i, as: UInt32.self)
+    }
 }

@@ -66,12 +66,11 @@ public enum WorldDatabase {
             "COPY \(s).identities FROM STDIN WITH (FORMAT csv, HEADER true)", what: "cannot load \(schema).identities"
         ) { send in
             let source = try openSource(path: identities)
-            let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 8)
-            defer { chunk.deallocate() }
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
             while true {
-                let n = try source.read(into: chunk)
+                let n = try source.read(into: &chunk)
                 if n == 0 { break }
-                try send(UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
+                try send(chunk.span.extracting(0..<n))
                 loaded.identities += chunk[0..<n].filter { $0 == 10 }.count
             }
         }
@@ -84,15 +83,14 @@ public enum WorldDatabase {
 
     /// Sends the lines of `path` (gzip or plain) to a COPY in text format: one row each, its
     /// `\`, tab and CR escaped. Returns the rows.
-    static func copyLines(_ path: String, _ send: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+    static func copyLines(_ path: String, _ send: (Span<UInt8>) throws -> Void) throws -> Int {
         let source = try openSource(path: path)
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 8)
-        defer { chunk.deallocate() }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
         var out: [UInt8] = []
         var rows = 0
         var last: UInt8 = 10
         while true {
-            let n = try source.read(into: chunk)
+            let n = try source.read(into: &chunk)
             if n == 0 { break }
             out.removeAll(keepingCapacity: true)
             for b in chunk[0..<n] {
@@ -107,11 +105,11 @@ public enum WorldDatabase {
                 }
                 last = b
             }
-            try out.withUnsafeBytes { try send($0) }
+            try send(out.span)
         }
         if last != 10 {
             rows += 1
-            try [UInt8(10)].withUnsafeBytes { try send($0) }
+            try send([UInt8(10)].span)
         }
         return rows
     }

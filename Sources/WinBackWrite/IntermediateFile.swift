@@ -11,7 +11,7 @@ package enum IntermediateFile {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let n = try chunk.withUnsafeMutableBytes { try source.read(into: $0) }
+            let n = try source.read(into: &chunk)
             if n == 0 { return out }
             guard out.count + n <= limit else {
                 throw WinBackError(.badData, "intermediate file is larger than winback writes", path: path)

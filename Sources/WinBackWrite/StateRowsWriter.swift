@@ -21,7 +21,7 @@ package final class StateRowsWriter: @unchecked Sendable {
 
     /// Appends rows of `file` to piece `piece` (its strings first, those it lacks).
     @Sendable package func append(
-        _ piece: Int, _ file: Int, _ rows: UnsafeBufferPointer<Transaction>, _ strings: StringTable
+        _ piece: Int, _ file: Int, _ rows: Span<Transaction>, _ strings: StringTable
     ) {
         let got: (writer: PartWriter, strings: Int)? = lock.withLock {
             if failure != nil { return nil }

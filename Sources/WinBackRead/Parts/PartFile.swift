@@ -58,6 +58,11 @@ package final class PartWriter: @unchecked Sendable {
 
     /// Writes the section of input file `file`: its whole string table and `rows`.
     package func append(file: Int, table: StringTable, from first: Int = 0, rows: [Transaction]) throws {
+        try append(file: file, table: table, from: first, rows: rows.span)
+    }
+
+    /// ``append(file:table:from:rows:)`` of a span of rows.
+    package func append(file: Int, table: StringTable, from first: Int = 0, rows: Span<Transaction>) throws {
         try rows.withUnsafeBufferPointer { try append(file: file, table: table, from: first, rows: $0) }
     }
 

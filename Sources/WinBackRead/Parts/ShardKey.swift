@@ -5,8 +5,8 @@ import WinBackModel
 /// shard count. The same on every machine and process (Swift's `Hasher` is seeded per process).
 public enum ShardKey {
     /// The shard of (group, originalTransactionId), both given as bytes.
-    @inline(__always)
-    public static func shard(group: UnsafeRawBufferPointer, original: UnsafeRawBufferPointer, shards: Int) -> Int {
+    @inlinable @inline(__always)
+    public static func shard(group: some Collection<UInt8>, original: some Collection<UInt8>, shards: Int) -> Int {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         @inline(__always) func mix(_ b: UInt8) {
             h ^= UInt64(b)
@@ -20,18 +20,12 @@ public enum ShardKey {
 
     /// The shard of `(group, original)` given as strings (tests, messages).
     public static func shard(group: String, original: String, shards: Int) -> Int {
-        var g = group
-        var o = original
-        return g.withUTF8 { gb in
-            o.withUTF8 { ob in
-                shard(group: UnsafeRawBufferPointer(gb), original: UnsafeRawBufferPointer(ob), shards: shards)
-            }
-        }
+        shard(group: group.utf8, original: original.utf8, shards: shards)
     }
 
     /// The shard of `(group, original)` given as byte arrays (a segment row's).
     package static func shard(group: [UInt8], original: [UInt8], shards: Int) -> Int {
-        group.withUnsafeBytes { g in original.withUnsafeBytes { o in shard(group: g, original: o, shards: shards) } }
+        shard(group: group[...], original: original[...], shards: shards)
     }
 
     /// The shard of a row, whose ids are in `table`.

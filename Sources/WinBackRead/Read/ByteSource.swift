@@ -18,6 +18,14 @@ package protocol ByteSource: AnyObject {
 }
 
 extension ByteSource {
+    /// Fills `chunk` from the front, as ``read(into:)-(UnsafeMutableRawBufferPointer)`` does;
+    /// returns how many bytes were written, 0 at the end.
+    package func read(into chunk: inout [UInt8]) throws -> Int {
+        try chunk.withUnsafeMutableBytes { try read(into: $0) }
+    }
+}
+
+extension ByteSource {
     package func lineNames(_ numbers: [Int]) -> [Int: String] { [:] }
 }
 

@@ -102,7 +102,7 @@ struct CSVFormat: RowFormat {
     /// Integer milliseconds, or a UTC date-time.
     static func date(_ f: UnsafeRawBufferPointer) -> ScannedValue {
         if let i = integer(f) { return i }
-        if let t = Timestamp.parseDateTime(f.bindMemory(to: UInt8.self)) { return .int(t) }
+        if let t = Timestamp.parseDateTime(f.bindMemory(to: UInt8.self).span) { return .int(t) }
         return .other(kind: .notDate, raw: f)
     }
 

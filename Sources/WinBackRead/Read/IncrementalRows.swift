@@ -74,8 +74,7 @@ package struct WinnerCapture: Sendable {
     package var pieceRows: Int
     /// Winning rows of file `file` (its index in sorted path order) for piece `piece`: the
     /// calls of one piece come from one thread at a time, those of several pieces at once.
-    package var rows:
-        @Sendable (_ piece: Int, _ file: Int, _ rows: UnsafeBufferPointer<Transaction>, _ strings: StringTable) -> Void
+    package var rows: @Sendable (_ piece: Int, _ file: Int, _ rows: Span<Transaction>, _ strings: StringTable) -> Void
     /// One renewal info of file `file`, in the order it was read.
     package var renewal:
         @Sendable (_ file: Int, _ originalTransactionId: TransactionKey, _ info: RenewalInfo, _ strings: StringTable) ->
@@ -88,7 +87,7 @@ package struct WinnerCapture: Sendable {
 
     package init(
         pieceRows: Int,
-        rows: @escaping @Sendable (Int, Int, UnsafeBufferPointer<Transaction>, StringTable) -> Void,
+        rows: @escaping @Sendable (Int, Int, Span<Transaction>, StringTable) -> Void,
         renewal: @escaping @Sendable (Int, TransactionKey, RenewalInfo, StringTable) -> Void,
         file: @escaping @Sendable (Int, FileCounts) -> Void,
         keeps: @escaping @Sendable (Int, Int) -> Bool = { _, _ in false }

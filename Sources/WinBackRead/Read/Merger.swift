@@ -282,7 +282,7 @@ package final class Merger: @unchecked Sendable {
                 guard r.production else { return false }
                 t.kept += 1
                 if r.ownership == .familyShared { t.family += 1 }
-                r.remap(UnsafeBufferPointer(rebasing: idMaps[mapStarts[file]..<mapStarts[file + 1]]))
+                r.remap(idMaps.span.extracting(mapStarts[file]..<mapStarts[file + 1]))
                 return true
             })
         var counters = ReadCounters()
@@ -357,7 +357,7 @@ extension Merger {
             buffer.reserveCapacity(min(capture.pieceRows, section))
             var file = -1
             func flush() {
-                if !buffer.isEmpty { buffer.withUnsafeBufferPointer { capture.rows(p, file, $0, strings) } }
+                if !buffer.isEmpty { capture.rows(p, file, buffer.span, strings) }
                 buffer.removeAll(keepingCapacity: true)
             }
             for (slot, start, end) in work[p] {
@@ -371,7 +371,7 @@ extension Merger {
                                 file = rank
                             }
                             var r = chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
-                            r.remap(map)
+                            r.remap(map.span)
                             buffer.append(r)
                         }
                     }

@@ -21,7 +21,7 @@ public struct Reject: Sendable, Equatable, Codable {
     /// A reject of the line `bytes`. The excerpt and the reason (which may quote the line) have
     /// their control characters escaped, so the reject is one line of `rejects.csv`
     /// (docs/rules.md §6).
-    init(file: String, line: Int, reason: String, bytes: UnsafeRawBufferPointer) {
+    init(file: String, line: Int, reason: String, bytes: some Collection<UInt8>) {
         let text = String(decoding: bytes, as: UTF8.self)
         var scalars = String.UnicodeScalarView()
         for (i, s) in text.unicodeScalars.enumerated() {

@@ -15,7 +15,7 @@ public struct RenewalRead: Sendable {
         guard table.count > 0 else { return index }
         var out = index
         let map = strings.merge(table)
-        map.withUnsafeBufferPointer { out.remap($0) }
+        out.remap(map.span)
         return out
     }
 }
@@ -137,7 +137,7 @@ public enum RenewalReader {
             if case .null = v[0] { return .failure(Bad(reason: "missing required field originalTransactionId")) }
             return .failure(Bad(reason: "field originalTransactionId: expected a string, found \(v[0].typeName)"))
         }
-        guard Identifier.isValid(o) else {
+        guard Identifier.isValid(o.bytes) else {
             return .failure(Bad(reason: "field originalTransactionId: not a valid identifier"))
         }
         var info = RenewalInfo()

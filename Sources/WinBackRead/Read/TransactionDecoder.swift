@@ -89,7 +89,7 @@ package final class TransactionDecoder {
     /// The bytes of an identifier field (docs/rules.md §2.1's pattern), nil when absent.
     private func identifier(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
         guard let s = try string(k, required: required) else { return nil }
-        guard Identifier.isValid(s) else {
+        guard Identifier.isValid(s.bytes) else {
             throw Rejection(reason: "field \(k.name): '\(excerpt(s))' is not a valid identifier")
         }
         return s
@@ -205,7 +205,7 @@ package final class TransactionDecoder {
             t.price = p
         }
         if let c = try string(.currency) {
-            guard Identifier.isStorefront(c) else {
+            guard Identifier.isStorefront(c.bytes) else {
                 throw Rejection(reason: "field currency: '\(excerpt(c))' is not three capital letters")
             }
             t.currency = storefront(c)
@@ -280,13 +280,13 @@ package final class TransactionDecoder {
             case let v: throw Rejection(reason: "field isUpgraded: expected a boolean, found \(v.typeName)")
             }
             if let sf = try string(.storefront) {
-                guard Identifier.isStorefront(sf) else {
+                guard Identifier.isStorefront(sf.bytes) else {
                     throw Rejection(reason: "field storefront: '\(excerpt(sf))' is not three capital letters")
                 }
                 t.storefront = storefront(sf)
             }
             if let token = try string(.appAccountToken) {
-                guard Identifier.isUUID(token) else {
+                guard Identifier.isUUID(token.bytes) else {
                     throw Rejection(reason: "field appAccountToken: '\(excerpt(token))' is not a UUID")
                 }
                 t.appAccountToken = AppAccountToken(uuid: token, table: table)

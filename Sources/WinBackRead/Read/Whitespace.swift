@@ -11,7 +11,7 @@ enum Whitespace {
     /// Bytes of only white space, or none: a blank line (or CSV record), which is skipped and
     /// not counted, though it keeps its line number.
     @inline(__always)
-    static func isBlank(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    static func isBlank(_ bytes: some Collection<UInt8>) -> Bool {
         for c in bytes where !contains(c) { return false }
         return true
     }

@@ -24,6 +24,11 @@ package struct CompactJWS {
         signature = UnsafeRawBufferPointer(rebasing: text[(second + 1)...])
         signingInput = UnsafeRawBufferPointer(rebasing: text[0..<second])
     }
+
+    /// `body` given the JWS of `text` (nil unless it has three segments), valid during `body`.
+    package static func with<R>(_ text: [UInt8], _ body: (CompactJWS?) -> R) -> R {
+        text.withUnsafeBytes { body(CompactJWS($0)) }
+    }
 }
 
 /// The JOSE header of a JWS, read only when its chain is not yet known.

@@ -6,12 +6,10 @@ extension RenewalIndex {
     init(_ files: [(renewals: [(key: TransactionKey, info: RenewalInfo)], map: [Int32])]) {
         self.init()
         for (list, map) in files where !list.isEmpty {
-            map.withUnsafeBufferPointer { m in
-                for (k, info) in list {
-                    var key = k
-                    key.remap(m)
-                    add(originalTransactionId: key, info)
-                }
+            for (k, info) in list {
+                var key = k
+                key.remap(map.span)
+                add(originalTransactionId: key, info)
             }
         }
         finish()

@@ -20,7 +20,7 @@ package struct SignedFormat: RowFormat {
                 if let reason = try line.read(bytes) {
                     out.rejects.add(
                         line.failureExcerpt.map { e in
-                            e.withUnsafeBytes { Reject(file: path, line: number, reason: reason, bytes: $0) }
+                            Reject(file: path, line: number, reason: reason, bytes: e)
                         } ?? Reject(file: path, line: number, reason: reason, bytes: bytes))
                 }
             }, tooLong: out.tooLong, afterChunk: progressTap(source, progress))

@@ -72,7 +72,7 @@ public enum RedemptionRatesReport {
     /// for a customer of a group with offers, `ranked` in rank order.
     @inline(__always)
     private static func count<C: RandomAccessCollection>(
-        rows: C, first: Transaction, group: Int32, ranked: UnsafeBufferPointer<Int>, episodes: [Episode],
+        rows: C, first: Transaction, group: Int32, ranked: some RandomAccessCollection<Int>, episodes: [Episode],
         book: OfferBook, window: ReportWindow, gapDays: Int64, scratch: inout Scratch,
         into tally: inout [RedemptionRateRow], cohorts: Range<Int>, heldOut: Bool, money: CohortMoney?,
         uplift: inout [UpliftRow]

@@ -89,10 +89,9 @@ public enum Benchmark {
         let bySize = InputFiles.largestFirst(paths)
         try parallelFor(count: paths.count, threads: threads, order: bySize) { i in
             let source = try openSource(path: paths[i], inflater: inflater)
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-            defer { buffer.deallocate() }
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
             var total = 0
-            while case let n = try source.read(into: buffer), n > 0 { total += n }
+            while case let n = try source.read(into: &buffer), n > 0 { total += n }
             slots[i] = total
         }
         return (Date().timeIntervalSince(start), slots.all.reduce(0, +))

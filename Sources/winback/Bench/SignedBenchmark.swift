@@ -22,25 +22,24 @@ enum SignedBenchmark {
     static func count(path: String, inflater: Inflater) throws -> Int {
         let marker = Array("eyJhbGci".utf8)
         let source = try openSource(path: path, inflater: inflater)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: (1 << 20) + marker.count, alignment: 16)
-        defer { buffer.deallocate() }
-        var kept = 0  // bytes carried over from the previous read, so a marker may straddle reads
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        // The bytes carried over from the previous read, so that a marker may straddle reads.
+        var window: [UInt8] = []
         var found = 0
-        while case let n = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[kept...])), n > 0 {
-            let end = kept + n
+        while case let n = try source.read(into: &chunk), n > 0 {
+            window += chunk[0..<n]
             var at = 0
-            while at + marker.count <= end, let p = memchr(buffer.baseAddress! + at, 0x65, end - marker.count + 1 - at)
+            while at + marker.count <= window.count,
+                let p = window[at...(window.count - marker.count)].firstIndex(of: marker[0])
             {
-                at = buffer.baseAddress!.distance(to: p)
-                if memcmp(p, marker, marker.count) == 0 {
+                if window[p..<(p + marker.count)].elementsEqual(marker) {
                     found += 1
-                    at += marker.count
+                    at = p + marker.count
                 } else {
-                    at += 1
+                    at = p + 1
                 }
             }
-            kept = min(marker.count - 1, end - at)
-            (buffer.baseAddress!).copyMemory(from: buffer.baseAddress! + end - kept, byteCount: kept)
+            window = Array(window.suffix(min(marker.count - 1, window.count - at)))
         }
         return found
     }
@@ -71,7 +70,7 @@ enum SignedBenchmark {
         let start = Date()
         while Date().timeIntervalSince(start) < budget {
             for s in samples {
-                let failure = s.withUnsafeBytes { verifier.verify(CompactJWS($0)!, at: at) }
+                let failure = CompactJWS.with(s) { verifier.verify($0!, at: at) }
                 precondition(failure == nil, "the benchmark's own JWS does not verify")
             }
             done += samples.count

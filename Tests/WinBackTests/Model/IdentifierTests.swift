@@ -10,7 +10,7 @@ import Testing
 
 @Suite("Identifier patterns (docs/rules.md §2.1)")
 struct IdentifierTests {
-    func uuid(_ s: String) -> Bool { Array(s.utf8).withUnsafeBytes { Identifier.isUUID($0) } }
+    func uuid(_ s: String) -> Bool { Identifier.isUUID(Array(s.utf8).span.bytes) }
     func id(_ s: String) -> Bool { Identifier.isValid(s) }
 
     @Test func uuidsOfEitherCaseAreAccepted() {
@@ -31,7 +31,7 @@ struct IdentifierTests {
                     ? byte == 45 : (48...57).contains(byte) || (65...70).contains(byte) || (97...102).contains(byte)
                 var s = good
                 s[i] = byte
-                #expect(s.withUnsafeBytes { Identifier.isUUID($0) } == allowed, "byte \(c) at \(i)")
+                #expect(Identifier.isUUID(s.span.bytes) == allowed, "byte \(c) at \(i)")
             }
         }
         #expect(!uuid("3986ab64-8bd8-42eb-af46-e68402505cf"))
@@ -53,7 +53,7 @@ struct IdentifierTests {
             let allowed =
                 (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
                 || [46, 95, 58, 45].contains(byte)
-            #expect(Array([97, byte]).withUnsafeBytes { Identifier.isValid($0) } == allowed, "byte \(c)")
+            #expect(Identifier.isValid([97, byte].span.bytes) == allowed, "byte \(c)")
         }
     }
 
@@ -61,7 +61,7 @@ struct IdentifierTests {
     /// time, with allowed neighbours on both sides.
     @Test func everyByteAtEveryPositionOfALongId() {
         let good = Array("a1B2.c_d:e-f9Z0yx".utf8)  // 17 bytes: one byte, two words
-        #expect(good.withUnsafeBytes { Identifier.isValid($0) })
+        #expect(Identifier.isValid(good.span.bytes))
         for i in 1..<good.count {
             for c in 0...255 {
                 let byte = UInt8(c)
@@ -70,7 +70,7 @@ struct IdentifierTests {
                     || [46, 95, 58, 45].contains(byte)
                 var s = good
                 s[i] = byte
-                #expect(s.withUnsafeBytes { Identifier.isValid($0) } == allowed, "byte \(c) at \(i)")
+                #expect(Identifier.isValid(s.span.bytes) == allowed, "byte \(c) at \(i)")
             }
         }
     }
