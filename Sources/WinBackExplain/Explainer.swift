@@ -215,78 +215,77 @@ public enum Explainer {
         let offer = o.offer
         var out: [Explanation.Failure] = []
         let iso = Timestamp.iso
-        if failed.contains(.active) {
-            let running = periods.first { $0.start <= t && t < $0.end }
-            out.append(
-                .init(
-                    reason: "active", detail: "subscribed until \(running.map { iso($0.end) } ?? "?")",
-                    from: running?.end))
-        }
-        if failed.contains(.billingRetry) {
-            let e = tl.lastSubscribedEnd
-            if let g = renewal?.gracePeriodExpiresDate, g > t {
-                out.append(.init(reason: "billing_retry", detail: "in a billing grace period until \(iso(g))", from: g))
-            } else {
-                let window = CustomerTimeline.billingRetryWindow
-                let until = e + window
-                out.append(
-                    .init(
-                        reason: "billing_retry",
-                        detail:
-                            "Apple is retrying billing since \(iso(e)) (at most \(window / MonthMath.day) days, until \(iso(until)))",
-                        from: until))
-            }
-        }
-        if failed.contains(.otherProduct) {
-            out.append(
-                .init(
-                    reason: "other_product",
-                    detail: "last subscribed to \(s.string(tl.productId)); the offer is for \(offer.productId)",
-                    from: nil))
-        }
-        if failed.contains(.offerNotLive) {
-            let start = offer.startDay.map { Timestamp.date($0 * MonthMath.day) } ?? "always"
-            let end = offer.endDay.map { Timestamp.date($0 * MonthMath.day) } ?? "open"
-            let from = offer.startDay.flatMap { $0 * MonthMath.day > t ? $0 * MonthMath.day : nil }
-            out.append(.init(reason: "offer_not_live", detail: "the offer runs \(start) – \(end)", from: from))
-        }
-        if failed.contains(.territory) {
-            let have = tl.storefront >= 0 ? "storefront \(s.string(tl.storefront))" : "no storefront"
-            out.append(
-                .init(
-                    reason: "territory",
-                    detail: "\(have); the offer is sold in \(offer.territories.joined(separator: ", "))", from: nil))
-        }
-        if failed.contains(.paidDuration) {
-            out.append(
-                .init(
-                    reason: "paid_duration",
-                    detail:
-                        "paid \(tl.paidMonths) month\(tl.paidMonths == 1 ? "" : "s") in the latest run; the offer needs \(offer.paidMonths)",
-                    from: nil))
-        }
         let range = "\(offer.minMonthsSince)–\(offer.maxMonthsSince)"
         let months = "\(tl.monthsSinceLastSubscribed) month\(tl.monthsSinceLastSubscribed == 1 ? "" : "s") ago"
         let since = tl.state == .churned ? "churned \(months)" : "last period ended \(months)"
-        if failed.contains(.tooRecent) {
-            let from = MonthMath.addMonths(tl.lastSubscribedEnd, Int64(offer.minMonthsSince))
-            let ended = tl.lastSubscribedEnd > t ? "subscribed until \(iso(tl.lastSubscribedEnd))" : since
-            out.append(
-                .init(
-                    reason: "too_recent", detail: "\(ended); the offer needs \(range) → from \(iso(from))", from: from))
-        }
-        if failed.contains(.tooLongAgo) {
-            out.append(.init(reason: "too_long_ago", detail: "\(since); the offer needs \(range)", from: nil))
-        }
-        if failed.contains(.waitBetweenOffers), let wait = offer.waitMonths,
-            let end = tl.lastRedemptionEnd(of: o.offerIdentifier)
-        {
-            let from = MonthMath.addMonths(end, Int64(wait))
-            out.append(
-                .init(
-                    reason: "wait_between_offers",
-                    detail: "redeemed this offer until \(iso(end)), wait \(wait) months → eligible from \(iso(from))",
-                    from: from))
+        for c in Criterion.allCases where failed.contains(c.reason) {
+            switch c {
+            case .active:
+                let running = periods.first { $0.start <= t && t < $0.end }
+                out.append(
+                    .init(
+                        reason: c.label, detail: "subscribed until \(running.map { iso($0.end) } ?? "?")",
+                        from: running?.end))
+            case .billingRetry:
+                let e = tl.lastSubscribedEnd
+                if let g = renewal?.gracePeriodExpiresDate, g > t {
+                    out.append(.init(reason: c.label, detail: "in a billing grace period until \(iso(g))", from: g))
+                } else {
+                    let window = CustomerTimeline.billingRetryWindow
+                    let until = e + window
+                    out.append(
+                        .init(
+                            reason: c.label,
+                            detail:
+                                "Apple is retrying billing since \(iso(e)) (at most \(window / MonthMath.day) days, until \(iso(until)))",
+                            from: until))
+                }
+            case .otherProduct:
+                out.append(
+                    .init(
+                        reason: c.label,
+                        detail: "last subscribed to \(s.string(tl.productId)); the offer is for \(offer.productId)",
+                        from: nil))
+            case .offerNotLive:
+                let start = offer.startDay.map { Timestamp.date($0 * MonthMath.day) } ?? "always"
+                let end = offer.endDay.map { Timestamp.date($0 * MonthMath.day) } ?? "open"
+                let from = offer.startDay.flatMap { $0 * MonthMath.day > t ? $0 * MonthMath.day : nil }
+                out.append(.init(reason: c.label, detail: "the offer runs \(start) – \(end)", from: from))
+            case .territory:
+                let have = tl.storefront >= 0 ? "storefront \(s.string(tl.storefront))" : "no storefront"
+                out.append(
+                    .init(
+                        reason: c.label,
+                        detail: "\(have); the offer is sold in \(offer.territories.joined(separator: ", "))", from: nil)
+                )
+            case .paidDuration:
+                out.append(
+                    .init(
+                        reason: c.label,
+                        detail:
+                            "paid \(tl.paidMonths) month\(tl.paidMonths == 1 ? "" : "s") in the latest run; the offer needs \(offer.paidMonths)",
+                        from: nil))
+            case .tooRecent:
+                let from = MonthMath.addMonths(tl.lastSubscribedEnd, Int64(offer.minMonthsSince))
+                let ended = tl.lastSubscribedEnd > t ? "subscribed until \(iso(tl.lastSubscribedEnd))" : since
+                out.append(
+                    .init(
+                        reason: c.label, detail: "\(ended); the offer needs \(range) → from \(iso(from))", from: from))
+            case .tooLongAgo:
+                out.append(.init(reason: c.label, detail: "\(since); the offer needs \(range)", from: nil))
+            case .waitBetweenOffers:
+                guard let wait = offer.waitMonths, let end = tl.lastRedemptionEnd(of: o.offerIdentifier) else {
+                    continue
+                }
+                let from = MonthMath.addMonths(end, Int64(wait))
+                out.append(
+                    .init(
+                        reason: c.label,
+                        detail:
+                            "redeemed this offer until \(iso(end)), wait \(wait) months → eligible from \(iso(from))",
+                        from: from))
+            case .notSubscriber: continue
+            }
         }
         return out
     }

@@ -70,16 +70,44 @@ public struct FunnelRow: Sendable, Equatable, Codable {
     public var waitBetweenOffers = 0
     public var eligible = 0
 
-    /// Every count of the row: rows over disjoint customers add field by field.
-    static var counts: [WritableKeyPath<FunnelRow, Int>] {
-        [
-            \.customersInGroup, \.active, \.billingRetry, \.churned, \.otherProduct, \.territory, \.paidDuration,
-            \.tooRecent, \.tooLongAgo, \.waitBetweenOffers, \.eligible,
-        ]
+    /// The count of the customers criterion `c` keeps out: of a state column (active, billing
+    /// retry) or of a drop column; a criterion the funnel has no column for (``Criterion/FunnelPlace/none``)
+    /// counts nothing.
+    public subscript(c: Criterion) -> Int {
+        @inline(__always) get {
+            switch c {
+            case .active: active
+            case .billingRetry: billingRetry
+            case .otherProduct: otherProduct
+            case .territory: territory
+            case .paidDuration: paidDuration
+            case .tooRecent: tooRecent
+            case .tooLongAgo: tooLongAgo
+            case .waitBetweenOffers: waitBetweenOffers
+            case .notSubscriber, .offerNotLive: 0
+            }
+        }
+        @inline(__always) set {
+            switch c {
+            case .active: active = newValue
+            case .billingRetry: billingRetry = newValue
+            case .otherProduct: otherProduct = newValue
+            case .territory: territory = newValue
+            case .paidDuration: paidDuration = newValue
+            case .tooRecent: tooRecent = newValue
+            case .tooLongAgo: tooLongAgo = newValue
+            case .waitBetweenOffers: waitBetweenOffers = newValue
+            case .notSubscriber, .offerNotLive: break
+            }
+        }
     }
 
+    /// Rows over disjoint customers add count by count.
     package mutating func add(_ o: FunnelRow) {
-        for k in FunnelRow.counts { self[keyPath: k] += o[keyPath: k] }
+        customersInGroup += o.customersInGroup
+        churned += o.churned
+        eligible += o.eligible
+        for c in Criterion.allCases where c.funnel != .none { self[c] += o[c] }
     }
 }
 
@@ -254,12 +282,15 @@ extension FunnelRow {
             return
         case .churned: churned += 1
         }
-        if failed.contains(.otherProduct) { otherProduct += 1 }
-        if failed.contains(.territory) { territory += 1 }
-        if failed.contains(.paidDuration) { paidDuration += 1 }
-        if failed.contains(.tooRecent) { tooRecent += 1 }
-        if failed.contains(.tooLongAgo) { tooLongAgo += 1 }
-        if failed.contains(.waitBetweenOffers) { waitBetweenOffers += 1 }
-        if failed.isEmpty { eligible += 1 }
+        if failed.isEmpty {
+            eligible += 1
+            return
+        }
+        // Each drop criterion that failed, by its bit.
+        var bits = failed.rawValue
+        while bits != 0 {
+            if let c = Criterion(rawValue: bits.trailingZeroBitCount), c.funnel == .drop { self[c] += 1 }
+            bits &= bits - 1
+        }
     }
 }

@@ -4,10 +4,11 @@ import WinBackModel
 /// out. The counts are the ones ``Audience/evaluate(_:book:renewals:asOf:gapDays:threads:)``
 /// gathered while building the segments, so the funnel and the segments always agree.
 public enum FunnelReport {
-    public static let columns = [
-        "offer_id", "live", "customers_in_group", "active", "billing_retry", "churned", "other_product", "territory",
-        "paid_duration", "too_recent", "too_long_ago", "wait_between_offers", "eligible",
-    ]
+    /// The header: the group's customers, the state columns, churned, a column for each
+    /// criterion that drops churned customers (``Criterion/funnel``), eligible.
+    public static let columns =
+        ["offer_id", "live", "customers_in_group"] + Criterion.funnel(.state).map(\.label) + ["churned"]
+        + Criterion.funnel(.drop).map(\.label) + ["eligible"]
 
     /// (offer id, funnel) in catalog order.
     static func rows(_ audience: Audience, book: OfferBook) -> [(offerId: String, funnel: FunnelRow)] {
@@ -19,12 +20,11 @@ public enum FunnelReport {
             let (id, f) = item
             r.field(id)
             r.field(f.live ? "true" : "false")
-            for v in [
-                f.customersInGroup, f.active, f.billingRetry, f.churned, f.otherProduct, f.territory, f.paidDuration,
-                f.tooRecent, f.tooLongAgo, f.waitBetweenOffers, f.eligible,
-            ] {
-                r.field(v)
-            }
+            r.field(f.customersInGroup)
+            for c in Criterion.funnel(.state) { r.field(f[c]) }
+            r.field(f.churned)
+            for c in Criterion.funnel(.drop) { r.field(f[c]) }
+            r.field(f.eligible)
         }
     }
 }

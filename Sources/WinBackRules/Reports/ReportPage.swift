@@ -203,14 +203,11 @@ public enum ReportPage {
     }
 
     static func funnelChart(_ f: FunnelRow, offerId: String, into h: inout HTML) {
-        let bars: [(String, Int, String)] = [
-            ("customers in group", f.customersInGroup, "total"), ("active", f.active, "state"),
-            ("billing retry", f.billingRetry, "state"), ("churned", f.churned, "state"),
-            ("other product", f.otherProduct, "drop"), ("territory", f.territory, "drop"),
-            ("paid duration", f.paidDuration, "drop"), ("too recent", f.tooRecent, "drop"),
-            ("too long ago", f.tooLongAgo, "drop"), ("wait between offers", f.waitBetweenOffers, "drop"),
-            ("eligible", f.eligible, "eligible"),
-        ]
+        // The funnel's columns (``FunnelReport/columns``), drawn from the criteria.
+        let bars: [(String, Int, String)] =
+            [("customers in group", f.customersInGroup, "total")]
+            + Criterion.funnel(.state).map { ($0.words, f[$0], "state") } + [("churned", f.churned, "state")]
+            + Criterion.funnel(.drop).map { ($0.words, f[$0], "drop") } + [("eligible", f.eligible, "eligible")]
         let left = 150
         let full = 560
         let pitch = 20
