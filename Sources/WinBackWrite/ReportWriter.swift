@@ -1,14 +1,71 @@
 import Foundation
 import WinBackRules
 
-/// Writes the reports of docs/rules.md §4.3 and §4.5 into `<run>/reports/`: the six CSV files and
-/// report.html.
+/// One report file of a run: its name, whether only a run with an experiment writes it, and its
+/// bytes and data rows from the run's reports. A new report is a file of its own in
+/// WinBackRules and one entry of ``ReportWriter/reportFiles``: a run and a merge write every
+/// entry alike (the merge from the shards' summed reports).
+public struct ReportFile: Sendable {
+    public let name: String
+    /// Written beside the others only when the run has an experiment (docs/rules.md §9.2).
+    public let experimentOnly: Bool
+    /// The file's bytes and data rows (the page counts none), from the run's reports, the
+    /// page's title and its first screen.
+    let contents: @Sendable (_ reports: Reports, _ title: String, _ first: FirstScreen?) -> (bytes: [UInt8], rows: Int)
+}
+
+/// Writes the reports of docs/rules.md §4.3, §4.5, §9.2 and §13 into `<run>/reports/`: the
+/// CSV files and report.html, in the order of ``reportFiles``.
 public struct ReportWriter {
-    public static let files = [
-        "redemptions-by-offer-type.csv", "winback-redemption-rates.csv", "eligibility-funnel.csv",
-        "winback-eligibility-summary.csv", "apple-agreement.csv", "apple-disagreements.csv",
-        "retention-after-return.csv", "revenue-after-return.csv", "report.html",
+    /// Every report file, in the order a run writes them and its manifest lists them.
+    public static let reportFiles: [ReportFile] = [
+        ReportFile(name: uplift, experimentOnly: true) { r, _, _ in
+            let offerIds = r.funnel.map(\.offerId)
+            return (
+                UpliftReport.csv(r.uplift, offerIds: offerIds), UpliftReport.table(r.uplift, offerIds: offerIds).count
+            )
+        },
+        ReportFile(name: revenueUplift, experimentOnly: true) { r, _, _ in
+            let offerIds = r.funnel.map(\.offerId)
+            let rows =
+                RevenueUpliftReport.currency(r) == nil ? 0 : UpliftReport.table(r.uplift, offerIds: offerIds).count
+            return (RevenueUpliftReport.csv(r, offerIds: offerIds), rows)
+        },
+        ReportFile(name: "redemptions-by-offer-type.csv", experimentOnly: false) { r, _, _ in
+            (RedemptionReport.csv(r.redemptions), r.redemptions.count)
+        },
+        ReportFile(name: "winback-redemption-rates.csv", experimentOnly: false) { r, _, _ in
+            (RedemptionRatesReport.csv(r.rates), r.rates.count)
+        },
+        ReportFile(name: "eligibility-funnel.csv", experimentOnly: false) { r, _, _ in
+            (FunnelReport.csv(r.funnel), r.funnel.count)
+        },
+        ReportFile(name: "winback-eligibility-summary.csv", experimentOnly: false) { r, _, _ in
+            (EligibilitySummaryReport.csv(r.summary), r.summary.count)
+        },
+        ReportFile(name: "apple-agreement.csv", experimentOnly: false) { r, _, _ in
+            (AppleAgreementReport.csv(r.apple), AppleAgreementReport.rowCount(r.apple))
+        },
+        ReportFile(name: "apple-disagreements.csv", experimentOnly: false) { r, _, _ in
+            (AppleAgreementReport.disagreementsCSV(r.apple), r.apple.disagreements.count)
+        },
+        ReportFile(name: "retention-after-return.csv", experimentOnly: false) { r, _, _ in
+            (RetentionReport.csv(r.retention), r.retention.count + 1)
+        },
+        ReportFile(name: "revenue-after-return.csv", experimentOnly: false) { r, _, _ in
+            (
+                RevenueReport.csv(r.revenue, reporting: r.reportingCurrency),
+                RevenueReport.table(r.revenue, reporting: r.reportingCurrency).count
+            )
+        },
+        ReportFile(name: page, experimentOnly: false) { r, title, first in
+            (ReportPage.html(r, title: title, first: first), 0)
+        },
     ]
+
+    /// The report files of a run without an experiment.
+    public static let files = reportFiles.filter { !$0.experimentOnly }.map(\.name)
+
     /// Written beside ``files`` when the run has an experiment (docs/rules.md §9.2).
     public static let uplift = "winback-uplift.csv"
 
@@ -16,7 +73,9 @@ public struct ReportWriter {
     public static let revenueUplift = "winback-revenue-uplift.csv"
 
     /// The report files of a run, with or without an experiment.
-    public static func files(experiment: Bool) -> [String] { experiment ? [uplift, revenueUplift] + files : files }
+    public static func files(experiment: Bool) -> [String] {
+        reportFiles.filter { experiment || !$0.experimentOnly }.map(\.name)
+    }
 
     /// The page, written after the segments and the destinations' files (docs/rules.md §4.3).
     public static let page = "report.html"
@@ -35,30 +94,10 @@ public struct ReportWriter {
 
     /// Each file's bytes and data rows, in ``files(experiment:)`` order (the page counts no rows).
     public func contents() -> [(name: String, bytes: [UInt8], rows: Int)] {
-        let r = reports
-        var bytes = [
-            RedemptionReport.csv(r.redemptions), RedemptionRatesReport.csv(r.rates), FunnelReport.csv(r.funnel),
-            EligibilitySummaryReport.csv(r.summary), AppleAgreementReport.csv(r.apple),
-            AppleAgreementReport.disagreementsCSV(r.apple), RetentionReport.csv(r.retention),
-            RevenueReport.csv(r.revenue, reporting: r.reportingCurrency),
-            ReportPage.html(r, title: title, first: firstScreen),
-        ]
-        var rows = [
-            r.redemptions.count, r.rates.count, r.funnel.count, r.summary.count, AppleAgreementReport.rowCount(r.apple),
-            r.apple.disagreements.count, r.retention.count + 1,
-            RevenueReport.table(r.revenue, reporting: r.reportingCurrency).count, 0,
-        ]
-        if r.experiment != nil {
-            let offerIds = r.funnel.map(\.offerId)
-            bytes.insert(UpliftReport.csv(r.uplift, offerIds: offerIds), at: 0)
-            rows.insert(UpliftReport.table(r.uplift, offerIds: offerIds).count, at: 0)
-            bytes.insert(RevenueUpliftReport.csv(r, offerIds: offerIds), at: 1)
-            rows.insert(
-                RevenueUpliftReport.currency(r) == nil ? 0 : UpliftReport.table(r.uplift, offerIds: offerIds).count,
-                at: 1)
+        ReportWriter.reportFiles.filter { reports.experiment != nil || !$0.experimentOnly }.map { file in
+            let (bytes, rows) = file.contents(reports, title, firstScreen)
+            return (file.name, bytes, rows)
         }
-        let names = ReportWriter.files(experiment: r.experiment != nil)
-        return names.indices.map { (names[$0], bytes[$0], rows[$0]) }
     }
 
     /// Writes every report file into `directory/reports/`, each synced before it is counted

@@ -62,6 +62,11 @@ struct ShardedRunTests {
     func threeTasksFourShards() throws {
         let pipeline = try Self.world()
         let reference = try Self.inMemory(pipeline)
+        // Every registered report file (ReportWriter.reportFiles) is among the files compared, so
+        // a report a merge writes otherwise than a run fails here.
+        for file in ReportWriter.files(experiment: true) {
+            #expect(!(reference["reports/" + file] ?? Data()).isEmpty, "\(file) written by the run")
+        }
         // The experiment's files are among those compared, with rows to compare.
         for f in ["segments/holdout.csv", "reports/winback-uplift.csv", "reports/retention-after-return.csv"] {
             #expect(
