@@ -133,16 +133,36 @@ public struct PipelineConfig: Sendable {
     /// Loads and validates a pipeline file; throws a configuration error (exit 78) listing
     /// every problem.
     public static func load(path: String) throws -> PipelineConfig {
+        try read(path: path).usable()
+    }
+
+    /// The pipeline file at `path` as read and parsed once: the configuration, when usable, and
+    /// every problem. A run takes it with ``Read/usable()``; the metrics of a run that failed
+    /// name the pipeline and find its metrics file in it, problems or not.
+    public struct Read: Sendable {
+        public var path: String
+        public var config: PipelineConfig?
+        public var problems: [String]
+
+        /// The configuration, or the configuration error (78) listing every problem.
+        public func usable() throws -> PipelineConfig {
+            if let config, problems.isEmpty { return config }
+            throw WinBackError(
+                .configuration, "invalid pipeline file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                path: path, details: problems)
+        }
+    }
+
+    /// Reads and parses the pipeline file at `path`: 66 or 78 when it cannot be read or is not
+    /// UTF-8 text, at most ``maxFileBytes``; its problems are in the result.
+    public static func read(path: String) throws -> Read {
         let abs = InputFiles.absolute(path, base: System.currentDirectory)
         let bytes = try System.readConfiguration(abs, what: "pipeline file", naming: path, limit: maxFileBytes)
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw WinBackError(.configuration, "pipeline file is not UTF-8 text", path: path)
         }
         let (config, problems) = parse(text, path: abs)
-        if let config, problems.isEmpty { return config }
-        throw WinBackError(
-            .configuration, "invalid pipeline file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
-            path: path, details: problems)
+        return Read(path: path, config: config, problems: problems)
     }
 
     /// Parses pipeline YAML; returns the configuration (when usable) and every problem.

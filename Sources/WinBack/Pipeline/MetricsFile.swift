@@ -212,16 +212,13 @@ public enum MetricsFile {
         (error as? WinBackError)?.code.exitCode ?? 1
     }
 
-    /// After a run of the pipeline at `path` failed with `error`: the file, when the pipeline
-    /// file could be read and names one outside the output folder (`output`, the command
-    /// line's, else the file's), and the pipeline's name for the log's failure line.
+    /// After a run of a pipeline failed with `error`: the file, when the pipeline file could
+    /// be read (`config`, as the run parsed it, problems or not) and names one outside the
+    /// output folder (`output`, the command line's, else the file's), and the pipeline's name
+    /// for the log's failure line.
     public static func failed(
-        pipelinePath path: String, output: String? = nil, started: Date, error: Error, progress: Progress
+        _ config: PipelineConfig?, output: String? = nil, started: Date, error: Error, progress: Progress
     ) {
-        let abs = InputFiles.absolute(path, base: System.currentDirectory)
-        guard let data = System.contents(abs), let text = String(data: data, encoding: .utf8)
-        else { return }
-        let (config, _) = PipelineConfig.parse(text, path: abs)
         guard let config else { return }
         // The failure's log line names the pipeline even when it failed before resolving it.
         if progress.pipeline.isEmpty { progress.pipeline = config.name }

@@ -198,19 +198,21 @@ public enum PipelineRun {
     /// (docs/rules.md §10.3).
     public static func runHoldingMemory(_ options: RunOptions, progress: Progress) throws -> PublishedRun {
         let started = Date()
+        // The pipeline file read once: for the lock, the run, and the metrics of a failed run.
+        var read: PipelineConfig.Read?
         do {
-            return try runPipeline(options, started: started, progress: progress)
+            read = try PipelineConfig.read(path: options.pipelinePath)
+            return try runPipeline(options, config: read!.usable(), started: started, progress: progress)
         } catch {
             MetricsFile.failed(
-                pipelinePath: options.pipelinePath, output: options.output, started: started, error: error,
-                progress: progress)
+                read?.config, output: options.output, started: started, error: error, progress: progress)
             throw error
         }
     }
 
-    static func runPipeline(_ options: RunOptions, started: Date, progress: Progress) throws -> PublishedRun {
-        // The pipeline file read once, for the lock and the run.
-        let config = try PipelineConfig.load(path: options.pipelinePath)
+    static func runPipeline(
+        _ options: RunOptions, config: PipelineConfig, started: Date, progress: Progress
+    ) throws -> PublishedRun {
         try ResolvedPipeline.checkAsOf(config, options)
         let locked = try ResolvedPipeline.lockedBeforeNetwork(options, config: config)
         let p: ResolvedPipeline

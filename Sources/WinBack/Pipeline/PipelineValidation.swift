@@ -59,7 +59,7 @@ public enum PipelineValidation {
         let files = inputs(config, into: &report)
         report.summary = "\(offers) offers, \(files) input files"
         if config.incremental, report.problems.isEmpty,
-            let p = try? ResolvedPipeline.resolve(RunOptions(pipelinePath: pipelinePath))
+            let p = try? ResolvedPipeline.resolve(RunOptions(pipelinePath: pipelinePath), config: config)
         {
             report.summary += "; " + StateFolder.preview(p)
         }

@@ -63,19 +63,22 @@ public enum ShardedRun {
     public static func merge(_ options: RunOptions, work: String, shards: Int, progress: Progress) throws -> RunSummary
     {
         let started = Date()
+        // The pipeline file read once: for the merge, and the metrics of one that failed.
+        var read: PipelineConfig.Read?
         do {
             try checkCounts(shards: shards, tasks: 1)
             let folder = WorkFolder(work)
             try folder.secure()
-            let p = try agreed(ResolvedPipeline.resolve(options), work: folder, asOfGiven: options.asOf != nil)
+            read = try PipelineConfig.read(path: options.pipelinePath)
+            let resolved = try ResolvedPipeline.resolve(options, config: read!.usable())
+            let p = try agreed(resolved, work: folder, asOfGiven: options.asOf != nil)
             try p.checkAsOf(options)
             progress.pipeline = p.config.name
             Delivery.warnOffersWithoutLink(p, progress: progress)
             return try Merge.run(p, work: folder, shards: shards, progress: progress)
         } catch {
             MetricsFile.failed(
-                pipelinePath: options.pipelinePath, output: options.output, started: started, error: error,
-                progress: progress)
+                read?.config, output: options.output, started: started, error: error, progress: progress)
             throw error
         }
     }
