@@ -129,8 +129,9 @@ let package = Package(
         .testTarget(
             name: "WinBackTests",
             dependencies: [
-                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackDelivery", "WinBackWrite", "WinBackRules",
-                "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport", "CZlib",
+                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackDelivery", "WinBackPipeline", "WinBackWrite",
+                "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport",
+                "CZlib",
                 .product(name: "X509", package: "swift-certificates"),
             ],
             resources: [.copy("Fixtures")]),

@@ -90,6 +90,11 @@ public struct CSVRecord {
 
     public mutating func empty() { separator() }
 
+    /// One field per value, in order (``CSVFieldValue``): a report's row in one call.
+    public mutating func fields(_ values: any CSVFieldValue...) {
+        for v in values { v.write(into: &self) }
+    }
+
     public mutating func end() { bytes.append(UInt8(ascii: "\n")) }
 
     /// A field written as it is, quoted only when CSV needs it: for a value checked before it
@@ -160,5 +165,29 @@ public struct CSVRecord {
         for c in columns { r.field(c) }
         r.end()
         return r.bytes
+    }
+}
+
+/// A value a report writes as one CSV field: text, escaped as needed; a whole number; nothing,
+/// for nil.
+public protocol CSVFieldValue {
+    func write(into record: inout CSVRecord)
+}
+
+extension String: CSVFieldValue {
+    public func write(into record: inout CSVRecord) { record.field(self) }
+}
+
+extension Int: CSVFieldValue {
+    public func write(into record: inout CSVRecord) { record.field(self) }
+}
+
+extension Int64: CSVFieldValue {
+    public func write(into record: inout CSVRecord) { record.field(self) }
+}
+
+extension Optional: CSVFieldValue where Wrapped: CSVFieldValue {
+    public func write(into record: inout CSVRecord) {
+        if let v = self { v.write(into: &record) } else { record.empty() }
     }
 }

@@ -1,15 +1,7 @@
-import Foundation
-import WinBackPostgres
-
 /// `output.postgres` (docs/rules.md §14.2): where the audience table is kept.
 public struct PostgresOutput: Sendable, Equatable {
     /// A libpq connection string, without a password.
     public var connection: String
     /// The schema of `audience` and `runs`, made when missing.
     public var schema: String
-
-    public init(connection: String, schema: String) {
-        self.connection = connection
-        self.schema = schema
-    }
 }

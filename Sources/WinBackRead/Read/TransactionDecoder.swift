@@ -64,26 +64,29 @@ package final class TransactionDecoder {
 
     @inline(__always) private func value(_ k: Key) -> ScannedValue { values[k.rawValue] }
 
+    /// Field `k` as `take` reads it: nil when absent or null (a rejection when `required`), a
+    /// rejection naming `expected` when it holds another kind of value.
     @inline(__always)
-    private func string(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
-        switch value(k) {
+    private func field<T>(_ k: Key, required: Bool, expected: String, _ take: (ScannedValue) -> T?) throws -> T? {
+        let v = value(k)
+        switch v {
         case .absent, .null:
             if required { throw Rejection(reason: "missing required field \(k.name)") }
             return nil
-        case .string(let s): return s
-        case let v: throw Rejection(reason: "field \(k.name): expected a string, found \(v.typeName)")
+        default:
+            if let t = take(v) { return t }
+            throw Rejection(reason: "field \(k.name): expected \(expected), found \(v.typeName)")
         }
     }
 
     @inline(__always)
+    private func string(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
+        try field(k, required: required, expected: "a string") { if case .string(let s) = $0 { s } else { nil } }
+    }
+
+    @inline(__always)
     private func int(_ k: Key, required: Bool = false) throws -> Int64? {
-        switch value(k) {
-        case .absent, .null:
-            if required { throw Rejection(reason: "missing required field \(k.name)") }
-            return nil
-        case .int(let i): return i
-        case let v: throw Rejection(reason: "field \(k.name): expected an integer, found \(v.typeName)")
-        }
+        try field(k, required: required, expected: "an integer") { if case .int(let i) = $0 { i } else { nil } }
     }
 
     /// The bytes of an identifier field (docs/rules.md §2.1's pattern), nil when absent.

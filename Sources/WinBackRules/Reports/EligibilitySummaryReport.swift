@@ -159,14 +159,9 @@ public enum EligibilitySummaryReport {
 
     public static func csv(_ rows: [EligibilitySummaryRow]) -> [UInt8] {
         CSVRecord.table(columns, rows) { r, row in
-            r.field(row.subscriptionGroupId)
-            r.field(row.productId)
-            r.field(row.paidTenure)
-            r.field(row.monthsSinceLastSubscribed)
-            r.field(row.hasRedeemedWinBack ? "Yes" : "")
-            if let m = row.monthsSinceLastWinBack { r.field(m) } else { r.empty() }
-            r.field(row.territory)
-            r.field(row.churned)
+            r.fields(
+                row.subscriptionGroupId, row.productId, row.paidTenure, row.monthsSinceLastSubscribed,
+                row.hasRedeemedWinBack ? "Yes" : "", row.monthsSinceLastWinBack, row.territory, row.churned)
         }
     }
 }

@@ -25,17 +25,6 @@ public struct Episode: Sendable, Equatable {
     public var end: Int64
     public var outcome: Outcome
 
-    public init(
-        offerType: Int64, offerIdentifier: Int32, discountType: Int32, start: Int64, end: Int64, outcome: Outcome
-    ) {
-        self.offerType = offerType
-        self.offerIdentifier = offerIdentifier
-        self.discountType = discountType
-        self.start = start
-        self.end = end
-        self.outcome = outcome
-    }
-
     /// The episodes of one customer at `t`, in order, into `out` (cleared first, capacity kept).
     ///
     /// - Parameter rows: the customer's rows ordered by (purchaseDate, transactionId); rows that

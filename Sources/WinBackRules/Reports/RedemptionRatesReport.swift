@@ -141,12 +141,9 @@ public enum RedemptionRatesReport {
 
     public static func csv(_ rows: [RedemptionRateRow]) -> [UInt8] {
         CSVRecord.table(columns, rows) { r, row in
-            r.field(row.month)
-            r.field(row.offerId)
-            r.field(row.eligibleAtMonthStart)
-            r.field(row.redeemedByEligible)
-            r.field(row.redemptionRate)
-            r.field(row.redeemedTotal)
+            r.fields(
+                row.month, row.offerId, row.eligibleAtMonthStart, row.redeemedByEligible, row.redemptionRate,
+                row.redeemedTotal)
         }
     }
 }

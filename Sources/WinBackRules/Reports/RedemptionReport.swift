@@ -116,14 +116,9 @@ public enum RedemptionReport {
 
     public static func csv(_ rows: [RedemptionRow]) -> [UInt8] {
         CSVRecord.table(columns, rows) { r, row in
-            r.field(row.offerType)
-            r.field(row.offerId)
-            r.field(row.discountType)
-            r.field(row.redemptions)
-            r.field(row.customers)
-            r.field(row.converted)
-            r.field(row.pending)
-            r.field(row.conversionRate)
+            r.fields(
+                row.offerType, row.offerId, row.discountType, row.redemptions, row.customers, row.converted,
+                row.pending, row.conversionRate)
         }
     }
 }

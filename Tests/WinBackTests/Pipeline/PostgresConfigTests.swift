@@ -3,6 +3,7 @@ import Testing
 import WinBackTestSupport
 
 @testable import WinBack
+@testable import WinBackPipeline
 @testable import WinBackPostgres
 @testable import WinBackRead
 @testable import WinBackSupport
