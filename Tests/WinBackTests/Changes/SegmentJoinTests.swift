@@ -10,7 +10,7 @@ import WinBackTestSupport
 
 /// The merge-join of two segment files (docs/rules.md §10.5) on files written by hand: ids that
 /// need quoting, a line break inside a field, and files that are not what they claim.
-@Suite("Segment changes: the join of two segment files", .tags(.slow))
+@Suite("Segment changes: the join of two segment files")
 struct SegmentJoinTests {
     /// A segment CSV of `rows` (group, id, offer), the other columns filled.
     static func segment(_ rows: [(String, String, String)]) -> String {

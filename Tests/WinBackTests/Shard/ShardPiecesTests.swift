@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+import WinBackTestSupport
+
+@testable import WinBack
+@testable import WinBackModel
+@testable import WinBackRead
+@testable import WinBackSupport
+@testable import WinBackTesting
+@testable import WinBackWrite
+
+@Suite("Shard keys, part files and memory sizes")
+struct ShardPiecesTests {
+    @Test("the shard of a customer is a fixed function of its bytes (the same in every process)")
+    func stableHash() {
+        // FNV-1a 64 of "g" 0x1F "1" (computed independently): 0x...; any change of the hash
+        // moves customers between shards of runs already partitioned.
+        #expect(
+            ShardKey.shard(group: "g", original: "1", shards: Int(Int32.max)) == Self.fnvMod("g\u{1F}1", Int(Int32.max))
+        )
+        let a = ShardKey.shard(group: "g", original: "1", shards: 1_000_003)
+        #expect(a == ShardKey.shard(group: "g", original: "1", shards: 1_000_003))
+        #expect(ShardKey.shard(group: "g", original: "1", shards: 1) == 0)
+        var counts = [Int](repeating: 0, count: 4)
+        for i in 0..<4000 {
+            counts[ShardKey.shard(group: "21482345", original: "\(2_000_000_000_000_000 + i)", shards: 4)] += 1
+        }
+        #expect(counts.allSatisfy { $0 > 800 })
+    }
+
+    /// FNV-1a 64 written out from its definition.
+    static func fnvMod(_ s: String, _ n: Int) -> Int {
+        var h: UInt64 = 14_695_981_039_346_656_037
+        for b in s.utf8 {
+            h ^= UInt64(b)
+            h = h &* 1_099_511_628_211
+        }
+        return Int(h % UInt64(n))
+    }
+
+    @Test(
+        "memory sizes",
+        arguments: [
+            ("2GB", 2_000_000_000), ("96MB", 96_000_000), ("96MiB", 100_663_296), ("1G", 1_073_741_824),
+            ("512 mb", 512_000_000), ("64000000", 64_000_000),
+        ])
+    func sizes(text: String, bytes: Int) {
+        #expect(MemorySize.parse(text) == bytes)
+    }
+
+    @Test("sizes that are not sizes, or too small to run in", arguments: ["", "lots", "2XB", "-1GB", "1MB", "0"])
+    func badSizes(text: String) {
+        #expect(MemorySize.parse(text) == nil)
+    }
+
+    @Test(
+        "a size below 32 MB says so; text that is no size says what a size looks like",
+        arguments: [
+            ("8MB", "'8MB' is below the 32 MB minimum"), ("31999999", "'31999999' is below the 32 MB minimum"),
+            ("2XB", "'2XB' is not a size such as 2GB, 512MB or 96MiB (at least 32 MB)"),
+            ("0", "'0' is not a size such as 2GB, 512MB or 96MiB (at least 32 MB)"),
+        ])
+    func sizeProblems(text: String, problem: String) {
+        #expect(MemorySize.read(text) == .problem(problem))
+        #expect(MemorySize.read("32MB") == .bytes(32_000_000))
+    }
+
+    /// Rows with every field set in every way the codec distinguishes.
+    static func randomRows(_ n: Int, strings: Int, seed: UInt64) -> [Transaction] {
+        var g = SplitMix64(seed: seed, index: 0)
+        func pick<T>(_ xs: [T]) -> T { xs[Int(g.next() % UInt64(xs.count))] }
+        let big: [Int64] = [0, 1, -1, .max, .min, 1_700_000_000_000, -86_400_000, 9_999_999_999_999_999]
+        return (0..<n).map { _ in
+            var r = Transaction(
+                transactionId: TransactionKey(raw: pick([Int64(g.next() >> 1), -1, -Int64(strings), 0])),
+                originalTransactionId: TransactionKey(raw: pick([Int64(g.next() >> 2), -2, 7])),
+                subscriptionGroupId: Int32(g.next() % UInt64(strings)), productId: Int32(g.next() % UInt64(strings)),
+                purchaseDate: pick(big + [Int64(bitPattern: g.next())]),
+                expiresDate: pick(big + [Int64(bitPattern: g.next())]))
+            r.revocationDate = pick([Transaction.never, Int64(bitPattern: g.next()), 0])
+            r.signedDate = pick([Transaction.unsigned, Int64(bitPattern: g.next()), r.purchaseDate])
+            r.offerType = pick([0, 1, 4, 99, -1, -Int64(strings)])
+            r.appAccountToken = pick([
+                AppAccountToken.none, AppAccountToken(high: g.next(), low: g.next(), kind: .lowercase),
+                AppAccountToken(high: .max, low: 0, kind: .uppercase),
+                AppAccountToken(high: 0, low: UInt64(strings - 1), kind: .interned),
+            ])
+            r.ownership = pick([.purchased, .familyShared, .unknown])
+            r.production = g.next() & 1 == 0
+            r.isUpgraded = g.next() & 1 == 0
+            r.isFreeTrial = g.next() & 1 == 0
+            r.offerIdentifier = pick([Transaction.none, 0, Int32(strings - 1)])
+            r.offerDiscountType = pick([Transaction.none, 1])
+            r.storefront = pick([Transaction.none, 2])
+            return r
+        }
+    }
+
+    @Test("part rows come back exactly, every field, from their compact encoding")
+    func rowCodecRoundTrip() throws {
+        let rows = Self.randomRows(5000, strings: 10, seed: 42)
+        var bytes: [UInt8] = []
+        rows.withUnsafeBufferPointer { RowCodec.encode($0, into: &bytes) }
+        #expect(bytes.count < rows.count * MemoryLayout<Transaction>.stride)
+        var back: [Transaction] = []
+        try bytes.withUnsafeBytes { try RowCodec.decode($0, count: rows.count, strings: 10) { back.append($0) } }
+        #expect(back == rows)
+        // An id past the table, a row too many or a byte short: refused, never misread.
+        bytes.withUnsafeBytes { b in
+            #expect(throws: RowCodec.Malformed.self) { try RowCodec.decode(b, count: rows.count, strings: 2) { _ in } }
+            #expect(throws: RowCodec.Malformed.self) {
+                try RowCodec.decode(b, count: rows.count + 1, strings: 10) { _ in }
+            }
+            #expect(throws: RowCodec.Malformed.self) {
+                try RowCodec.decode(UnsafeRawBufferPointer(rebasing: b.dropLast()), count: rows.count, strings: 10) {
+                    _ in
+                }
+            }
+        }
+    }
+
+    @Test("a part file that is not one, is cut short or is damaged is bad data (65)")
+    func badPartFiles() throws {
+        let dir = Paths.temporary()
+        let w = try PartWriter(path: dir + "/a.part")
+        let table = StringTable()
+        for i in 0..<10 { _ = table.intern("s\(i)") }
+        let rows = Self.randomRows(300, strings: 10, seed: 1)
+        try rows.withUnsafeBufferPointer { try w.append(file: 3, table: table, rows: $0) }
+        try rows.withUnsafeBufferPointer {
+            try w.append(file: 5, table: table, rows: UnsafeBufferPointer(rebasing: $0[0..<7]))
+        }
+        let (size, sha) = (w.compressedBytes, w.sha256)
+        try w.close()
+        let store = try TransactionRows(reservingForRead: ())
+        let make = { (_: Int) in FileRows(path: "x", store: store) }
+        let reader = try PartReader(path: dir + "/a.part", bytes: size, sha256: sha)
+        let (file, got) = try #require(try reader.next(into: make))
+        #expect(file == 3 && got.rows.count == 300)
+        #expect((0..<300).allSatisfy { got.rows[$0] == rows[$0] })
+        #expect(got.table.string(9) == "s9")
+        #expect(try reader.next(into: make)?.file == 5)
+        #expect(try reader.next(into: make) == nil)
+
+        func expectBad(_ bytes: [UInt8], _ what: String) {
+            let path = dir + "/bad-\(what)"
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            do {
+                let r = try PartReader(path: path, bytes: bytes.count, sha256: sha)
+                while try r.next(into: make) != nil {}
+                Issue.record("read a part file that is \(what)")
+            } catch let e as WinBackError {
+                #expect(e.code.exitCode == 65, "\(what)")
+            } catch {
+                Issue.record("\(what): \(error)")
+            }
+        }
+        let whole = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/a.part")))
+        expectBad(Array("hello, world\n".utf8), "not one")
+        expectBad(Array(whole.prefix(whole.count / 2)), "cut short")
+        var damaged = whole
+        damaged[whole.count - 40] ^= 0x10
+        expectBad(damaged, "damaged")
+    }
+}
+
+extension ShardPiecesTests {
+    @Test("the merge's line reader: lines longer than its buffer, CRLF kept, a last line without a newline")
+    func lineCursor() throws {
+        let path = Paths.temporary() + "/lines"
+        let long = String(repeating: "x", count: 700_000)
+        let text = "a\n\(long)\nb\r\n\nlast"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let c = try LineCursor(path: path)
+        var lines: [String] = []
+        while let l = try c.next() { lines.append(String(decoding: l, as: UTF8.self)) }
+        #expect(lines == ["a\n", long + "\n", "b\r\n", "\n", "last"])
+        #expect(
+            LineCursor.less(UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0))
+                == false)
+        let x: [UInt8] = Array("g,12,".utf8)
+        let y: [UInt8] = Array("g,123,".utf8)
+        x.withUnsafeBytes { a in y.withUnsafeBytes { b in #expect(LineCursor.less(a, b) && !LineCursor.less(b, a)) } }
+    }
+}
