@@ -28,11 +28,11 @@ public struct CSVRecord {
     /// A text field, escaped as needed: a String's bytes where they are, no copy made.
     public mutating func field(_ s: String) {
         separator()
-        var s = s
-        s.withUTF8 { CSVRecord.appendEscaped(UnsafeRawBufferPointer($0), to: &bytes) }
+        CSVRecord.appendEscaped(s.utf8.span, to: &bytes)
     }
 
-    public mutating func field(bytes b: UnsafeRawBufferPointer) {
+    /// A text field given as a view of UTF-8 bytes where they are stored, escaped as needed.
+    public mutating func field(bytes b: Span<UInt8>) {
         separator()
         CSVRecord.appendEscaped(b, to: &bytes)
     }
@@ -54,11 +54,12 @@ public struct CSVRecord {
         bytes.append(contentsOf: b)
     }
 
-    /// Appends bytes that are already a whole escaped field (see ``escaped(_:)``), read where
-    /// they are stored.
-    public mutating func field(escaped b: UnsafeRawBufferPointer) {
+    /// Appends bytes that are already a whole escaped field, viewed where they are stored.
+    public mutating func field(escaped b: Span<UInt8>) {
         separator()
-        bytes.append(contentsOf: b)
+        bytes.append(addingCapacity: b.count) { o in
+            for i in b.indices { o.append(b[i]) }
+        }
     }
 
     /// `s` as a field's bytes, escaped as needed: for values written on many records.
@@ -116,15 +117,24 @@ public struct CSVRecord {
         c0 == 0x3D || c0 == 0x2B || c0 == 0x2D || c0 == 0x40 || c0 == 0x09 || c0 == 0x0D
     }
 
-    /// ``appendEscaped(_:to:guardFormula:)`` of bytes in memory: those that need neither quotes
-    /// nor the formula guard (nearly all: ids, dates, numbers) are appended at once.
-    static func appendEscaped(_ s: UnsafeRawBufferPointer, to out: inout [UInt8], guardFormula: Bool = true) {
-        guard let c0 = s.first else { return }
-        if !(guardFormula && startsFormula(c0)) && !s.contains(where: needsQuote) {
-            out.append(contentsOf: s)
+    /// ``appendEscaped(_:to:guardFormula:)`` of bytes where they are stored: those that need
+    /// neither quotes nor the formula guard (nearly all: ids, dates, numbers) are copied at once.
+    static func appendEscaped(_ s: Span<UInt8>, to out: inout [UInt8], guardFormula: Bool = true) {
+        guard !s.isEmpty else { return }
+        var plain = !(guardFormula && startsFormula(s[0]))
+        if plain {
+            for i in s.indices where needsQuote(s[i]) {
+                plain = false
+                break
+            }
+        }
+        guard plain else {
+            appendEscaped(s.indices.map { s[$0] }, to: &out, guardFormula: guardFormula)
             return
         }
-        appendEscaped(s.lazy.map { $0 }, to: &out, guardFormula: guardFormula)
+        out.append(addingCapacity: s.count) { o in
+            for i in s.indices { o.append(s[i]) }
+        }
     }
 
     static func appendEscaped<C: Collection>(_ s: C, to out: inout [UInt8], guardFormula: Bool = true)

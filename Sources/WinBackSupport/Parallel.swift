@@ -38,6 +38,42 @@ public func parallelFor(
     if let first = errors.keys.min() { throw errors[first]! }
 }
 
+/// The elements made by `pieces` of work on at most `threads` threads, in piece order. Piece
+/// `p` (one of contiguous ranges from 0, as ``chunks(_:pieces:)`` makes) emits at most
+/// `pieces[p].count` elements, each written in place from the piece's first index on, in one
+/// array for all; the pieces are then slid together, so that no element is copied from an array
+/// of its own and the pages are first touched by the threads that fill them.
+public func parallelFill<T>(
+    pieces: [Range<Int>], threads: Int,
+    _ body: @escaping @Sendable (_ piece: Int, _ emit: (consuming T) -> Void) -> Void
+) -> [T] {
+    let capacity = pieces.last?.upperBound ?? 0
+    return [T](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+        nonisolated(unsafe) let out = buffer.baseAddress
+        let made = ResultSlots<Int>(count: pieces.count)
+        try? parallelFor(count: pieces.count, threads: threads) { p in
+            let piece = pieces[p]
+            var next = piece.lowerBound
+            body(p) { element in
+                precondition(next < piece.upperBound, "piece \(p) emitted more than its \(piece.count) elements")
+                (out! + next).initialize(to: element)
+                next += 1
+            }
+            made[p] = next - piece.lowerBound
+        }
+        var total = 0
+        for (p, piece) in pieces.enumerated() {
+            let n = made[p]!
+            // Regions may overlap; the destination is never after the source.
+            if n > 0 && piece.lowerBound != total {
+                (out! + total).moveInitialize(from: out! + piece.lowerBound, count: n)
+            }
+            total += n
+        }
+        initialized = total
+    }
+}
+
 /// Splits 0..<count into about `pieces` contiguous ranges.
 public func chunks(_ count: Int, pieces: Int) -> [Range<Int>] {
     guard count > 0 else { return [] }

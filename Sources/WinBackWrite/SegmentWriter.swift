@@ -177,24 +177,26 @@ public struct SegmentWriter: Sendable {
                 let r = results.baseAddress! + e.result
                 let k = Int(r.pointee.customer)
                 rec.reset()
-                s.withBytes(customers.groups[k]) { rec.field(bytes: $0) }
-                customers.originalTransactionIds[k].withBytes(in: s) { rec.field(bytes: $0) }
+                s.withBytes(customers.groups[k]) { rec.field(raw: $0) }
+                customers.originalTransactionIds[k].withBytes(in: s) { rec.field(raw: $0) }
                 let token = r.pointee.timeline.appAccountToken
-                if token.isNone { rec.empty() } else { token.withBytes(in: s) { rec.field(bytes: $0) } }
+                if token.isNone { rec.empty() } else { token.withBytes(in: s) { rec.field(raw: $0) } }
                 let storefront = r.pointee.timeline.storefront
-                if storefront >= 0 { s.withBytes(storefront) { rec.field(bytes: $0) } } else { rec.empty() }
-                s.withBytes(r.pointee.timeline.productId) { rec.field(bytes: $0) }
+                if storefront >= 0 { s.withBytes(storefront) { rec.field(raw: $0) } } else { rec.empty() }
+                s.withBytes(r.pointee.timeline.productId) { rec.field(raw: $0) }
                 rec.field(r.pointee.timeline.paidMonths)
                 rec.field(timestamp: r.pointee.timeline.paidRunStart)
                 rec.field(timestamp: r.pointee.timeline.lastSubscribedEnd)
                 rec.field(r.pointee.timeline.monthsSinceLastSubscribed)
-                csvOfferIds.with(e.offer) { rec.field(escaped: $0) }
+                csvOfferIds.with(e.offer) { rec.field(escapedRaw: $0) }
                 rec.field(e.rank)
                 eligible.removeAll(keepingCapacity: true)
                 appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
                 rec.field(bytes: eligible)
-                csvOfferURLs.with(e.offer) { rec.field(escaped: $0) }
-                SegmentWriter.appleLabels.with(Int(r.pointee.apple(rank: e.rank).rawValue)) { rec.field(escaped: $0) }
+                csvOfferURLs.with(e.offer) { rec.field(escapedRaw: $0) }
+                SegmentWriter.appleLabels.with(Int(r.pointee.apple(rank: e.rank).rawValue)) {
+                    rec.field(escapedRaw: $0)
+                }
                 rec.end()
                 try file.write(rec.bytes)
             }
@@ -316,5 +318,19 @@ extension SegmentWriter: SegmentSource {
                 try body(row)
             }
         }
+    }
+}
+
+extension CSVRecord {
+    /// A text field from the bytes a string table or id lends for the duration of a call.
+    @inline(__always)
+    fileprivate mutating func field(raw b: UnsafeRawBufferPointer) {
+        field(bytes: b.assumingMemoryBound(to: UInt8.self).span)
+    }
+
+    /// A whole escaped field from bytes lent for the duration of a call.
+    @inline(__always)
+    fileprivate mutating func field(escapedRaw b: UnsafeRawBufferPointer) {
+        field(escaped: b.assumingMemoryBound(to: UInt8.self).span)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WinBackModel
 import WinBackRead
 import WinBackSupport
@@ -6,13 +7,15 @@ import WinBackSupport
 /// The rows files of the next state, one a piece, written from several threads at once (one
 /// thread a piece at a time), unsynced: a state cut short by a crash fails its checks and is
 /// rebuilt (docs/rules.md §12).
-package final class StateRowsWriter: @unchecked Sendable {
+package final class StateRowsWriter: Sendable {
     private let folder: String
     private let name: @Sendable (Int) -> String
-    private let lock = NSLock()
-    /// Each piece's file and the strings written to it so far.
-    private var pieces: [Int: (writer: PartWriter, strings: Int)] = [:]
-    private var failure: Error?
+    private struct State {
+        /// Each piece's file and the strings written to it so far.
+        var pieces: [Int: (writer: PartWriter, strings: Int)] = [:]
+        var failure: Error?
+    }
+    private let state = Mutex(State())
 
     package init(folder: String, name: @escaping @Sendable (Int) -> String) {
         self.folder = folder
@@ -23,34 +26,36 @@ package final class StateRowsWriter: @unchecked Sendable {
     @Sendable package func append(
         _ piece: Int, _ file: Int, _ rows: Span<Transaction>, _ strings: StringTable
     ) {
-        let got: (writer: PartWriter, strings: Int)? = lock.withLock {
-            if failure != nil { return nil }
-            if let w = pieces[piece] { return w }
+        let got: (writer: PartWriter, strings: Int)? = state.withLock { s in
+            if s.failure != nil { return nil }
+            if let w = s.pieces[piece] { return w }
             do {
                 let w = (try PartWriter(path: folder + "/" + name(piece)), 0)
-                pieces[piece] = w
+                s.pieces[piece] = w
                 return w
             } catch {
-                failure = error
+                s.failure = error
                 return nil
             }
         }
         guard let (writer, from) = got else { return }
         do {
             try writer.append(file: file, table: strings, from: from, rows: rows)
-            lock.withLock { pieces[piece]?.strings = strings.count }
+            state.withLock { $0.pieces[piece]?.strings = strings.count }
         } catch {
-            lock.withLock { failure = failure ?? error }
+            state.withLock { $0.failure = $0.failure ?? error }
         }
     }
 
     /// Closes every piece; returns their names, sizes, rows and SHA-256, by piece.
     /// With `atLeastOne`, a writer that was handed no rows writes piece 0, empty.
     package func finish(atLeastOne: Bool = false) throws -> [OutputStats] {
+        let (pieces, failure) = state.withLock { ($0.pieces, $0.failure) }
         if let failure { throw failure }
-        if atLeastOne && pieces.isEmpty { pieces[0] = (try PartWriter(path: folder + "/" + name(0)), 0) }
+        var all = pieces
+        if atLeastOne && all.isEmpty { all[0] = (try PartWriter(path: folder + "/" + name(0)), 0) }
         var out: [OutputStats] = []
-        for (k, (writer, _)) in pieces.sorted(by: { $0.key < $1.key }) {
+        for (k, (writer, _)) in all.sorted(by: { $0.key < $1.key }) {
             try writer.close(sync: false)
             out.append(
                 OutputStats(path: name(k), bytes: writer.compressedBytes, rows: writer.rows, sha256: writer.sha256))

@@ -162,65 +162,49 @@ public struct Audience: Sendable {
     ) -> Audience {
         let assignment = experiment?.assignment
         let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
-        let slots = ResultSlots<(results: Int, CustomerStates, [FunnelRow])>(count: pieces.count)
+        let slots = ResultSlots<(CustomerStates, [FunnelRow])>(count: pieces.count)
         let day = MonthMath.dayNumber(t)
         let live = book.offers.map { $0.offer.isLive(onDay: day) }
-        // Each piece writes its results from the place of its first customer on, in one array
-        // for all; the pieces are then slid together (subscribers are nearly every customer),
-        // so the results are never copied from arrays of their own.
-        let all = [CustomerResult](unsafeUninitializedCapacity: customers.count) { buffer, initialized in
-            nonisolated(unsafe) let out = buffer.baseAddress
-            try? parallelFor(count: pieces.count, threads: threads) { p in
-                var periods: [Period] = []
-                var key: [UInt8] = []
-                var next = pieces[p].lowerBound
-                var counts = CustomerStates()
-                var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
-                for k in pieces[p] {
-                    let group = customers.groups[k]
-                    let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
-                    guard
-                        let tl = CustomerTimeline.build(
-                            rows: customers.rows(of: k), asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
-                    else {
-                        counts.notSubscriber += 1
-                        continue
-                    }
-                    counts.customers += 1
-                    switch tl.state {
-                    case .active: counts.active += 1
-                    case .billingRetry: counts.billingRetry += 1
-                    case .churned: counts.churned += 1
-                    }
-                    var eligible: [Int16] = []
-                    book.evaluate(group: group, tl, asOf: t) { _, i, failed in
-                        funnel[i].count(tl.state, failed)
-                        if failed.isEmpty { eligible.append(Int16(i)) }
-                    }
-                    var result = CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible)
-                    if let listed = renewal?.eligibleWinBackOfferIds { result.markApple(listed, book: book) }
-                    if let assignment {
-                        result.heldOut = assignment.isHeldOut(customer: k, of: customers, scratch: &key)
-                    }
-                    (out! + next).initialize(to: result)
-                    next += 1
+        // Each piece's results in place in one array for all (subscribers are nearly every
+        // customer), never copied from arrays of their own.
+        let all = parallelFill(pieces: pieces, threads: threads) { (p, emit: (consuming CustomerResult) -> Void) in
+            var periods: [Period] = []
+            var key: [UInt8] = []
+            var counts = CustomerStates()
+            var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
+            for k in pieces[p] {
+                let group = customers.groups[k]
+                let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
+                guard
+                    let tl = CustomerTimeline.build(
+                        rows: customers.rows(of: k), asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
+                else {
+                    counts.notSubscriber += 1
+                    continue
                 }
-                slots[p] = (next - pieces[p].lowerBound, counts, funnel)
-            }
-            var total = 0
-            for (p, piece) in pieces.enumerated() {
-                let n = slots[p]!.results
-                // Regions may overlap; the destination is never after the source.
-                if n > 0 && piece.lowerBound != total {
-                    (out! + total).moveInitialize(from: out! + piece.lowerBound, count: n)
+                counts.customers += 1
+                switch tl.state {
+                case .active: counts.active += 1
+                case .billingRetry: counts.billingRetry += 1
+                case .churned: counts.churned += 1
                 }
-                total += n
+                var eligible: [Int16] = []
+                book.evaluate(group: group, tl, asOf: t) { _, i, failed in
+                    funnel[i].count(tl.state, failed)
+                    if failed.isEmpty { eligible.append(Int16(i)) }
+                }
+                var result = CustomerResult(customer: Int32(k), timeline: tl, eligible: eligible)
+                if let listed = renewal?.eligibleWinBackOfferIds { result.markApple(listed, book: book) }
+                if let assignment {
+                    result.heldOut = assignment.isHeldOut(customer: k, of: customers, scratch: &key)
+                }
+                emit(result)
             }
-            initialized = total
+            slots[p] = (counts, funnel)
         }
         var counts = CustomerStates()
         var funnel = live.map { FunnelRow(live: $0) }
-        for (_, c, f) in slots.all {
+        for (c, f) in slots.all {
             counts.add(c)
             for i in funnel.indices { funnel[i].add(f[i]) }
         }
