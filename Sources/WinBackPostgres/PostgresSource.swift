@@ -151,8 +151,9 @@ public final class PostgresRowStream {
         try connection.startCopyOut(copy, what: "cannot read \(label) (\(source.field))")
     }
 
-    /// Fills `buffer`; 0 at the end of the rows.
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    /// Fills `buffer` from the front; returns how many bytes were written, 0 at the end of the
+    /// rows.
+    public func read(into buffer: inout MutableSpan<UInt8>) throws -> Int {
         var written = 0
         while written < buffer.count {
             if offset == pending.count {
@@ -171,9 +172,7 @@ public final class PostgresRowStream {
                 continue
             }
             let n = min(buffer.count - written, pending.count - offset)
-            pending.withUnsafeBytes { src in
-                (buffer.baseAddress! + written).copyMemory(from: src.baseAddress! + offset, byteCount: n)
-            }
+            for k in 0..<n { buffer[written + k] = pending[offset + k] }
             offset += n
             written += n
         }
@@ -200,7 +199,9 @@ public final class PostgresRowStream {
 
     /// One row of COPY's text format (`\`-escapes, `\N` for NULL, a newline at its end) as one
     /// line of the value: escapes decoded, line breaks inside it made spaces.
-    public static func decode(_ row: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+    public static func decode<Row: RandomAccessCollection<UInt8>>(_ row: Row, into out: inout [UInt8])
+    where Row.Index == Int {
+        precondition(row.startIndex == 0, "a row's bytes from their start")
         var end = row.count
         if end > 0 && row[end - 1] == UInt8(ascii: "\n") { end -= 1 }
         if end == 2 && row[0] == UInt8(ascii: "\\") && row[1] == UInt8(ascii: "N") {

@@ -41,4 +41,37 @@ public enum Bytes {
     public static func word32(_ bytes: RawSpan, _ i: Int) -> UInt32 {
         bytes.unsafeLoadUnaligned(fromByteOffset: i, as: UInt32.self)
     }
+
+    /// The first index at or after `from` where `bytes` holds `byte`, nil when none: `memchr`,
+    /// which reads many bytes a step.
+    @inlinable
+    public static func firstIndex(of byte: UInt8, in bytes: Span<UInt8>, from: Int) -> Int? {
+        guard from < bytes.count else { return nil }
+        return bytes.withUnsafeBufferPointer { b in
+            guard let base = b.baseAddress, let p = memchr(base + from, Int32(byte), b.count - from) else { return nil }
+            return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(p))
+        }
+    }
+
+    /// Whether `a` and `b` hold the same bytes.
+    @inlinable
+    public static func equal(_ a: Span<UInt8>, _ b: Span<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        guard a.count > 0 else { return true }
+        return a.withUnsafeBufferPointer { pa in
+            b.withUnsafeBufferPointer { pb in memcmp(pa.baseAddress!, pb.baseAddress!, pa.count) == 0 }
+        }
+    }
+
+    /// `bytes` fed to `hasher`, as `Hasher.combine(bytes:)` does.
+    @inlinable
+    public static func combine(_ bytes: Span<UInt8>, into hasher: inout Hasher) {
+        bytes.withUnsafeBufferPointer { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A copy of `bytes`.
+    @inlinable
+    public static func array(_ bytes: Span<UInt8>) -> [UInt8] {
+        bytes.withUnsafeBufferPointer { Array($0) }
+    }
 }

@@ -54,11 +54,6 @@ package enum FileName {
         return String(out)
     }
 
-    /// The name of a C string the system returned.
-    package static func string(cString p: UnsafePointer<CChar>) -> String {
-        string(fromBytes: UnsafeRawBufferPointer(start: p, count: strlen(p)))
-    }
-
     /// A path written as text (the pipeline file, the command line) as a name: unchanged
     /// unless it holds a marker scalar, whose bytes are then marked.
     package static func fromText(_ text: String) -> String {
@@ -74,14 +69,6 @@ package enum FileName {
             if isMarker(s) { out.append(byte(ofMarker: s)) } else { out.append(contentsOf: UTF8.encode(s)!) }
         }
         return out
-    }
-
-    /// Calls `body` with the name's bytes as a C string: for the system calls of ``System``.
-    package static func withCString<R>(_ name: String, _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
-        guard mayHoldMarkers(name) else { return try name.withCString(body) }
-        var b = bytes(name)
-        b.append(0)
-        return try b.withUnsafeBytes { try body($0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
     }
 
     /// Whether `a` sorts before `b` by the bytes they stand for (docs/rules.md §6: inputs and

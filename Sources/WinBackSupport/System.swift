@@ -646,3 +646,20 @@ package enum System {
         return (status, Int(usage.ru_maxrss) * 1024, seconds(usage.ru_utime) + seconds(usage.ru_stime))
     }
 }
+
+/// A name's bytes to and from the C strings of the system calls above: only they pass names
+/// through the C library.
+extension FileName {
+    /// The name of a C string the system returned.
+    package static func string(cString p: UnsafePointer<CChar>) -> String {
+        string(fromBytes: UnsafeRawBufferPointer(start: p, count: strlen(p)))
+    }
+
+    /// Calls `body` with the name's bytes as a C string: for the system calls of ``System``.
+    package static func withCString<R>(_ name: String, _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+        guard mayHoldMarkers(name) else { return try name.withCString(body) }
+        var b = bytes(name)
+        b.append(0)
+        return try b.withUnsafeBytes { try body($0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+    }
+}

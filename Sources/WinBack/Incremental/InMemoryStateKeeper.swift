@@ -72,8 +72,8 @@ final class InMemoryStateKeeper {
             // several threads.
             let pieces = ledger.rowsFiles
             try parallelFor(count: pieces.count, threads: threads) { k in
-                let rows = StateRows(store: merger.store)
-                try StateFolder.load(rows, from: folder + "/" + pieces[k].path, pieces[k], pathOf: pathOf)
+                var rows = StateRows(store: merger.store)
+                try StateFolder.load(&rows, from: folder + "/" + pieces[k].path, pieces[k], pathOf: pathOf)
                 merger.add(rows, index: rowsIndex + k)
                 progress(pieces[k].bytes)
             }

@@ -8,12 +8,12 @@ extension StateFolder {
     /// Reads a rows file of the state into `rows` (of the state: merged after the files read
     /// now), each row's rank the index in the run's paths of the file it came from. Anything
     /// wrong with it (size, SHA-256, a section, a count) is ``StateDamaged``.
-    static func load(_ rows: StateRows, from path: String, _ expected: OutputStats, pathOf: [Int]) throws {
+    static func load(_ rows: inout StateRows, from path: String, _ expected: OutputStats, pathOf: [Int]) throws {
         var ranks: [UInt32] = []
         ranks.reserveCapacity(min(expected.rows, expected.bytes / 2))
         do {
             let reader = try PartReader(path: path, bytes: expected.bytes, sha256: expected.sha256)
-            while let li = try reader.next(into: rows) {
+            while let li = try reader.next(into: &rows) {
                 guard li < pathOf.count else {
                     throw StateDamaged(why: "a section names a file the ledger does not list")
                 }

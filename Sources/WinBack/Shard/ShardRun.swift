@@ -181,9 +181,9 @@ public enum ShardRun {
         // The absorbed files' rows of this shard: counted (duplicates are of them), then the
         // winners among them, from the state.
         merger.add(AbsorbedFile(counts: .rows(state.absorbedRows)), index: StateSlot.absorbed.rawValue)
-        let kept = StateRows(store: merger.store)
+        var kept = StateRows(store: merger.store)
         if let (path, stats) = state.rows {
-            try StateFolder.load(kept, from: path, stats, pathOf: state.pathOfLedgerFile)
+            try StateFolder.load(&kept, from: path, stats, pathOf: state.pathOfLedgerFile)
         }
         merger.add(kept, index: StateSlot.stateRows.rawValue)
         let capture = WinnerCapture(

@@ -225,7 +225,7 @@ package final class PartReader {
     /// The next section's rows appended to `rows` (a piece of an incremental state, whose
     /// sections share one table); returns the index of the section's file, nil at the end of
     /// the part file, once its size and SHA-256 are checked.
-    package func next(into rows: StateRows) throws -> Int? {
+    package func next(into rows: inout StateRows) throws -> Int? {
         try section({ _, _ in rows.table }, { try rows.add($0) })?.file
     }
 

@@ -28,18 +28,19 @@ package struct AbsorbedFile {
 /// files absorbed earlier, each with its file's index in sorted path order (its place in the
 /// order deduplication goes by). Merged after every file read now; not a file of the run, it
 /// counts none.
-// One thread fills a piece; the merger takes it over under its lock.
-package final class StateRows: @unchecked Sendable {
+// One thread fills a piece, a value it then hands to the merger, which takes it over under
+// its lock.
+package struct StateRows {
     /// Ids local to the piece; released once merged into the run's.
-    @exclusivity(unchecked) package var table = StringTable(capacity: 1 << 14)
-    @exclusivity(unchecked) package var rows: RowChunks
+    package var table = StringTable(capacity: 1 << 14)
+    package var rows: RowChunks
     /// Each row's file, as its index in sorted path order: one a row once filled.
-    @exclusivity(unchecked) package var ranks: [UInt32] = []
+    package var ranks: [UInt32] = []
 
     package init(store: TransactionRows) { rows = RowChunks(store: store) }
 
     @inline(__always)
-    package func add(_ t: Transaction) throws { try rows.append(t) }
+    package mutating func add(_ t: Transaction) throws { try rows.append(t) }
 }
 
 /// An incremental run's state, as the read stage takes it (docs/rules.md §12).

@@ -1,4 +1,4 @@
-import Foundation
+import WinBackSupport
 
 /// The elements of a JSON array already validated by a ``JSONLineScanner`` (the raw bytes of
 /// an `.other(.array, …)` value), each as its raw bytes, whitespace trimmed: the one walker of
@@ -7,12 +7,13 @@ import Foundation
 ///
 /// The array was validated when it was scanned (every string, escape and UTF-8 sequence, and
 /// nesting up to the scanner's limit), so the walk only finds where each element ends: a
-/// string (a JWS is thousands of bytes) is crossed from quote to quote with `memchr`, brackets
+/// string (a JWS is thousands of bytes) is crossed from quote to quote (`Bytes.firstIndex`, `memchr`), brackets
 /// and braces are counted, and a comma outside them ends the element.
 enum JSONArrayElements {
-    /// Calls `body` with each element of `raw`, which starts with `[` (nothing when it does not).
-    static func forEach(_ raw: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
-        guard let base = raw.baseAddress, raw.first == UInt8(ascii: "[") else { return }
+    /// Calls `body` with the range of each element of `raw`, which starts with `[` (nothing when
+    /// it does not).
+    static func forEach(in raw: Span<UInt8>, _ body: (Range<Int>) -> Void) {
+        guard !raw.isEmpty, raw[0] == UInt8(ascii: "[") else { return }
         let n = raw.count
         var i = 1  // after `[`
         while i < n {
@@ -28,8 +29,7 @@ enum JSONArrayElements {
                     let open = i
                     var end = n
                     var from = i + 1
-                    while from < n, let q = memchr(base + from, 0x22, n - from) {
-                        let at = base.distance(to: UnsafeRawPointer(q))
+                    while let at = Bytes.firstIndex(of: 0x22, in: raw, from: from) {
                         var slashes = 0
                         while at - 1 - slashes > open && raw[at - 1 - slashes] == UInt8(ascii: "\\") { slashes += 1 }
                         if slashes % 2 == 0 {
@@ -51,7 +51,7 @@ enum JSONArrayElements {
             }
             var end = min(i, n)
             while end > start && Whitespace.contains(raw[end - 1]) { end -= 1 }
-            body(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+            body(start..<end)
             i += 1  // past `,` (or `]`, which ends the loop)
         }
     }

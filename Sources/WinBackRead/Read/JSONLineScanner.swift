@@ -949,3 +949,11 @@ final class JSONLineScanner {
         return s
     }
 }
+
+extension JSONArrayElements {
+    /// Calls `body` with each element of `raw` (``forEach(in:_:)``) as a view of its bytes, valid
+    /// while `raw` is.
+    static func forEach(_ raw: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        forEach(in: raw.assumingMemoryBound(to: UInt8.self).span) { body(UnsafeRawBufferPointer(rebasing: raw[$0])) }
+    }
+}

@@ -136,9 +136,6 @@ package final class Merger: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let slot = Slot(counts: nil, rows: s.rows, map: strings.merge(s.table), renewals: [], ranks: s.ranks)
-        s.table = StringTable(capacity: 1)
-        s.rows = RowChunks(store: store)
-        s.ranks = []
         merge(slot, index: index, .lookingUp)
     }
 

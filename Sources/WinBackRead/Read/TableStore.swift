@@ -186,7 +186,9 @@ final class TableInput: RawInput {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let n = try stream.read(into: buffer)
+        let typed = buffer.assumingMemoryBound(to: UInt8.self)
+        var span = typed.mutableSpan
+        let n = try stream.read(into: &span)
         hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         return n
     }

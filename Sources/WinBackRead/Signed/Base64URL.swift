@@ -93,6 +93,11 @@ final class DecodeBuffer {
 
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: count) }
 
+    /// ``decode(_:)-(UnsafeRawBufferPointer)`` of a view of the text.
+    func decode(_ text: Span<UInt8>) -> Bool {
+        text.withUnsafeBytes { decode($0) }
+    }
+
     /// Decodes base64url `text` into the buffer; false when it is not base64url.
     func decode(_ text: UnsafeRawBufferPointer) -> Bool {
         guard let n = Base64URL.decodedCount(text.count) else { return false }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SwiftASN1
+import Synchronization
 import WinBackModel
 import WinBackSupport
 // A fixed validation time (the payload's signedDate) is behind this SPI since 1.21; the public
@@ -15,9 +16,10 @@ import WinBackSupport
 /// with the window in which every certificate of the chain is valid: a later row signed inside
 /// the window reuses the key, one outside it is rejected without another validation. Shared by
 /// the reading threads.
-package final class ChainVerifier: @unchecked Sendable {  // all mutable state behind `lock`
-    /// A chain that passed, as the cache keeps it (immutable once made).
-    struct VerifiedChain {
+package final class ChainVerifier: Sendable {
+    /// A chain that passed, as the cache keeps it: immutable once made, so that the reading
+    /// threads share it (swift-crypto does not mark its public key `Sendable`).
+    struct VerifiedChain: @unchecked Sendable {
         let key: P256.Signing.PublicKey
         /// The intersection of the validity of leaf, intermediate and root, in ms.
         let notBefore: Int64
@@ -26,18 +28,22 @@ package final class ChainVerifier: @unchecked Sendable {  // all mutable state b
 
     private let roots: CertificateStore
     private let rootCertificates: [Certificate]
-    private let lock = NSLock()
-    /// By hash of the header bytes: the headers with that hash and their chains.
-    private var cache: [Int: [(header: [UInt8], chain: VerifiedChain)]] = [:]
-    private var validations = 0
-    /// By hash of the header bytes: headers refused for a reason no validation time changes (not
-    /// a valid header, a certificate that does not parse, a missing OID, no path to a root while
-    /// every certificate was in its validity), so that a file of rows forged alike costs one
-    /// validation. At most ``maxRefused`` of them: all-different headers cannot grow it further.
-    private var refused: [Int: [(header: [UInt8], failure: SignedDataFailure)]] = [:]
-    private var refusedCount = 0
+    /// What the reading threads share, behind one lock.
+    private struct State {
+        /// By hash of the header bytes: the headers with that hash and their chains.
+        var cache: [Int: [(header: [UInt8], chain: VerifiedChain)]] = [:]
+        var validations = 0
+        /// By hash of the header bytes: headers refused for a reason no validation time changes
+        /// (not a valid header, a certificate that does not parse, a missing OID, no path to a
+        /// root while every certificate was in its validity), so that a file of rows forged
+        /// alike costs one validation. At most ``maxRefused`` of them: all-different headers
+        /// cannot grow it further.
+        var refused: [Int: [(header: [UInt8], failure: SignedDataFailure)]] = [:]
+        var refusedCount = 0
+        var attempts = 0
+    }
+    private let state = Mutex(State())
     static let maxRefused = 1024
-    private var attempts = 0
 
     package init(roots: [Certificate]) {
         self.roots = CertificateStore(roots)
@@ -45,21 +51,22 @@ package final class ChainVerifier: @unchecked Sendable {  // all mutable state b
     }
 
     /// How many chains were validated in full and cached, for tests.
-    var fullValidations: Int { lock.withLock { validations } }
+    var fullValidations: Int { state.withLock { $0.validations } }
 
     /// How many headers were decoded and checked (cache misses), for tests.
-    var validationAttempts: Int { lock.withLock { attempts } }
+    var validationAttempts: Int { state.withLock { $0.attempts } }
 
     /// The verified chain of the base64url `header` of a JWS, valid at `time` (ms since epoch).
-    func chain(header: UnsafeRawBufferPointer, at time: Int64) -> Result<VerifiedChain, SignedDataFailure> {
+    func chain(header: Span<UInt8>, at time: Int64) -> Result<VerifiedChain, SignedDataFailure> {
         var hasher = Hasher()
-        hasher.combine(bytes: header)
+        Bytes.combine(header, into: &hasher)
         let hash = hasher.finalize()
-        lock.lock()
-        let known = cache[hash]?.first { ChainVerifier.same($0.header, header) }?.chain
-        let refusal = known == nil ? refused[hash]?.first { ChainVerifier.same($0.header, header) }?.failure : nil
-        if known == nil && refusal == nil { attempts += 1 }
-        lock.unlock()
+        let (known, refusal) = state.withLock { s -> (VerifiedChain?, SignedDataFailure?) in
+            let known = s.cache[hash]?.first { ChainVerifier.same($0.header, header) }?.chain
+            let refusal = known == nil ? s.refused[hash]?.first { ChainVerifier.same($0.header, header) }?.failure : nil
+            if known == nil && refusal == nil { s.attempts += 1 }
+            return (known, refusal)
+        }
         if let refusal { return .failure(refusal) }
         if let known {
             guard known.notBefore <= time && time <= known.notAfter else {
@@ -71,33 +78,31 @@ package final class ChainVerifier: @unchecked Sendable {  // all mutable state b
         switch validate(header: header, at: time) {
         case .failure(let f):
             if f.permanent {
-                lock.lock()
-                if refusedCount < ChainVerifier.maxRefused {
-                    refusedCount += 1
-                    refused[hash, default: []].append((Array(header), f.failure))
+                let bytes = Bytes.array(header)
+                state.withLock { s in
+                    if s.refusedCount < ChainVerifier.maxRefused {
+                        s.refusedCount += 1
+                        s.refused[hash, default: []].append((bytes, f.failure))
+                    }
                 }
-                lock.unlock()
             }
             return .failure(f.failure)
         case .success(let chain):
-            lock.lock()
-            // Another thread may have validated the same header meanwhile.
-            if cache[hash]?.contains(where: { ChainVerifier.same($0.header, header) }) != true {
-                validations += 1
-                cache[hash, default: []].append((Array(header), chain))
+            let bytes = Bytes.array(header)
+            state.withLock { s in
+                // Another thread may have validated the same header meanwhile.
+                if s.cache[hash]?.contains(where: { $0.header == bytes }) != true {
+                    s.validations += 1
+                    s.cache[hash, default: []].append((bytes, chain))
+                }
             }
-            lock.unlock()
             return .success(chain)
         }
     }
 
     /// Whether `a` holds the bytes of `b`.
     @inline(__always)
-    static func same(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
-        guard a.count == b.count else { return false }
-        guard b.count > 0 else { return true }
-        return a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
-    }
+    static func same(_ a: [UInt8], _ b: Span<UInt8>) -> Bool { Bytes.equal(a.span, b) }
 
     /// A failure of ``validate(header:at:)``, and whether any other validation time would fail
     /// alike.
@@ -112,7 +117,7 @@ package final class ChainVerifier: @unchecked Sendable {  // all mutable state b
     }
 
     /// Decodes the header and validates its chain in full.
-    private func validate(header: UnsafeRawBufferPointer, at time: Int64) -> Result<VerifiedChain, Refusal> {
+    private func validate(header: Span<UInt8>, at time: Int64) -> Result<VerifiedChain, Refusal> {
         let json = DecodeBuffer(capacity: header.count)
         guard json.decode(header) else { return .failure(Refusal(.jwsFormat, "the header is not base64url")) }
         guard let h = JWSHeader.parse(json.bytes) else {

@@ -25,6 +25,11 @@ package struct CompactJWS {
         signingInput = UnsafeRawBufferPointer(rebasing: text[0..<second])
     }
 
+    /// `body` given a view of the header's bytes, valid during `body`.
+    package func withHeader<R>(_ body: (Span<UInt8>) -> R) -> R {
+        body(header.assumingMemoryBound(to: UInt8.self).span)
+    }
+
     /// `body` given the JWS of `text` (nil unless it has three segments), valid during `body`.
     package static func with<R>(_ text: [UInt8], _ body: (CompactJWS?) -> R) -> R {
         text.withUnsafeBytes { body(CompactJWS($0)) }

@@ -17,10 +17,12 @@ package final class SignedDataVerifier {
     /// Nil when `jws` is verified at `time` (ms since epoch).
     package func verify(_ jws: CompactJWS, at time: Int64) -> SignedDataFailure? {
         let key: P256.Signing.PublicKey
-        if let last, last.notBefore <= time, time <= last.notAfter, ChainVerifier.same(lastHeader, jws.header) {
+        if let last, last.notBefore <= time, time <= last.notAfter,
+            jws.withHeader({ ChainVerifier.same(lastHeader, $0) })
+        {
             key = last.key
         } else {
-            switch chains.chain(header: jws.header, at: time) {
+            switch jws.withHeader({ chains.chain(header: $0, at: time) }) {
             case .failure(let f): return f
             case .success(let c):
                 key = c.key
