@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import WinBack
 import WinBackTesting
 
@@ -109,9 +110,7 @@ struct GenerateCommand: ParsableCommand {
         let step = max(1, total / 10)
         let noted = Tenths()
         options.progress = { done in
-            let tenth = done / step
-            guard tenth > noted.last || done == total else { return }
-            noted.last = tenth
+            guard noted.advance(to: done / step) || done == total else { return }
             FileHandleStderr.write("winback: generate: \(done) of \(total) customers simulated\n")
         }
         let summary = try reportingErrors { try WorldGenerator.generate(options, to: out) }
@@ -135,6 +134,15 @@ struct GenerateCommand: ParsableCommand {
 }
 
 /// The last tenth of the world reported (the generator calls back from one thread at a time).
-private final class Tenths: @unchecked Sendable {
-    var last = 0
+private final class Tenths: Sendable {
+    private let last = Mutex(0)
+
+    /// Records `tenth` as the last one reported; false if it is not past the last.
+    func advance(to tenth: Int) -> Bool {
+        last.withLock { last in
+            guard tenth > last else { return false }
+            last = tenth
+            return true
+        }
+    }
 }
