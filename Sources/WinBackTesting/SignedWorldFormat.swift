@@ -1,5 +1,8 @@
+import Crypto
 import Foundation
+import Synchronization
 import WinBackModel
+import X509
 
 /// Apple's signed data (`appstore-signed`): each transaction of the NDJSON world signed by a
 /// test chain, in every line form a team keeps — bare JWS, JSON strings, notifications,
@@ -9,27 +12,39 @@ import WinBackModel
 /// Rows signed before ``cutoff`` are signed by a leaf that expired at the cutoff, the others
 /// by its successor, as happens when Apple rotates its signing certificate. ECDSA signatures
 /// are randomised: the files are the same in content from run to run, not byte for byte.
-struct SignedWorldFormat: WorldFormat, @unchecked Sendable {  // immutable after init; signing keys are used read-only
+struct SignedWorldFormat: WorldFormat {
     static let bundleId = "com.example.streamingpass"
     static let appAppleId: Int64 = 1_234_567_890
     /// Lines of this form are gathered into history pages once a month's lines are known.
     static let pageMarker: UInt8 = 0x01
     static let pageSize = 20
 
-    let chain: TestChain
-    let early: JWSSigner
-    let late: JWSSigner
+    let chain: Chain
+    private let earlySigners: Signers
+    private let lateSigners: Signers
     let cutoff: Int64
+
+    /// What the world keeps of its test chain: the root its readers trust (`test-root.pem`).
+    struct Chain {
+        let root: Certificate
+    }
+
+    /// The signer of the rows before ``cutoff``.
+    var early: JWSSigner { earlySigners.made() }
+    /// The signer of the rows from ``cutoff``.
+    var late: JWSSigner { lateSigners.made() }
     private let decoded = NDJSONWorldFormat()
 
     /// - Parameter asOf: the world's present; the first leaf expires two years before it.
     init(asOf: Int64) throws {
         let date = { (ms: Int64) in Date(timeIntervalSince1970: Double(ms) / 1000) }
         let year = 366 * MonthMath.day
-        chain = try TestChain(from: date(asOf - 10 * year), until: date(asOf + 10 * year))
+        let chain = try TestChain(from: date(asOf - 10 * year), until: date(asOf + 10 * year))
+        self.chain = Chain(root: chain.root)
         cutoff = asOf - 2 * year
-        early = try chain.signer(chain.leaf(from: date(asOf - 10 * year), until: date(cutoff)))
-        late = try chain.signer(chain.leaf(from: date(cutoff - MonthMath.day), until: date(asOf + 5 * year)))
+        earlySigners = Signers(try chain.signer(chain.leaf(from: date(asOf - 10 * year), until: date(cutoff))))
+        lateSigners = Signers(
+            try chain.signer(chain.leaf(from: date(cutoff - MonthMath.day), until: date(asOf + 5 * year))))
     }
 
     func fileName(month: String) -> String { "transactions-\(month).jsonl.gz" }
@@ -37,8 +52,46 @@ struct SignedWorldFormat: WorldFormat, @unchecked Sendable {  // immutable after
 
     /// The JWS of a payload signed at `signedDate`.
     func sign(_ json: [UInt8], signedDate: Int64) -> String {
-        // Signing with a key just made cannot fail.
-        try! (signedDate < cutoff ? early : late).sign(json)
+        (signedDate < cutoff ? earlySigners : lateSigners).sign(json)
+    }
+
+    /// One leaf's signers. A signing key is not `Sendable`, so each signer is used under a lock
+    /// of its own, and there are as many as the generator has threads: a thread signs with the
+    /// first that is free.
+    private final class Signers: Sendable {
+        private let key: Data
+        private let header: String
+        private let slots: [Slot]
+
+        private final class Slot: Sendable {
+            let signer: Mutex<JWSSigner>
+            init(_ signer: sending JWSSigner) { self.signer = Mutex(signer) }
+        }
+
+        init(_ signer: JWSSigner) {
+            key = signer.key.rawRepresentation
+            header = signer.header
+            slots = (0..<max(1, ProcessInfo.processInfo.activeProcessorCount)).map { [key, header] _ in
+                Slot(Signers.made(key: key, header: header))
+            }
+        }
+
+        /// A signer made from the key's bytes.
+        private static func made(key: Data, header: String) -> sending JWSSigner {
+            // The bytes of a key just made are a key.
+            JWSSigner(key: try! P256.Signing.PrivateKey(rawRepresentation: key), header: header)
+        }
+
+        /// A signer of this leaf, made anew.
+        func made() -> JWSSigner { Signers.made(key: key, header: header) }
+
+        func sign(_ json: [UInt8]) -> String {
+            // Signing with a key just made cannot fail.
+            for slot in slots {
+                if let jws = slot.signer.withLockIfAvailable({ try! $0.sign(json) }) { return jws }
+            }
+            return slots[Int.random(in: slots.indices)].signer.withLock { try! $0.sign(json) }
+        }
     }
 
     /// The decoded payload of a transaction, without its newline.
