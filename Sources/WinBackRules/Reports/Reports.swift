@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WinBackModel
 import WinBackSupport
 
@@ -85,27 +86,19 @@ public struct Reports: Sendable {
 
     /// Tallies between pieces of work. Tallies are sums, so a worker carries one across the
     /// pieces it takes, and only about one per thread is merged at the end.
-    // Its list is only touched under `lock`.
-    final class TallyPool: @unchecked Sendable {
-        private let lock = NSLock()
-        private var free: [Tally] = []
+    final class TallyPool: Sendable {
+        private let free = Mutex<[Tally]>([])
 
         func take() -> Tally? {
-            lock.lock()
-            defer { lock.unlock() }
-            return free.popLast()
+            free.withLock { $0.popLast() }
         }
 
         func put(_ t: Tally) {
-            lock.lock()
-            free.append(t)
-            lock.unlock()
+            free.withLock { $0.append(t) }
         }
 
         var tallies: [Tally] {
-            lock.lock()
-            defer { lock.unlock() }
-            return free
+            free.withLock { $0 }
         }
     }
 
