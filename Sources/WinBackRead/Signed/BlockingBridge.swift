@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Runs async work to completion for a caller on a plain thread (the readers run on Dispatch
 /// threads, not in tasks). The work runs on a queue of its own rather than on Swift's shared
@@ -9,23 +10,27 @@ enum BlockingBridge {
         let box = Box<T>()
         if #available(macOS 15.0, *) {
             Task.detached(executorPreference: QueueTaskExecutor.shared) {
-                box.value = await body()
+                box.put(await body())
                 done.signal()
             }
         } else {
             Task.detached {
-                box.value = await body()
+                box.put(await body())
                 done.signal()
             }
         }
         done.wait()
-        return box.value!
+        return box.take()
     }
 
     /// Written once by the task before it signals, read once by the waiter after: the
     /// semaphore orders the two.
-    private final class Box<T>: @unchecked Sendable {
-        var value: T?
+    private final class Box<T: Sendable>: Sendable {
+        private let value = Mutex<T?>(nil)
+
+        func put(_ v: T) { value.withLock { $0 = v } }
+
+        func take() -> T { value.withLock { $0.take()! } }
     }
 }
 
