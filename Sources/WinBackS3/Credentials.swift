@@ -1,14 +1,16 @@
 import Foundation
+import Synchronization
 import WinBackSupport
 
 /// Finds credentials and the region as AWS's own tools do (docs/rules.md §11): the environment,
 /// web identity (EKS), the shared credentials and config files (`AWS_PROFILE`), the container
 /// endpoint (ECS, AWS Batch), then the instance metadata service (IMDSv2). Temporary
 /// credentials are fetched again shortly before they expire.
-public final class CredentialChain: @unchecked Sendable {
+public final class CredentialChain: Sendable {
     private let environment: [String: String]
-    private let lock = NSLock()
-    private var cached: (credentials: AWSCredentials, expires: Date?, source: String)?
+    /// The credentials found, while they last; the lock is held while they are looked for, so
+    /// threads that ask at once look once.
+    private let cached = Mutex<(credentials: AWSCredentials, expires: Date?, source: String)?>(nil)
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
@@ -27,26 +29,26 @@ public final class CredentialChain: @unchecked Sendable {
     /// Forgets the credentials found, so the next request looks for them again (temporary ones
     /// that S3 said have expired).
     public func forget() {
-        lock.lock()
-        cached = nil
-        lock.unlock()
+        cached.withLock { $0 = nil }
     }
 
     /// The credentials, and where they came from; 77 when none is found.
     public func credentials() throws -> (AWSCredentials, source: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        if let c = cached, c.expires.map({ $0.timeIntervalSinceNow > 300 }) ?? true { return (c.credentials, c.source) }
-        for (source, find) in providers {
-            if let (c, expires) = try find() {
-                cached = (c, expires, source)
-                return (c, source)
+        try cached.withLock { cached throws -> (AWSCredentials, source: String) in
+            if let c = cached, c.expires.map({ $0.timeIntervalSinceNow > 300 }) ?? true {
+                return (c.credentials, c.source)
             }
+            for (source, find) in providers {
+                if let (c, expires) = try find() {
+                    cached = (c, expires, source)
+                    return (c, source)
+                }
+            }
+            throw WinBackError(
+                .noPermission,
+                "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE with "
+                    + "~/.aws/credentials, or run where a container, web identity or instance role provides them")
         }
-        throw WinBackError(
-            .noPermission,
-            "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE with "
-                + "~/.aws/credentials, or run where a container, web identity or instance role provides them")
     }
 
     private var providers: [(String, () throws -> (AWSCredentials, Date?)?)] {

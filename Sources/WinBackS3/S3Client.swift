@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import WinBackSupport
 
 /// An object found by a listing.
@@ -14,25 +15,48 @@ public struct S3Object: Sendable, Equatable {
 /// 5xx, a dropped connection) are tried again with exponential backoff and jitter, at most
 /// ``tries`` times, honouring `Retry-After`; then 75. Refused credentials are 77, a missing
 /// bucket or key 66.
-public final class S3Client: @unchecked Sendable {
+public final class S3Client: Sendable {
     /// `AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL` (path-style requests); nil: AWS itself.
     public let endpoint: URL?
     public let region: String
     let chain: CredentialChain
-    /// At most this many tries of one request.
-    public var tries = 5
-    /// The first wait before a retry; it doubles each time (with jitter).
-    public var backoff: TimeInterval = 0.2
     let trace = ProcessInfo.processInfo.environment["WINBACK_S3_TRACE"] != nil
+
+    /// Where a bucket of a region is on AWS (``awsAddress``).
+    typealias AWSAddress = @Sendable (_ bucket: String, _ region: String) -> AWSHost
+    typealias AWSHost = (scheme: String, host: String, base: String)
+
+    /// What may change after the client is made.
+    private struct Settings {
+        var tries = 5
+        var backoff: TimeInterval = 0.2
+        var budget: NetworkBudget?
+        /// The region of each bucket S3 redirected to another (AWS only).
+        var bucketRegions: [String: String] = [:]
+        var awsAddress: AWSAddress = { ("https", "\($0).s3.\($1).amazonaws.com", "") }
+    }
+    private let settings = Mutex(Settings())
+
+    /// At most this many tries of one request.
+    public var tries: Int {
+        get { settings.withLock { $0.tries } }
+        set { settings.withLock { $0.tries = newValue } }
+    }
+    /// The first wait before a retry; it doubles each time (with jitter).
+    public var backoff: TimeInterval {
+        get { settings.withLock { $0.backoff } }
+        set { settings.withLock { $0.backoff = newValue } }
+    }
     /// The run's network time (`limits.networkSeconds`, docs/rules.md §6.2); nil: unbounded.
-    public var budget: NetworkBudget?
-    /// The region of each bucket S3 redirected to another (AWS only), under ``regionsLock``.
-    private var bucketRegions: [String: String] = [:]
-    private let regionsLock = NSLock()
+    public var budget: NetworkBudget? {
+        get { settings.withLock { $0.budget } }
+        set { settings.withLock { $0.budget = newValue } }
+    }
     /// Where a bucket of a region is on AWS: scheme, host and the path before the key. Tests
     /// point it at loopback; nothing else changes it.
-    var awsAddress: @Sendable (_ bucket: String, _ region: String) -> (scheme: String, host: String, base: String) = {
-        ("https", "\($0).s3.\($1).amazonaws.com", "")
+    var awsAddress: AWSAddress {
+        get { settings.withLock { $0.awsAddress } }
+        set { settings.withLock { $0.awsAddress = newValue } }
     }
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
@@ -56,36 +80,38 @@ public final class S3Client: @unchecked Sendable {
         }
     }
 
-    /// The client of this process, made from its environment on first use.
-    nonisolated(unsafe) private static var made: S3Client?
-    /// The network budget of this process's run (``limitNetwork(seconds:)``).
-    nonisolated(unsafe) private static var runBudget: NetworkBudget?
-    private static let makeLock = NSLock()
+    /// The process's client and its run's network budget.
+    private struct Process {
+        /// The client of this process, made from its environment on first use.
+        var made: S3Client?
+        /// The network budget of this process's run (``limitNetwork(seconds:)``).
+        var runBudget: NetworkBudget?
+    }
+    private static let process = Mutex(Process())
+
     public static func shared() throws -> S3Client {
-        makeLock.lock()
-        defer { makeLock.unlock() }
-        if let made { return made }
-        let c = try S3Client()
-        c.budget = runBudget
-        made = c
-        return c
+        try process.withLock { p throws -> S3Client in
+            if let made = p.made { return made }
+            let c = try S3Client()
+            c.budget = p.runBudget
+            p.made = c
+            return c
+        }
     }
 
     /// Bounds the network time of this process's run (docs/rules.md §6.2,
     /// `limits.networkSeconds`): set once, when the run starts, for ``shared()``.
     public static func limitNetwork(seconds: Double) {
-        makeLock.lock()
-        defer { makeLock.unlock() }
-        if runBudget?.seconds == seconds { return }
-        runBudget = NetworkBudget(seconds: seconds)
-        made?.budget = runBudget
+        process.withLock { p in
+            if p.runBudget?.seconds == seconds { return }
+            p.runBudget = NetworkBudget(seconds: seconds)
+            p.made?.budget = p.runBudget
+        }
     }
 
     /// The region requests for `bucket` are signed for.
     func region(of bucket: String) -> String {
-        regionsLock.lock()
-        defer { regionsLock.unlock() }
-        return bucketRegions[bucket] ?? region
+        settings.withLock { $0.bucketRegions[bucket] } ?? region
     }
 
     // MARK: Requests
@@ -130,6 +156,7 @@ public final class S3Client: @unchecked Sendable {
         var redirected = false
         let payload = body.map { SigV4.sha256Hex($0) } ?? SigV4.sha256Hex([UInt8]())
         let limits = HTTP.Limits.forBytes((body?.count ?? 0) + expected)
+        let (budget, tries) = settings.withLock { ($0.budget, $0.tries) }
         budget?.begin()
         defer { budget?.end() }
         func outOfTime() -> WinBackError {
@@ -187,9 +214,7 @@ public final class S3Client: @unchecked Sendable {
             {
             case .region(let other)? where !redirected:
                 // S3's own region redirect: signed anew for that region, once.
-                regionsLock.lock()
-                bucketRegions[bucket] = other
-                regionsLock.unlock()
+                settings.withLock { $0.bucketRegions[bucket] = other }
                 redirected = true
                 attempt -= 1
                 continue
