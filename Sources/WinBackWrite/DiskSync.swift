@@ -1,17 +1,16 @@
 import Foundation
+import Synchronization
 import WinBackSupport
 
 /// Makes finished output files durable on a thread of its own, so that the threads writing
 /// outputs never wait for the disk: each file is synced and closed there while the next one
 /// is being written, and ``wait()``, called before a run is published, returns once every file
 /// handed over is on disk, or throws if one could not be synced.
-// Syncing runs on one serial queue; the failures are only touched under `lock`.
-package final class DiskSync: @unchecked Sendable {
+package final class DiskSync: Sendable {
     private let queue = DispatchQueue(label: "winback.disk-sync")
     private let pending = DispatchGroup()
-    private let lock = NSLock()
     /// Files that could not be synced: (path, the system's reason).
-    private var failures: [(path: String, reason: String)] = []
+    private let failures = Mutex<[(path: String, reason: String)]>([])
     /// Syncs a file by its descriptor (injectable for tests); returns 0 or an errno.
     private let syncFile: @Sendable (Int32) -> Int32
     /// Files handed over and not yet closed, at most `limit`: a catalog of hundreds of offers
@@ -39,9 +38,8 @@ package final class DiskSync: @unchecked Sendable {
             System.closeQuietly(fd)
             room.signal()
             if rc != 0 {
-                lock.lock()
-                failures.append((path, SystemError("fsync", errno: rc).message))
-                lock.unlock()
+                let failure = (path: path, reason: SystemError("fsync", errno: rc).message)
+                failures.withLock { $0.append(failure) }
             }
         }
     }
@@ -50,9 +48,7 @@ package final class DiskSync: @unchecked Sendable {
     /// order, whatever the order of syncing) that could not be.
     package func wait() throws {
         pending.wait()
-        lock.lock()
-        defer { lock.unlock() }
-        if let first = failures.min(by: { $0.path < $1.path }) {
+        if let first = failures.withLock({ $0.min(by: { $0.path < $1.path }) }) {
             throw WinBackError(.cannotCreateOutput, "cannot sync: \(first.reason)", path: first.path)
         }
     }

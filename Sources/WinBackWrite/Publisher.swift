@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WinBackModel
 import WinBackSupport
 
@@ -9,8 +10,7 @@ import WinBackSupport
 /// reader sees either the complete new run or the previous one. A lock (flock(2), released by
 /// the kernel when the process dies, so a killed run never blocks the next) keeps two runs of
 /// the same pipeline apart.
-// Its state (the lock descriptor) is touched only by the thread that runs the pipeline.
-public final class Publisher: @unchecked Sendable {
+public final class Publisher: Sendable {
     public let root: String
     public let date: String
     /// The group that may read published runs (`output.group`): the folder is then 0750 and
@@ -18,10 +18,17 @@ public final class Publisher: @unchecked Sendable {
     public let group: String?
     /// The id of ``group``, once ``begin()`` has found it: every file the run writes is given it
     /// as it is made (``DiskSync/group``).
-    package private(set) var groupID: gid_t?
-    private var lockFD: Int32 = -1
+    package var groupID: gid_t? { state.withLock { $0.groupID } }
     /// Where this run's files are written before publishing.
-    public private(set) var staging: String = ""
+    public var staging: String { state.withLock { $0.staging } }
+
+    /// What ``begin()`` finds and makes (the thread that runs the pipeline calls it).
+    private struct State {
+        var groupID: gid_t?
+        var lockFD: Int32 = -1
+        var staging = ""
+    }
+    private let state = Mutex(State())
 
     /// Hidden entries of the root that a killed run or task may leave: removed under the lock
     /// by the next run of any command (docs/rules.md §6.1).
@@ -69,7 +76,7 @@ public final class Publisher: @unchecked Sendable {
                 "another run of this pipeline holds the lock\(holder.isEmpty ? "" : " (\(holder))"); not starting",
                 path: lockPath)
         }
-        lockFD = fd
+        state.withLock { $0.lockFD = fd }
         // Who holds the lock, for the message of a run that finds it taken; best effort.
         try? System.overwrite(
             fd, with: "pid \(System.processID) since \(Timestamp.iso(Int64(Date().timeIntervalSince1970 * 1000)))\n")
@@ -77,7 +84,8 @@ public final class Publisher: @unchecked Sendable {
         // Under the lock, anything staged, any link not yet renamed into place and any work
         // folder of a memory-bounded run is left over from a killed run.
         for prefix in Publisher.leftovers { removeHidden(prefix: prefix) }
-        staging = root + "/.staging-\(date)-\(System.processID)"
+        let staging = root + "/.staging-\(date)-\(System.processID)"
+        state.withLock { $0.staging = staging }
         do { try System.makeDirectory(staging, mode: 0o700) } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create the staging folder", path: staging)
         }
@@ -96,16 +104,17 @@ public final class Publisher: @unchecked Sendable {
         } else {
             gid = nil
         }
-        groupID = gid
+        state.withLock { $0.groupID = gid }
         try PrivateFolder.make(root, mode: gid == nil ? 0o700 : 0o750, group: gid, what: "output folder")
     }
 
     /// Releases the lock (also when the process ends).
     public func unlock() {
-        if lockFD >= 0 {
-            System.closeQuietly(lockFD)
-            lockFD = -1
+        let fd = state.withLock { s in
+            defer { s.lockFD = -1 }
+            return s.lockFD
         }
+        if fd >= 0 { System.closeQuietly(fd) }
     }
 
     private func removeHidden(prefix: String) {
@@ -130,7 +139,8 @@ public final class Publisher: @unchecked Sendable {
                     path: root + "/" + name)
             }
         }
-        try settleModes(staging)
+        let staging = self.staging
+        try settleModes(staging, group: groupID)
         let stamp = Int64(Date().timeIntervalSince1970 * 1000)
         let versioned = ".run-\(date)-\(stamp)-\(System.processID)"
         try rename(staging, root + "/" + versioned)
@@ -151,14 +161,14 @@ public final class Publisher: @unchecked Sendable {
 
     /// The run's folders 0750 and files 0640 with `output.group`, and that group's; folders 0700
     /// and files 0640 without (the root folder keeps everyone else out); whatever the umask.
-    private func settleModes(_ folder: String) throws {
+    private func settleModes(_ folder: String, group groupID: gid_t?) throws {
         let folderMode: mode_t = groupID == nil ? 0o700 : 0o750
         do {
             try System.secureDirectory(folder, mode: folderMode, group: groupID)
             for name in try System.listing(folder).sorted() {
                 let path = folder + "/" + name
                 switch System.linkKind(path) {
-                case System.folderType?: try settleModes(path)
+                case System.folderType?: try settleModes(path, group: groupID)
                 case System.symbolicLinkType?: continue
                 default:
                     // Files the run made have their mode already (``OutputFile``): looked at, not opened.
@@ -219,6 +229,7 @@ public final class Publisher: @unchecked Sendable {
                 _ = try? f.finish()
             }
         }
+        let staging = self.staging
         if !staging.isEmpty { System.removeTreeQuietly(staging) }
         System.removeTreeQuietly(failed)
         try? System.rename(tmp, failed)
