@@ -120,3 +120,14 @@ package func filesBelow(_ dir: String) -> [String] {
         }
         .sorted()
 }
+
+/// Every file of a published folder (`folder` may be the `latest` link) but the manifest, by
+/// path below it.
+package func publishedFiles(_ folder: String) -> [String: Data] {
+    let resolved = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path
+    var out: [String: Data] = [:]
+    for f in filesBelow(resolved) where f != "manifest.json" {
+        out[f] = FileManager.default.contents(atPath: resolved + "/" + f)
+    }
+    return out
+}

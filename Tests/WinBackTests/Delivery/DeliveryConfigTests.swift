@@ -22,16 +22,7 @@ struct DeliveryConfigTests {
 
     /// A valid pipeline with `output` lines and top-level lines added.
     static func pipeline(output: String = "", identities: String? = nil, formats: String = "[csv]") -> String {
-        var text = """
-            name: nightly
-            transactions:
-              paths: ["../Data/sample/transactions-*.jsonl.gz"]
-            offers: ../Data/sample/offers.json
-            output:
-              directory: ../Output
-              formats: \(formats)
-
-            """
+        var text = PipelineText.minimal(output: ["formats: \(formats)"])
         for line in output.split(separator: "\n", omittingEmptySubsequences: false) where !line.isEmpty {
             text += "  " + line + "\n"
         }
@@ -224,11 +215,12 @@ struct DeliveryConfigTests {
         let path = Paths.temporary() + "/p.yaml"
         try Self.pipeline(output: "destinations: [sendgrid, {type: braze, audience: all}]").write(
             toFile: path, atomically: true, encoding: .utf8)
-        do {
-            _ = try PipelineConfig.load(path: path)
-            Issue.record("loaded")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 78)
+        if let e = try expectWinBackError(
+            exit: 78, "loaded",
+            {
+                _ = try PipelineConfig.load(path: path)
+            })
+        {
             let text = "\(e)"
             #expect(text.contains("sendgrid"), "\(text)")
             #expect(text.contains("all"), "\(text)")

@@ -304,17 +304,7 @@ struct MetricsFileTests {
     @Test("the pipeline file names a metrics path in the output folder: a problem of output.metrics (78)")
     func configuration() {
         func problems(_ metrics: String) -> [String] {
-            let text = """
-                name: nightly
-                transactions:
-                  paths: ["../Data/sample/transactions-*.jsonl.gz"]
-                offers: ../Data/sample/offers.json
-                output:
-                  directory: ../Output
-                  formats: [csv]
-                  metrics: \(metrics)
-
-                """
+            let text = PipelineText.minimal(output: ["formats: [csv]", "metrics: \(metrics)"])
             return PipelineConfig.parse(text, path: "/srv/pipelines/nightly.yaml").1
         }
         for inside in ["../Output/nightly/latest", "/srv/Output/winback.prom", "../Output", "./../Output/x/../y.prom"] {

@@ -7,15 +7,7 @@ import WinBackTestSupport
 
 @Suite("The experiment: block and reports.retentionMonths in the pipeline file (docs/rules.md §9.1, §9.3)")
 struct ExperimentConfigTests {
-    static let minimal = """
-        name: nightly
-        transactions:
-          paths: ["../Data/sample/transactions-*.jsonl.gz"]
-        offers: ../Data/sample/offers.json
-        output:
-          directory: ../Output
-
-        """
+    static let minimal = PipelineText.minimal()
 
     static func parse(_ extra: String) -> (PipelineConfig?, [String]) {
         PipelineConfig.parse(minimal + extra, path: "/p/nightly.yaml")

@@ -21,18 +21,21 @@ private func returns(
 private func retentionReports(
     _ w: TestWorld, _ rows: [Transaction], asOf: String, retentionMonths: Int = 24, threads: Int = 1
 ) -> Reports {
-    let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
-    let book = OfferBook(catalog: OfferCatalog(offers: []), ids: { w.strings.lookup($0) })
-    let audience = Audience.evaluate(
-        customers, book: book, renewals: nil, asOf: ms(asOf), gapDays: 60, threads: threads)
-    return Reports.compute(
-        customers: customers, audience: audience, book: book, windowMonths: 12, gapDays: 60,
-        retentionMonths: retentionMonths, threads: threads)
+    computeReports(w, rows, asOf: asOf, retentionMonths: retentionMonths, threads: threads)
 }
 
 /// One paid month, 2025-01-01T12 → 2025-02-01T12: the period every customer leaves from.
 private func firstMonth(_ w: TestWorld, _ c: String) -> Transaction {
     w.tx("2025-01-01T12:00:00Z", "2025-02-01T12:00:00Z", customer: c)
+}
+
+/// `c` leaves from `firstMonth` and comes back from `start` to `end` (the other arguments are
+/// `TestWorld.tx`'s).
+private func back(
+    _ w: TestWorld, _ c: String, _ start: String, _ end: String, free: Bool = false, offerType: Int64 = 0,
+    offerId: String? = nil
+) -> [Transaction] {
+    [firstMonth(w, c), w.tx(start, end, customer: c, free: free, offerType: offerType, offerId: offerId)]
 }
 
 @Suite("Retention after a return: retention-after-return.csv (docs/rules.md §9.3)")
@@ -189,20 +192,10 @@ struct RetentionReportTests {
     static func world(_ w: TestWorld) -> [Transaction] {
         var rows: [Transaction] = []
         // R1 win_back wb.a on 2025-04-01T12, then 12 paid months to 2026-05-01T12: retained at 1/3/6/12.
-        rows += [
-            firstMonth(w, "R1"),
-            w.tx(
-                "2025-04-01T12:00:00Z", "2025-05-01T12:00:00Z", customer: "R1", free: true, offerType: 4,
-                offerId: "wb.a"),
-        ]
+        rows += back(w, "R1", "2025-04-01T12:00:00Z", "2025-05-01T12:00:00Z", free: true, offerType: 4, offerId: "wb.a")
         rows += w.monthly(from: "2025-05-01T12:00:00Z", count: 12, customer: "R1")
         // R2 win_back wb.a on 2025-06-01T12 for one month: retained nowhere.
-        rows += [
-            firstMonth(w, "R2"),
-            w.tx(
-                "2025-06-01T12:00:00Z", "2025-07-01T12:00:00Z", customer: "R2", free: true, offerType: 4,
-                offerId: "wb.a"),
-        ]
+        rows += back(w, "R2", "2025-06-01T12:00:00Z", "2025-07-01T12:00:00Z", free: true, offerType: 4, offerId: "wb.a")
         // R3 win_back wb.B on 2026-06-01T12, then a year to 2027-07-01T12: X1, X3 retained; X6
         // (2026-12-01) and X12 not observable at T, though a period holds them.
         rows += [
@@ -213,15 +206,9 @@ struct RetentionReportTests {
             w.tx("2026-07-01T12:00:00Z", "2027-07-01T12:00:00Z", customer: "R3"),
         ]
         // R4 promotional on 2025-03-01T12, exactly one whole month after 02-01T12: one month only.
-        rows += [
-            firstMonth(w, "R4"),
-            w.tx("2025-03-01T12:00:00Z", "2025-04-01T12:00:00Z", customer: "R4", offerType: 2, offerId: "promo.x"),
-        ]
+        rows += back(w, "R4", "2025-03-01T12:00:00Z", "2025-04-01T12:00:00Z", offerType: 2, offerId: "promo.x")
         // R5 back one millisecond less than a month after: no return at all.
-        rows += [
-            firstMonth(w, "R5"),
-            w.tx("2025-03-01T11:59:59.999Z", "2025-04-01T12:00:00Z", customer: "R5", offerType: 2, offerId: "promo.x"),
-        ]
+        rows += back(w, "R5", "2025-03-01T11:59:59.999Z", "2025-04-01T12:00:00Z", offerType: 2, offerId: "promo.x")
         // R6 offer_code on 2025-09-01T12, cut by an upgrade on 09-15; premium to 2025-12-15T12:
         // retained at 1 and 3.
         rows += [
@@ -233,28 +220,15 @@ struct RetentionReportTests {
         ]
         rows += w.monthly(from: "2025-10-15T12:00:00Z", count: 2, product: "premium", customer: "R6")
         // R7 introductory intro.z on 2025-05-01T12 for a month: retained nowhere.
-        rows += [
-            firstMonth(w, "R7"),
-            w.tx(
-                "2025-05-01T12:00:00Z", "2025-06-01T12:00:00Z", customer: "R7", free: true, offerType: 1,
-                offerId: "intro.z"),
-        ]
+        rows += back(
+            w, "R7", "2025-05-01T12:00:00Z", "2025-06-01T12:00:00Z", free: true, offerType: 1, offerId: "intro.z")
         // R8 introductory intro.q on 2025-05-01T12 for a year: retained at 1, 3, 6; X12 is its end.
-        rows += [
-            firstMonth(w, "R8"),
-            w.tx("2025-05-01T12:00:00Z", "2026-05-01T12:00:00Z", customer: "R8", offerType: 1, offerId: "intro.q"),
-        ]
+        rows += back(w, "R8", "2025-05-01T12:00:00Z", "2026-05-01T12:00:00Z", offerType: 1, offerId: "intro.q")
         // R9 unknown:7 weird.w on 2025-07-01T12, renewed once to 09-01T12: retained at 1.
-        rows += [
-            firstMonth(w, "R9"),
-            w.tx("2025-07-01T12:00:00Z", "2025-08-01T12:00:00Z", customer: "R9", offerType: 7, offerId: "weird.w"),
-        ]
+        rows += back(w, "R9", "2025-07-01T12:00:00Z", "2025-08-01T12:00:00Z", offerType: 7, offerId: "weird.w")
         rows += w.monthly(from: "2025-08-01T12:00:00Z", count: 1, customer: "R9")
         // R10 unknown:10 weird.w on 2025-07-01T12 for a month: retained nowhere.
-        rows += [
-            firstMonth(w, "R10"),
-            w.tx("2025-07-01T12:00:00Z", "2025-08-01T12:00:00Z", customer: "R10", offerType: 10, offerId: "weird.w"),
-        ]
+        rows += back(w, "R10", "2025-07-01T12:00:00Z", "2025-08-01T12:00:00Z", offerType: 10, offerId: "weird.w")
         // R11 none on 2025-03-15T12, three months to 06-15T12: retained at 1 (04-15), not at 3 (06-15).
         rows += [firstMonth(w, "R11")] + w.monthly(from: "2025-03-15T12:00:00Z", count: 3, customer: "R11")
         // R12 none twice: 2025-04-01T12 and 2025-08-01T12 (3 months after 05-01T12), a month each.

@@ -53,10 +53,16 @@ struct ExportFormatTests {
             "store,store_transaction_id,original_store_transaction_id,product_identifier,start_time,end_time,"
             + "refunded_at,is_sandbox,ownership_type,country,offer,offer_type,is_trial_period,"
             + "price_in_purchased_currency,is_auto_renewable,updated_at"
-        let dir = Paths.temporary()
-        try ([header] + rows).joined(separator: "\n").write(toFile: dir + "/rc.csv", atomically: true, encoding: .utf8)
+        let path = try file("rc.csv", [header] + rows)
         return try TransactionReader.read(
-            inputs: [dir + "/rc.csv"].map(InputStores.lookUp), format: .revenuecat, products: products, threads: 1)
+            inputs: [path].map(InputStores.lookUp), format: .revenuecat, products: products, threads: 1)
+    }
+
+    /// `lines` written as the file `name` of a new folder: its path.
+    func file(_ name: String, _ lines: [String]) throws -> String {
+        let path = Paths.temporary() + "/" + name
+        try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 
     @Test("RevenueCat rows map onto transactions: groups, countries, offers, trials, refunds, newest updated_at")
@@ -109,17 +115,17 @@ struct ExportFormatTests {
 
     @Test("CSV cells are typed like JSON fields: bad integers, booleans and dates are rejected by field")
     func csvTyping() throws {
-        let dir = Paths.temporary()
-        let rows = [
-            "transactionId,originalTransactionId,subscriptionGroupIdentifier,productId,purchaseDate,expiresDate,isUpgraded,offerType",
-            "t1,o1,g,p,2026-01-01T00:00:00Z,2026-02-01 00:00:00,true,4",
-            "t2,o1,g,p,yesterday,2026-02-01T00:00:00Z,,",
-            "t3,o1,g,p,1767225600000,1769904000000,maybe,",
-            "t4,o1,g,p,1767225600000,1769904000000,,1.5",
-            "t5,o1,g,p,1767225600000,1767225599999,,",
-        ]
-        try rows.joined(separator: "\n").write(toFile: dir + "/t.csv", atomically: true, encoding: .utf8)
-        let set = try TransactionReader.read(inputs: [dir + "/t.csv"].map(InputStores.lookUp), format: .csv, threads: 1)
+        let path = try file(
+            "t.csv",
+            [
+                "transactionId,originalTransactionId,subscriptionGroupIdentifier,productId,purchaseDate,expiresDate,isUpgraded,offerType",
+                "t1,o1,g,p,2026-01-01T00:00:00Z,2026-02-01 00:00:00,true,4",
+                "t2,o1,g,p,yesterday,2026-02-01T00:00:00Z,,",
+                "t3,o1,g,p,1767225600000,1769904000000,maybe,",
+                "t4,o1,g,p,1767225600000,1769904000000,,1.5",
+                "t5,o1,g,p,1767225600000,1767225599999,,",
+            ])
+        let set = try TransactionReader.read(inputs: [path].map(InputStores.lookUp), format: .csv, threads: 1)
         #expect(set.rows.count == 1)
         #expect(set.rows.first?.isUpgraded == true && set.rows.first?.offerType == 4)
         #expect(set.rows.first?.expiresDate == ms("2026-02-01"))

@@ -12,13 +12,7 @@ private func revenueReports(
     _ w: TestWorld, _ rows: [Transaction], asOf: String = RevenueReportTests.asOf, rates: Rates? = nil,
     threads: Int = 1
 ) -> Reports {
-    let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
-    let book = OfferBook(catalog: OfferCatalog(offers: []), ids: { w.strings.lookup($0) })
-    let audience = Audience.evaluate(
-        customers, book: book, renewals: nil, asOf: ms(asOf), gapDays: 60, threads: threads)
-    return Reports.compute(
-        customers: customers, audience: audience, book: book, windowMonths: 12, gapDays: 60, rates: rates,
-        threads: threads)
+    computeReports(w, rows, asOf: asOf, rates: rates, threads: threads)
 }
 
 /// `t` priced at `price` milliunits of `currency`.

@@ -78,11 +78,12 @@ struct ConfigurationFirstTests {
         let path = try Self.pipeline(
             header: "original_transaction_id,external_id,phone", destinations: "[braze, klaviyo, mailchimp]")
         let config = try PipelineConfig.load(path: path)
-        do {
-            try Delivery.checkIdentities(config, inflater: .zlib)
-            Issue.record("no failure")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 78)
+        if let e = try expectWinBackError(
+            exit: 78, "no failure",
+            {
+                try Delivery.checkIdentities(config, inflater: .zlib)
+            })
+        {
             let text = "\(e)"
             #expect(text.contains("klaviyo needs the column 'email'"), "\(text)")
             #expect(text.contains("mailchimp needs the column 'email'"), "\(text)")

@@ -12,14 +12,7 @@ import WinBackTestSupport
 
 @Suite("Pipeline file (docs/rules.md §2.5)")
 struct PipelineConfigTests {
-    static let minimal = """
-        name: nightly
-        transactions:
-          paths: ["../Data/sample/transactions-*.jsonl.gz"]
-        offers: ../Data/sample/offers.json
-        output:
-          directory: ../Output
-        """
+    static let minimal = PipelineText.minimal()
 
     @Test(
         "a pipeline file or catalog that is a folder or a FIFO is named for what it is (78), never read",

@@ -25,6 +25,17 @@ extension ReadStageTests {
             ("*.gz", "/x/./y/../z", "/x/z/*.gz"),
         ]
 
+        /// Resolving `patterns` from `base` fails with noInput (66), its message passing `says`.
+        func expectNoInput(
+            _ patterns: [String], base: String, sourceLocation: SourceLocation = #_sourceLocation,
+            _ says: (String) -> Bool
+        ) throws {
+            let e = try expectWinBackError(exit: 66, sourceLocation: sourceLocation) {
+                _ = try InputFiles.resolve(patterns, base: base)
+            }
+            #expect(e?.code == .noInput && e.map { says($0.description) } == true, sourceLocation: sourceLocation)
+        }
+
         @Test(arguments: normalisation)
         func pathsAreMadeAbsoluteAndNormalised(path: String, base: String, expected: String) {
             #expect(InputFiles.absolute(path, base: base) == expected)
@@ -73,12 +84,8 @@ extension ReadStageTests {
         @Test(arguments: ["../data/*.jsonl.gz", "../data/sub.*", "../data/*"])
         func aFolderAGlobMatchesIsNoInputNamingIt(pattern: String) throws {
             try world { root, base in
-                #expect {
-                    _ = try InputFiles.resolve(["../data/t-2.jsonl.gz", pattern], base: base)
-                } throws: { e in
-                    guard let e = e as? WinBackError else { return false }
-                    return e.code == .noInput && e.description.hasPrefix(root + "/data/")
-                        && e.description.hasSuffix(": is a folder, not a regular file")
+                try expectNoInput(["../data/t-2.jsonl.gz", pattern], base: base) {
+                    $0.hasPrefix(root + "/data/") && $0.hasSuffix(": is a folder, not a regular file")
                 }
             }
         }
@@ -114,12 +121,7 @@ extension ReadStageTests {
         @Test(arguments: ["../data/nothing-*.jsonl.gz", "../data/missing.jsonl.gz", "../nowhere/*.gz"])
         func aRelativeGlobMatchingNothingIsNoInputNamingIt(pattern: String) throws {
             try world { _, base in
-                #expect {
-                    _ = try InputFiles.resolve(["../data/t-2.jsonl.gz", pattern], base: base)
-                } throws: { e in
-                    guard let e = e as? WinBackError else { return false }
-                    return e.code == .noInput && e.description.contains(pattern)
-                }
+                try expectNoInput(["../data/t-2.jsonl.gz", pattern], base: base) { $0.contains(pattern) }
             }
         }
 

@@ -1,13 +1,12 @@
 import Foundation
 import Testing
+import WinBack
+import WinBackModel
+import WinBackRead
+import WinBackSupport
 import WinBackTestSupport
-
-@testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
+import WinBackTesting
+import WinBackWrite
 
 @Suite("Shard keys, part files and memory sizes")
 struct ShardPiecesTests {

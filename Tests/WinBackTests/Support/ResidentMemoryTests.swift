@@ -8,57 +8,46 @@ import WinBackTestSupport
 /// heap trimmed (docs/rules.md §8): resident memory falls, and no page's contents change.
 @Suite("Resident memory: what a bounded run lets go of between stages")
 struct ResidentMemoryTests {
-    static let smaps = """
-        55d0a0000000-55d0a1000000 r-xp 00000000 fe:00 1234                       /usr/bin/winback
-        Size:              16384 kB
-        Rss:                8192 kB
-        Anonymous:             0 kB
-        Locked:                0 kB
-        VmFlags: rd ex mr mw me sd
-        55d0a1000000-55d0a1100000 r--p 01000000 fe:00 1234                       /usr/bin/winback
-        Size:               1024 kB
-        Rss:                1024 kB
-        Anonymous:           800 kB
-        Locked:                0 kB
-        VmFlags: rd mr mw me ac sd
-        55d0a1100000-55d0a1200000 rw-p 01100000 fe:00 1234                       /usr/bin/winback
-        Size:               1024 kB
-        Rss:                 300 kB
-        Anonymous:           200 kB
-        VmFlags: rd wr mr mw me ac sd
-        55d0a2000000-55d0a2400000 rw-p 00000000 00:00 0                          [heap]
-        Size:               4096 kB
-        Rss:                4096 kB
-        Anonymous:          4096 kB
-        VmFlags: rd wr mr mw me ac sd
-        7f0000000000-7f0000100000 r--p 00000000 fe:00 99                         /usr/lib/libc.so.6
-        Size:               1024 kB
-        Rss:                 512 kB
-        Anonymous:             0 kB
-        VmFlags: rd mr mw me sd
-        7f0000100000-7f0000200000 r-xp 00100000 fe:00 99                         /usr/lib/libc.so.6
-        Size:               1024 kB
-        Rss:                   0 kB
-        Anonymous:             0 kB
-        VmFlags: rd ex mr mw me sd
-        7f0000200000-7f0000300000 r-xp 00000000 fe:00 77                         /usr/lib/liblocked.so
-        Size:               1024 kB
-        Rss:                1024 kB
-        Anonymous:             0 kB
-        Locked:             1024 kB
-        VmFlags: rd ex mr mw me lo sd
-        7f0000300000-7f0000400000 r--s 00000000 fe:00 55                         /tmp/shared map
-        Size:               1024 kB
-        Rss:                  64 kB
-        Anonymous:             0 kB
-        VmFlags: rd sh mr mw me ms sd
-        7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]
-        Size:                  8 kB
-        Rss:                   4 kB
-        Anonymous:             0 kB
-        VmFlags: rd ex mr mw me de sd
+    /// A /proc/self/smaps of nine mappings: each one's line, its sizes in kB and its flags.
+    static let smaps = [
+        mapping(
+            "55d0a0000000-55d0a1000000 r-xp 00000000 fe:00 1234                       /usr/bin/winback",
+            [("Size", 16384), ("Rss", 8192), ("Anonymous", 0), ("Locked", 0)], flags: "rd ex mr mw me sd"),
+        mapping(
+            "55d0a1000000-55d0a1100000 r--p 01000000 fe:00 1234                       /usr/bin/winback",
+            [("Size", 1024), ("Rss", 1024), ("Anonymous", 800), ("Locked", 0)], flags: "rd mr mw me ac sd"),
+        mapping(
+            "55d0a1100000-55d0a1200000 rw-p 01100000 fe:00 1234                       /usr/bin/winback",
+            [("Size", 1024), ("Rss", 300), ("Anonymous", 200)], flags: "rd wr mr mw me ac sd"),
+        mapping(
+            "55d0a2000000-55d0a2400000 rw-p 00000000 00:00 0                          [heap]",
+            [("Size", 4096), ("Rss", 4096), ("Anonymous", 4096)], flags: "rd wr mr mw me ac sd"),
+        mapping(
+            "7f0000000000-7f0000100000 r--p 00000000 fe:00 99                         /usr/lib/libc.so.6",
+            [("Size", 1024), ("Rss", 512), ("Anonymous", 0)], flags: "rd mr mw me sd"),
+        mapping(
+            "7f0000100000-7f0000200000 r-xp 00100000 fe:00 99                         /usr/lib/libc.so.6",
+            [("Size", 1024), ("Rss", 0), ("Anonymous", 0)], flags: "rd ex mr mw me sd"),
+        mapping(
+            "7f0000200000-7f0000300000 r-xp 00000000 fe:00 77                         /usr/lib/liblocked.so",
+            [("Size", 1024), ("Rss", 1024), ("Anonymous", 0), ("Locked", 1024)], flags: "rd ex mr mw me lo sd"),
+        mapping(
+            "7f0000300000-7f0000400000 r--s 00000000 fe:00 55                         /tmp/shared map",
+            [("Size", 1024), ("Rss", 64), ("Anonymous", 0)], flags: "rd sh mr mw me ms sd"),
+        mapping(
+            "7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]",
+            [("Size", 8), ("Rss", 4), ("Anonymous", 0)], flags: "rd ex mr mw me de sd"),
+    ].joined()
 
-        """
+    /// One mapping as smaps writes it: the line that names it, `Name:  N kB` lines (the numbers
+    /// ending in one column) and its VmFlags.
+    static func mapping(_ line: String, _ sizes: [(String, Int)], flags: String) -> String {
+        let rows = sizes.map { name, kB in
+            let label = name + ":"
+            return label + String(repeating: " ", count: 24 - label.count - String(kB).count) + "\(kB) kB"
+        }
+        return ([line] + rows + ["VmFlags: " + flags]).map { $0 + "\n" }.joined()
+    }
 
     /// Resident bytes of the mapping holding `address` (its `Rss:` line in /proc/self/smaps).
     static func resident(_ address: UnsafeRawPointer) -> Int? {

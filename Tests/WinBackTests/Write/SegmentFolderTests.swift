@@ -15,20 +15,19 @@ struct SegmentFolderTests {
     @Test("a segments folder that cannot be created fails with exit 73, naming the folder")
     func segmentsFolderBlockedByAFile() throws {
         let w = TestWorld()
-        let rows = w.monthly(from: "2025-01-01T12:00:00Z", count: 3)
-        let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: 1)
-        let book = OfferBook(catalog: OfferCatalog(offers: [TestWorld.basicOffer()]), ids: { w.strings.lookup($0) })
-        let audience = Audience.evaluate(
-            customers, book: book, renewals: nil, asOf: ms("2026-01-01T00:00:00Z"), gapDays: 60, threads: 1)
+        let (customers, book, audience) = evaluateWorld(
+            w, w.monthly(from: "2025-01-01T12:00:00Z", count: 3), offers: [TestWorld.basicOffer()],
+            asOf: "2026-01-01T00:00:00Z")
         let dir = Paths.temporary()
         // A file where the folder should go.
         #expect(FileManager.default.createFile(atPath: dir + "/segments", contents: Data("x".utf8)))
         let writer = SegmentWriter(customers: customers, audience: audience, book: book, formats: ["csv"])
-        do {
-            _ = try writer.write(to: dir, threads: 1)
-            Issue.record("writing segments under a file succeeded")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 73)
+        if let e = try expectWinBackError(
+            exit: 73, "writing segments under a file succeeded",
+            {
+                _ = try writer.write(to: dir, threads: 1)
+            })
+        {
             #expect("\(e)".contains(dir + "/segments"))
             #expect("\(e)".hasSuffix("cannot create the folder: \(dir)/segments is a file, not a folder"), "\(e)")
         }
@@ -39,11 +38,12 @@ struct SegmentFolderTests {
         let dir = Paths.temporary()
         #expect(FileManager.default.createFile(atPath: dir + "/out", contents: Data("x".utf8)))
         for root in [dir + "/out/golden", dir + "/out/deeper/golden"] {
-            do {
-                try Publisher(root: root, date: "2026-11-22").begin()
-                Issue.record("an output folder under a file was made")
-            } catch let e as WinBackError {
-                #expect(e.code.exitCode == 73)
+            if let e = try expectWinBackError(
+                exit: 73, "an output folder under a file was made",
+                {
+                    try Publisher(root: root, date: "2026-11-22").begin()
+                })
+            {
                 #expect(
                     "\(e)" == "\(root): cannot create the output folder: \(dir)/out is a file, not a folder")
             }
@@ -65,11 +65,12 @@ struct SegmentFolderTests {
         default: #expect(mkfifo(path, 0o600) == 0)
         }
         let words = ["file": "a regular file", "folder": "a folder", "fifo": "a FIFO (named pipe)"][kind]!
-        do {
-            try publisher.publish()
-            Issue.record("published over \(kind) \(name)")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 73)
+        if let e = try expectWinBackError(
+            exit: 73, "published over \(kind) \(name)",
+            {
+                try publisher.publish()
+            })
+        {
             #expect(
                 "\(e)" == "\(path): is \(words), not a link this tool manages; move it away (nothing was published)")
         }
