@@ -34,10 +34,14 @@ import json
 import os
 import secrets
 import signal
+import sys
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from xml.sax.saxutils import escape
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loopback  # noqa: E402  (the port file and serving, shared with the other doubles)
 
 CREDENTIALS_PATH = "/latest/meta-data/iam/security-credentials/"
 
@@ -205,11 +209,7 @@ def main():
     server.lock = threading.Lock()
     server.imds_tokens = set()
     server.log = open(options.log, "a", encoding="utf-8")
-    temporary = options.port_file + ".tmp"
-    with open(temporary, "w") as f:
-        f.write(str(server.server_address[1]))
-    os.replace(temporary, options.port_file)
-    server.serve_forever()
+    loopback.serve(server, options.port_file)
 
 
 if __name__ == "__main__":

@@ -710,29 +710,35 @@ def kind_sort_key(key):
     return group + (offer_id.encode("utf-8"),)
 
 
-def retention_report(customers, T, retention_months):
-    """§9.3 retention-after-return.csv."""
+def returns_in_window(customers, T, retention_months):
+    """Every return (§9.3: a period starting a whole month or more after the access so far
+    ended) that starts in the last `retention_months` months: (rows, periods, period)."""
     d = date_of_ms(T)
     since = month_start(d.year, d.month - retention_months)
-    tallies = {}  # (kind, offer_id) -> [returns, obs1, ret1, obs3, ret3, ...]
     for rows in customers.values():
         periods = periods_at(rows, T)
         reach = None
         for p in periods:
             is_return = reach is not None and whole_months(reach, p.start) >= 1
             reach = p.end if reach is None else max(reach, p.end)
-            if not is_return or p.start < since:
-                continue
-            t = tallies.setdefault(return_kind(p.row), [0] * (1 + 2 * len(HORIZONS)))
-            t[0] += 1
-            for i, k in enumerate(HORIZONS):
-                x = add_months(p.start, k)
-                observable = x < T
-                retained = any(q.start <= x < q.end for q in periods)
-                if RETAINED_REQUIRES_OBSERVABLE:
-                    retained = retained and observable
-                t[1 + 2 * i] += int(observable)
-                t[2 + 2 * i] += int(retained)
+            if is_return and p.start >= since:
+                yield rows, periods, p
+
+
+def retention_report(customers, T, retention_months):
+    """§9.3 retention-after-return.csv."""
+    tallies = {}  # (kind, offer_id) -> [returns, obs1, ret1, obs3, ret3, ...]
+    for _, periods, p in returns_in_window(customers, T, retention_months):
+        t = tallies.setdefault(return_kind(p.row), [0] * (1 + 2 * len(HORIZONS)))
+        t[0] += 1
+        for i, k in enumerate(HORIZONS):
+            x = add_months(p.start, k)
+            observable = x < T
+            retained = any(q.start <= x < q.end for q in periods)
+            if RETAINED_REQUIRES_OBSERVABLE:
+                retained = retained and observable
+            t[1 + 2 * i] += int(observable)
+            t[2 + 2 * i] += int(retained)
 
     def line(kind, offer_id, t):
         cells = [kind, offer_id, t[0]]
@@ -836,43 +842,34 @@ def units_half_away(value):
 
 def revenue_after_return(customers, T, retention_months, money):
     """§13.2 revenue-after-return.csv."""
-    d = date_of_ms(T)
-    since = month_start(d.year, d.month - retention_months)
     n = len(HORIZONS)
     tallies = {}  # (kind, offer_id, currency) -> [returns, obs.., gross.., net..]
-    for rows in customers.values():
-        periods = periods_at(rows, T)
-        reach = None
-        for p in periods:
-            is_return = reach is not None and whole_months(reach, p.start) >= 1
-            reach = p.end if reach is None else max(reach, p.end)
-            if not is_return or p.start < since:
+    for rows, _, p in returns_in_window(customers, T, retention_months):
+        if money.converts:
+            currency = money.currency
+        else:
+            if p.row.price is None or p.row.currency is None:
+                continue  # a return whose first row has no amount counts nowhere
+            currency = p.row.currency
+        kind, offer_id = return_kind(p.row)
+        t = tallies.setdefault((kind, offer_id, currency), [0] * (1 + 3 * n))
+        t[0] += 1
+        for i, k in enumerate(HORIZONS):
+            x = add_months(p.start, k)
+            if not x < T:
                 continue
-            if money.converts:
-                currency = money.currency
-            else:
-                if p.row.price is None or p.row.currency is None:
-                    continue  # a return whose first row has no amount counts nowhere
-                currency = p.row.currency
-            kind, offer_id = return_kind(p.row)
-            t = tallies.setdefault((kind, offer_id, currency), [0] * (1 + 3 * n))
-            t[0] += 1
-            for i, k in enumerate(HORIZONS):
-                x = add_months(p.start, k)
-                if not x < T:
+            t[1 + i] += 1
+            for r in rows:
+                if not (r.purchase < T and p.start <= r.purchase < x):
                     continue
-                t[1 + i] += 1
-                for r in rows:
-                    if not (r.purchase < T and p.start <= r.purchase < x):
-                        continue
-                    if not money.converts and r.price is not None and r.currency is not None \
-                            and r.currency != currency:
-                        continue
-                    a = money.amounts(r, T)
-                    if a is None:
-                        continue
-                    t[1 + n + i] += a[0]
-                    t[1 + 2 * n + i] += a[1]
+                if not money.converts and r.price is not None and r.currency is not None \
+                        and r.currency != currency:
+                    continue
+                a = money.amounts(r, T)
+                if a is None:
+                    continue
+                t[1 + n + i] += a[0]
+                t[1 + 2 * n + i] += a[1]
 
     def line(kind, offer_id, currency, t):
         cells = [kind, offer_id, currency, t[0]]

@@ -50,6 +50,9 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loopback  # noqa: E402  (the port file and serving, shared with the other doubles)
+
 HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -279,11 +282,7 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
     server.daemon_threads = True
     server.state = State(options)
-    temporary = options.port_file + ".tmp"
-    with open(temporary, "w") as f:
-        f.write(str(server.server_address[1]))
-    os.replace(temporary, options.port_file)
-    server.serve_forever()
+    loopback.serve(server, options.port_file)
 
 
 if __name__ == "__main__":
