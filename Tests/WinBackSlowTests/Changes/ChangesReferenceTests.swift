@@ -10,24 +10,14 @@ import WinBackTestSupport
 /// the second night's inputs.
 @Suite("Segment changes against an independent computation", .serialized, .tags(.slow))
 struct ChangesReferenceTests {
-    static let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
-        FileManager.default.isExecutableFile(atPath: $0)
-    }
+    static let python = CLI.python
 
     /// Runs python3 with `arguments`; returns its output, expecting exit 0.
     @discardableResult
     static func python(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: python!)
-        p.arguments = arguments
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(text)", sourceLocation: sourceLocation)
-        return text
+        let r = try CLI.output(python!, arguments)
+        #expect(r.status == 0, "\(r.text)", sourceLocation: sourceLocation)
+        return r.text
     }
 
     /// Removes from every transaction file of `world` the lines of one customer in 40 (by a

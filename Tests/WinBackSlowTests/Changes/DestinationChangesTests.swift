@@ -13,17 +13,11 @@ import WinBackTestSupport
 /// segment "winback_status is eligible", whatever the order of the imports.
 @Suite("Destination changes: the audience in the tool equals tonight's", .serialized, .tags(.slow))
 struct DestinationChangesTests {
-    static let header =
-        "transactionId,originalTransactionId,subscriptionGroupIdentifier,productId,purchaseDate,"
-        + "expiresDate,offerType,offerIdentifier,storefront"
     static let experiment = HoldoutAssignment(name: "dst", basisPoints: 5_000)
 
     /// An originalTransactionId starting with `prefix` that the experiment holds out or not.
     static func otid(_ prefix: String, heldOut: Bool) -> String {
-        for i in 0..<1_000 where experiment.isHeldOut(group: "g1", originalTransactionId: "\(prefix)\(i)") == heldOut {
-            return "\(prefix)\(i)"
-        }
-        fatalError("no id")
+        HandBuiltNights.otid(prefix, heldOut: heldOut, in: experiment)
     }
 
     /// The customers, by role: one who stays, one who returns and churns again, one who
@@ -64,16 +58,10 @@ struct DestinationChangesTests {
     static func world() throws -> String {
         let dir = Paths.temporary() + "/world"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try write(dir + "/t-base.csv", [stay, again, mail, lost, held, noid, dupA, dupB].flatMap(churned))
-        let offers = """
-            {"offers": [
-             {"offerId": "wb.a", "referenceName": "A", "subscriptionGroupId": "g1", "productId": "p.monthly",
-              "appleId": "6400000100", "duration": "ONE_MONTH", "offerMode": "FREE_TRIAL", "periodCount": 1,
-              "customerEligibilityPaidSubscriptionDurationInMonths": 1,
-              "customerEligibilityTimeSinceLastSubscribedInMonths": {"minimum": 1, "maximum": 12},
-              "startDate": "2026-01-01", "endDate": null, "priority": "HIGH", "territories": []}]}
-            """
-        try offers.write(toFile: dir + "/offers.json", atomically: true, encoding: .utf8)
+        try HandBuiltNights.write(
+            dir + "/t-base.csv", [stay, again, mail, lost, held, noid, dupA, dupB].flatMap(churned))
+        try HandBuiltNights.writeCatalog(
+            dir + "/offers.json", [("wb.a", "A", "6400000100", maximum: 12, priority: "HIGH")])
         let pipeline = """
             name: dest
             transactions:
@@ -105,21 +93,24 @@ struct DestinationChangesTests {
         for (k, v) in identities(night: n).sorted(by: { $0.key < $1.key }) { text += "\(k),\(v.0),\(v.1)\n" }
         try text.write(toFile: dir + "/identities.csv", atomically: true, encoding: .utf8)
         if n == 1 {
-            try write(
+            try HandBuiltNights.write(
                 dir + "/t-back.csv",
                 [again, dupA].map { "\($0)-r,\($0),g1,p.monthly,2026-06-15T00:00:00Z,2026-07-15T00:00:00Z,,,USA" })
         }
-    }
-
-    static func write(_ path: String, _ rows: [String]) throws {
-        try ([header] + rows).joined(separator: "\n").appending("\n").write(
-            toFile: path, atomically: true, encoding: .utf8)
     }
 
     static func options(_ pipeline: String, asOf: String, output: String) -> RunOptions {
         var o = RunOptions(pipelinePath: pipeline, asOf: asOf, output: output, threads: 2)
         o.now = ms("2026-09-02")
         return o
+    }
+
+    /// Night `n` (0-based) of the world at `pipeline`, prepared and run into `output`: the
+    /// published folder.
+    static func runNight(_ n: Int, _ pipeline: String, output: String) throws -> String {
+        try prepare(pipeline, night: n)
+        return try PipelineRun.run(options(pipeline, asOf: nights[n], output: output), progress: Progress(mode: .quiet))
+            .published
     }
 
     /// A tool's attribute store: one profile per identity value, each import upserting the
@@ -301,10 +292,7 @@ struct DestinationChangesTests {
     func oldBaseline() throws {
         let pipeline = try Self.world()
         let output = Paths.temporary() + "/out"
-        let quiet = Progress(mode: .quiet)
-        try Self.prepare(pipeline, night: 0)
-        let first = try PipelineRun.run(Self.options(pipeline, asOf: Self.nights[0], output: output), progress: quiet)
-            .published
+        let first = try Self.runNight(0, pipeline, output: output)
         // Columns of old, without winback_status, a row that is not CSV and one that left.
         let old =
             "external_id,winback_offer_id,winback_offer_url,winback_eligible_offer_ids,"
@@ -313,9 +301,7 @@ struct DestinationChangesTests {
             + "u-gone,wb.a,,wb.a,3,2026-06-01\n\"u,\"\"quoted\"\"\ngone\",wb.a,,wb.a,3,2026-06-01\n"
             + "u-dupB,wb.a,,wb.a,3,2026-06-01\nu-gone,wb.a,,wb.a,3,2026-06-01\n"
         try Self.republish(first, "destinations/braze/best-offer-001.csv", old)
-        try Self.prepare(pipeline, night: 1)
-        let second = try PipelineRun.run(Self.options(pipeline, asOf: Self.nights[1], output: output), progress: quiet)
-            .published
+        let second = try Self.runNight(1, pipeline, output: output)
         let exited = Self.files(second, type: "braze", list: "best-offer").exited
         #expect(Self.exitedValues(exited, asOf: Self.nights[1]) == ["u-gone", "u,\"quoted\"\ngone"])
     }
@@ -324,17 +310,13 @@ struct DestinationChangesTests {
     func tamperedBaseline() throws {
         let pipeline = try Self.world()
         let output = Paths.temporary() + "/out"
-        let quiet = Progress(mode: .quiet)
-        try Self.prepare(pipeline, night: 0)
-        let first = try PipelineRun.run(Self.options(pipeline, asOf: Self.nights[0], output: output), progress: quiet)
-            .published
+        let first = try Self.runNight(0, pipeline, output: output)
         let path = first + "/destinations/klaviyo/wb.a-001.csv"
         let text = try String(contentsOfFile: path, encoding: .utf8)
         try text.replacingOccurrences(of: "stay@", with: "stay2@").write(
             toFile: path, atomically: false, encoding: .utf8)
-        try Self.prepare(pipeline, night: 1)
         #expect {
-            try PipelineRun.run(Self.options(pipeline, asOf: Self.nights[1], output: output), progress: quiet)
+            try Self.runNight(1, pipeline, output: output)
         } throws: { e in
             (e as? WinBackError)?.code == .badData && "\(e)".contains("wb.a-001.csv")
         }

@@ -14,17 +14,11 @@ import WinBackTestSupport
 /// offer), one newly held out, one who vanishes from the inputs and one who newly qualifies.
 @Suite("Segment changes against the previous published run", .serialized, .tags(.slow))
 struct SegmentChangesTests {
-    static let header =
-        "transactionId,originalTransactionId,subscriptionGroupIdentifier,productId,purchaseDate,"
-        + "expiresDate,offerType,offerIdentifier,storefront"
     static let experiment = HoldoutAssignment(name: "chg", basisPoints: 5_000)
 
     /// An originalTransactionId starting with `prefix` that the experiment holds out or not.
     static func otid(_ prefix: String, heldOut: Bool) -> String {
-        for i in 0..<1_000 where experiment.isHeldOut(group: "g1", originalTransactionId: "\(prefix)\(i)") == heldOut {
-            return "\(prefix)\(i)"
-        }
-        fatalError("no id")
+        HandBuiltNights.otid(prefix, heldOut: heldOut, in: experiment)
     }
 
     /// The customers, by role.
@@ -60,22 +54,13 @@ struct SegmentChangesTests {
         // Churned at 2026-05-15: too recent at night 1, 1 month at night 2.
         base += monthly(newcomer, from: 2026, 2, months: 3)
         base.append("\(newcomer)-x,\(newcomer),g1,p.monthly,2026-05-01T00:00:00Z,2026-05-15T00:00:00Z,,,USA")
-        try write(dir + "/t-base.csv", base)
-        try write(dir + "/t-vanish.csv", monthly(vanished, from: 2026, 1, months: 3))
-        let offers = """
-            {"offers": [
-             {"offerId": "wb.a", "referenceName": "A", "subscriptionGroupId": "g1", "productId": "p.monthly",
-              "duration": "ONE_MONTH", "offerMode": "FREE_TRIAL", "periodCount": 1,
-              "customerEligibilityPaidSubscriptionDurationInMonths": 1,
-              "customerEligibilityTimeSinceLastSubscribedInMonths": {"minimum": 1, "maximum": 3},
-              "startDate": "2026-01-01", "endDate": null, "priority": "HIGH", "territories": []},
-             {"offerId": "wb.b", "referenceName": "B", "subscriptionGroupId": "g1", "productId": "p.monthly",
-              "duration": "ONE_MONTH", "offerMode": "FREE_TRIAL", "periodCount": 1,
-              "customerEligibilityPaidSubscriptionDurationInMonths": 1,
-              "customerEligibilityTimeSinceLastSubscribedInMonths": {"minimum": 1, "maximum": 12},
-              "startDate": "2026-01-01", "endDate": null, "priority": "NORMAL", "territories": []}]}
-            """
-        try offers.write(toFile: dir + "/offers.json", atomically: true, encoding: .utf8)
+        try HandBuiltNights.write(dir + "/t-base.csv", base)
+        try HandBuiltNights.write(dir + "/t-vanish.csv", monthly(vanished, from: 2026, 1, months: 3))
+        try HandBuiltNights.writeCatalog(
+            dir + "/offers.json",
+            [
+                ("wb.a", "A", nil, maximum: 3, priority: "HIGH"), ("wb.b", "B", nil, maximum: 12, priority: "NORMAL"),
+            ])
         let pipeline = """
             name: changes
             transactions:
@@ -100,7 +85,7 @@ struct SegmentChangesTests {
     static func secondNight(_ pipeline: String) throws {
         let dir = (pipeline as NSString).deletingLastPathComponent
         try FileManager.default.removeItem(atPath: dir + "/t-vanish.csv")
-        try write(
+        try HandBuiltNights.write(
             dir + "/t-night2.csv",
             [
                 // Came back: subscribed again, active on 2026-07-01.
@@ -108,11 +93,6 @@ struct SegmentChangesTests {
                 // Redeemed wb.a for a week, churned again since (too recent on 2026-07-01).
                 "\(redeemed)-w,\(redeemed),g1,p.monthly,2026-06-05T00:00:00Z,2026-06-12T00:00:00Z,4,wb.a,USA",
             ])
-    }
-
-    static func write(_ path: String, _ rows: [String]) throws {
-        try ([header] + rows).joined(separator: "\n").appending("\n").write(
-            toFile: path, atomically: true, encoding: .utf8)
     }
 
     static func options(_ pipeline: String, asOf: String) -> RunOptions {

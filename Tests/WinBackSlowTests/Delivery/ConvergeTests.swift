@@ -209,9 +209,9 @@ struct ConvergeTests {
             try with.write(toFile: path, atomically: true, encoding: .utf8)
             let out = Paths.temporary()
             _ = try Self.night(path, "2026-11-22", output: out)
-            return DeliveryFixture.published(out + "/generated/latest").filter { $0.key.hasPrefix("destinations/") }
+            return publishedFiles(out + "/generated/latest").filter { $0.key.hasPrefix("destinations/") }
         }
-        let expected = DeliveryFixture.published(reference + "/generated/latest").filter {
+        let expected = publishedFiles(reference + "/generated/latest").filter {
             $0.key.hasPrefix("destinations/")
         }
         #expect(expected.count > 4)

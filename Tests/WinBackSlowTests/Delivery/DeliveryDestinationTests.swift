@@ -287,7 +287,7 @@ struct DeliveryDestinationTests {
         #expect(braze.filter { $0.hasPrefix("best-offer-") }.count > 3)
         let klaviyo = try FileManager.default.contentsOfDirectory(atPath: s.published + "/destinations/klaviyo")
         #expect(klaviyo.count > 3)
-        let reference = DeliveryFixture.published(s.published)
+        let reference = publishedFiles(s.published)
         #expect(reference.keys.filter { $0.hasPrefix("destinations/") }.count > 20)
         let referenceManifest = try DeliveryFixture.manifest(s.published)
 
@@ -300,7 +300,7 @@ struct DeliveryDestinationTests {
         // Within memory: three shards one after another.
         let bounded = try ShardedRun.bounded(Self.options(pipeline), memory: 64_000_000, progress: quiet, shards: 3)
         for (name, run) in [("sharded", merged), ("memory-bounded", bounded)] {
-            let files = DeliveryFixture.published(run.published)
+            let files = publishedFiles(run.published)
             #expect(files.keys.sorted() == reference.keys.sorted(), "\(name)")
             for (k, v) in reference where files[k] != v {
                 Issue.record("\(name): \(k) differs from the run in memory")
@@ -320,8 +320,8 @@ struct DeliveryDestinationTests {
         let (pipeline, _) = try Self.world(customers: 600, seed: 6)
         let plain = try DeliveryFixture.makeWorld(customers: 600, seed: 6)
         let quiet = Progress(mode: .quiet)
-        let with = DeliveryFixture.published(try PipelineRun.run(Self.options(pipeline), progress: quiet).published)
-        let without = DeliveryFixture.published(try PipelineRun.run(Self.options(plain), progress: quiet).published)
+        let with = publishedFiles(try PipelineRun.run(Self.options(pipeline), progress: quiet).published)
+        let without = publishedFiles(try PipelineRun.run(Self.options(plain), progress: quiet).published)
         #expect(with.keys.filter { !$0.hasPrefix("destinations/") }.sorted() == without.keys.sorted())
         #expect(without.count > 10)
         // But the page: its first screen counts what each destination received (docs/rules.md §4.3).
@@ -385,7 +385,7 @@ struct DeliveryDestinationTests {
             #expect(e.code.exitCode == 65)
             #expect("\(e)".contains("identit"), "\(e)")
         }
-        #expect(DeliveryFixture.published(s.published).keys.contains("destinations/braze/best-offer-001.csv"))
+        #expect(publishedFiles(s.published).keys.contains("destinations/braze/best-offer-001.csv"))
     }
 
     @Test(

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WinBackTestSupport
+import WinBackTesting
 
 /// Worlds and files for the delivery tests (docs/rules.md §10), made and read without the
 /// code under test: the world by Tests/Reference/make_world.py, the transactions read through
@@ -150,19 +151,6 @@ enum DeliveryFixture {
 
     // MARK: identities
 
-    /// A small deterministic generator (splitmix64), so the identities are the same every run.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     /// An identities file and what it means: the fields the last row of each key gives.
     struct Identities {
         /// The file's text (header included).
@@ -185,7 +173,7 @@ enum DeliveryFixture {
     /// with an empty email replacing a filled one. Keyed by token, only customers with a token
     /// get a row, their token in either case.
     static func identities(for customers: [Customer], byToken: Bool = false, seed: UInt64 = 5) -> Identities {
-        var rng = Random(state: seed)
+        var rng = SplitMix64(seed: seed)  // seeded, so the identities are the same every run
         var body: [[String]] = []
         var later: [[String]] = []
         var map: [String: [String: String]] = [:]
@@ -299,15 +287,5 @@ enum DeliveryFixture {
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let offers = try #require(object["offers"] as? [[String: Any]])
         return Set(offers.filter { ($0["appleId"] as? String ?? "").isEmpty }.compactMap { $0["offerId"] as? String })
-    }
-
-    /// Every published file but the manifest, by path below the folder.
-    static func published(_ folder: String) -> [String: Data] {
-        let resolved = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path
-        var out: [String: Data] = [:]
-        for f in filesBelow(resolved) where f != "manifest.json" {
-            out[f] = FileManager.default.contents(atPath: resolved + "/" + f)
-        }
-        return out
     }
 }

@@ -8,9 +8,7 @@ import WinBackTestSupport
 /// gaps, refunds, upgrades, duplicates and offer types).
 @Suite("Measuring campaigns against an independent computation", .serialized, .tags(.slow))
 struct ReferenceComputationTests {
-    static let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
-        FileManager.default.isExecutableFile(atPath: $0)
-    }
+    static let python = CLI.python
 
     @Test(
         "uplift, retention and revenue reports equal the reference, with and without money: counts and amounts exactly, rates to the 4th decimal, revenue intervals to the 3rd",
@@ -18,23 +16,13 @@ struct ReferenceComputationTests {
         arguments: [(3, 2000, false), (8, 1500, false), (3, 2000, true), (8, 1500, true)])
     func equalsReference(seed: Int, customers: Int, money: Bool) throws {
         let world = Paths.temporary() + "/world"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = [Paths.repo + "/Tests/Reference/run.sh", world]
-        var env = ProcessInfo.processInfo.environment
-        env["WINBACK"] = CLI.binary
-        env["PYTHON"] = Self.python
-        env["SEED"] = String(seed)
-        env["CUSTOMERS"] = String(customers)
-        env["MONEY"] = money ? "1" : "0"
-        p.environment = env
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(text)")
+        let environment = [
+            "WINBACK": CLI.binary, "PYTHON": Self.python ?? "", "SEED": String(seed), "CUSTOMERS": String(customers),
+            "MONEY": money ? "1" : "0",
+        ]
+        let (status, text) = try CLI.output(
+            "/bin/sh", [Paths.repo + "/Tests/Reference/run.sh", world], environment: environment)
+        #expect(status == 0, "\(text)")
         // Every report was compared, with rows in it (the revenue uplift's only with money: without,
         // the world's rows are in several currencies and the file holds its header alone).
         let reports = world + "/out/reference/2026-11-22/reports/"

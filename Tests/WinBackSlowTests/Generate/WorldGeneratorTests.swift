@@ -1,14 +1,14 @@
 import Foundation
 import Testing
+import WinBack
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
 import WinBackTestSupport
+import WinBackWrite
 
-@testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackRules
-@testable import WinBackSupport
 @testable import WinBackTesting
-@testable import WinBackWrite
 
 @Suite("winback generate", .serialized, .tags(.slow))
 struct WorldGeneratorTests {

@@ -1,11 +1,10 @@
 import Foundation
 import Testing
+import WinBack
+import WinBackSupport
 import WinBackTestSupport
-
-@testable import WinBack
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
+import WinBackTesting
+import WinBackWrite
 
 /// The identities file under attack (docs/rules.md §6.2): whatever it holds, a run ends with
 /// its documented exit code, promptly, within its memory limit (or 256 MB without one), and
@@ -200,7 +199,7 @@ struct HostileIdentityTests {
             if Self.timeAvailable {
                 #expect(peak < (memory.isEmpty ? 256 << 20 : 64_000_000), "\(memory): peak \(peak) bytes")
             }
-            files.append(ShardedRunTests.published(output + "/generated/latest"))
+            files.append(publishedFiles(output + "/generated/latest"))
         }
         let braze = try #require(files[0]["destinations/braze/best-offer-001.csv"])
         #expect(files[0].filter { !$0.key.hasPrefix("manifest") } == files[1].filter { !$0.key.hasPrefix("manifest") })
@@ -240,7 +239,7 @@ struct HostileIdentityTests {
         let (r, peak) = try Self.measured(["run", pipeline, "--quiet", "--output", output, "--memory", "64MB"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(peak > 0 && peak < 64_000_000, "peak \(peak) bytes")
-        let published = ShardedRunTests.published(output + "/generated/latest")
+        let published = publishedFiles(output + "/generated/latest")
         var exited = 0
         for (name, data) in published where name.hasPrefix("destinations/braze/best-offer-exited-") {
             exited += data.reduce(0) { $0 + ($1 == 10 ? 1 : 0) } - 1

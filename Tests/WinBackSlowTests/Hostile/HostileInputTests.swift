@@ -178,7 +178,7 @@ struct HostileInputTests {
 
     /// A published run's files but the manifest and rejects.csv (which say what was rejected).
     static func audience(_ link: String) -> [String: Data] {
-        ShardedRunTests.published(link).filter { $0.key != "rejects.csv" }
+        publishedFiles(link).filter { $0.key != "rejects.csv" }
     }
 
     // MARK: §8.1: every intermediate file checked
@@ -213,7 +213,7 @@ struct HostileInputTests {
             }
             do {
                 let s = try ShardedRun.merge(o, work: work, shards: 2, progress: Self.quiet)
-                let got = ShardedRunTests.published(s.published)
+                let got = publishedFiles(s.published)
                 if got != reference { Issue.record("\(what): a different audience was published with success") }
             } catch let e as WinBackError {
                 #expect(e.code.exitCode == 65, "\(what): \(e)")
@@ -264,7 +264,7 @@ struct HostileInputTests {
         try Self.restore(part, good)
         _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: Self.quiet)
         let s = try ShardedRun.merge(o, work: work, shards: 2, progress: Self.quiet)
-        ShardedRunTests.expectSame(ShardedRunTests.published(s.published), reference)
+        ShardedRunTests.expectSame(publishedFiles(s.published), reference)
     }
 
     @Test("every shard output and partition file altered: merge or shard fails with 65 naming it, nothing published")
@@ -276,7 +276,7 @@ struct HostileInputTests {
         _ = try ShardedRun.partition(o, work: work, shards: 2, task: 0, tasks: 1, progress: Self.quiet)
         for k in 0..<2 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 2, progress: Self.quiet) }
         let first = try ShardedRun.merge(o, work: work, shards: 2, progress: Self.quiet)
-        let published = ShardedRunTests.published(first.published)
+        let published = publishedFiles(first.published)
         let root = (first.published as NSString).deletingLastPathComponent
         let before = Self.state(root)
         #expect(before["latest"] == Self.date)
@@ -293,7 +293,7 @@ struct HostileInputTests {
             // Nothing published, nothing staged: the previous run is as it was.
             let after = Self.state(root).filter { !$0.key.hasPrefix(".failed-") }
             #expect(after == before.filter { !$0.key.hasPrefix(".failed-") }, "\(path) \(what)")
-            #expect(ShardedRunTests.published(root + "/latest") == published)
+            #expect(publishedFiles(root + "/latest") == published)
         }
         let flipMiddle: (String) throws -> Void = { path in
             let size = try #require(Self.bytes(path)).count
@@ -338,7 +338,7 @@ struct HostileInputTests {
         // Put back, the outputs merge again into the same run.
         for k in 0..<2 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 2, progress: Self.quiet) }
         let again = try ShardedRun.merge(o, work: work, shards: 2, progress: Self.quiet)
-        #expect(ShardedRunTests.published(again.published) == published)
+        #expect(publishedFiles(again.published) == published)
     }
 
     // MARK: §6.1: bounded reading
@@ -535,7 +535,7 @@ struct HostileInputTests {
         let output = Paths.temporary()
         let root = output + "/generated"
         _ = try PipelineRun.run(Self.options(pipeline, output: output, asOf: "2026-11-01"), progress: Self.quiet)
-        let previous = ShardedRunTests.published(root + "/latest")
+        let previous = publishedFiles(root + "/latest")
         let name = planted.hasPrefix("latest") ? "latest" : Self.date
         let path = root + "/" + name
         try? FileManager.default.removeItem(atPath: path)
@@ -559,7 +559,7 @@ struct HostileInputTests {
             #expect(after["latest"] == "2026-11-01")
         }
         #expect(!after.keys.contains { $0.hasPrefix(".link-") || $0.hasPrefix(".staging-") })
-        #expect(ShardedRunTests.published(root + "/2026-11-01") == previous)
+        #expect(publishedFiles(root + "/2026-11-01") == previous)
         let mine = planted.hasSuffix("folder") ? path + "/mine.txt" : path
         #expect(try String(contentsOfFile: mine, encoding: .utf8) == "mine\n")
     }

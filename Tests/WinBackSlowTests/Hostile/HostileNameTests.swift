@@ -1,14 +1,13 @@
 import Foundation
 import Testing
+import WinBack
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
 import WinBackTestSupport
-
-@testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackRules
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
+import WinBackTesting
+import WinBackWrite
 
 /// Names are data (docs/rules.md §6.2): a transaction file whose name holds control bytes, or
 /// bytes that are not UTF-8, is read like any other, and its name is written escaped in

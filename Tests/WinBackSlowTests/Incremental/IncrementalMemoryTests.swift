@@ -1,13 +1,13 @@
 import Foundation
 import Testing
+import WinBackModel
+import WinBackRead
+import WinBackSupport
 import WinBackTestSupport
+import WinBackTesting
+import WinBackWrite
 
 @testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
 
 /// Incremental memory-bounded runs (docs/rules.md §12, rule 7): the state is kept per shard,
 /// and what they publish is what a plain run in memory publishes.

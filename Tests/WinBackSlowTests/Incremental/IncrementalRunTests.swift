@@ -1,13 +1,13 @@
 import Foundation
 import Testing
+import WinBackModel
+import WinBackRead
+import WinBackSupport
 import WinBackTestSupport
+import WinBackTesting
+import WinBackWrite
 
 @testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
 
 /// Incremental runs (`incremental: true`): a state of the transaction files read is kept under
 /// `<output>/<name>/.state`, the next run reads only the files not in it, and what it publishes
@@ -218,9 +218,7 @@ struct IncrementalRunTests {
     static func firstNight(
         seed: UInt64, sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> (world: String, p: (plain: String, incremental: String), output: String, first: Night) {
-        let world = try Self.world(seed: seed)
-        let p = try Self.pipelines(world)
-        let output = Paths.temporary()
+        let (world, p, output) = try Self.setUp(seed: seed)
         let (first, _) = try Self.compare(p, output: output, sourceLocation: sourceLocation)
         Self.expect(first, "created", sourceLocation: sourceLocation)
         return (world, p, output, first)
@@ -284,6 +282,37 @@ struct IncrementalRunTests {
     /// For customers of the best-offer segment of `n`, the winning version of the Production
     /// transaction, not revoked, that ends their last period (its expiresDate is their
     /// last_subscribed_end): a version of it that wins changes their row.
+    /// A world, its two pipelines and an output folder for the nights.
+    static func setUp(
+        customers: Int = 400, seed: UInt64 = 3, format: InputFormat = .appstoreNDJSON
+    ) throws -> (world: String, pipelines: (plain: String, incremental: String), output: String) {
+        let world = try Self.world(customers: customers, seed: seed, format: format)
+        return (world, try Self.pipelines(world), Paths.temporary())
+    }
+
+    /// The first incremental night (compared with a plain one) made without the world's newest
+    /// export, which is then put back: the next night has one file to read.
+    static func firstNightWithoutNewest(
+        _ world: String, _ p: (plain: String, incremental: String), output: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let newest = try #require(transactionFiles(world).last, sourceLocation: sourceLocation)
+        let aside = Paths.temporary() + "/" + newest
+        try FileManager.default.moveItem(atPath: world + "/" + newest, toPath: aside)
+        let (first, _) = try compare(p, output: output, sourceLocation: sourceLocation)
+        expect(first, "created", sourceLocation: sourceLocation)
+        try FileManager.default.moveItem(atPath: aside, toPath: world + "/" + newest)
+    }
+
+    /// A world of `seed`, its two pipelines, and the plain pipeline's night on it.
+    static func plainNight(seed: UInt64) throws -> (
+        world: String, pipelines: (plain: String, incremental: String), night: Night
+    ) {
+        let world = try Self.world(seed: seed)
+        let p = try Self.pipelines(world)
+        return (world, p, try Self.night(p.plain, output: Paths.temporary()))
+    }
+
     static func candidates(_ world: String, _ n: Night) throws -> [WorldRow] {
         var ends: [String: String] = [:]
         for l in text(n.files["segments/best-offer.csv"]).split(separator: "\n").dropFirst() {
@@ -450,9 +479,7 @@ struct IncrementalRunTests {
         "an absorbed winner of another environment is kept in the state: an older Production version read later loses"
     )
     func sandboxWinner() throws {
-        let world = try Self.world(seed: 7)
-        let p = try Self.pipelines(world)
-        let reference = try Self.night(p.plain, output: Paths.temporary())
+        let (world, p, reference) = try Self.plainNight(seed: 7)
         let c = try Self.candidates(world, reference)
         try #require(c.count >= 2)
         let g = c[0]
@@ -484,9 +511,7 @@ struct IncrementalRunTests {
         "an absorbed file edited (same size), truncated, removed or renamed rebuilds the state naming it; a touched or rewritten file with the same bytes does not"
     )
     func absorbedFilesChanged() throws {
-        let world = try Self.world(seed: 8)
-        let p = try Self.pipelines(world)
-        let reference = try Self.night(p.plain, output: Paths.temporary())
+        let (world, p, reference) = try Self.plainNight(seed: 8)
         let c = try Self.candidates(world, reference).filter { $0.file < "transactions-2026-10" }
         let edited = try #require(c.first)
         // The file to edit, stored uncompressed in its gzip: a changed digit keeps its size.
@@ -559,9 +584,7 @@ struct IncrementalRunTests {
         "format, environment, consecutiveGapDays and limits rebuild the state; the catalog and the as-of instant do not"
     )
     func pipelineChanges() throws {
-        let world = try Self.world(seed: 9)
-        let base = try Self.pipelines(world)
-        let output = Paths.temporary()
+        let (world, base, output) = try Self.setUp(seed: 9)
         let count = Self.transactionFiles(world).count
         let (first, _) = try Self.compare(base, output: output)
         Self.expect(first, "created")
@@ -626,27 +649,17 @@ struct IncrementalRunTests {
 
     @Test("a run that fails after reading leaves the state as it was; the next one uses it and leaves nothing staged")
     func failedRunKeepsState() throws {
-        let world = try Self.world(seed: 10)
-        let p = try Self.pipelines(world)
-        let output = Paths.temporary()
+        let (world, p, output) = try Self.setUp(seed: 10)
         let root = output + "/\(Self.name)"
-        let newest = try #require(Self.transactionFiles(world).last)
-        let aside = Paths.temporary() + "/" + newest
-        try FileManager.default.moveItem(atPath: world + "/" + newest, toPath: aside)
-        let (first, _) = try Self.compare(p, output: output)
-        Self.expect(first, "created")
-        try FileManager.default.moveItem(atPath: aside, toPath: world + "/" + newest)
+        try Self.firstNightWithoutNewest(world, p, output: output)
         let state = Self.snapshot(Self.stateFolder(output))
         Self.expectStateFiles(Self.stateFolder(output))
 
         // `latest` a regular file: publishing fails (73), once the next state is written.
         try FileManager.default.removeItem(atPath: root + "/latest")
         try Data("not a link\n".utf8).write(to: URL(fileURLWithPath: root + "/latest"))
-        do {
+        try expectWinBackError(exit: 73, "the run published over a regular file named latest") {
             _ = try Self.night(p.incremental, output: output)
-            Issue.record("the run published over a regular file named latest")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 73)
         }
         #expect(Self.snapshot(Self.stateFolder(output)) == state)
         try FileManager.default.removeItem(atPath: root + "/latest")
@@ -655,11 +668,8 @@ struct IncrementalRunTests {
         let strict = try Self.pipelines(world) { $0 + "\nlimits:\n  maxRejectedFraction: 0\n" }
         let bad = world + "/transactions-2026-11-bad.jsonl.gz"
         try Self.write([#"{"transactionId":"#], to: bad)
-        do {
+        try expectWinBackError(exit: 65, "the run passed its reject budget") {
             _ = try Self.night(strict.incremental, output: output)
-            Issue.record("the run passed its reject budget")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 65)
         }
         #expect(Self.snapshot(Self.stateFolder(output)) == state)
         try FileManager.default.removeItem(atPath: bad)
@@ -676,17 +686,10 @@ struct IncrementalRunTests {
         "a damaged state (a flipped byte in its rows or its ledger) is rebuilt and good again; a .state link is not followed"
     )
     func damagedState() throws {
-        let world = try Self.world(seed: 11)
-        let p = try Self.pipelines(world)
-        let output = Paths.temporary()
+        let (world, p, output) = try Self.setUp(seed: 11)
         let folder = Self.stateFolder(output)
         let count = Self.transactionFiles(world).count
-        let newest = try #require(Self.transactionFiles(world).last)
-        let aside = Paths.temporary() + "/" + newest
-        try FileManager.default.moveItem(atPath: world + "/" + newest, toPath: aside)
-        let (first, _) = try Self.compare(p, output: output)
-        Self.expect(first, "created")
-        try FileManager.default.moveItem(atPath: aside, toPath: world + "/" + newest)
+        try Self.firstNightWithoutNewest(world, p, output: output)
 
         // Its rows: found while the state is read, said in the log.
         let rows = try #require(Self.rowsFiles(folder).first)
@@ -780,9 +783,7 @@ struct IncrementalRunTests {
 
     @Test("signed input: one new file read alone gives the files of a plain run; other apple roots rebuild the state")
     func signedInput() throws {
-        let world = try Self.world(customers: 200, seed: 13, format: .appstoreSigned)
-        let p = try Self.pipelines(world)
-        let output = Paths.temporary()
+        let (world, p, output) = try Self.setUp(customers: 200, seed: 13, format: .appstoreSigned)
         let all = Self.transactionFiles(world)
         let newest = try #require(all.last)
         let aside = Paths.temporary() + "/" + newest
@@ -812,9 +813,7 @@ struct IncrementalRunTests {
 
     @Test("the state is private: its folder 0700, its files 0640")
     func privateState() throws {
-        let world = try Self.world(customers: 300, seed: 14)
-        let p = try Self.pipelines(world)
-        let output = Paths.temporary()
+        let (world, p, output) = try Self.setUp(customers: 300, seed: 14)
         let folder = Self.stateFolder(output)
         for expected in ["created", "absorbed"] {
             let n = try Self.night(p.incremental, output: output)

@@ -1,34 +1,28 @@
 import Foundation
 import Testing
+import WinBack
+import WinBackModel
+import WinBackRules
 import WinBackTestSupport
-
-@testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRules
 
 /// Money's reports (docs/rules.md §13) are sums over customers: a priced world, with a rates
 /// file, publishes the same bytes in memory for 1–3 threads, memory-bounded, and partitioned
 /// into shards.
 @Suite("Money: the same revenue reports however the run is split", .serialized, .tags(.slow))
 struct MoneyRunTests {
-    static let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
-        FileManager.default.isExecutableFile(atPath: $0)
-    }
+    static let python = CLI.python
 
     /// A world of Tests/Reference/make_world.py with `money:` (USD; EUR and JPY rates, one of
     /// them monthly; KRW without a rate), prorated and family refunds and the largest prices.
     static func world(seed: Int, customers: Int) throws -> String {
         let dir = Paths.temporary() + "/world"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: python!)
-        p.arguments = [
-            Paths.repo + "/Tests/Reference/make_world.py", dir, "--customers", String(customers), "--seed",
-            String(seed), "--money",
-        ]
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        let r = try CLI.output(
+            python!,
+            [
+                Paths.repo + "/Tests/Reference/make_world.py", dir, "--customers", String(customers), "--seed",
+                String(seed), "--money",
+            ])
+        #expect(r.status == 0, "\(r.text)")
         return dir + "/pipeline.yaml"
     }
 
@@ -50,11 +44,11 @@ struct MoneyRunTests {
         var o = ShardedRunTests.options(pipeline, output: Paths.temporary())
         o.memory = 64_000_000
         let bounded = try PipelineRun.run(o, progress: quiet)
-        ShardedRunTests.expectSame(ShardedRunTests.published(bounded.published), reference)
+        ShardedRunTests.expectSame(publishedFiles(bounded.published), reference)
         let five = try ShardedRun.bounded(
             ShardedRunTests.options(pipeline, output: Paths.temporary()), memory: 64_000_000, progress: quiet,
             shards: 5)
-        ShardedRunTests.expectSame(ShardedRunTests.published(five.published), reference)
+        ShardedRunTests.expectSame(publishedFiles(five.published), reference)
         for threads in [1, 3] {
             let work = Paths.temporary() + "/work"
             let s = ShardedRunTests.options(pipeline, output: Paths.temporary(), threads: threads)
@@ -63,7 +57,7 @@ struct MoneyRunTests {
             }
             for k in [3, 1, 0, 2] { _ = try ShardedRun.shard(s, work: work, shard: k, shards: 4, progress: quiet) }
             let merged = try ShardedRun.merge(s, work: work, shards: 4, progress: quiet)
-            ShardedRunTests.expectSame(ShardedRunTests.published(merged.published), reference)
+            ShardedRunTests.expectSame(publishedFiles(merged.published), reference)
             // The manifest's counts of amounts are sums too.
             let manifest = try JSONSerialization.jsonObject(
                 with: Data(contentsOf: URL(fileURLWithPath: merged.published + "/manifest.json")))
@@ -84,7 +78,7 @@ struct MoneyRunTests {
                 var o = ShardedRunTests.options(incremental, output: out)
                 o.memory = memory
                 let night = try PipelineRun.run(o, progress: quiet)
-                ShardedRunTests.expectSame(ShardedRunTests.published(night.published), reference)
+                ShardedRunTests.expectSame(publishedFiles(night.published), reference)
             }
             let manifest = try JSONSerialization.jsonObject(
                 with: Data(contentsOf: URL(fileURLWithPath: out + "/reference/latest/manifest.json")))

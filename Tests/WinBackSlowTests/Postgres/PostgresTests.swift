@@ -45,13 +45,13 @@ struct PostgresTests {
         let tables = try world.run(world.tables, output: Paths.temporary())
         try #require(tables.status == 0, "\(tables.stderr)")
         S3Run.expectSame(
-            S3Run.published(S3Run.folder(tables)), S3Run.published(S3Run.folder(files)), "\(format) from tables")
+            publishedFiles(S3Run.folder(tables)), publishedFiles(S3Run.folder(files)), "\(format) from tables")
         let manifest = try S3Run.manifest(S3Run.folder(tables))
         let inputs = try #require(manifest["inputs"] as? [[String: Any]])
         #expect(inputs.map { $0["path"] as? String } == ["postgres:\(s).transactions.payload#000001 (,\(rows ?? 0)]"])
         #expect(inputs.first?["rows"] as? Int == rows)
         // The connection string is in no file the run wrote (nor a password anywhere).
-        for (name, data) in S3Run.published(S3Run.folder(tables)) {
+        for (name, data) in publishedFiles(S3Run.folder(tables)) {
             let text = String(decoding: data, as: UTF8.self)
             #expect(!text.contains("127.0.0.1:\(server.port)"), "\(name) names the server")
             #expect(!text.contains(PostgresServer.password), "\(name) holds the password")
@@ -75,7 +75,7 @@ struct PostgresTests {
         try #require(tables.status == 0, "\(tables.stderr)")
         let files = try world.run(world.files, output: Paths.temporary())
         try #require(files.status == 0, "\(files.stderr)")
-        S3Run.expectSame(S3Run.published(S3Run.folder(tables)), S3Run.published(S3Run.folder(files)), "in ranges")
+        S3Run.expectSame(publishedFiles(S3Run.folder(tables)), publishedFiles(S3Run.folder(files)), "in ranges")
         // Ids 1…n: every 500th below the greatest ends a range.
         let count = (n - 1) / 500 + 1
         let expected = (0..<count).map { k -> String in
@@ -124,7 +124,7 @@ struct PostgresTests {
         try #require(full.status == 0, "\(full.stderr)")
         #expect(full.stderr.contains("changes against 2026-11-15"), "\(full.stderr)")
         #expect(night2.stderr.contains("changes against 2026-11-15"), "\(night2.stderr)")
-        S3Run.expectSame(S3Run.published(S3Run.folder(night2)), S3Run.published(S3Run.folder(full)), "night 2")
+        S3Run.expectSame(publishedFiles(S3Run.folder(night2)), publishedFiles(S3Run.folder(full)), "night 2")
         // Without the state, the same table read whole rejects the garbage: the test can fail.
         let whole = try world.run(world.tables, output: Paths.temporary())
         #expect(whole.status == 65 && whole.stderr.contains("rejected"), "\(whole.status) \(whole.stderr)")
@@ -423,7 +423,7 @@ struct PostgresTests {
         try #require(files.status == 0, "\(files.stderr)")
         for part in ["segments/best-offer.csv", "reports/eligibility-funnel.csv"] {
             #expect(
-                S3Run.published(S3Run.folder(e2))[part] == S3Run.published(S3Run.folder(files))[part], "\(part)")
+                publishedFiles(S3Run.folder(e2))[part] == publishedFiles(S3Run.folder(files))[part], "\(part)")
         }
     }
 }

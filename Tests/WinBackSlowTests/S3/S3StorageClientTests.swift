@@ -1,10 +1,10 @@
 import Foundation
 import Testing
+import WinBack
+import WinBackS3
+import WinBackSupport
 import WinBackTestSupport
-
-@testable import WinBack
-@testable import WinBackS3
-@testable import WinBackSupport
+import WinBackTesting
 
 extension S3StorageTests {
     /// Listing across pages and multipart uploads, against the server.
@@ -43,7 +43,7 @@ extension S3StorageTests {
                 world.pipeline(fromS3: [], transactions: pattern), output: Paths.temporary(),
                 server.environment(endpoint: proxy.url))
             try #require(r.status == 0, "\(r.stderr)")
-            S3Run.expectSame(S3Run.published(S3Run.folder(r)), S3Run.published(S3Run.folder(disk)), "1,500 objects")
+            S3Run.expectSame(publishedFiles(S3Run.folder(r)), publishedFiles(S3Run.folder(disk)), "1,500 objects")
 
             let inputs = try #require(try S3Run.manifest(S3Run.folder(r))["inputs"] as? [[String: Any]])
             #expect(inputs.count == 1_500)
@@ -67,7 +67,7 @@ extension S3StorageTests {
             let proxy = try LoopbackDouble.proxy(server)
             defer { proxy.stop() }
             let file = Paths.temporary() + "/big.bin"
-            var generator = SplitMix64Generator(seed: 0x5EED)
+            var generator = SplitMix64(seed: 0x5EED)
             var words = [UInt64](repeating: 0, count: (12 << 20) / 8)
             for i in words.indices { words[i] = generator.next() }
             let data = words.withUnsafeBytes { Data($0) }
@@ -112,7 +112,7 @@ extension S3StorageTests.S3StorageClientTests {
     func multipartCompletionError() throws {
         let server = try #require(SeaweedServer.current)
         let file = Paths.temporary() + "/parts.bin"
-        var generator = SplitMix64Generator(seed: 0xC0FFEE)
+        var generator = SplitMix64(seed: 0xC0FFEE)
         var words = [UInt64](repeating: 0, count: (6 << 20) / 8)
         for i in words.indices { words[i] = generator.next() }
         let data = words.withUnsafeBytes { Data($0) }
@@ -147,18 +147,5 @@ extension S3StorageTests.S3StorageClientTests {
         }
         #expect(try Boto.objects(server, bucket: S3World.bucket, prefix: prefix + "never.bin").isEmpty)
         #expect(always.requests().contains { $0["method"] as? String == "DELETE" }, "the upload was aborted")
-    }
-}
-
-/// SplitMix64, for test bytes that do not compress.
-struct SplitMix64Generator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

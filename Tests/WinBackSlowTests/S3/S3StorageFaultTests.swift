@@ -83,7 +83,7 @@ extension S3StorageTests {
             defer { proxy.stop() }
             let r = try S3Run.run(pipeline, output: Paths.temporary(), server.environment(endpoint: proxy.url))
             #expect(r.status == 0, "\(r.stderr)")
-            S3Run.expectSame(S3Run.published(S3Run.folder(r)), S3Run.published(S3Run.folder(clean)), "after 503s")
+            S3Run.expectSame(publishedFiles(S3Run.folder(r)), publishedFiles(S3Run.folder(clean)), "after 503s")
             let requests = proxy.requests()
             #expect(requests.prefix(3).allSatisfy { $0["status"] as? Int == 503 })
             #expect(requests.dropFirst(3).allSatisfy { $0["status"] as? Int == 200 || $0["status"] as? Int == 206 })
@@ -159,7 +159,7 @@ extension S3StorageTests {
             defer { proxy.stop() }
             let r = try S3Run.run(pipeline, output: Paths.temporary(), server.environment(endpoint: proxy.url))
             #expect(r.status == 0, "\(r.stderr)")
-            S3Run.expectSame(S3Run.published(S3Run.folder(r)), S3Run.published(S3Run.folder(clean)), "after a drop")
+            S3Run.expectSame(publishedFiles(S3Run.folder(r)), publishedFiles(S3Run.folder(clean)), "after a drop")
             let requests = proxy.requests()
             let dropped = try #require(requests.first { $0["status"] as? String == "dropped" })
             #expect(

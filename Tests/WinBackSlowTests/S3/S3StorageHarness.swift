@@ -604,16 +604,6 @@ enum S3Run {
         return URL(fileURLWithPath: printed).resolvingSymlinksInPath().path
     }
 
-    /// Every file of a published folder but the manifest, by relative path.
-    static func published(_ folder: String) -> [String: Data] {
-        let resolved = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path
-        var out: [String: Data] = [:]
-        for f in filesBelow(resolved) where f != "manifest.json" {
-            out[f] = FileManager.default.contents(atPath: resolved + "/" + f)
-        }
-        return out
-    }
-
     static func expectSame(
         _ a: [String: Data], _ b: [String: Data], _ what: String, sourceLocation: SourceLocation = #_sourceLocation
     ) {

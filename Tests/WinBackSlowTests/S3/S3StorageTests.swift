@@ -30,8 +30,8 @@ extension S3StorageTests {
             let remote = try S3Run.run(
                 world.pipeline(fromS3: Set(S3World.Input.allCases)), output: Paths.temporary(), env)
             try #require(remote.status == 0, "\(remote.stderr)")
-            let reference = S3Run.published(S3Run.folder(disk))
-            S3Run.expectSame(S3Run.published(S3Run.folder(remote)), reference, "s3:// inputs")
+            let reference = publishedFiles(S3Run.folder(disk))
+            S3Run.expectSame(publishedFiles(S3Run.folder(remote)), reference, "s3:// inputs")
             #expect(reference.keys.contains("destinations/braze/best-offer-001.csv"), "identities were joined")
 
             // The manifest names every object by URI, with the disk file's size and SHA-256.
@@ -191,7 +191,7 @@ extension S3StorageTests.S3StorageRunTests {
         let world = try S3World.make(server, customers: 400, seed: 23)
         let disk = try S3Run.run(world.pipeline(fromS3: []), output: Paths.temporary(), server.environment())
         try #require(disk.status == 0, "\(disk.stderr)")
-        let reference = S3Run.published(S3Run.folder(disk))
+        let reference = publishedFiles(S3Run.folder(disk))
         let count = filesBelow(S3Run.folder(disk)).count
 
         // The proxy forwards all but about four of the upload's requests, then exits: the server
@@ -208,7 +208,7 @@ extension S3StorageTests.S3StorageRunTests {
         let root = output + "/generated"
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/latest")) == S3World.date)
         let folder = URL(fileURLWithPath: root + "/" + S3World.date).resolvingSymlinksInPath().path
-        S3Run.expectSame(S3Run.published(folder), reference, "the local publish")
+        S3Run.expectSame(publishedFiles(folder), reference, "the local publish")
         let outputs = try #require(try S3Run.manifest(folder)["outputs"] as? [[String: Any]])
         for o in outputs {
             let path = o["path"] as? String ?? ""
@@ -267,7 +267,7 @@ extension S3StorageTests.S3StorageRunTests {
             ["merge", pipeline, "--work", work, "--shards", "3", "--output", Paths.temporary()], environment: env)
         try #require(merged.status == 0, "\(merged.stderr)")
         S3Run.expectSame(
-            S3Run.published(S3Run.folder(merged)), S3Run.published(S3Run.folder(memory)), "sharded from s3://")
+            publishedFiles(S3Run.folder(merged)), publishedFiles(S3Run.folder(memory)), "sharded from s3://")
         let inputs = try S3Run.manifest(S3Run.folder(merged))["inputs"] as? [[String: Any]] ?? []
         #expect(inputs.compactMap { $0["path"] as? String } == world.transactionFiles.map(world.uri))
     }
@@ -294,7 +294,7 @@ extension S3StorageTests.S3StorageRunTests {
             world.pipeline(fromS3: [], transactions: "s3://\(S3World.bucket)/\(prefix)transactions-*.jsonl.gz"),
             output: Paths.temporary(), server.environment())
         try #require(r.status == 0, "\(r.stderr)")
-        S3Run.expectSame(S3Run.published(S3Run.folder(r)), S3Run.published(S3Run.folder(disk)), "Content-Encoding gzip")
+        S3Run.expectSame(publishedFiles(S3Run.folder(r)), publishedFiles(S3Run.folder(disk)), "Content-Encoding gzip")
         let a = try S3Run.manifest(S3Run.folder(r))["inputs"] as? [[String: Any]] ?? []
         let b = try S3Run.manifest(S3Run.folder(disk))["inputs"] as? [[String: Any]] ?? []
         #expect(a.map { $0["sha256"] as? String } == b.map { $0["sha256"] as? String }, "the bytes as stored")

@@ -1,14 +1,14 @@
 import Foundation
 import Testing
+import WinBackModel
+import WinBackRead
+import WinBackRules
+import WinBackSupport
 import WinBackTestSupport
+import WinBackTesting
+import WinBackWrite
 
 @testable import WinBack
-@testable import WinBackModel
-@testable import WinBackRead
-@testable import WinBackRules
-@testable import WinBackSupport
-@testable import WinBackTesting
-@testable import WinBackWrite
 
 /// Runs past one machine (docs/rules.md §8): partition → shards → merge, in this process and
 /// through the command line, against a run in memory.
@@ -33,20 +33,16 @@ struct ShardedRunTests {
         return o
     }
 
-    /// Every published file but the manifest, by path.
-    static func published(_ link: String) -> [String: Data] {
-        let folder = URL(fileURLWithPath: link).resolvingSymlinksInPath().path
-        var out: [String: Data] = [:]
-        for f in filesBelow(folder) where f != "manifest.json" {
-            out[f] = FileManager.default.contents(atPath: folder + "/" + f)
-        }
-        return out
+    /// A generated world's pipeline, a work folder for its stages and the options they run with.
+    static func stages(customers: Int, seed: UInt64) throws -> (pipeline: String, work: String, options: RunOptions) {
+        let pipeline = try world(customers: customers, seed: seed)
+        return (pipeline, Paths.temporary() + "/work", options(pipeline, output: Paths.temporary()))
     }
 
     static func inMemory(_ pipeline: String, threads: Int = 2) throws -> [String: Data] {
         let out = Paths.temporary()
         let s = try PipelineRun.run(options(pipeline, output: out, threads: threads), progress: Progress(mode: .quiet))
-        return published(s.published)
+        return publishedFiles(s.published)
     }
 
     static func expectSame(_ a: [String: Data], _ b: [String: Data], sourceLocation: SourceLocation = #_sourceLocation)
@@ -82,7 +78,7 @@ struct ShardedRunTests {
             }
             for k in [3, 1, 0, 2] { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 4, progress: quiet) }
             let s = try ShardedRun.merge(o, work: work, shards: 4, progress: quiet)
-            Self.expectSame(Self.published(s.published), reference)
+            Self.expectSame(publishedFiles(s.published), reference)
             let parts = filesBelow(work + "/parts").filter { $0.hasSuffix(".part") }
             #expect(parts.count == 12)
         }
@@ -114,7 +110,7 @@ struct ShardedRunTests {
             }
             #expect(sections > p.transactionFiles.count * 3, "files are written in several sections each")
             let s = try Merge.run(p, work: work, shards: 3, progress: Progress(mode: .quiet))
-            Self.expectSame(Self.published(s.published), reference)
+            Self.expectSame(publishedFiles(s.published), reference)
         }
     }
 
@@ -130,7 +126,7 @@ struct ShardedRunTests {
         for i in 0..<2 { _ = try ShardedRun.partition(o, work: work, shards: 3, task: i, tasks: 2, progress: quiet) }
         for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
         let s = try ShardedRun.merge(o, work: work, shards: 3, progress: quiet)
-        Self.expectSame(Self.published(s.published), reference)
+        Self.expectSame(publishedFiles(s.published), reference)
         let manifest = try String(contentsOfFile: s.published + "/manifest.json", encoding: .utf8)
         #expect(manifest.contains("\"requireApple\" : \"strict\""))
         let disagreements = reference["reports/apple-disagreements.csv"].map { String(decoding: $0, as: UTF8.self) }
@@ -161,7 +157,7 @@ struct ShardedRunTests {
             try CLI.run(["run", pipeline, "--shards", "4"] + common, environment: ["AWS_BATCH_JOB_ARRAY_INDEX": "3"]))
         let merged = try CLI.run(["merge", pipeline, "--shards", "4", "--output", output] + common)
         expectOK(merged)
-        Self.expectSame(Self.published(merged.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), reference)
+        Self.expectSame(publishedFiles(merged.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), reference)
         // No index at all is a usage error.
         let none = try CLI.run(["run", pipeline, "--shards", "4"] + common, environment: ["UNRELATED": "1"])
         #expect(none.status == 64)
@@ -172,30 +168,25 @@ struct ShardedRunTests {
 
     @Test("a retried partition task or shard changes nothing")
     func retriesChangeNothing() throws {
-        let pipeline = try Self.world(customers: 300, seed: 7)
-        let work = Paths.temporary() + "/work"
+        let (pipeline, work, o) = try Self.stages(customers: 300, seed: 7)
         let quiet = Progress(mode: .quiet)
-        let o = Self.options(pipeline, output: Paths.temporary())
         for i in 0..<2 { _ = try ShardedRun.partition(o, work: work, shards: 3, task: i, tasks: 2, progress: quiet) }
         for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
-        let first = Self.published(try ShardedRun.merge(o, work: work, shards: 3, progress: quiet).published)
+        let first = publishedFiles(try ShardedRun.merge(o, work: work, shards: 3, progress: quiet).published)
         // A shard retried: the merge gives the same files.
         _ = try ShardedRun.shard(o, work: work, shard: 1, shards: 3, progress: quiet)
         let o2 = Self.options(pipeline, output: Paths.temporary())
         Self.expectSame(
-            Self.published(try ShardedRun.merge(o2, work: work, shards: 3, progress: quiet).published), first)
+            publishedFiles(try ShardedRun.merge(o2, work: work, shards: 3, progress: quiet).published), first)
         // A partition task retried: the shards read before it must run again, then all agree.
         _ = try ShardedRun.partition(o, work: work, shards: 3, task: 1, tasks: 2, progress: quiet)
         let o3 = Self.options(pipeline, output: Paths.temporary())
-        do {
+        try expectWinBackError(exit: 66, "merge used shards computed from an earlier partition") {
             _ = try ShardedRun.merge(o3, work: work, shards: 3, progress: quiet)
-            Issue.record("merge used shards computed from an earlier partition")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 66)
         }
         for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
         Self.expectSame(
-            Self.published(try ShardedRun.merge(o3, work: work, shards: 3, progress: quiet).published), first)
+            publishedFiles(try ShardedRun.merge(o3, work: work, shards: 3, progress: quiet).published), first)
         #expect(!filesBelow(work).contains { $0.contains(".tmp-") })
     }
 
@@ -206,27 +197,26 @@ struct ShardedRunTests {
         let output = Paths.temporary()
         let quiet = Progress(mode: .quiet)
         let o = Self.options(pipeline, output: output)
-        do {
+        try expectWinBackError(exit: 66, "a shard ran with no partition") {
             _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
-            Issue.record("a shard ran with no partition")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 66)
         }
         _ = try ShardedRun.partition(o, work: work, shards: 2, task: 0, tasks: 2, progress: quiet)
-        do {
-            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
-            Issue.record("a shard ran with a partition task missing")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 66)
+        if let e = try expectWinBackError(
+            exit: 66, "a shard ran with a partition task missing",
+            {
+                _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+            })
+        {
             #expect("\(e)".contains("task 1 of 2"))
         }
         _ = try ShardedRun.partition(o, work: work, shards: 2, task: 1, tasks: 2, progress: quiet)
         _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
-        do {
-            _ = try ShardedRun.merge(o, work: work, shards: 2, progress: quiet)
-            Issue.record("merged with a shard missing")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 66)
+        if let e = try expectWinBackError(
+            exit: 66, "merged with a shard missing",
+            {
+                _ = try ShardedRun.merge(o, work: work, shards: 2, progress: quiet)
+            })
+        {
             #expect("\(e)".contains("shard 1 of 2"))
         }
         let name = (try PipelineConfig.load(path: pipeline)).name
@@ -235,25 +225,25 @@ struct ShardedRunTests {
 
     @Test("a shard count or pipeline that differs from the partition's fails with 78")
     func mismatches() throws {
-        let pipeline = try Self.world(customers: 200, seed: 9)
-        let work = Paths.temporary() + "/work"
+        let (pipeline, work, o) = try Self.stages(customers: 200, seed: 9)
         let quiet = Progress(mode: .quiet)
-        let o = Self.options(pipeline, output: Paths.temporary())
         _ = try ShardedRun.partition(o, work: work, shards: 2, task: 0, tasks: 1, progress: quiet)
-        do {
-            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 3, progress: quiet)
-            Issue.record("a shard ran with another shard count")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 78)
+        if let e = try expectWinBackError(
+            exit: 78, "a shard ran with another shard count",
+            {
+                _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 3, progress: quiet)
+            })
+        {
             #expect("\(e)".contains("shard count"))
         }
         let text = try String(contentsOfFile: pipeline, encoding: .utf8)
         try (text + "\n# changed\n").write(toFile: pipeline, atomically: true, encoding: .utf8)
-        do {
-            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
-            Issue.record("a shard ran with another pipeline file")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 78)
+        if let e = try expectWinBackError(
+            exit: 78, "a shard ran with another pipeline file",
+            {
+                _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+            })
+        {
             #expect("\(e)".contains("pipeline file"))
         }
     }
@@ -280,11 +270,11 @@ struct ShardedRunTests {
         #expect(ShardedRun.shardCount(estimate: 31e6, memory: 32_000_000) == 8)
         // Through the pipeline's entry point (one shard), and with several shards.
         let s = try PipelineRun.run(o, progress: Progress(mode: .quiet))
-        Self.expectSame(Self.published(s.published), reference)
+        Self.expectSame(publishedFiles(s.published), reference)
         let several = try ShardedRun.bounded(
             Self.options(pipeline, output: Paths.temporary()), memory: 64_000_000, progress: Progress(mode: .quiet),
             shards: 5)
-        Self.expectSame(Self.published(several.published), reference)
+        Self.expectSame(publishedFiles(several.published), reference)
         let root = (s.published as NSString).deletingLastPathComponent
         let entries = try FileManager.default.contentsOfDirectory(atPath: root)
         #expect(!entries.contains { $0.hasPrefix(".work-") })
@@ -310,11 +300,8 @@ struct ShardedRunTests {
         let o = Self.options(pipeline, output: output)
         for i in 0..<3 { _ = try ShardedRun.partition(o, work: work, shards: 2, task: i, tasks: 3, progress: quiet) }
         for k in 0..<2 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 2, progress: quiet) }
-        do {
+        try expectWinBackError(exit: 65, "published past the reject budget") {
             _ = try ShardedRun.merge(o, work: work, shards: 2, progress: quiet)
-            Issue.record("published past the reject budget")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 65)
         }
         let name = (try PipelineConfig.load(path: pipeline)).name
         #expect(!FileManager.default.fileExists(atPath: output + "/\(name)/latest"))
@@ -326,19 +313,18 @@ struct ShardedRunTests {
 extension ShardedRunTests {
     @Test("an input file that appears between partition and shard fails the shard with 78")
     func inputsChanged() throws {
-        let pipeline = try Self.world(customers: 200, seed: 12)
+        let (pipeline, work, o) = try Self.stages(customers: 200, seed: 12)
         let folder = (pipeline as NSString).deletingLastPathComponent
-        let work = Paths.temporary() + "/work"
         let quiet = Progress(mode: .quiet)
-        let o = Self.options(pipeline, output: Paths.temporary())
         _ = try ShardedRun.partition(o, work: work, shards: 2, task: 0, tasks: 1, progress: quiet)
         try FileManager.default.copyItem(
             atPath: folder + "/transactions-2026-10.jsonl.gz", toPath: folder + "/transactions-2026-10b.jsonl.gz")
-        do {
-            _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
-            Issue.record("a shard ran on another set of input files")
-        } catch let e as WinBackError {
-            #expect(e.code.exitCode == 78)
+        if let e = try expectWinBackError(
+            exit: 78, "a shard ran on another set of input files",
+            {
+                _ = try ShardedRun.shard(o, work: work, shard: 0, shards: 2, progress: quiet)
+            })
+        {
             #expect("\(e)".contains("input files"))
         }
     }
@@ -366,6 +352,6 @@ extension ShardedRunTests {
         #expect(carried > 0)
         for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }
         let s = try ShardedRun.merge(o, work: work, shards: 3, progress: quiet)
-        Self.expectSame(Self.published(s.published), reference)
+        Self.expectSame(publishedFiles(s.published), reference)
     }
 }

@@ -31,6 +31,29 @@ struct CLI {
             stderr: String(decoding: err, as: UTF8.self))
     }
 
+    /// python3, where the machine has it.
+    static let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    /// Runs `executable` with `arguments`, `environment` added to the test's own: its exit
+    /// status, and its output and errors as one text.
+    static func output(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (
+        status: Int32, text: String
+    ) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return (p.terminationStatus, text)
+    }
+
     static func start(
         _ args: [String], cwd: String? = nil, environment: [String: String] = [:], launcher: [String] = []
     ) throws -> (process: Process, out: Pipe, err: Pipe) {
