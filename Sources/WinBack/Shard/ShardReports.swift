@@ -1,10 +1,37 @@
 import WinBackRules
 
+/// One report's rows as a shard keeps them (docs/rules.md §8.1): taken from the shard's
+/// ``Reports``, summed with another shard's (nil unless both are of the same catalog and
+/// window: their line-by-line lists do not line up otherwise), and put back into the run's.
+/// A new report is its tally and one entry of ``ShardReports/tallies``, beside its entry of
+/// ``ReportWriter/reportFiles``.
+protocol ShardTally: Codable {
+    init(_ r: Reports)
+    func merged(with o: Self) -> Self?
+    func store(into r: inout Reports)
+}
+
+extension ShardTally {
+    /// ``merged(with:)`` of a tally known only as a ``ShardTally``: nil unless it is of this kind.
+    func merged(withAny o: any ShardTally) -> (any ShardTally)? {
+        guard let o = o as? Self else { return nil }
+        return merged(with: o)
+    }
+}
+
 /// A shard's report rows: sums over disjoint sets of customers, so the run's reports are the
 /// sums of the shards' by key (docs/rules.md §8.1). Every list is of ``SummableRow``s: each row
-/// type owns its key and its `+`, and ``merged(with:)`` calls them, so a merge of shards is a
-/// fold of ``merged(with:)`` and a report added here needs no edit in ``Merge``.
+/// type owns its key and its `+`; each report's rows are a ``ShardTally`` registered once in
+/// ``tallies``, so a merge of shards is a fold of ``merged(with:)`` and a report added here needs
+/// no edit in ``Merge``.
 struct ShardReports: Codable {
+    /// Every report's tally, by the key `reports.json` keeps it under.
+    static let tallies: [(key: String, type: any ShardTally.Type)] = [
+        ("redemptions", Redemptions.self), ("rates", Rates.self), ("funnel", Funnels.self), ("summary", Summary.self),
+        ("apple", Apple.self), ("uplift", Uplift.self), ("retention", Retention.self), ("revenue", Revenue.self),
+        ("money", Money.self),
+    ]
+
     struct Funnel: Codable, SummableRow {
         var offerId: String
         var funnel: FunnelRow
@@ -19,7 +46,7 @@ struct ShardReports: Codable {
     }
 
     /// The counts of apple-agreement.csv (the disagreements are a sorted file of their own).
-    struct Apple: Codable {
+    struct Apple: ShardTally {
         struct Offer: Codable, SummableRow {
             var offerId: String
             var counts: AppleAgreement.Counts
@@ -43,6 +70,20 @@ struct ShardReports: Codable {
         var overall: AppleAgreement.Counts
         var topAgreement: Int
 
+        init(_ r: Reports) {
+            offers = r.apple.offers.map { .init(offerId: $0.offerId, counts: $0.counts) }
+            unknownIds = r.apple.unknownIds.map { .init(id: $0.id, customers: $0.customers) }
+            overall = r.apple.overall
+            topAgreement = r.apple.topAgreement
+        }
+
+        init(offers: [Offer], unknownIds: [Unknown], overall: AppleAgreement.Counts, topAgreement: Int) {
+            self.offers = offers
+            self.unknownIds = unknownIds
+            self.overall = overall
+            self.topAgreement = topAgreement
+        }
+
         /// The counts of both; nil unless both are of the same catalog.
         func merged(with o: Apple) -> Apple? {
             guard let offers = offers.summed(lineByLine: o.offers) else { return nil }
@@ -50,67 +91,151 @@ struct ShardReports: Codable {
                 offers: offers, unknownIds: unknownIds.summed(byKey: o.unknownIds), overall: overall + o.overall,
                 topAgreement: topAgreement + o.topAgreement)
         }
+
+        /// The disagreements, a file of their own, are not among them.
+        func store(into r: inout Reports) {
+            r.apple = AppleAgreement(
+                offers: offers.map { ($0.offerId, $0.counts) },
+                unknownIds: AppleAgreement.sorted(unknownIds: unknownIds.map { ($0.id, $0.customers) }),
+                overall: overall, topAgreement: topAgreement, disagreements: [])
+        }
     }
 
-    var redemptions: [RedemptionRow]
-    var rates: [RedemptionRateRow]
-    var funnel: [Funnel]
-    var summary: [EligibilitySummaryRow]
-    var apple: Apple
-    /// The uplift's cells (cohort months × catalog offers) and retention's rows (docs/rules.md
-    /// §9): counts, summed before any rate or interval is computed.
-    var uplift: [UpliftRow]
-    var retention: [RetentionRow]
-    /// Revenue after a return and what the manifest says of amounts (docs/rules.md §13): sums
-    /// in milliunits, exact, so every shard count publishes the same report.
-    var revenue: [RevenueRow]
-    var money: MoneyCounts
-    var reportingCurrency: String?
-    var horizonMonths: Int
+    struct Redemptions: ShardTally {
+        var rows: [RedemptionRow]
+        init(_ r: Reports) { rows = r.redemptions }
+        func merged(with o: Self) -> Self? { Self(rows: rows.summed(byKey: o.rows)) }
+        func store(into r: inout Reports) { r.redemptions = RedemptionReport.sorted(rows) }
+        private init(rows: [RedemptionRow]) { self.rows = rows }
+    }
+
+    struct Rates: ShardTally {
+        var rows: [RedemptionRateRow]
+        init(_ r: Reports) { rows = r.rates }
+        func merged(with o: Self) -> Self? { rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
+        func store(into r: inout Reports) { r.rates = rows }
+        private init(rows: [RedemptionRateRow]) { self.rows = rows }
+    }
+
+    struct Funnels: ShardTally {
+        var rows: [Funnel]
+        init(_ r: Reports) { rows = r.funnel.map { Funnel(offerId: $0.offerId, funnel: $0.funnel) } }
+        func merged(with o: Self) -> Self? { rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
+        func store(into r: inout Reports) { r.funnel = rows.map { ($0.offerId, $0.funnel) } }
+        private init(rows: [Funnel]) { self.rows = rows }
+    }
+
+    struct Summary: ShardTally {
+        var rows: [EligibilitySummaryRow]
+        init(_ r: Reports) { rows = r.summary }
+        func merged(with o: Self) -> Self? { Self(rows: rows.summed(byKey: o.rows)) }
+        func store(into r: inout Reports) { r.summary = EligibilitySummaryReport.sorted(rows) }
+        private init(rows: [EligibilitySummaryRow]) { self.rows = rows }
+    }
+
+    /// The uplift's cells (cohort months × catalog offers, docs/rules.md §9): counts, summed
+    /// before any rate or interval is computed.
+    struct Uplift: ShardTally {
+        var rows: [UpliftRow]
+        init(_ r: Reports) { rows = r.uplift }
+        func merged(with o: Self) -> Self? { rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
+        func store(into r: inout Reports) { r.uplift = rows }
+        private init(rows: [UpliftRow]) { self.rows = rows }
+    }
+
+    struct Retention: ShardTally {
+        var rows: [RetentionRow]
+        init(_ r: Reports) { rows = r.retention }
+        func merged(with o: Self) -> Self? { Self(rows: rows.summed(byKey: o.rows)) }
+        func store(into r: inout Reports) { r.retention = RetentionReport.sorted(rows) }
+        private init(rows: [RetentionRow]) { self.rows = rows }
+    }
+
+    /// Revenue after a return (docs/rules.md §13): sums in milliunits, exact, so every shard
+    /// count publishes the same report.
+    struct Revenue: ShardTally {
+        var rows: [RevenueRow]
+        init(_ r: Reports) { rows = r.revenue }
+        func merged(with o: Self) -> Self? { Self(rows: rows.summed(byKey: o.rows)) }
+        func store(into r: inout Reports) { r.revenue = RevenueReport.sorted(rows) }
+        private init(rows: [RevenueRow]) { self.rows = rows }
+    }
+
+    /// What the manifest says of amounts (docs/rules.md §13.1), and the reporting currency and
+    /// horizon every shard must share.
+    struct Money: ShardTally {
+        var money: MoneyCounts
+        var reportingCurrency: String?
+        var horizonMonths: Int
+        init(_ r: Reports) {
+            money = r.money
+            reportingCurrency = r.reportingCurrency
+            horizonMonths = r.horizonMonths
+        }
+        func merged(with o: Self) -> Self? {
+            guard reportingCurrency == o.reportingCurrency, horizonMonths == o.horizonMonths else { return nil }
+            var sum = self
+            sum.money = money + o.money
+            return sum
+        }
+        func store(into r: inout Reports) {
+            r.money = money
+            r.reportingCurrency = reportingCurrency
+            r.horizonMonths = horizonMonths
+        }
+    }
+
+    /// Each report's tally, by its key in ``tallies``.
+    var reports: [String: any ShardTally]
     /// Segment rows `audience.requireApple` left out, per catalog offer, then best-offer.
     var droppedByApple: [Int]
     /// Segment rows the experiment held out, per catalog offer, then best-offer (docs/rules.md §9.1).
     var heldOut: [Int]
 
     init(_ r: Reports, droppedByApple: [Int], heldOut: [Int]) {
-        uplift = r.uplift
-        retention = r.retention
-        revenue = r.revenue
-        money = r.money
-        reportingCurrency = r.reportingCurrency
-        horizonMonths = r.horizonMonths
-        self.heldOut = heldOut
-        redemptions = r.redemptions
-        rates = r.rates
-        funnel = r.funnel.map { Funnel(offerId: $0.offerId, funnel: $0.funnel) }
-        summary = r.summary
-        apple = Apple(
-            offers: r.apple.offers.map { .init(offerId: $0.offerId, counts: $0.counts) },
-            unknownIds: r.apple.unknownIds.map { .init(id: $0.id, customers: $0.customers) },
-            overall: r.apple.overall, topAgreement: r.apple.topAgreement)
+        reports = Dictionary(uniqueKeysWithValues: Self.tallies.map { ($0.key, $0.type.init(r)) })
         self.droppedByApple = droppedByApple
+        self.heldOut = heldOut
+    }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ s: String) { stringValue = s }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        var reports: [String: any ShardTally] = [:]
+        for t in Self.tallies { reports[t.key] = try c.decode(t.type, forKey: Key(t.key)) }
+        self.reports = reports
+        droppedByApple = try c.decode([Int].self, forKey: Key("droppedByApple"))
+        heldOut = try c.decode([Int].self, forKey: Key("heldOut"))
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        for t in Self.tallies {
+            guard let tally = reports[t.key] else { continue }
+            try c.encode(tally, forKey: Key(t.key))
+        }
+        try c.encode(droppedByApple, forKey: Key("droppedByApple"))
+        try c.encode(heldOut, forKey: Key("heldOut"))
     }
 
     /// The report rows of both shards' customers: rows summed by key, those in catalog or
     /// window order line by line. Nil unless the two are of the same catalog and window (their
     /// line-by-line lists do not line up).
     func merged(with o: ShardReports) -> ShardReports? {
-        guard let rates = rates.summed(lineByLine: o.rates), let funnel = funnel.summed(lineByLine: o.funnel),
-            let apple = apple.merged(with: o.apple), droppedByApple.count == o.droppedByApple.count,
-            let uplift = uplift.summed(lineByLine: o.uplift), heldOut.count == o.heldOut.count,
-            reportingCurrency == o.reportingCurrency, horizonMonths == o.horizonMonths
-        else { return nil }
+        guard droppedByApple.count == o.droppedByApple.count, heldOut.count == o.heldOut.count else { return nil }
         var sum = self
-        sum.redemptions = redemptions.summed(byKey: o.redemptions)
-        sum.rates = rates
-        sum.funnel = funnel
-        sum.summary = summary.summed(byKey: o.summary)
-        sum.apple = apple
+        for t in Self.tallies {
+            guard let a = reports[t.key], let b = o.reports[t.key], let m = a.merged(withAny: b) else { return nil }
+            sum.reports[t.key] = m
+        }
         sum.droppedByApple = zip(droppedByApple, o.droppedByApple).map(+)
-        sum.uplift = uplift
-        sum.retention = retention.summed(byKey: o.retention)
-        sum.revenue = revenue.summed(byKey: o.revenue)
-        sum.money = money + o.money
         sum.heldOut = zip(heldOut, o.heldOut).map(+)
         return sum
     }
@@ -118,15 +243,11 @@ struct ShardReports: Codable {
     /// The run's reports from the summed rows, each in its report's own order (docs/rules.md
     /// §4.3, §4.5); the disagreements, a file of their own, are not among them.
     func reports(window: ReportWindow, experiment: Experiment?) -> Reports {
-        Reports(
-            window: window, redemptions: RedemptionReport.sorted(redemptions), rates: rates,
-            funnel: funnel.map { ($0.offerId, $0.funnel) }, summary: EligibilitySummaryReport.sorted(summary),
-            apple: AppleAgreement(
-                offers: apple.offers.map { ($0.offerId, $0.counts) },
-                unknownIds: AppleAgreement.sorted(unknownIds: apple.unknownIds.map { ($0.id, $0.customers) }),
-                overall: apple.overall, topAgreement: apple.topAgreement, disagreements: []),
-            experiment: experiment, uplift: uplift, retention: RetentionReport.sorted(retention),
-            revenue: RevenueReport.sorted(revenue), money: money, reportingCurrency: reportingCurrency,
-            horizonMonths: horizonMonths)
+        var r = Reports(
+            window: window, redemptions: [], rates: [], funnel: [], summary: [],
+            apple: AppleAgreement(offers: [], unknownIds: [], overall: .init(), topAgreement: 0, disagreements: []),
+            experiment: experiment)
+        for t in Self.tallies { reports[t.key]?.store(into: &r) }
+        return r
     }
 }

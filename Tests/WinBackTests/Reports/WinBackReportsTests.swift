@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import WinBackTestSupport
 
@@ -83,6 +84,30 @@ struct WinBackReportsTests {
         if let shuffleSeed { rows = shuffled(rows, seed: shuffleSeed) }
         return computeReports(
             w, rows, offers: offers, asOf: asOf, windowMonths: 3, renewals: renewals(w), threads: threads)
+    }
+
+    /// A shard keeps each report's rows as a tally registered in ``ShardReports/tallies``: through
+    /// its `reports.json` and back, they write every report file as the run's reports do (the
+    /// disagreements and the page, which holds them, are merged from files of their own).
+    @Test("a shard's tallies, through reports.json and back, write every report file as the run's reports do")
+    func shardTalliesRoundTrip() throws {
+        let r = Self.reports()
+        let shard = ShardReports(r, droppedByApple: [0, 0, 0], heldOut: [0, 0, 0])
+        let back = try JSONDecoder().decode(ShardReports.self, from: JSONEncoder().encode(shard))
+        #expect(Set(back.reports.keys) == Set(ShardReports.tallies.map(\.key)))
+        let original = ReportWriter(reports: r, title: "t").contents()
+        let rebuilt = ReportWriter(reports: back.reports(window: r.window, experiment: r.experiment), title: "t")
+            .contents()
+        #expect(original.map(\.name) == rebuilt.map(\.name))
+        for (a, b) in zip(original, rebuilt) where ![ReportWriter.page, "apple-disagreements.csv"].contains(a.name) {
+            #expect(a.bytes == b.bytes, "\(a.name) written alike from the shard's tallies")
+            #expect(a.rows == b.rows, "\(a.name)'s rows")
+        }
+        // Summed with itself, every count doubles.
+        let twice = try #require(back.merged(with: back)).reports(window: r.window, experiment: r.experiment)
+        #expect(r.funnel.contains { $0.funnel.customersInGroup > 0 })
+        #expect(twice.funnel.map(\.funnel.customersInGroup) == r.funnel.map { 2 * $0.funnel.customersInGroup })
+        #expect(twice.summary.map(\.churned) == r.summary.map { 2 * $0.churned })
     }
 
     /// `rows` in an order drawn from `seed`; the same every run.
