@@ -19,6 +19,65 @@ extension ShardTally {
     }
 }
 
+/// Where a report's rows are in ``Reports`` and how two shards' add: line by line (catalog or
+/// window order) or by key, then put in the report's own order.
+protocol RowsOfReport {
+    associatedtype Row: SummableRow & Codable
+    static var rows: WritableKeyPath<Reports, [Row]> { get }
+    /// The report's order for rows summed by key; nil: summed line by line, kept in order.
+    static var sorted: (([Row]) -> [Row])? { get }
+}
+
+/// The rows of one report as a shard keeps them.
+struct RowsTally<Report: RowsOfReport>: ShardTally {
+    var rows: [Report.Row]
+
+    init(_ r: Reports) { rows = r[keyPath: Report.rows] }
+
+    private init(rows: [Report.Row]) { self.rows = rows }
+
+    func merged(with o: Self) -> Self? {
+        guard Report.sorted != nil else { return rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
+        return Self(rows: rows.summed(byKey: o.rows))
+    }
+
+    func store(into r: inout Reports) { r[keyPath: Report.rows] = Report.sorted?(rows) ?? rows }
+}
+
+enum RedemptionRows: RowsOfReport {
+    static var rows: WritableKeyPath<Reports, [RedemptionRow]> { \.redemptions }
+    static var sorted: (([RedemptionRow]) -> [RedemptionRow])? { RedemptionReport.sorted }
+}
+
+enum RateRows: RowsOfReport {
+    static var rows: WritableKeyPath<Reports, [RedemptionRateRow]> { \.rates }
+    static var sorted: (([RedemptionRateRow]) -> [RedemptionRateRow])? { nil }
+}
+
+enum SummaryRows: RowsOfReport {
+    static var rows: WritableKeyPath<Reports, [EligibilitySummaryRow]> { \.summary }
+    static var sorted: (([EligibilitySummaryRow]) -> [EligibilitySummaryRow])? { EligibilitySummaryReport.sorted }
+}
+
+/// The uplift's cells (cohort months × catalog offers, docs/rules.md §9): counts, summed before
+/// any rate or interval is computed.
+enum UpliftRows: RowsOfReport {
+    static var rows: WritableKeyPath<Reports, [UpliftRow]> { \.uplift }
+    static var sorted: (([UpliftRow]) -> [UpliftRow])? { nil }
+}
+
+enum RetentionRows: RowsOfReport {
+    static var rows: WritableKeyPath<Reports, [RetentionRow]> { \.retention }
+    static var sorted: (([RetentionRow]) -> [RetentionRow])? { RetentionReport.sorted }
+}
+
+/// Revenue after a return (docs/rules.md §13): sums in milliunits, exact, so every shard count
+/// publishes the same report.
+enum RevenueRows: RowsOfReport {
+    static var rows: WritableKeyPath<Reports, [RevenueRow]> { \.revenue }
+    static var sorted: (([RevenueRow]) -> [RevenueRow])? { RevenueReport.sorted }
+}
+
 /// A shard's report rows: sums over disjoint sets of customers, so the run's reports are the
 /// sums of the shards' by key (docs/rules.md §8.1). Every list is of ``SummableRow``s: each row
 /// type owns its key and its `+`; each report's rows are a ``ShardTally`` registered once in
@@ -27,9 +86,10 @@ extension ShardTally {
 struct ShardReports: Codable {
     /// Every report's tally, by the key `reports.json` keeps it under.
     static let tallies: [(key: String, type: any ShardTally.Type)] = [
-        ("redemptions", Redemptions.self), ("rates", Rates.self), ("funnel", Funnels.self), ("summary", Summary.self),
-        ("apple", Apple.self), ("uplift", Uplift.self), ("retention", Retention.self), ("revenue", Revenue.self),
-        ("money", Money.self),
+        ("redemptions", RowsTally<RedemptionRows>.self), ("rates", RowsTally<RateRows>.self),
+        ("funnel", Funnels.self), ("summary", RowsTally<SummaryRows>.self), ("apple", Apple.self),
+        ("uplift", RowsTally<UpliftRows>.self), ("retention", RowsTally<RetentionRows>.self),
+        ("revenue", RowsTally<RevenueRows>.self), ("money", Money.self),
     ]
 
     struct Funnel: Codable, SummableRow {
@@ -101,64 +161,12 @@ struct ShardReports: Codable {
         }
     }
 
-    struct Redemptions: ShardTally {
-        var rows: [RedemptionRow]
-        init(_ r: Reports) { rows = r.redemptions }
-        func merged(with o: Self) -> Self? { Self(rows: rows.summed(byKey: o.rows)) }
-        func store(into r: inout Reports) { r.redemptions = RedemptionReport.sorted(rows) }
-        private init(rows: [RedemptionRow]) { self.rows = rows }
-    }
-
-    struct Rates: ShardTally {
-        var rows: [RedemptionRateRow]
-        init(_ r: Reports) { rows = r.rates }
-        func merged(with o: Self) -> Self? { rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
-        func store(into r: inout Reports) { r.rates = rows }
-        private init(rows: [RedemptionRateRow]) { self.rows = rows }
-    }
-
     struct Funnels: ShardTally {
         var rows: [Funnel]
         init(_ r: Reports) { rows = r.funnel.map { Funnel(offerId: $0.offerId, funnel: $0.funnel) } }
         func merged(with o: Self) -> Self? { rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
         func store(into r: inout Reports) { r.funnel = rows.map { ($0.offerId, $0.funnel) } }
         private init(rows: [Funnel]) { self.rows = rows }
-    }
-
-    struct Summary: ShardTally {
-        var rows: [EligibilitySummaryRow]
-        init(_ r: Reports) { rows = r.summary }
-        func merged(with o: Self) -> Self? { Self(rows: rows.summed(byKey: o.rows)) }
-        func store(into r: inout Reports) { r.summary = EligibilitySummaryReport.sorted(rows) }
-        private init(rows: [EligibilitySummaryRow]) { self.rows = rows }
-    }
-
-    /// The uplift's cells (cohort months × catalog offers, docs/rules.md §9): counts, summed
-    /// before any rate or interval is computed.
-    struct Uplift: ShardTally {
-        var rows: [UpliftRow]
-        init(_ r: Reports) { rows = r.uplift }
-        func merged(with o: Self) -> Self? { rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
-        func store(into r: inout Reports) { r.uplift = rows }
-        private init(rows: [UpliftRow]) { self.rows = rows }
-    }
-
-    struct Retention: ShardTally {
-        var rows: [RetentionRow]
-        init(_ r: Reports) { rows = r.retention }
-        func merged(with o: Self) -> Self? { Self(rows: rows.summed(byKey: o.rows)) }
-        func store(into r: inout Reports) { r.retention = RetentionReport.sorted(rows) }
-        private init(rows: [RetentionRow]) { self.rows = rows }
-    }
-
-    /// Revenue after a return (docs/rules.md §13): sums in milliunits, exact, so every shard
-    /// count publishes the same report.
-    struct Revenue: ShardTally {
-        var rows: [RevenueRow]
-        init(_ r: Reports) { rows = r.revenue }
-        func merged(with o: Self) -> Self? { Self(rows: rows.summed(byKey: o.rows)) }
-        func store(into r: inout Reports) { r.revenue = RevenueReport.sorted(rows) }
-        private init(rows: [RevenueRow]) { self.rows = rows }
     }
 
     /// What the manifest says of amounts (docs/rules.md §13.1), and the reporting currency and
