@@ -76,6 +76,13 @@ let package = Package(
         .target(
             name: "WinBackExplain",
             dependencies: ["WinBackRules", "WinBackRead", "WinBackModel", "WinBackSupport"]),
+        // Incremental state (docs/rules.md §12): the folder a run keeps between nights, its
+        // ledger, the rows it absorbed and the next state written as the merge hands them over.
+        .target(
+            name: "WinBackIncremental",
+            dependencies: [
+                "WinBackPipeline", "WinBackWrite", "WinBackRead", "WinBackS3", "WinBackModel", "WinBackSupport",
+            ]),
         // Run history: the runs published before, the baseline a run compares with and the files
         // its manifest lists, pruning (docs/rules.md §6.3, §10.5).
         .target(
@@ -95,7 +102,8 @@ let package = Package(
         .target(
             name: "WinBack",
             dependencies: [
-                "WinBackDelivery", "WinBackHistory", "WinBackExplain", "WinBackPipeline", "WinBackWrite",
+                "WinBackDelivery", "WinBackHistory", "WinBackIncremental", "WinBackExplain", "WinBackPipeline",
+                "WinBackWrite",
                 "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -129,7 +137,8 @@ let package = Package(
         .testTarget(
             name: "WinBackTests",
             dependencies: [
-                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackDelivery", "WinBackPipeline", "WinBackWrite",
+                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackDelivery", "WinBackIncremental",
+                "WinBackPipeline", "WinBackWrite",
                 "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport",
                 "CZlib",
                 .product(name: "X509", package: "swift-certificates"),

@@ -1,6 +1,7 @@
 @_exported import WinBackDelivery
 @_exported import WinBackExplain
 @_exported import WinBackHistory
+@_exported import WinBackIncremental
 // `import WinBack` gives a user of the library the whole pipeline: its types come from the
 // layers below, each a target of its own (docs/architecture.md, "Targets").
 @_exported import WinBackModel

@@ -38,7 +38,7 @@ package struct ChangesSummary: Sendable {
         let others = segments.filter { $0.segment != "best-offer" && ($0.entered + $0.exited + $0.changed) > 0 }
         let quiet = segments.count - best.count - others.count
         return "changes \(against): " + (best + others).map(counts).joined(separator: "; ")
-            + (quiet > 0 ? "; \(quiet) other segment\(quiet == 1 ? "" : "s") unchanged" : "")
+            + (quiet > 0 ? "; \(counted(quiet, "other segment")) unchanged" : "")
     }
 }
 

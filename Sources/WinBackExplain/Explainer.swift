@@ -216,7 +216,7 @@ public enum Explainer {
         var out: [Explanation.Failure] = []
         let iso = Timestamp.iso
         let range = "\(offer.minMonthsSince)–\(offer.maxMonthsSince)"
-        let months = "\(tl.monthsSinceLastSubscribed) month\(tl.monthsSinceLastSubscribed == 1 ? "" : "s") ago"
+        let months = "\(counted(tl.monthsSinceLastSubscribed, "month")) ago"
         let since = tl.state == .churned ? "churned \(months)" : "last period ended \(months)"
         for c in Criterion.allCases where failed.contains(c.reason) {
             switch c {
@@ -263,7 +263,7 @@ public enum Explainer {
                     .init(
                         reason: c.label,
                         detail:
-                            "paid \(tl.paidMonths) month\(tl.paidMonths == 1 ? "" : "s") in the latest run; the offer needs \(offer.paidMonths)",
+                            "paid \(counted(tl.paidMonths, "month")) in the latest run; the offer needs \(offer.paidMonths)",
                         from: nil))
             case .tooRecent:
                 let from = MonthMath.addMonths(tl.lastSubscribedEnd, Int64(offer.minMonthsSince))

@@ -15,7 +15,7 @@ extension Explanation {
             case .billingRetry: stateText = "in billing retry (last period ended \(iso(e)))"
             case .churned:
                 stateText =
-                    "churned (last subscribed until \(iso(e)), \(since) whole month\(since == 1 ? "" : "s") ago)"
+                    "churned (last subscribed until \(iso(e)), \(counted(since, "whole month")) ago)"
             }
             out.append("  state:        \(stateText)")
             out.append("  product:      \(productId ?? "")")
@@ -138,7 +138,7 @@ extension Explanation {
             if let state = a.state, let paid = a.paidMonths, let e = a.lastSubscribedEnd,
                 let since = a.monthsSinceLastSubscribed
             {
-                let paidText = "\(paid) paid month\(paid == 1 ? "" : "s") in the most recent run"
+                let paidText = "\(counted(paid, "paid month")) in the most recent run"
                 out.append(
                     "  the customer then:               "
                         + (state == .active

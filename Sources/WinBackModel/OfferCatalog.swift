@@ -26,7 +26,7 @@ public struct OfferCatalog: Sendable, Equatable {
         let (catalog, problems) = parse(data, folder: (path as NSString).deletingLastPathComponent)
         if !problems.isEmpty {
             throw WinBackError(
-                .configuration, "invalid offer catalog (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                .configuration, "invalid offer catalog (\(counted(problems.count, "problem")))",
                 path: path, details: problems)
         }
         return catalog

@@ -148,7 +148,7 @@ public struct PipelineConfig: Sendable {
         public func usable() throws -> PipelineConfig {
             if let config, problems.isEmpty { return config }
             throw WinBackError(
-                .configuration, "invalid pipeline file (\(problems.count) problem\(problems.count == 1 ? "" : "s"))",
+                .configuration, "invalid pipeline file (\(counted(problems.count, "problem")))",
                 path: path, details: problems)
         }
     }

@@ -13,7 +13,7 @@ struct Winback: ParsableCommand {
             75 another run holds the lock or S3 failed for now (run again later), 77 S3 refused the credentials, \
             78 bad configuration.
             """,
-        version: Manifest.toolVersion,
+        version: ToolVersion.current,
         subcommands: [
             RunCommand.self, ValidateCommand.self, ExplainCommand.self, GenerateCommand.self, BenchCommand.self,
             PartitionCommand.self, MergeCommand.self, UploadCommand.self,

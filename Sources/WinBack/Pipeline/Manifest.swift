@@ -10,8 +10,6 @@ import WinBackWrite
 /// Paths are written escaped (``ControlEscape/name(_:)``, §6.2): a name's control bytes and
 /// bytes that are not UTF-8 as `\xHH`, so the manifest is valid JSON that names each file.
 public struct Manifest {
-    public static let toolVersion = "0.1.0"
-
     public var pipeline = ""
     public var asOf: Int64 = 0
     public var started = Date()
@@ -140,7 +138,7 @@ public struct Manifest {
 
     public func json() -> [UInt8] {
         var d: [String: Any] = [
-            "tool": "winback", "toolVersion": Manifest.toolVersion, "pipeline": pipeline,
+            "tool": "winback", "toolVersion": ToolVersion.current, "pipeline": pipeline,
             "asOf": Timestamp.iso(asOf), "started": Manifest.iso(started), "finished": Manifest.iso(finished),
             "status": status, "threads": threads, "inflater": inflater,
             "inputs": inputs.map(input), "renewalInputs": renewalInputs.map(input),

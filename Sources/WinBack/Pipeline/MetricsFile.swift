@@ -180,7 +180,7 @@ public enum MetricsFile {
             let excerpt = ControlEscape.escaped(first.text.prefix(120))
             progress.warn(
                 "metrics",
-                "the previous metrics file has \(e.dropped.count) line\(e.dropped.count == 1 ? "" : "s") that do not "
+                "the previous metrics file has \(counted(e.dropped.count, "line")) that do not "
                     + "parse, dropped (line \(first.line): \(excerpt))", fields: ["path": path])
             e.dropped = []
         }

@@ -22,13 +22,10 @@ struct ReadSummary {
         let c = counters
         let files =
             filesFromState > 0
-            ? Self.count(filesRead, "file") + " read, \(filesFromState) from the state;"
-            : Self.count(filesRead, "file") + ","
-        let rows = Self.count(c.rowsRead, "row") + (filesFromState > 0 ? " (\(rowsFromState) from the state)" : "")
+            ? counted(filesRead, "file") + " read, \(filesFromState) from the state;"
+            : counted(filesRead, "file") + ","
+        let rows = counted(c.rowsRead, "row") + (filesFromState > 0 ? " (\(rowsFromState) from the state)" : "")
         return "\(files) \(Progress.mb(bytesRead)), \(rows), \(c.rejected) rejected, "
-            + Self.count(c.duplicates, "duplicate")
+            + counted(c.duplicates, "duplicate")
     }
-
-    /// `1 file`, `2 files`, `0 files`.
-    static func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 }

@@ -103,7 +103,7 @@ public enum Merge {
             manifest.stages = [
                 ("partition", partitions.reduce(0) { $0 + $1.0.seconds }),
                 ("shards", markers.reduce(0) { $0 + $1.seconds }),
-                ("merge", progress.end("\(ReadSummary.count(shards, "shard")), \(outputs.count) files")),
+                ("merge", progress.end("\(counted(shards, "shard")), \(outputs.count) files")),
             ]
             if let memoryLimit { manifest.memory = (memoryLimit, shards, System.peakResidentBytes) }
         }.summary
@@ -119,7 +119,8 @@ public enum Merge {
         if let absorbed = keeper?.absorbedRejects { rejects.merge(absorbed) }
         let absorbedInputs = keeper?.absorbedInputs ?? []
         for m in partitions {
-            if let (list, _) = try WorkFolder.readJSON(RejectList.self, from: work.task(m.task) + "/rejects.json") {
+            if let (list, _) = try IntermediateFile.readJSON(RejectList.self, from: work.task(m.task) + "/rejects.json")
+            {
                 rejects.merge(list)
             }
         }
@@ -156,7 +157,7 @@ public enum Merge {
             guard let expected = markers[k].outputs.first(where: { $0.path == name }) else {
                 throw WinBackError(.badData, "shard \(k)'s marker does not list this file", path: path)
             }
-            try WorkFolder.check(path, against: expected)
+            try IntermediateFile.check(path, against: expected)
         }
     }
 
@@ -184,7 +185,7 @@ public enum Merge {
         var total: ShardReports?
         for k in 0..<shards {
             let path = work.shard(k) + "/" + reports
-            guard let (r, _) = try WorkFolder.readJSON(ShardReports.self, from: path) else {
+            guard let (r, _) = try IntermediateFile.readJSON(ShardReports.self, from: path) else {
                 throw WinBackError(.noInput, "shard \(k) has no reports", path: path)
             }
             guard let sum = k == 0 ? r : total?.merged(with: r) else {

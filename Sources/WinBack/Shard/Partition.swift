@@ -39,7 +39,7 @@ public enum Partition {
         // An incremental run's absorbed files are in its state, not read (docs/rules.md §12).
         let mine = files.indices.filter { $0 % tasks == task && !absorbed.contains($0) }
         let format = TransactionReader.format(p.config.format, products: p.config.products, signed: p.signed)
-        let done = ResultSlots<(PartitionMarker.Input, RejectList, [PartitionMarker.Renewal])>(count: mine.count)
+        let done = ResultSlots<(FileRead, RejectList, [FoundRenewal])>(count: mine.count)
         let bySize = InputFiles.largestFirst(inputs: mine.map { resolved[$0] })
         try parallelFor(count: mine.count, threads: p.threads, order: bySize) { j in
             let fi = mine[j]
@@ -69,7 +69,7 @@ public enum Partition {
             try format.read(input: resolved[fi], inflater: p.inflater, into: out, progress: progress)
             try flush(out)
             let renewals = out.renewals.map {
-                PartitionMarker.Renewal(
+                FoundRenewal(
                     file: fi, originalTransactionId: $0.key.string(in: out.table), info: $0.info)
             }
             var counts = out.counts
@@ -81,8 +81,9 @@ public enum Partition {
         var rejects = RejectList(limit: p.config.maxRejectsListed)
         for d in done.all { rejects.merge(d.1) }
         rejects.normalize()
-        try WorkFolder.writeJSON(rejects, to: staged + "/rejects.json")
-        try WorkFolder.writeJSON(done.all.sorted { $0.0.file < $1.0.file }.flatMap(\.2), to: staged + "/renewals.json")
+        try IntermediateFile.writeJSON(rejects, to: staged + "/rejects.json")
+        try IntermediateFile.writeJSON(
+            done.all.sorted { $0.0.file < $1.0.file }.flatMap(\.2), to: staged + "/renewals.json")
         let marker = PartitionMarker(
             fingerprint: try RunFingerprint(p, shards: shards), task: task, tasks: tasks, inputs: inputs,
             parts: writers.enumerated().map {
@@ -92,7 +93,7 @@ public enum Partition {
             },
             rejected: rejects.total, seconds: Date().timeIntervalSince(started),
             started: started.timeIntervalSince1970)
-        try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
+        try IntermediateFile.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
         return Summary(
             files: mine.count, rows: inputs.reduce(0) { $0 + $1.counts.stats.rows }, rejected: rejects.total,
@@ -128,7 +129,7 @@ public enum Partition {
     static func firstMarker(_ work: WorkFolder) throws -> (PartitionMarker, digest: String)? {
         let entries = System.entries(work.root + "/parts")
         for e in entries.sorted() where e.hasPrefix("task-") {
-            if let m = try WorkFolder.readJSON(
+            if let m = try IntermediateFile.readJSON(
                 PartitionMarker.self, from: work.root + "/parts/" + e + "/" + WorkFolder.marker)
             {
                 return m

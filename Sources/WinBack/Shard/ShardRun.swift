@@ -60,7 +60,7 @@ public enum ShardRun {
         let reports = Stage.report(customers, audience: audience, book: book, renewals: inputs.renewals, p)
         let dropped = audience.droppedByApple(p.config.requireApple, offers: p.catalog.offers.count)
         let held = audience.heldOut(p.config.requireApple, offers: p.catalog.offers.count)
-        let json = try WorkFolder.writeJSON(
+        let json = try IntermediateFile.writeJSON(
             ShardReports(
                 reports, droppedByApple: dropped.perOffer + [dropped.best], heldOut: held.perOffer + [held.best]),
             to: staged + "/" + Merge.reports)
@@ -85,7 +85,7 @@ public enum ShardRun {
             counters: inputs.transactions.counters, customerStates: audience.counts, renewalInputs: inputs.renewalStats,
             renewalRejects: inputs.renewalRejects, seconds: Date().timeIntervalSince(started), outputs: outputs,
             nextStateRows: kept)
-        try WorkFolder.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
+        try IntermediateFile.writeJSON(marker, to: staged + "/" + WorkFolder.marker)
         try WorkFolder.replace(final, with: staged)
         return Summary(customers: audience.counts.customers, rows: inputs.transactions.rows.count, state: kept)
     }
@@ -110,10 +110,10 @@ public enum ShardRun {
         let keep = set.customerFilter()
         // Renewal info found among the transactions (signed files), as the read stage gathers
         // it: file after file in path order.
-        var found: [PartitionMarker.Renewal] = state?.renewals ?? []
+        var found: [FoundRenewal] = state?.renewals ?? []
         for i in 0..<partitions.count {
             let path = work.task(i) + "/renewals.json"
-            found += try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: path)?.0 ?? []
+            found += try IntermediateFile.readJSON([FoundRenewal].self, from: path)?.0 ?? []
         }
         var index = RenewalIndex()
         for r in found.enumerated().sorted(by: { ($0.element.file, $0.offset) < ($1.element.file, $1.offset) }) {

@@ -116,16 +116,18 @@ public enum ShardedRun {
             }
             if let keeper {
                 guard
-                    let (marker, _) = try WorkFolder.readJSON(
+                    let (marker, _) = try IntermediateFile.readJSON(
                         PartitionMarker.self, from: work.task(0) + "/" + WorkFolder.marker)
                 else { throw WinBackError(.software, "the partition task left no marker", path: work.task(0)) }
                 let rejects =
-                    try WorkFolder.readJSON(RejectList.self, from: work.task(0) + "/rejects.json")?.0
+                    try IntermediateFile.readJSON(RejectList.self, from: work.task(0) + "/rejects.json")?.0
                     ?? RejectList(limit: p.config.maxRejectsListed)
                 let renewals =
-                    try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: work.task(0) + "/renewals.json")?.0
+                    try IntermediateFile.readJSON([FoundRenewal].self, from: work.task(0) + "/renewals.json")?.0
                     ?? []
-                try keeper.finishShards(marker, rejects: rejects, renewals: renewals)
+                try keeper.finishShards(
+                    inputs: marker.inputs, shardParts: marker.parts.map { ($0.shard, $0.rows) }, rejects: rejects,
+                    renewals: renewals)
                 progress.event("incremental", keeper.state.line, fields: ["state": keeper.state.use.rawValue])
             }
         } catch {
@@ -143,7 +145,7 @@ public enum ShardedRun {
     static func failed(_ error: Error, _ p: ResolvedPipeline, work: WorkFolder, started: Date, publisher: Publisher) {
         var manifest = Manifest(p, started: started)
         let rejects =
-            (try? WorkFolder.readJSON(RejectList.self, from: work.task(0) + "/rejects.json"))??.0
+            (try? IntermediateFile.readJSON(RejectList.self, from: work.task(0) + "/rejects.json"))??.0
             ?? RejectList(limit: p.config.maxRejectsListed)
         manifest.failed(error, rejects: rejects, folder: p.config.folder, publisher: publisher)
     }
@@ -161,7 +163,7 @@ public enum ShardedRun {
         func partition() throws -> Partition.Summary {
             let reading = p.transactionFiles.indices.filter { !absorbed.contains($0) }
             progress.begin(
-                "partition into \(ReadSummary.count(shards, "shard"))",
+                "partition into \(counted(shards, "shard"))",
                 totalBytes: reading.reduce(0) { $0 + p.transactionInput($1).identity.size })
             let s = try Partition.run(
                 p, work: work, shards: shards, task: 0, tasks: 1, progress: { progress.advance($0) },

@@ -134,65 +134,11 @@ public struct WorkFolder: Sendable {
         of marker: (T) -> RunFingerprint
     ) throws -> (T, digest: String) {
         let path = dir + "/" + WorkFolder.marker
-        guard let (m, digest) = try readJSON(type, from: path) else {
+        guard let (m, digest) = try IntermediateFile.readJSON(type, from: path) else {
             throw WinBackError(.noInput, "\(what) has not finished (no \(WorkFolder.marker))", path: dir)
         }
         try fingerprint.check(marker(m), where: path)
         return (m, digest)
-    }
-
-    /// Writes `value` as JSON, synced, followed by a line holding the SHA-256 of the JSON
-    /// (docs/rules.md §8.1): `sha256 <64 hex digits>`. ``readJSON(_:from:)`` checks it before
-    /// it decodes anything.
-    @discardableResult
-    static func writeJSON<T: Encodable>(_ value: T, to path: String) throws -> (bytes: Int, sha256: String) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        var body = Array(try encoder.encode(value))
-        body.append(UInt8(ascii: "\n"))
-        let trailer = Array((checksumPrefix + Hex.string(SHA256.hash(data: body)) + "\n").utf8)
-        let f = try OutputFile(path: path)
-        try f.write(body + trailer)
-        return try f.finish()
-    }
-
-    static let checksumPrefix = "sha256 "
-
-    /// Reads JSON written by ``writeJSON(_:to:)``, its checksum line checked first: a file
-    /// damaged anywhere, cut short or not written by winback is bad data (65). Nil when the
-    /// file is missing. The digest is the SHA-256 of the whole file.
-    static func readJSON<T: Decodable>(_ type: T.Type, from path: String) throws -> (T, digest: String)? {
-        guard System.kind(path, followLinks: false) != .missing else { return nil }
-        let bytes = try IntermediateFile.read(path, limit: 1 << 30)
-        let trailerCount = checksumPrefix.utf8.count + 64 + 1
-        guard bytes.count > trailerCount, bytes.last == UInt8(ascii: "\n") else {
-            throw WinBackError(.badData, "damaged intermediate file: no checksum line (cut short?)", path: path)
-        }
-        let body = bytes[..<(bytes.count - trailerCount)]
-        let trailer = String(decoding: bytes[(bytes.count - trailerCount)...], as: UTF8.self)
-        guard trailer == checksumPrefix + Hex.string(SHA256.hash(data: body)) + "\n" else {
-            throw WinBackError(.badData, "damaged intermediate file: its checksum does not match", path: path)
-        }
-        do {
-            return (try JSONDecoder().decode(type, from: Data(body)), Hex.string(SHA256.hash(data: bytes)))
-        } catch {
-            throw WinBackError(.badData, "intermediate file does not decode (\(error))", path: path)
-        }
-    }
-
-    /// Checks that the file at `path` has the size and SHA-256 recorded when it was written
-    /// (docs/rules.md §8.1): 65 naming it when it differs, 66 when it is missing.
-    static func check(_ path: String, against expected: OutputStats) throws {
-        guard System.kind(path, followLinks: false) != .missing else {
-            throw WinBackError(.noInput, "an output of this task is missing", path: path)
-        }
-        let source = try IntermediateFile.open(path)
-        try source.readThrough(stoppingPast: expected.bytes)
-        guard source.fileBytesConsumed == expected.bytes, source.fileSHA256() == expected.sha256 else {
-            throw WinBackError(
-                .badData, "damaged intermediate file: its size or SHA-256 differs from what its task wrote",
-                path: path)
-        }
     }
 }
 
@@ -223,7 +169,7 @@ struct RunFingerprint: Codable, Equatable {
         inputsSHA256 = Hex.string(SHA256.hash(data: Data(names.utf8)))
         self.shards = shards
         asOf = p.asOf
-        toolVersion = Manifest.toolVersion
+        toolVersion = ToolVersion.current
         baseline = try Changes.baseline(p)
     }
 
@@ -255,39 +201,6 @@ struct RunFingerprint: Codable, Equatable {
 
 /// A partition task's `_SUCCESS`.
 struct PartitionMarker: Codable {
-    /// A file the task read: its index and what it counted (the rows it gave, before
-    /// deduplication, an incremental state keeps), written as one object.
-    struct Input: Codable {
-        /// Index of the file in sorted path order.
-        var file: Int
-        var counts: FileCounts
-
-        init(file: Int, counts: FileCounts) {
-            self.file = file
-            self.counts = counts
-        }
-
-        private enum CodingKeys: String, CodingKey { case file }
-
-        init(from decoder: Decoder) throws {
-            file = try decoder.container(keyedBy: CodingKeys.self).decode(Int.self, forKey: .file)
-            counts = try FileCounts(from: decoder)
-        }
-
-        func encode(to encoder: Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(file, forKey: .file)
-            try counts.encode(to: encoder)
-        }
-    }
-
-    /// Renewal info found among the transactions (signed files), which every shard reads and
-    /// keeps that of its own customers: in file order, then the order read.
-    struct Renewal: Codable {
-        var file: Int
-        var originalTransactionId: String
-        var info: RenewalInfo
-    }
     struct Part: Codable {
         var shard: Int
         var bytes: Int
@@ -299,7 +212,7 @@ struct PartitionMarker: Codable {
     var fingerprint: RunFingerprint
     var task: Int
     var tasks: Int
-    var inputs: [Input]
+    var inputs: [FileRead]
     var parts: [Part]
     var rejected: Int
     var seconds: Double

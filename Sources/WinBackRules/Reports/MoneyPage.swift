@@ -1,4 +1,5 @@
 import WinBackModel
+import WinBackSupport
 
 /// The section of `report.html` that answers "did the discount pay?" (docs/rules.md §13.4): the
 /// incremental revenue per targeted customer against the holdout, per offer and in total, as a
@@ -91,7 +92,7 @@ extension ReportPage {
                 + " returns whose horizon has passed (revenue-after-return.csv).</p>")
         h.line("<div class=\"scroll\"><table class=\"audience\">")
         var head = "<thead><tr><th class=\"segment\">kind</th><th>currency</th><th>returns</th>"
-        for k in RetentionReport.horizons { head += "<th>\(k) month\(k == 1 ? "" : "s")</th>" }
+        for k in RetentionReport.horizons { head += "<th>\(counted(k, "month"))</th>" }
         h.line(head + "</tr></thead><tbody>")
         for r in byKind {
             var row =

@@ -322,7 +322,7 @@ struct IncrementalKilledRunTests {
         let (world, p, output, first) = try T.firstNight(seed: 13)
         let root = output + "/\(T.name)"
         let (ledger, _) = try #require(
-            try WorkFolder.readJSON(StateLedger.self, from: T.stateFolder(output) + "/ledger.json"))
+            try IntermediateFile.readJSON(StateLedger.self, from: T.stateFolder(output) + "/ledger.json"))
         // A killed run leaves its next state staged beside the state: rows written, no ledger;
         // or, killed while swapping without an exchange, the previous state moved aside.
         let fm = FileManager.default
@@ -339,7 +339,7 @@ struct IncrementalKilledRunTests {
         // The state was used and replaced by an equal one: same settings, files, counts,
         // rejects and renewal info, the same rows in its rows files, one generation on.
         let (next, _) = try #require(
-            try WorkFolder.readJSON(StateLedger.self, from: T.stateFolder(output) + "/ledger.json"))
+            try IntermediateFile.readJSON(StateLedger.self, from: T.stateFolder(output) + "/ledger.json"))
         #expect(next.generation == ledger.generation + 1)
         #expect(next.settings == ledger.settings)
         #expect(next.files == ledger.files)

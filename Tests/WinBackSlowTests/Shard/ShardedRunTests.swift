@@ -100,7 +100,7 @@ struct ShardedRunTests {
             for k in 0..<3 {
                 for i in 0..<tasks {
                     let (m, _) = try #require(
-                        try WorkFolder.readJSON(PartitionMarker.self, from: work.task(i) + "/_SUCCESS"))
+                        try IntermediateFile.readJSON(PartitionMarker.self, from: work.task(i) + "/_SUCCESS"))
                     let part = try #require(m.parts.first { $0.shard == k })
                     let reader = try PartReader(
                         path: work.part(task: i, shard: k), bytes: part.bytes, sha256: part.sha256)
@@ -347,7 +347,7 @@ extension ShardedRunTests {
         let found = filesBelow(work + "/parts").filter { $0.hasSuffix("renewals.json") }
         #expect(found.count == 2)
         let carried = try found.reduce(0) {
-            $0 + (try WorkFolder.readJSON([PartitionMarker.Renewal].self, from: work + "/parts/" + $1)?.0.count ?? 0)
+            $0 + (try IntermediateFile.readJSON([FoundRenewal].self, from: work + "/parts/" + $1)?.0.count ?? 0)
         }
         #expect(carried > 0)
         for k in 0..<3 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 3, progress: quiet) }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import WinBack
+@testable import WinBackIncremental
 @testable import WinBackModel
 @testable import WinBackSupport
 
@@ -26,7 +27,7 @@ struct IncrementalSettingsTests {
     }
 
     static let settings = StateSettings(
-        toolVersion: Manifest.toolVersion, format: "appstore-signed", environment: "Production", products: [:],
+        toolVersion: ToolVersion.current, format: "appstore-signed", environment: "Production", products: [:],
         verify: true, roots: ["aa"], bundleId: "com.example", appAppleId: 1, consecutiveGapDays: 60,
         maxLineBytes: 16 << 20, maxRejectsListed: 100_000, shards: nil)
 
@@ -39,7 +40,7 @@ struct IncrementalSettingsTests {
             edit(&t)
             return t.changes(from: s)
         }
-        #expect(changed { $0.toolVersion = "9.9.9" } == ["winback \(Manifest.toolVersion) wrote it, this is 9.9.9"])
+        #expect(changed { $0.toolVersion = "9.9.9" } == ["winback \(ToolVersion.current) wrote it, this is 9.9.9"])
         #expect(changed { $0.format = "csv" } == ["the format changed from appstore-signed to csv"])
         #expect(changed { $0.environment = "Sandbox" } == ["the environment changed from Production to Sandbox"])
         #expect(changed { $0.products = ["p": "g"] } == ["the product map changed"])

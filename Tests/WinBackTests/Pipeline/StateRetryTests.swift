@@ -3,6 +3,7 @@ import Testing
 import WinBackTestSupport
 
 @testable import WinBack
+@testable import WinBackIncremental
 @testable import WinBackModel
 @testable import WinBackSupport
 

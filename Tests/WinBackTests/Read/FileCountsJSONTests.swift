@@ -58,9 +58,9 @@ struct FileCountsJSONTests {
     @Test("a partition marker's input is written as before, and one written before reads back the same")
     func markerInput() throws {
         let earlier = EarlierMarkerInput(file: 7, stats: Self.stats, nonSubscription: 2, extraRows: 5, rows: 44)
-        let now = PartitionMarker.Input(file: 7, counts: Self.counts)
+        let now = FileRead(file: 7, counts: Self.counts)
         #expect(try Self.json(now) == Self.json(earlier))
-        let read = try JSONDecoder().decode(PartitionMarker.Input.self, from: Data(try Self.json(earlier).utf8))
+        let read = try JSONDecoder().decode(FileRead.self, from: Data(try Self.json(earlier).utf8))
         #expect(read.file == 7 && read.counts == Self.counts)
     }
 
@@ -74,7 +74,7 @@ struct FileCountsJSONTests {
             let data = try JSONSerialization.data(withJSONObject: o)
             return (
                 (try? JSONDecoder().decode(StateLedger.File.self, from: data)) != nil,
-                (try? JSONDecoder().decode(PartitionMarker.Input.self, from: data)) != nil
+                (try? JSONDecoder().decode(FileRead.self, from: data)) != nil
             )
         }
         #expect(try reads(object) == (true, true))

@@ -1,5 +1,6 @@
 import Foundation
 import WinBackModel
+import WinBackPipeline
 import WinBackRead
 import WinBackSupport
 import WinBackWrite
@@ -8,7 +9,8 @@ extension StateFolder {
     /// Reads a rows file of the state into `rows` (of the state: merged after the files read
     /// now), each row's rank the index in the run's paths of the file it came from. Anything
     /// wrong with it (size, SHA-256, a section, a count) is ``StateDamaged``.
-    static func load(_ rows: inout StateRows, from path: String, _ expected: OutputStats, pathOf: [Int]) throws {
+    package static func load(_ rows: inout StateRows, from path: String, _ expected: OutputStats, pathOf: [Int]) throws
+    {
         var ranks: [UInt32] = []
         ranks.reserveCapacity(min(expected.rows, expected.bytes / 2))
         do {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import WinBackModel
+import WinBackPipeline
 import WinBackRead
 import WinBackSupport
 import WinBackWrite
@@ -10,20 +11,20 @@ import WinBackWrite
 /// several threads), captures the winners into the next state, in pieces, as the rows are
 /// merged, and completes its ledger once the read stage is over. What is found, staged and
 /// swapped is ``StateFolder``'s.
-final class InMemoryStateKeeper {
+package final class InMemoryStateKeeper {
     /// Rows a piece of the state holds at most (about 11 MB): pieces are written and read on
     /// several threads.
-    static let pieceRows = 1 << 18
+    package static let pieceRows = 1 << 18
 
-    let state: StateFolder
-    let p: ResolvedPipeline
+    package let state: StateFolder
+    package let p: ResolvedPipeline
     /// Rows a piece of the next state holds at most: ``pieceRows``, or fewer (tests, to have
     /// many pieces of a small world).
-    let pieceRows: Int
+    package let pieceRows: Int
     private var writer: StateRowsWriter?
 
     /// Examines the state of `p` under `root` (the run's lock held).
-    init(_ p: ResolvedPipeline, root: String, pieceRows: Int = InMemoryStateKeeper.pieceRows) {
+    package init(_ p: ResolvedPipeline, root: String, pieceRows: Int = InMemoryStateKeeper.pieceRows) {
         self.p = p
         self.pieceRows = pieceRows
         state = StateFolder(p, root: root)
@@ -34,7 +35,7 @@ final class InMemoryStateKeeper {
     /// The next ledger lists the absorbed files in their order, then the new ones in path
     /// order: a section names its file by that index, so that a piece of rows none of which
     /// lost, and large enough, is kept as it is (linked into the next state), not written again.
-    func forRead(progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> IncrementalState {
+    package func forRead(progress: @escaping @Sendable (Int) -> Void = { _ in }) throws -> IncrementalState {
         let staged = try state.stage()
         let generation = (state.ledger?.generation ?? 0) + 1
         let ledger = state.ledger
@@ -55,7 +56,7 @@ final class InMemoryStateKeeper {
             guard let ledger else { return }
             // Each absorbed file in its place: its counts and renewal info, no rows; the first
             // carries the rejects of them all.
-            var found = [[PartitionMarker.Renewal]](repeating: [], count: pathOf.count)
+            var found = [[FoundRenewal]](repeating: [], count: pathOf.count)
             for r in ledger.renewals {
                 guard r.file >= 0, r.file < pathOf.count else {
                     throw StateDamaged(why: "its ledger names a file it does not list")
@@ -86,7 +87,7 @@ final class InMemoryStateKeeper {
             pieceRows: pieceRows,
             rows: { piece, file, rows, strings in writer.append(piece, ledgerIndex[file], rows, strings) },
             renewal: { file, key, info, strings in
-                let r = PartitionMarker.Renewal(
+                let r = FoundRenewal(
                     file: ledgerIndex[file], originalTransactionId: key.string(in: strings), info: info)
                 gathered.value.withLock { $0.renewals.append(r) }
             },
@@ -120,14 +121,14 @@ final class InMemoryStateKeeper {
 
     /// What the capture gathered besides rows: renewal info, each file's ledger entry (by its
     /// index in the next ledger) and the pieces kept as they were.
-    private var collected: (() -> ([PartitionMarker.Renewal], [StateLedger.File?], [OutputStats]))?
+    private var collected: (() -> ([FoundRenewal], [StateLedger.File?], [OutputStats]))?
 
     /// Bytes of the state's rows files the run reads (0 when it reads every file).
-    var stateBytes: Int { state.ledger?.rowsFiles.reduce(0) { $0 + $1.bytes } ?? 0 }
+    package var stateBytes: Int { state.ledger?.rowsFiles.reduce(0) { $0 + $1.bytes } ?? 0 }
 
     /// Completes the next state once the read stage is over: its rows files closed, its ledger
     /// written. The rejects are the transaction files' (all of them, as rejects.csv lists them).
-    func finish(_ set: TransactionSet) throws {
+    package func finish(_ set: TransactionSet) throws {
         guard let staged = state.staged, let writer, let collected else { return }
         let (renewals, entries, kept) = collected()
         let pieces = kept + (try writer.finish())
@@ -139,13 +140,13 @@ final class InMemoryStateKeeper {
         let ledger = StateLedger(
             layout: StateLedger.layout, generation: (state.ledger?.generation ?? 0) + 1, settings: state.settings,
             files: files, rowsFiles: pieces, shardRows: nil, rejects: set.rejects, renewals: renewals)
-        try WorkFolder.writeJSON(ledger, to: staged + "/" + StateFolder.ledgerName)
+        try IntermediateFile.writeJSON(ledger, to: staged + "/" + StateFolder.ledgerName)
         self.writer = nil
         self.collected = nil
     }
 
     /// Removes the staged next state, if any.
-    func discard() {
+    package func discard() {
         state.discard()
         writer = nil
         collected = nil
@@ -155,12 +156,12 @@ final class InMemoryStateKeeper {
 /// What the read stage's threads gather for the next state besides rows, under one lock:
 /// renewal info, each file's ledger entry (by its index in the next ledger), the pieces kept.
 private final class Gathered: Sendable {
-    struct Value {
-        var renewals: [PartitionMarker.Renewal] = []
-        var files: [StateLedger.File?]
-        var kept: [OutputStats] = []
+    package struct Value {
+        package var renewals: [FoundRenewal] = []
+        package var files: [StateLedger.File?]
+        package var kept: [OutputStats] = []
     }
-    let value: Mutex<Value>
+    package let value: Mutex<Value>
 
-    init(files: Int) { value = Mutex(Value(files: Array(repeating: nil, count: files))) }
+    package init(files: Int) { value = Mutex(Value(files: Array(repeating: nil, count: files))) }
 }

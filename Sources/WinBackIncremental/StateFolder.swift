@@ -1,5 +1,6 @@
 import Foundation
 import WinBackModel
+import WinBackPipeline
 import WinBackRead
 import WinBackSupport
 import WinBackWrite
@@ -18,33 +19,33 @@ import WinBackWrite
 /// examined under the run's lock before anything is read (its ledger read, its settings and
 /// files checked), the next state's folder staged beside it, and the swap once the run has
 /// published (``swap(progress:)``); a run that fails leaves the state as it was.
-final class StateFolder {
-    static let folderName = ".state"
-    static let ledgerName = "ledger.json"
+package final class StateFolder {
+    package static let folderName = ".state"
+    package static let ledgerName = "ledger.json"
 
-    let p: ResolvedPipeline
+    package let p: ResolvedPipeline
     /// `<output>/<name>` (or a shard's folder under it), where `.state` is.
-    let root: String
-    var path: String { root + "/" + StateFolder.folderName }
-    var settings: StateSettings
-    private(set) var use = StateUse.created
+    package let root: String
+    package var path: String { root + "/" + StateFolder.folderName }
+    package var settings: StateSettings
+    package private(set) var use = StateUse.created
     private(set) var reason: String?
     /// The state found, when it can be used; and each of its files' index in the run's paths.
     private(set) var ledger: StateLedger?
     private(set) var pathOfLedgerFile: [Int] = []
     /// The identity of every transaction file as resolved, before any is read.
-    let identities: [InputIdentity]
+    package let identities: [InputIdentity]
     /// The next state, staged in a folder of its own under the root.
     private(set) var staged: String?
     /// Rows in the next state, once it is complete.
-    var rowsInState = 0
+    package var rowsInState = 0
 
     /// Examines the state of `p` under `root` (the run's lock held).
     ///
     /// With `keepingMoreShards` (a memory-bounded run whose shard count was estimated), a state
     /// kept in more shards than `shards` keeps its count: an earlier night partitioned again
     /// because the rows did not fit (docs/rules.md §12, rule 7).
-    init(_ p: ResolvedPipeline, root: String, shards: Int? = nil, keepingMoreShards: Bool = false) {
+    package init(_ p: ResolvedPipeline, root: String, shards: Int? = nil, keepingMoreShards: Bool = false) {
         self.p = p
         self.root = root
         settings = StateSettings(p, shards: shards)
@@ -64,7 +65,8 @@ final class StateFolder {
         }
         let found: StateLedger
         do {
-            guard let (l, _) = try WorkFolder.readJSON(StateLedger.self, from: path + "/" + StateFolder.ledgerName)
+            guard
+                let (l, _) = try IntermediateFile.readJSON(StateLedger.self, from: path + "/" + StateFolder.ledgerName)
             else { return rebuild("the state has no ledger") }
             found = l
         } catch let e as WinBackError {
@@ -132,7 +134,7 @@ final class StateFolder {
     }
 
     /// Gives the state up: the run reads every file.
-    func rebuild(_ why: String) {
+    package func rebuild(_ why: String) {
         use = .rebuilt
         reason = why
         ledger = nil
@@ -143,7 +145,7 @@ final class StateFolder {
     /// (``StateDamaged``), says so in the log, gives the state up and runs `attempt` once more
     /// (`again` true), which reads every file (docs/rules.md §12). Without a state (`state`
     /// nil), a damaged state cannot arise and `attempt` runs once.
-    static func rebuildingIfDamaged<T>(
+    package static func rebuildingIfDamaged<T>(
         _ state: StateFolder?, progress: Progress, _ attempt: (_ again: Bool) throws -> T
     ) throws -> T {
         do {
@@ -158,7 +160,7 @@ final class StateFolder {
     }
 
     /// A fresh, empty folder for the next state.
-    func stage() throws -> String {
+    package func stage() throws -> String {
         discard()
         let staged = root + "/.staging-state-\(System.processID)"
         System.removeTreeQuietly(staged)
@@ -173,7 +175,7 @@ final class StateFolder {
     /// in one step where the file system can, so that no moment leaves no state. A next state
     /// without its ledger (not complete) is discarded. A failure leaves the previous state,
     /// which the next run can still use; it is reported, not thrown.
-    func swap(progress: Progress) {
+    package func swap(progress: Progress) {
         guard let staged, System.kind(staged + "/" + StateFolder.ledgerName) == .file else { return discard() }
         do {
             switch System.linkKind(path) {
@@ -201,21 +203,21 @@ final class StateFolder {
     }
 
     /// Removes the staged next state, if any (a failed run; or once swapped, the previous one).
-    func discard() {
+    package func discard() {
         if let staged { System.removeTreeQuietly(staged) }
         staged = nil
     }
 
     /// Files the run took from the state, and files it read.
-    var filesFromState: Int { pathOfLedgerFile.count }
-    var filesRead: Int { p.transactionFiles.count - pathOfLedgerFile.count }
+    package var filesFromState: Int { pathOfLedgerFile.count }
+    package var filesRead: Int { p.transactionFiles.count - pathOfLedgerFile.count }
     /// Rows the absorbed files gave when they were read, counted again in the read stage's rows.
-    var rowsFromState: Int {
+    package var rowsFromState: Int {
         ledger?.files.reduce(0) { $0 + $1.counts.stats.rows + $1.counts.extraRows } ?? 0
     }
 
     /// What the manifest records (docs/rules.md §4.4, §12).
-    var summary: IncrementalSummary {
+    package var summary: IncrementalSummary {
         let absorbed = Set(pathOfLedgerFile)
         return IncrementalSummary(
             state: use.rawValue, reason: reason, filesRead: filesRead, filesFromState: filesFromState,
@@ -224,7 +226,7 @@ final class StateFolder {
     }
 
     /// One line for the log.
-    var line: String {
+    package var line: String {
         switch use {
         case .absorbed:
             return "incremental: \(filesFromState) files from the state, \(filesRead) read; "
@@ -239,9 +241,9 @@ final class StateFolder {
     /// The cursor ranges of the table source `label` that the state under `root` absorbed, in
     /// order (docs/rules.md §14.1): none when there is no readable state, or when its ranges do
     /// not follow one another (every range is then read again).
-    static func absorbedRanges(root: String, label: String) -> [TableRange] {
+    package static func absorbedRanges(root: String, label: String) -> [TableRange] {
         let ledger = root + "/" + folderName + "/" + ledgerName
-        guard let (found, _) = try? WorkFolder.readJSON(StateLedger.self, from: ledger) else { return [] }
+        guard let (found, _) = try? IntermediateFile.readJSON(StateLedger.self, from: ledger) else { return [] }
         var ranges: [TableRange] = []
         for f in found.files {
             let (l, range) = TableRange.parse(f.path)
@@ -255,7 +257,7 @@ final class StateFolder {
 
     /// What the next run in memory would do with the state of `p`, for `winback validate`
     /// (which takes no lock and writes nothing: the state is only examined).
-    static func preview(_ p: ResolvedPipeline) -> String {
+    package static func preview(_ p: ResolvedPipeline) -> String {
         let state = StateFolder(p, root: p.outputDirectory + "/" + p.config.name)
         switch state.use {
         case .absorbed:
@@ -268,7 +270,7 @@ final class StateFolder {
 }
 
 /// How a run used its state.
-enum StateUse: String {
+package enum StateUse: String {
     /// Its rows and counts were taken; only files not in it were read.
     case absorbed
     /// There was none: every file was read, and the first state written.
@@ -278,8 +280,8 @@ enum StateUse: String {
 }
 
 /// The state's rows could not be trusted while they were read: the run reads every file.
-struct StateDamaged: Error {
-    var why: String
+package struct StateDamaged: Error {
+    package var why: String
 }
 
 /// The manifest's `incremental` block (docs/rules.md §12).

@@ -1,31 +1,33 @@
 import Foundation
 import WinBackModel
+import WinBackPipeline
 import WinBackRead
 import WinBackS3
 import WinBackSupport
+import WinBackWrite
 
 /// `ledger.json` of an incremental pipeline's state (docs/rules.md §12): the settings its rows
 /// are valid under, every transaction file it absorbed, and what reading them gave besides
-/// rows. Written by ``WorkFolder/writeJSON(_:to:)`` (a checksum line ends it).
-struct StateLedger: Codable {
+/// rows. Written by ``IntermediateFile/writeJSON(_:to:)`` (a checksum line ends it).
+package struct StateLedger: Codable {
     /// The layout of the state; another one is rebuilt (2: rows keep their amounts,
     /// docs/rules.md §13.1).
-    static let layout = 2
+    package static let layout = 2
 
     /// A transaction file the state absorbed, written as one object.
-    struct File: Codable, Equatable {
+    package struct File: Codable, Equatable {
         /// The path, or the object's URI, as the globs gave it.
-        var path: String
+        package var path: String
         /// An object's ETag when it was read; nil for a local file.
-        var etag: String?
+        package var etag: String?
         /// ``System/fileIdentity(_:)`` of a local file, taken before it was read: while it is the
         /// same, the file is not read again to check its SHA-256.
-        var identity: [Int64]?
+        package var identity: [Int64]?
         /// What reading it counted: size and SHA-256 of its bytes as stored, lines, rejects and
         /// the rows it gave (before deduplication).
-        var counts: FileCounts
+        package var counts: FileCounts
 
-        init(path: String, etag: String?, identity: [Int64]?, counts: FileCounts) {
+        package init(path: String, etag: String?, identity: [Int64]?, counts: FileCounts) {
             self.path = path
             self.etag = etag
             self.identity = identity
@@ -34,7 +36,7 @@ struct StateLedger: Codable {
 
         private enum CodingKeys: String, CodingKey { case path, etag, identity }
 
-        init(from decoder: Decoder) throws {
+        package init(from decoder: Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             path = try c.decode(String.self, forKey: .path)
             etag = try c.decodeIfPresent(String.self, forKey: .etag)
@@ -42,7 +44,7 @@ struct StateLedger: Codable {
             counts = try FileCounts(from: decoder)
         }
 
-        func encode(to encoder: Encoder) throws {
+        package func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(path, forKey: .path)
             try c.encodeIfPresent(etag, forKey: .etag)
@@ -51,47 +53,47 @@ struct StateLedger: Codable {
         }
     }
 
-    var layout: Int
+    package var layout: Int
     /// Counts the states written: new rows files are named by it, so that those kept from the
     /// previous state never clash with them.
-    var generation: Int
-    var settings: StateSettings
+    package var generation: Int
+    package var settings: StateSettings
     /// The absorbed files, in the order they were absorbed (a night's new files after the
     /// earlier ones, in path order); a section of a rows file names its file by index here.
-    var files: [File]
+    package var files: [File]
     /// The rows files: `rows-<generation>-<piece>.part`, or for a memory-bounded run `rows-<k>.part` for every
     /// shard k: size, SHA-256 and rows (the winners of every absorbed file).
-    var rowsFiles: [OutputStats]
+    package var rowsFiles: [OutputStats]
     /// A memory-bounded run's: rows the absorbed files gave each shard (before deduplication).
-    var shardRows: [Int]?
+    package var shardRows: [Int]?
     /// The absorbed files' rejects, as many as rejects.csv may list, and how many in all.
-    var rejects: RejectList
+    package var rejects: RejectList
     /// Renewal info found among the absorbed files' transactions (signed files), `file` an
     /// index in `files`, in the order read.
-    var renewals: [PartitionMarker.Renewal]
+    package var renewals: [FoundRenewal]
 }
 
 /// What makes a state's rows valid (docs/rules.md §12): reading the same files under other
 /// settings could give other rows, other rejects or other counts.
-struct StateSettings: Codable, Equatable {
-    var toolVersion: String
-    var format: String
-    var environment: String
+package struct StateSettings: Codable, Equatable {
+    package var toolVersion: String
+    package var format: String
+    package var environment: String
     /// RevenueCat's product map.
-    var products: [String: String]
+    package var products: [String: String]
     /// Signed input: verified or not, the roots' SHA-256 and the app checks.
-    var verify: Bool
-    var roots: [String]
-    var bundleId: String?
-    var appAppleId: Int64?
-    var consecutiveGapDays: Int64
-    var maxLineBytes: Int
-    var maxRejectsListed: Int
+    package var verify: Bool
+    package var roots: [String]
+    package var bundleId: String?
+    package var appAppleId: Int64?
+    package var consecutiveGapDays: Int64
+    package var maxLineBytes: Int
+    package var maxRejectsListed: Int
     /// A memory-bounded run's shard count: the state is kept per shard.
-    var shards: Int?
+    package var shards: Int?
 
     /// What differs from `old` (the state's), in words; empty when nothing does.
-    func changes(from old: StateSettings) -> [String] {
+    package func changes(from old: StateSettings) -> [String] {
         var out: [String] = []
         if toolVersion != old.toolVersion { out.append("winback \(old.toolVersion) wrote it, this is \(toolVersion)") }
         if format != old.format { out.append("the format changed from \(old.format) to \(format)") }
@@ -109,7 +111,7 @@ struct StateSettings: Codable, Equatable {
         }
         if maxLineBytes != old.maxLineBytes { out.append("limits.maxLineBytes changed") }
         if maxRejectsListed != old.maxRejectsListed { out.append("limits.maxRejectsListed changed") }
-        let shardCount = { ReadSummary.count($0, "shard") }
+        let shardCount = { (n: Int) in counted(n, "shard") }
         switch (old.shards, shards) {
         case (nil, let now?):
             out.append("a run in memory kept the state; this run is memory-bounded (\(shardCount(now)))")
@@ -125,8 +127,8 @@ struct StateSettings: Codable, Equatable {
 
 extension StateSettings {
     /// The settings of a run of `p` (a memory-bounded run's with its `shards`).
-    init(_ p: ResolvedPipeline, shards: Int? = nil) {
-        toolVersion = Manifest.toolVersion
+    package init(_ p: ResolvedPipeline, shards: Int? = nil) {
+        toolVersion = ToolVersion.current
         format = p.config.format.rawValue
         environment = p.config.environment
         products = p.config.format == .revenuecat ? p.config.products : [:]

@@ -1,8 +1,10 @@
 import Foundation
 import Synchronization
 import WinBackModel
+import WinBackPipeline
 import WinBackRead
 import WinBackSupport
+import WinBackWrite
 
 /// The rows files of the next state, one a piece, written from several threads at once (one
 /// thread a piece at a time), unsynced: a state cut short by a crash fails its checks and is
