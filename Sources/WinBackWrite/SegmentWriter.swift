@@ -30,23 +30,32 @@ public struct SegmentWriter: Sendable {
     /// Per offer, the UTF-8 bytes of its id and URL, made once rather than on every line.
     let offerIds: ByteList
     let offerURLs: ByteList
+    /// The same as XML attribute values, escaped as libxml2 escapes them.
+    let xmlOfferIds: ByteList
+    let xmlOfferURLs: ByteList
     /// The same as whole CSV fields, escaped.
     let csvOfferIds: ByteList
     let csvOfferURLs: ByteList
+    /// Rows of a file formatted as one piece (``defaultPieceRows``; fewer in tests, to cut small
+    /// lists up).
+    let pieceRows: Int
     /// The segment lists, each customer's rows where ``lists(audience:book:requireApple:)`` puts them.
     let lists: [List]
 
     public init(
         customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String],
-        requireApple: AppleRequirement = .off
+        requireApple: AppleRequirement = .off, pieceRows: Int = SegmentWriter.defaultPieceRows
     ) {
         self.customers = customers
+        self.pieceRows = max(1, pieceRows)
         self.audience = audience
         self.book = book
         self.formats = formats
         self.requireApple = requireApple
         offerIds = ByteList(book.offers.map { Array($0.offer.offerId.utf8) })
         offerURLs = ByteList(book.offers.map { Array($0.offer.offerURL.utf8) })
+        xmlOfferIds = ByteList(book.offers.map { XMLWriter.escapedAttribute(Array($0.offer.offerId.utf8)) })
+        xmlOfferURLs = ByteList(book.offers.map { XMLWriter.escapedAttribute(Array($0.offer.offerURL.utf8)) })
         csvOfferIds = ByteList(book.offers.map { CSVRecord.escaped($0.offer.offerId) })
         csvOfferURLs = ByteList(book.offers.map { CSVRecord.escaped($0.offer.offerURL) })
         lists = SegmentWriter.lists(audience: audience, book: book, requireApple: requireApple)
@@ -131,28 +140,42 @@ public struct SegmentWriter: Sendable {
         return lists
     }
 
+    /// Rows of a segment file formatted as one piece: the pieces of every file are formatted on
+    /// any thread and written in order, so no one file holds a thread for all its rows.
+    public static let defaultPieceRows = 4096
+
     /// Writes every segment into `directory/segments/`; returns the files written. With
     /// `sync`, files are made durable in the background (the caller waits on it).
     package func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
         try OutputFile.makeFolder(directory + "/segments")
-        let jobs = lists
-        let tasks = jobs.flatMap { job in formats.map { (job, $0) } }
-        let slots = ResultSlots<OutputStats>(count: tasks.count)
-        // Largest lists first (XML before CSV), so no thread is left with a big one at the end.
-        let bySize = tasks.indices.sorted {
-            (tasks[$0].0.entries.count, tasks[$0].1 == "xml" ? 1 : 0, -$0)
-                > (tasks[$1].0.entries.count, tasks[$1].1 == "xml" ? 1 : 0, -$1)
+        let files = lists.flatMap { list in formats.map { (list: list, xml: $0 == "xml") } }
+        let outputs = files.map { file in
+            SegmentFileOutput(
+                path: directory + "/segments/\(file.list.name).\(file.xml ? "xml" : "csv")",
+                pieces: Swift.max(1, (file.list.entries.count + pieceRows - 1) / pieceRows), sync: sync)
         }
-        try parallelFor(count: tasks.count, threads: threads, order: bySize) { i in
-            let (job, format) = tasks[i]
-            let rel = "segments/\(job.name).\(format)"
-            let path = directory + "/" + rel
-            if format == "csv" {
-                let (bytes, sha) = try writeCSV(job.entries, path: path, sync: sync)
-                slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
-            } else {
-                let (bytes, sha) = try writeXML(job.entries, offer: job.offer, path: path, sync: sync)
-                slots[i] = OutputStats(path: rel, bytes: bytes, rows: job.entries.count, sha256: sha)
+        // Every file's pieces in order, largest files first (XML before CSV), so the pieces of a
+        // file are taken one after another and few wait to be written.
+        let bySize = files.indices.sorted {
+            (files[$0].list.entries.count, files[$0].xml ? 1 : 0, -$0)
+                > (files[$1].list.entries.count, files[$1].xml ? 1 : 0, -$1)
+        }
+        let units = bySize.flatMap { f in (0..<outputs[f].pieces).map { (file: f, piece: $0) } }
+        let slots = ResultSlots<OutputStats>(count: files.count)
+        try parallelFor(count: units.count, threads: threads) { u in
+            let (f, piece) = units[u]
+            let (list, xml) = files[f]
+            let rows = list.entries[
+                Swift.min(
+                    list.entries.count, piece * pieceRows)..<Swift.min(list.entries.count, (piece + 1) * pieceRows)]
+            var bytes: [UInt8] = []
+            if xml { appendXML(rows, offer: list.offer, to: &bytes) } else { appendCSV(rows, to: &bytes) }
+            let finished = try outputs[f].put(piece, bytes) { place in
+                xml ? .xml(try xmlHead(list, place)) : .csv(try csvHead(place))
+            }
+            if let (bytesWritten, sha) = finished {
+                let rel = "segments/\(list.name).\(xml ? "xml" : "csv")"
+                slots[f] = OutputStats(path: rel, bytes: bytesWritten, rows: list.entries.count, sha256: sha)
             }
         }
         return slots.all
@@ -164,15 +187,20 @@ public struct SegmentWriter: Sendable {
         try write(to: directory, threads: threads, sync: nil)
     }
 
-    /// Returns the file's size and SHA-256.
-    func writeCSV(_ entries: [Entry], path: String, sync: DiskSync?) throws -> (Int, String) {
-        let file = try OutputFile(path: path, sync: sync)
+    /// A segment CSV opened, its header written.
+    private func csvHead(_ place: SegmentFileOutput.Place) throws -> OutputFile {
+        let file = try OutputFile(path: place.path, sync: place.sync)
         try file.write(CSVRecord.header(SegmentWriter.columns))
+        return file
+    }
+
+    /// Appends the CSV lines of `entries`.
+    func appendCSV(_ entries: ArraySlice<Entry>, to out: inout [UInt8]) {
         let s = customers.strings
         var rec = CSVRecord()
         var eligible: [UInt8] = []
         // Results are read in place: a copy of one would retain its arrays.
-        try audience.results.withUnsafeBufferPointer { results in
+        audience.results.withUnsafeBufferPointer { results in
             for e in entries {
                 let r = results.baseAddress! + e.result
                 let k = Int(r.pointee.customer)
@@ -198,18 +226,16 @@ public struct SegmentWriter: Sendable {
                     rec.field(escapedRaw: $0)
                 }
                 rec.end()
-                try file.write(rec.bytes)
+                out.append(contentsOf: rec.bytes)
             }
         }
-        return try file.finish()
     }
 
-    /// Returns the file's size and SHA-256.
-    func writeXML(_ entries: [Entry], offer: Int?, path: String, sync: DiskSync?) throws -> (Int, String) {
-        let x = try XMLWriter(path: path, sync: sync)
-        let s = customers.strings
-        let asOf = Timestamp.iso(audience.asOf)
-        if let offer {
+    /// A segment XML opened, its root element's start written: the customers follow it as
+    /// ``appendXML(_:offer:to:)`` formats them.
+    private func xmlHead(_ list: List, _ place: SegmentFileOutput.Place) throws -> XMLWriter {
+        let x = try XMLWriter(path: place.path, sync: place.sync)
+        if let offer = list.offer {
             let o = book.offers[offer].offer
             try x.start("segment")
             try x.attribute("xmlns", "urn:winback:segment:1")
@@ -220,51 +246,72 @@ public struct SegmentWriter: Sendable {
             try x.start("audience")
             try x.attribute("xmlns", "urn:winback:segment:1")
         }
-        try x.attribute("asOf", asOf)
-        try x.attribute("customers", String(entries.count))
+        try x.attribute("asOf", Timestamp.iso(audience.asOf))
+        try x.attribute("customers", String(list.entries.count))
+        // The start tag closed, each customer on a line of its own, indented as libxml2
+        // indents a child element.
+        if !list.entries.isEmpty { try x.raw([UInt8(ascii: "\n")]) }
+        return x
+    }
+
+    /// Appends the `<customer …/>` lines of `entries`, one line each, as libxml2's writer
+    /// indents them; values are escaped as it escapes them (``XMLWriter/appendAttribute(_:to:_:)``),
+    /// the offers' ids and URLs once, when the writer is made.
+    func appendXML(_ entries: ArraySlice<Entry>, offer: Int?, to out: inout [UInt8]) {
+        // What the lines need, taken out of `self` once: a closure that reached them through
+        // `self` would copy the writer on every line.
+        let s = customers.strings
+        let groups = customers.groups
+        let originalTransactionIds = customers.originalTransactionIds
+        let xmlOfferIds = xmlOfferIds
+        let xmlOfferURLs = xmlOfferURLs
+        func attribute(_ name: StaticString, escaped: Bool = false, _ body: (inout [UInt8]) -> Void) {
+            XMLWriter.appendAttribute(name, escaped: escaped, to: &out, body)
+        }
         // Results are read in place: a copy of one would retain its arrays.
-        try audience.results.withUnsafeBufferPointer { results in
+        audience.results.withUnsafeBufferPointer { results in
             for e in entries {
                 let r = results.baseAddress! + e.result
                 let k = Int(r.pointee.customer)
-                try x.start("customer")
-                if offer == nil { try x.attribute("subscriptionGroupId") { s.append(customers.groups[k], to: &$0) } }
-                try x.attribute("originalTransactionId") { customers.originalTransactionIds[k].append(in: s, to: &$0) }
+                out.append(contentsOf: Self.customerStart)
+                if offer == nil { attribute("subscriptionGroupId") { s.append(groups[k], to: &$0) } }
+                attribute("originalTransactionId") { originalTransactionIds[k].append(in: s, to: &$0) }
                 let token = r.pointee.timeline.appAccountToken
-                if !token.isNone { try x.attribute("appAccountToken") { token.append(in: s, to: &$0) } }
+                if !token.isNone { attribute("appAccountToken") { token.append(in: s, to: &$0) } }
                 let storefront = r.pointee.timeline.storefront
-                if storefront >= 0 { try x.attribute("storefront") { s.append(storefront, to: &$0) } }
-                try x.attribute("productId") { s.append(r.pointee.timeline.productId, to: &$0) }
-                try x.attribute("paidMonths") { CSVRecord.appendDecimal(Int64(r.pointee.timeline.paidMonths), to: &$0) }
+                if storefront >= 0 { attribute("storefront") { s.append(storefront, to: &$0) } }
+                attribute("productId") { s.append(r.pointee.timeline.productId, to: &$0) }
+                attribute("paidMonths") { CSVRecord.appendDecimal(Int64(r.pointee.timeline.paidMonths), to: &$0) }
                 if let p = r.pointee.timeline.paidRunStart {
-                    try x.attribute("paidRunStart") { Timestamp.appendISO(p, to: &$0) }
+                    attribute("paidRunStart") { Timestamp.appendISO(p, to: &$0) }
                 }
-                try x.attribute("lastSubscribedEnd") {
-                    Timestamp.appendISO(r.pointee.timeline.lastSubscribedEnd, to: &$0)
-                }
-                try x.attribute("monthsSinceLastSubscribed") {
+                attribute("lastSubscribedEnd") { Timestamp.appendISO(r.pointee.timeline.lastSubscribedEnd, to: &$0) }
+                attribute("monthsSinceLastSubscribed") {
                     CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0)
                 }
                 if offer == nil {
-                    try x.attribute("offerId") { out in
-                        offerIds.with(e.offer) { out.append(contentsOf: $0) }
+                    attribute("offerId", escaped: true) { o in xmlOfferIds.with(e.offer) { o.append(contentsOf: $0) } }
+                }
+                attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
+                attribute("eligibleOfferIds", escaped: true) { o in
+                    for (i, id) in r.pointee.eligible.enumerated() {
+                        if i > 0 { o.append(UInt8(ascii: " ")) }
+                        xmlOfferIds.with(Int(id)) { o.append(contentsOf: $0) }
                     }
                 }
-                try x.attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
-                try x.attribute("eligibleOfferIds") { appendEligibleIds(r, separator: UInt8(ascii: " "), to: &$0) }
-                try x.attribute("offerUrl") { out in
-                    offerURLs.with(e.offer) { out.append(contentsOf: $0) }
+                attribute("offerUrl", escaped: true) { o in xmlOfferURLs.with(e.offer) { o.append(contentsOf: $0) } }
+                attribute("appleEligible") { o in
+                    SegmentWriter.appleLabels.with(Int(r.pointee.apple(rank: e.rank).rawValue)) {
+                        o.append(contentsOf: $0)
+                    }
                 }
-                try x.attribute("appleEligible") { out in
-                    let label = Int(r.pointee.apple(rank: e.rank).rawValue)
-                    SegmentWriter.appleLabels.with(label) { out.append(contentsOf: $0) }
-                }
-                try x.end()
+                out.append(contentsOf: Self.customerEnd)
             }
         }
-        try x.end()
-        return try x.finish()
     }
+
+    private static let customerStart = Array("  <customer".utf8)
+    private static let customerEnd = Array("/>\n".utf8)
 }
 
 /// A run in memory hands its lists to the changes, the destinations and the audience table as

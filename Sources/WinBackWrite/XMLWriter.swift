@@ -3,7 +3,9 @@ import Foundation
 import WinBackSupport
 
 /// A streaming XML file writer over libxml2's xmlTextWriter: one element per line, indented
-/// by two spaces. All libxml2 writer calls of the project go through this type.
+/// by two spaces. All libxml2 writer calls of the project go through this type. The many
+/// elements of a segment are formatted by the caller (``appendAttribute(_:escaped:to:_:)``, a
+/// value escaped by libxml2 when it needs escaping) and handed over in large writes (``raw(_:)``).
 ///
 /// libxml2 hands its output to an ``OutputFile`` through an I/O callback, so XML files are
 /// buffered, hashed as written and synced like every other output.
@@ -18,8 +20,6 @@ package final class XMLWriter {
     private let writer: xmlTextWriterPtr
     private let sink: Sink
     let path: String
-    /// Scratch for attribute values built from bytes, reused for every attribute.
-    @exclusivity(unchecked) private var value: [UInt8] = []
 
     /// libxml2's one-time set-up (docs/rules.md §6), done by the first writer made on any
     /// thread: Swift runs a static's initialiser exactly once (`swift_once`), any other thread
@@ -70,22 +70,82 @@ package final class XMLWriter {
         try check(xmlTextWriterWriteAttribute(writer, name.utf8Start, value))
     }
 
-    /// Writes an attribute whose value `body` appends as UTF-8 bytes, with no String made on
-    /// the way; an empty value is omitted (docs/rules.md §4.2).
-    func attribute(_ name: StaticString, _ body: (inout [UInt8]) -> Void) throws {
-        value.removeAll(keepingCapacity: true)
-        body(&value)
-        if value.isEmpty { return }
-        value.append(0)
-        // Mutable access reaches the stored array in place; a read would take a reference.
+    func end() throws { try check(xmlTextWriterEndElement(writer)) }
+
+    /// Writes elements formatted by the caller (``appendAttribute(_:to:_:)``) as they are, inside
+    /// the element open last: libxml2 closes its start tag first. One call for many elements.
+    func raw(_ bytes: [UInt8]) throws {
+        guard !bytes.isEmpty else { return }
         let writer = self.writer
-        let rc = value.withUnsafeMutableBufferPointer {
-            xmlTextWriterWriteAttribute(writer, name.utf8Start, $0.baseAddress!)
+        let rc = bytes.withUnsafeBufferPointer {
+            xmlTextWriterWriteRawLen(writer, $0.baseAddress!, Int32($0.count))
         }
         try check(rc)
     }
 
-    func end() throws { try check(xmlTextWriterEndElement(writer)) }
+    /// Appends ` name="value"` to an element being formatted, `body` appending the value's
+    /// bytes; an empty value is omitted (docs/rules.md §4.2). A value of printable ASCII but
+    /// `<`, `>`, `&` and `"` stands as it is; any other is escaped by libxml2 itself, as its
+    /// writer escapes an attribute (``escapedAttribute(_:)``), so the bytes are those
+    /// ``attribute(_:_:)`` writes. With `escaped`, the value is escaped already
+    /// (``escapedAttribute(_:)``).
+    static func appendAttribute(
+        _ name: StaticString, escaped: Bool = false, to out: inout [UInt8], _ body: (inout [UInt8]) -> Void
+    ) {
+        let start = out.count
+        out.append(UInt8(ascii: " "))
+        name.withUTF8Buffer { out.append(contentsOf: $0) }
+        out.append(contentsOf: [UInt8(ascii: "="), UInt8(ascii: "\"")])
+        let valueStart = out.count
+        body(&out)
+        if out.count == valueStart {
+            out.removeSubrange(start...)
+            return
+        }
+        if !escaped && out[valueStart...].contains(where: { !plain[Int($0)] }) {
+            let value = Array(out[valueStart...])
+            out.removeSubrange(valueStart...)
+            out.append(contentsOf: escapedAttribute(value))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Bytes an attribute value may hold as they are.
+    private static let plain: [Bool] = (0..<256).map { b in
+        b >= 0x20 && b < 0x7F && b != Int(UInt8(ascii: "<")) && b != Int(UInt8(ascii: ">"))
+            && b != Int(UInt8(ascii: "&")) && b != Int(UInt8(ascii: "\""))
+    }
+
+    /// `value` as libxml2's writer escapes an attribute's value in a UTF-8 document: written as
+    /// the one attribute of an element by a writer of its own into memory, and taken back from
+    /// between its quotes.
+    static func escapedAttribute(_ value: [UInt8]) -> [UInt8] {
+        _ = XMLWriter.libxml2
+        // libxml2 fails here only when it cannot allocate.
+        guard let buffer = xmlBufferCreate() else { preconditionFailure("libxml2 cannot make a buffer") }
+        defer { xmlBufferFree(buffer) }
+        guard let w = xmlNewTextWriterMemory(buffer, 0) else { preconditionFailure("libxml2 cannot make a writer") }
+        var terminated = value
+        terminated.append(0)
+        // A document in UTF-8, as every file's: libxml2 keeps its characters as they are.
+        guard xmlTextWriterStartDocument(w, nil, "UTF-8", nil) >= 0, xmlTextWriterFlush(w) >= 0 else {
+            preconditionFailure("libxml2 cannot start a document")
+        }
+        let head = Int(xmlBufferLength(buffer))
+        let written = terminated.withUnsafeBufferPointer { v in
+            xmlTextWriterStartElement(w, "e") >= 0 && xmlTextWriterWriteAttribute(w, "a", v.baseAddress!) >= 0
+                && xmlTextWriterFlush(w) >= 0
+        }
+        xmlFreeTextWriter(w)
+        guard written, let content = xmlBufferContent(buffer) else { preconditionFailure("libxml2 cannot escape") }
+        let all = Array(UnsafeBufferPointer(start: content, count: Int(xmlBufferLength(buffer))).dropFirst(head))
+        // `<e a="` … `"`
+        let prefix = 6
+        precondition(
+            all.count > prefix && all.last == UInt8(ascii: "\"") && all.starts(with: Array("<e a=\"".utf8)),
+            "libxml2 wrote an attribute unlike itself")
+        return Array(all[prefix..<(all.count - 1)])
+    }
 
     /// Ends the document, then flushes, syncs and closes the file; returns (bytes, hex SHA-256).
     func finish() throws -> (Int, String) {

@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+import WinBackTestSupport
+
+@testable import WinBackModel
+@testable import WinBackRules
+@testable import WinBackSupport
+@testable import WinBackWrite
+
+/// Segment files are formatted in pieces on several threads and written in order; their XML
+/// customers are formatted by winback, one write for many, their values escaped as libxml2
+/// escapes them (docs/rules.md §4.2).
+@Suite("Segment files in pieces: the bytes of one writer")
+struct SegmentPiecesTests {
+    /// Values a customer's fields may hold: plain, every character XML escapes in an attribute,
+    /// controls, non-ASCII, long.
+    static let values = [
+        "plain-value_1.2", "a&b", "<tag>", "say \"hi\"", "it's", "tab\there", "new\nline", "cr\rhere", "]]>",
+        "café", "日本", "😀 emoji", "\u{7F}del", "\u{01}soh", "&amp;", String(repeating: "x&", count: 300),
+        " lead and trail ",
+    ]
+
+    @Test("an attribute winback formats is the bytes libxml2's writer writes for it", arguments: values)
+    func attributeAsLibxml2(value: String) throws {
+        let path = Paths.temporary() + "/one.xml"
+        let x = try XMLWriter(path: path)
+        try x.start("r")
+        try x.attribute("a", value)
+        try x.end()
+        _ = try x.finish()
+        let written = try #require(FileManager.default.contents(atPath: path))
+        var ours = Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<r".utf8)
+        XMLWriter.appendAttribute("a", to: &ours) { $0.append(contentsOf: Array(value.utf8)) }
+        ours += Array("/>\n".utf8)
+        #expect(text(ours) == text(Array(written)))
+        #expect(ours == Array(written))
+    }
+
+    @Test("an empty value is left out; a value escaped already is not escaped again")
+    func emptyAndEscaped() {
+        var out: [UInt8] = []
+        XMLWriter.appendAttribute("a", to: &out) { _ in }
+        #expect(out.isEmpty)
+        XMLWriter.appendAttribute("a", escaped: true, to: &out) {
+            $0.append(contentsOf: XMLWriter.escapedAttribute(Array("x&y".utf8)))
+        }
+        #expect(text(out) == " a=\"x&amp;y\"")
+    }
+
+    @Test("bytes that are not UTF-8 are handed to libxml2's escaping, not kept by winback's")
+    func notUTF8() {
+        let value: [UInt8] = [0x61, 0xFF, 0xC3, 0x28, 0x62]
+        var out: [UInt8] = []
+        XMLWriter.appendAttribute("a", to: &out) { $0.append(contentsOf: value) }
+        #expect(out == Array(" a=\"".utf8) + XMLWriter.escapedAttribute(value) + [UInt8(ascii: "\"")])
+    }
+
+    /// Eligible customers with hostile storefronts, an offer whose id needs escaping and one
+    /// without a URL, evaluated.
+    static func world(customers: Int) -> (CustomerRows, OfferBook, Audience) {
+        let w = TestWorld()
+        var rows: [Transaction] = []
+        for c in 0..<customers {
+            rows += w.monthly(
+                from: "2025-01-01T12:00:00Z", count: 3 + c % 5, customer: "c\(c)",
+                storefront: values[c % values.count])
+        }
+        var offer = TestWorld.basicOffer()
+        offer.appleId = "10778326500"
+        // No appleId: an empty URL, left out of the XML.
+        let second = TestWorld.basicOffer(paid: 5, id: "wb.<second>&")
+        return evaluateWorld(w, rows, offers: [offer, second], asOf: "2026-01-01T00:00:00Z")
+    }
+
+    static func files(_ dir: String) -> [String: Data] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir + "/segments")) ?? []
+        return Dictionary(
+            uniqueKeysWithValues: names.map { ($0, FileManager.default.contents(atPath: dir + "/segments/" + $0)!) })
+    }
+
+    @Test(
+        "any piece size and thread count give the bytes of one piece on one thread; each customer's attributes as libxml2 writes them"
+    )
+    func piecesAndThreads() throws {
+        let (customers, book, audience) = Self.world(customers: 61)
+        let reference = Paths.temporary()
+        let whole = SegmentWriter(
+            customers: customers, audience: audience, book: book, formats: ["csv", "xml"], pieceRows: 1_000)
+        let stats = try whole.write(to: reference, threads: 1)
+        let expected = Self.files(reference)
+        #expect(expected.count == 6)
+        #expect(stats.first { $0.path == "segments/best-offer.xml" }?.rows == 61)
+        #expect(stats.first { $0.path == "segments/wb.<second>&.xml" }.map { $0.rows > 0 } == true)
+        for (pieceRows, threads) in [(1, 1), (1, 4), (2, 2), (7, 3), (60, 2), (61, 2), (62, 4)] {
+            let dir = Paths.temporary()
+            let writer = SegmentWriter(
+                customers: customers, audience: audience, book: book, formats: ["csv", "xml"], pieceRows: pieceRows)
+            let got = try writer.write(to: dir, threads: threads)
+            #expect(got == stats, "\(pieceRows) rows a piece, \(threads) threads")
+            #expect(Self.files(dir) == expected, "\(pieceRows) rows a piece, \(threads) threads")
+        }
+        // Each customer line holds what libxml2's writer writes for its attributes.
+        let xml = String(decoding: try #require(expected["best-offer.xml"]), as: UTF8.self)
+        for value in Self.values {
+            var attribute: [UInt8] = []
+            XMLWriter.appendAttribute("storefront", to: &attribute) { $0.append(contentsOf: Array(value.utf8)) }
+            #expect(xml.contains(text(attribute)), "\(value)")
+        }
+        #expect(xml.contains(" offerUrl=\"https://apps.apple.com/win-back/10778326500\""))
+        let second = String(decoding: try #require(expected["wb.<second>&.xml"]), as: UTF8.self)
+        #expect(second.contains(" offerId=\"wb.&lt;second&gt;&amp;\""))
+        #expect(!second.contains(" offerUrl="))
+        #expect(xml.contains(" eligibleOfferIds=\"wb.basic.1m.free wb.&lt;second&gt;&amp;\""))
+    }
+
+    @Test("a list with no customer is one piece: its XML's root element closed on itself")
+    func emptyList() throws {
+        let (customers, book, audience) = Self.world(customers: 0)
+        let dir = Paths.temporary()
+        _ = try SegmentWriter(
+            customers: customers, audience: audience, book: book, formats: ["csv", "xml"], pieceRows: 1
+        )
+        .write(to: dir, threads: 2)
+        let xml = String(decoding: try #require(Self.files(dir)["best-offer.xml"]), as: UTF8.self)
+        #expect(
+            xml == "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                + "<audience xmlns=\"urn:winback:segment:1\" asOf=\"2026-01-01T00:00:00.000Z\" customers=\"0\"/>\n")
+        #expect(
+            text(Array(try #require(Self.files(dir)["best-offer.csv"])))
+                == text(CSVRecord.header(SegmentWriter.columns)))
+    }
+}
