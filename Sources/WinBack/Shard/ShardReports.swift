@@ -5,7 +5,7 @@ import WinBackRules
 /// window: their line-by-line lists do not line up otherwise), and put back into the run's.
 /// A new report is its tally and one entry of ``ShardReports/tallies``, beside its entry of
 /// ``ReportWriter/reportFiles``.
-protocol ShardTally: Codable {
+protocol ShardTally: Codable, SendableMetatype {
     init(_ r: Reports)
     func merged(with o: Self) -> Self?
     func store(into r: inout Reports)

@@ -813,7 +813,7 @@ struct IncrementalRunTests {
 
     @Test("the state is private: its folder 0700, its files 0640")
     func privateState() throws {
-        let (world, p, output) = try Self.setUp(customers: 300, seed: 14)
+        let (_, p, output) = try Self.setUp(customers: 300, seed: 14)
         let folder = Self.stateFolder(output)
         for expected in ["created", "absorbed"] {
             let n = try Self.night(p.incremental, output: output)

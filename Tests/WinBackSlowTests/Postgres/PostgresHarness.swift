@@ -162,6 +162,7 @@ final class PostgresServer: @unchecked Sendable {
     /// Runs `sql` with psql in database `db`; its output unaligned, tuples only. Fails on any
     /// error.
     @discardableResult
+    @discardableResult
     func sql(_ sql: String, db: String = "postgres") throws -> String {
         let r = try Helper.run(
             Self.psql!, ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", uri(db), "-c", sql],
@@ -222,6 +223,7 @@ struct PostgresWorld {
     var files: String { folder + "/pipeline.yaml" }
     var tables: String { folder + "/postgres-pipeline.yaml" }
 
+    @discardableResult
     func sql(_ s: String) throws -> String { try server.sql(s, db: db) }
 
     /// `winback ARGS` with the server's environment (and `more`).
