@@ -162,7 +162,6 @@ final class PostgresServer: @unchecked Sendable {
     /// Runs `sql` with psql in database `db`; its output unaligned, tuples only. Fails on any
     /// error.
     @discardableResult
-    @discardableResult
     func sql(_ sql: String, db: String = "postgres") throws -> String {
         let r = try Helper.run(
             Self.psql!, ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", uri(db), "-c", sql],
