@@ -168,7 +168,9 @@ public struct SegmentWriter: Sendable {
             let rows = list.entries[
                 Swift.min(
                     list.entries.count, piece * pieceRows)..<Swift.min(list.entries.count, (piece + 1) * pieceRows)]
+            // About what a line takes, so that the piece is not copied as it grows.
             var bytes: [UInt8] = []
+            bytes.reserveCapacity(rows.count * (xml ? 512 : 256))
             if xml { appendXML(rows, offer: list.offer, to: &bytes) } else { appendCSV(rows, to: &bytes) }
             let finished = try outputs[f].put(piece, bytes) { place in
                 xml ? .xml(try xmlHead(list, place)) : .csv(try csvHead(place))

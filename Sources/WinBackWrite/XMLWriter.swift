@@ -102,7 +102,7 @@ package final class XMLWriter {
             out.removeSubrange(start...)
             return
         }
-        if !escaped && out[valueStart...].contains(where: { !plain[Int($0)] }) {
+        if !escaped && out[valueStart...].contains(where: { !isPlain($0) }) {
             let value = Array(out[valueStart...])
             out.removeSubrange(valueStart...)
             out.append(contentsOf: escapedAttribute(value))
@@ -110,10 +110,11 @@ package final class XMLWriter {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// Bytes an attribute value may hold as they are.
-    private static let plain: [Bool] = (0..<256).map { b in
-        b >= 0x20 && b < 0x7F && b != Int(UInt8(ascii: "<")) && b != Int(UInt8(ascii: ">"))
-            && b != Int(UInt8(ascii: "&")) && b != Int(UInt8(ascii: "\""))
+    /// A byte an attribute value may hold as it is: printable ASCII but `<`, `>`, `&` and `"`.
+    @inline(__always)
+    private static func isPlain(_ b: UInt8) -> Bool {
+        b >= 0x20 && b < 0x7F && b != UInt8(ascii: "<") && b != UInt8(ascii: ">") && b != UInt8(ascii: "&")
+            && b != UInt8(ascii: "\"")
     }
 
     /// `value` as libxml2's writer escapes an attribute's value in a UTF-8 document: written as
