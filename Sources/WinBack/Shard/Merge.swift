@@ -176,7 +176,7 @@ public enum Merge {
     }
 
     /// The run's reports: the shards' rows summed, each report's by its rows' own keys and `+`
-    /// (``ShardReports/merged(with:)``), in the orders of docs/rules.md §4.3 and §4.5 (but for
+    /// (``ShardReports/add(_:)``), in the orders of docs/rules.md §4.3 and §4.5 (but for
     /// the disagreements, merged from files); and the segment rows `audience.requireApple` left
     /// out, per catalog offer, then best-offer.
     ///
@@ -188,10 +188,11 @@ public enum Merge {
             guard let (r, _) = try IntermediateFile.readJSON(ShardReports.self, from: path) else {
                 throw WinBackError(.noInput, "shard \(k) has no reports", path: path)
             }
-            guard let sum = k == 0 ? r : total?.merged(with: r) else {
+            if total == nil {
+                total = r
+            } else if total?.add(r) != true {
                 throw WinBackError(.badData, "shard \(k)'s reports do not match shard 0's", path: path)
             }
-            total = sum
         }
         guard let total else { throw WinBackError(.noInput, "no shard reports to merge", path: work.root) }
         let window = ReportWindow(asOf: p.asOf, months: p.config.windowMonths)

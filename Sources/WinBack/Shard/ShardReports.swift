@@ -1,21 +1,23 @@
 import WinBackRules
 
 /// One report's rows as a shard keeps them (docs/rules.md §8.1): taken from the shard's
-/// ``Reports``, summed with another shard's (nil unless both are of the same catalog and
-/// window: their line-by-line lists do not line up otherwise), and put back into the run's.
+/// ``Reports``, added up with the other shards' (not when two are of another catalog or
+/// window: their line-by-line lists do not line up then), and put back into the run's.
 /// A new report is its tally and one entry of ``ShardReports/tallies``, beside its entry of
 /// ``ReportWriter/reportFiles``.
 protocol ShardTally: Codable, SendableMetatype {
     init(_ r: Reports)
-    func merged(with o: Self) -> Self?
+    /// Adds another shard's tally to this one; false when the two do not add up (another
+    /// catalog or window), this one then no longer a sum of anything.
+    mutating func add(_ o: Self) -> Bool
     func store(into r: inout Reports)
 }
 
 extension ShardTally {
-    /// ``merged(with:)`` of a tally known only as a ``ShardTally``: nil unless it is of this kind.
-    func merged(withAny o: any ShardTally) -> (any ShardTally)? {
-        guard let o = o as? Self else { return nil }
-        return merged(with: o)
+    /// ``add(_:)`` of a tally known only as a ``ShardTally``: false unless it is of this kind.
+    mutating func add(any o: any ShardTally) -> Bool {
+        guard let o = o as? Self else { return false }
+        return add(o)
     }
 }
 
@@ -31,14 +33,22 @@ protocol RowsOfReport {
 /// The rows of one report as a shard keeps them.
 struct RowsTally<Report: RowsOfReport>: ShardTally {
     var rows: [Report.Row]
+    /// Where each key's row is in `rows`, once a shard's rows were added by key: kept for the
+    /// next shard's, so a merge of many shards indexes each row once.
+    private var index: [Report.Row.Key: Int]?
+
+    private enum CodingKeys: String, CodingKey { case rows }
 
     init(_ r: Reports) { rows = r[keyPath: Report.rows] }
 
-    private init(rows: [Report.Row]) { self.rows = rows }
-
-    func merged(with o: Self) -> Self? {
-        guard Report.sorted != nil else { return rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
-        return Self(rows: rows.summed(byKey: o.rows))
+    mutating func add(_ o: Self) -> Bool {
+        guard Report.sorted != nil else {
+            guard let sum = rows.summed(lineByLine: o.rows) else { return false }
+            rows = sum
+            return true
+        }
+        rows.add(byKey: o.rows, index: &index)
+        return true
     }
 
     func store(into r: inout Reports) { r[keyPath: Report.rows] = Report.sorted?(rows) ?? rows }
@@ -81,7 +91,7 @@ enum RevenueRows: RowsOfReport {
 /// A shard's report rows: sums over disjoint sets of customers, so the run's reports are the
 /// sums of the shards' by key (docs/rules.md §8.1). Every list is of ``SummableRow``s: each row
 /// type owns its key and its `+`; each report's rows are a ``ShardTally`` registered once in
-/// ``tallies``, so a merge of shards is a fold of ``merged(with:)`` and a report added here needs
+/// ``tallies``, so a merge of shards is a fold of ``add(_:)`` and a report added here needs
 /// no edit in ``Merge``.
 struct ShardReports: Codable {
     /// Every report's tally, by the key `reports.json` keeps it under.
@@ -144,12 +154,14 @@ struct ShardReports: Codable {
             self.topAgreement = topAgreement
         }
 
-        /// The counts of both; nil unless both are of the same catalog.
-        func merged(with o: Apple) -> Apple? {
-            guard let offers = offers.summed(lineByLine: o.offers) else { return nil }
-            return Apple(
-                offers: offers, unknownIds: unknownIds.summed(byKey: o.unknownIds), overall: overall + o.overall,
-                topAgreement: topAgreement + o.topAgreement)
+        /// The counts of both; false unless both are of the same catalog.
+        mutating func add(_ o: Apple) -> Bool {
+            guard let sum = offers.summed(lineByLine: o.offers) else { return false }
+            offers = sum
+            unknownIds = unknownIds.summed(byKey: o.unknownIds)
+            overall = overall + o.overall
+            topAgreement += o.topAgreement
+            return true
         }
 
         /// The disagreements, a file of their own, are not among them.
@@ -164,9 +176,12 @@ struct ShardReports: Codable {
     struct Funnels: ShardTally {
         var rows: [Funnel]
         init(_ r: Reports) { rows = r.funnel.map { Funnel(offerId: $0.offerId, funnel: $0.funnel) } }
-        func merged(with o: Self) -> Self? { rows.summed(lineByLine: o.rows).map { Self(rows: $0) } }
+        mutating func add(_ o: Self) -> Bool {
+            guard let sum = rows.summed(lineByLine: o.rows) else { return false }
+            rows = sum
+            return true
+        }
         func store(into r: inout Reports) { r.funnel = rows.map { ($0.offerId, $0.funnel) } }
-        private init(rows: [Funnel]) { self.rows = rows }
     }
 
     /// What the manifest says of amounts (docs/rules.md §13.1), and the reporting currency and
@@ -180,11 +195,10 @@ struct ShardReports: Codable {
             reportingCurrency = r.reportingCurrency
             horizonMonths = r.horizonMonths
         }
-        func merged(with o: Self) -> Self? {
-            guard reportingCurrency == o.reportingCurrency, horizonMonths == o.horizonMonths else { return nil }
-            var sum = self
-            sum.money = money + o.money
-            return sum
+        mutating func add(_ o: Self) -> Bool {
+            guard reportingCurrency == o.reportingCurrency, horizonMonths == o.horizonMonths else { return false }
+            money = money + o.money
+            return true
         }
         func store(into r: inout Reports) {
             r.money = money
@@ -233,19 +247,21 @@ struct ShardReports: Codable {
         try c.encode(heldOut, forKey: Key("heldOut"))
     }
 
-    /// The report rows of both shards' customers: rows summed by key, those in catalog or
-    /// window order line by line. Nil unless the two are of the same catalog and window (their
-    /// line-by-line lists do not line up).
-    func merged(with o: ShardReports) -> ShardReports? {
-        guard droppedByApple.count == o.droppedByApple.count, heldOut.count == o.heldOut.count else { return nil }
-        var sum = self
+    /// Adds another shard's report rows to these: rows summed by key, those in catalog or
+    /// window order line by line. False unless the two are of the same catalog and window (their
+    /// line-by-line lists do not line up), these then no longer a sum of anything.
+    mutating func add(_ o: ShardReports) -> Bool {
+        guard droppedByApple.count == o.droppedByApple.count, heldOut.count == o.heldOut.count else { return false }
         for t in Self.tallies {
-            guard let a = reports[t.key], let b = o.reports[t.key], let m = a.merged(withAny: b) else { return nil }
-            sum.reports[t.key] = m
+            // Taken out while it grows, so its rows are not copied.
+            guard var a = reports.removeValue(forKey: t.key), let b = o.reports[t.key], a.add(any: b) else {
+                return false
+            }
+            reports[t.key] = a
         }
-        sum.droppedByApple = zip(droppedByApple, o.droppedByApple).map(+)
-        sum.heldOut = zip(heldOut, o.heldOut).map(+)
-        return sum
+        droppedByApple = zip(droppedByApple, o.droppedByApple).map(+)
+        heldOut = zip(heldOut, o.heldOut).map(+)
+        return true
     }
 
     /// The run's reports from the summed rows, each in its report's own order (docs/rules.md

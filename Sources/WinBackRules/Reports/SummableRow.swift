@@ -37,17 +37,40 @@ extension Array where Element: SummableRow {
     /// The rows of both reports, those with equal keys summed into one: in the order their
     /// keys first appear. For a report whose rows are whichever keys were met; sort afterwards.
     package func summed(byKey other: [Element]) -> [Element] {
-        var rows: [Element] = []
-        var index: [Element.Key: Int] = [:]
-        for row in self + other {
+        var rows = self
+        var index: [Element.Key: Int]?
+        rows.add(byKey: other, index: &index)
+        return rows
+    }
+
+    /// Adds `other`'s rows to these as ``summed(byKey:)`` does. `index` says where each key's
+    /// row is: nil the first time, when these rows are summed by key too and it is made, then
+    /// kept for the next call, so that many reports are added up without indexing the sum again
+    /// each time (a merge of many shards).
+    package mutating func add(byKey other: [Element], index: inout [Element.Key: Int]?) {
+        var at: [Element.Key: Int]
+        if let index {
+            at = index
+        } else {
+            at = [:]
+            let own = self
+            removeAll(keepingCapacity: true)
+            add(own, at: &at)
+        }
+        index = nil
+        add(other, at: &at)
+        index = at
+    }
+
+    private mutating func add(_ other: [Element], at index: inout [Element.Key: Int]) {
+        for row in other {
             if let i = index[row.key] {
-                rows[i] = rows[i] + row
+                self[i] = self[i] + row
             } else {
-                index[row.key] = rows.count
-                rows.append(row)
+                index[row.key] = count
+                append(row)
             }
         }
-        return rows
     }
 
     /// The rows of two reports of one catalog and window, line by line: nil unless both have

@@ -103,11 +103,22 @@ struct WinBackReportsTests {
             #expect(a.bytes == b.bytes, "\(a.name) written alike from the shard's tallies")
             #expect(a.rows == b.rows, "\(a.name)'s rows")
         }
-        // Summed with itself, every count doubles.
-        let twice = try #require(back.merged(with: back)).reports(window: r.window, experiment: r.experiment)
+        // Summed with itself, every count doubles; once more (the rows summed by key found
+        // through the index the first sum made), it triples, the rows in the same order.
+        var sum = back
+        let added = sum.add(back)
+        #expect(added)
+        let twice = sum.reports(window: r.window, experiment: r.experiment)
         #expect(r.funnel.contains { $0.funnel.customersInGroup > 0 })
         #expect(twice.funnel.map(\.funnel.customersInGroup) == r.funnel.map { 2 * $0.funnel.customersInGroup })
         #expect(twice.summary.map(\.churned) == r.summary.map { 2 * $0.churned })
+        let addedAgain = sum.add(back)
+        #expect(addedAgain)
+        let thrice = sum.reports(window: r.window, experiment: r.experiment)
+        #expect(!r.summary.isEmpty)
+        #expect(thrice.summary.map(\.churned) == r.summary.map { 3 * $0.churned })
+        #expect(thrice.summary.map(\.key) == r.summary.map(\.key))
+        #expect(thrice.redemptions.map(\.key) == r.redemptions.map(\.key))
     }
 
     /// `rows` in an order drawn from `seed`; the same every run.
