@@ -20,6 +20,8 @@ final class SegmentFileOutput: Sendable {
         var next = 0
         /// Pieces formatted before their turn.
         var waiting: [Int: [UInt8]] = [:]
+        /// A write failed: the run fails with its error, and later pieces are dropped.
+        var failed = false
     }
 
     let place: Place
@@ -38,28 +40,38 @@ final class SegmentFileOutput: Sendable {
     /// size and SHA-256. Nil until then.
     func put(_ piece: Int, _ bytes: consuming [UInt8], open: (Place) throws -> sending Sink) throws -> (Int, String)? {
         try state.withLock { s in
+            if s.failed { return nil }
             guard piece == s.next else {
                 s.waiting[piece] = bytes
                 return nil
             }
-            var current: [UInt8]? = bytes
-            while let b = current {
-                if s.sink == nil { s.sink = try open(place) }
-                guard let sink = s.sink else { return nil }
-                switch sink {
-                case .csv(let file): try file.write(b)
-                case .xml(let x): try x.raw(b)
+            do {
+                var current: [UInt8]? = bytes
+                while let b = current {
+                    if s.sink == nil { s.sink = try open(place) }
+                    guard let sink = s.sink else { return nil }
+                    switch sink {
+                    case .csv(let file): try file.write(b)
+                    case .xml(let x): try x.raw(b)
+                    }
+                    s.next += 1
+                    current = s.waiting.removeValue(forKey: s.next)
                 }
-                s.next += 1
-                current = s.waiting.removeValue(forKey: s.next)
-            }
-            guard s.next == pieces, let sink = s.sink else { return nil }
-            switch sink {
-            case .csv(let file): return try file.finish()
-            case .xml(let x):
-                try x.end()
-                return try x.finish()
+                guard s.next == pieces, let sink = s.sink else { return nil }
+                switch sink {
+                case .csv(let file): return try file.finish()
+                case .xml(let x):
+                    try x.end()
+                    return try x.finish()
+                }
+            } catch {
+                s.failed = true
+                s.waiting = [:]
+                throw error
             }
         }
     }
+
+    /// Whether a write of this file failed: its pieces left need no formatting.
+    var failed: Bool { state.withLock { $0.failed } }
 }

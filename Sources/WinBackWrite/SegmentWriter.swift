@@ -165,6 +165,8 @@ public struct SegmentWriter: Sendable {
         try parallelFor(count: units.count, threads: threads) { u in
             let (f, piece) = units[u]
             let (list, xml) = files[f]
+            // The run fails with that file's error; the rest of it is not formatted.
+            if outputs[f].failed { return }
             let rows = list.entries[
                 Swift.min(
                     list.entries.count, piece * pieceRows)..<Swift.min(list.entries.count, (piece + 1) * pieceRows)]

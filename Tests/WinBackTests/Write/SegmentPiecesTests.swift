@@ -129,4 +129,32 @@ struct SegmentPiecesTests {
             text(Array(try #require(Self.files(dir)["best-offer.csv"])))
                 == text(CSVRecord.header(SegmentWriter.columns)))
     }
+
+    @Test("a file that cannot be written fails with its error; the pieces after it are dropped, not kept")
+    func failedFile() throws {
+        let dir = Paths.temporary()
+        // A folder where the file goes.
+        try FileManager.default.createDirectory(atPath: dir + "/blocked.csv", withIntermediateDirectories: true)
+        let out = SegmentFileOutput(path: dir + "/blocked.csv", pieces: 3, sync: nil)
+        let open: (SegmentFileOutput.Place) throws -> sending SegmentFileOutput.Sink = {
+            .csv(try OutputFile(path: $0.path, sync: $0.sync))
+        }
+        #expect(try out.put(1, Array("b\n".utf8), open: open) == nil)
+        #expect(!out.failed)
+        #expect(throws: WinBackError.self) { try out.put(0, Array("a\n".utf8), open: open) }
+        #expect(out.failed)
+        #expect(try out.put(2, Array("c\n".utf8), open: open) == nil)
+
+        let (customers, book, audience) = Self.world(customers: 20)
+        let run = Paths.temporary()
+        try FileManager.default.createDirectory(
+            atPath: run + "/segments/best-offer.xml", withIntermediateDirectories: true)
+        let writer = SegmentWriter(
+            customers: customers, audience: audience, book: book, formats: ["csv", "xml"], pieceRows: 1)
+        if let e = try expectWinBackError(
+            exit: 73, "a segment written over a folder", { _ = try writer.write(to: run, threads: 2) })
+        {
+            #expect("\(e)".contains("best-offer.xml"), "\(e)")
+        }
+    }
 }
