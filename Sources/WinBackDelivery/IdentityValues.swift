@@ -179,13 +179,38 @@ package final class FoldedValues {
     package var folded: Int { added - distinct }
 
     /// A row's rank and position, as the table keeps them: better is smaller, compared as text.
+    /// Twelve digits of rank, `:`, twenty of position, written in place (a row of a destination
+    /// list makes one).
     private static func key(rank: Int, position: Int) -> String {
-        let r = String(min(max(rank, 0), 999_999_999_999))
-        let p = String(max(position, 0))
-        return String(repeating: "0", count: 12 - r.count) + r + ":" + String(repeating: "0", count: 20 - p.count) + p
+        String(unsafeUninitializedCapacity: 33) { out in
+            var r = min(max(rank, 0), 999_999_999_999)
+            var p = max(position, 0)
+            for i in stride(from: 11, through: 0, by: -1) {
+                out[i] = UInt8(ascii: "0") + UInt8(r % 10)
+                r /= 10
+            }
+            out[12] = UInt8(ascii: ":")
+            for i in stride(from: 32, through: 13, by: -1) {
+                out[i] = UInt8(ascii: "0") + UInt8(p % 10)
+                p /= 10
+            }
+            return 33
+        }
     }
 
-    private static func position(_ key: String) -> Int { Int(key.split(separator: ":").last ?? "") ?? -1 }
+    /// The position of a ``key(rank:position:)``: its digits after the `:`; -1 when it has none.
+    private static func position(_ key: String) -> Int {
+        var key = key
+        return key.withUTF8 { bytes in
+            guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")), colon + 1 < bytes.count else { return -1 }
+            var n = 0
+            for b in bytes[(colon + 1)...] {
+                guard b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9"), n <= (Int.max - 9) / 10 else { return -1 }
+                n = n * 10 + Int(b - UInt8(ascii: "0"))
+            }
+            return n
+        }
+    }
 
     /// Adds row `position` of the list (in order), holding `value`, its offer's rank `rank`.
     package func add(_ value: String, rank: Int, position: Int) throws {
