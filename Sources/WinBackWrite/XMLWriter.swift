@@ -75,12 +75,17 @@ package final class XMLWriter {
     /// Writes elements formatted by the caller (``appendAttribute(_:to:_:)``) as they are, inside
     /// the element open last: libxml2 closes its start tag first. One call for many elements.
     func raw(_ bytes: [UInt8]) throws {
-        guard !bytes.isEmpty else { return }
         let writer = self.writer
-        let rc = bytes.withUnsafeBufferPointer {
-            xmlTextWriterWriteRawLen(writer, $0.baseAddress!, Int32($0.count))
+        // libxml2 takes a length in 32 bits: a piece of hostile, very long values goes in parts.
+        var from = 0
+        while from < bytes.count {
+            let n = min(bytes.count - from, 1 << 30)
+            let rc = bytes.withUnsafeBufferPointer {
+                xmlTextWriterWriteRawLen(writer, $0.baseAddress! + from, Int32(n))
+            }
+            try check(rc)
+            from += n
         }
-        try check(rc)
     }
 
     /// Appends ` name="value"` to an element being formatted, `body` appending the value's
