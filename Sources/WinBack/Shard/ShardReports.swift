@@ -28,6 +28,14 @@ protocol RowsOfReport {
     static var rows: WritableKeyPath<Reports, [Row]> { get }
     /// The report's order for rows summed by key; nil: summed line by line, kept in order.
     static var sorted: (([Row]) -> [Row])? { get }
+    /// One row as a shard's `reports.json` holds it: by default the row's own Codable form.
+    static func encode(_ row: Row, to list: inout UnkeyedEncodingContainer) throws
+    static func decode(from list: inout UnkeyedDecodingContainer) throws -> Row
+}
+
+extension RowsOfReport {
+    static func encode(_ row: Row, to list: inout UnkeyedEncodingContainer) throws { try list.encode(row) }
+    static func decode(from list: inout UnkeyedDecodingContainer) throws -> Row { try list.decode(Row.self) }
 }
 
 /// The rows of one report as a shard keeps them.
@@ -40,6 +48,18 @@ struct RowsTally<Report: RowsOfReport>: ShardTally {
     private enum CodingKeys: String, CodingKey { case rows }
 
     init(_ r: Reports) { rows = r[keyPath: Report.rows] }
+
+    init(from decoder: Decoder) throws {
+        var list = try decoder.container(keyedBy: CodingKeys.self).nestedUnkeyedContainer(forKey: .rows)
+        rows = []
+        while !list.isAtEnd { rows.append(try Report.decode(from: &list)) }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        var list = c.nestedUnkeyedContainer(forKey: .rows)
+        for row in rows { try Report.encode(row, to: &list) }
+    }
 
     mutating func add(_ o: Self) -> Bool {
         guard Report.sorted != nil else {
@@ -64,9 +84,39 @@ enum RateRows: RowsOfReport {
     static var sorted: (([RedemptionRateRow]) -> [RedemptionRateRow])? { nil }
 }
 
+/// The eligibility summary has a row for every shape of churned customer met (tens of
+/// thousands): each is written as a list of its fields in column order, not an object, which
+/// JSON reads several times faster.
 enum SummaryRows: RowsOfReport {
     static var rows: WritableKeyPath<Reports, [EligibilitySummaryRow]> { \.summary }
     static var sorted: (([EligibilitySummaryRow]) -> [EligibilitySummaryRow])? { EligibilitySummaryReport.sorted }
+
+    static func encode(_ row: EligibilitySummaryRow, to list: inout UnkeyedEncodingContainer) throws {
+        var fields = list.nestedUnkeyedContainer()
+        try fields.encode(row.subscriptionGroupId)
+        try fields.encode(row.productId)
+        try fields.encode(row.paidTenure)
+        try fields.encode(row.monthsSinceLastSubscribed)
+        try fields.encode(row.hasRedeemedWinBack)
+        if let m = row.monthsSinceLastWinBack { try fields.encode(m) } else { try fields.encodeNil() }
+        try fields.encode(row.territory)
+        try fields.encode(row.churned)
+    }
+
+    static func decode(from list: inout UnkeyedDecodingContainer) throws -> EligibilitySummaryRow {
+        var fields = try list.nestedUnkeyedContainer()
+        let row = EligibilitySummaryRow(
+            subscriptionGroupId: try fields.decode(String.self), productId: try fields.decode(String.self),
+            paidTenure: try fields.decode(Int64.self), monthsSinceLastSubscribed: try fields.decode(Int64.self),
+            hasRedeemedWinBack: try fields.decode(Bool.self),
+            monthsSinceLastWinBack: try fields.decodeNil() ? nil : try fields.decode(Int64.self),
+            territory: try fields.decode(String.self), churned: try fields.decode(Int.self))
+        guard fields.isAtEnd else {
+            throw DecodingError.dataCorruptedError(
+                in: fields, debugDescription: "an eligibility summary row has more fields than it should")
+        }
+        return row
+    }
 }
 
 /// The uplift's cells (cohort months × catalog offers, docs/rules.md §9): counts, summed before
