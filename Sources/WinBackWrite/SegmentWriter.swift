@@ -85,12 +85,15 @@ public struct SegmentWriter: Sendable {
         }
     }
 
-    /// Appends the ids of the offers `r` is eligible for, best first, joined by `separator`.
+    /// Appends the ids of the offers `r` is eligible for, best first, as `ids` holds them (raw or
+    /// escaped for XML), joined by `separator`.
     @inline(__always)
-    func appendEligibleIds(_ r: UnsafePointer<CustomerResult>, separator: UInt8, to out: inout [UInt8]) {
+    static func appendEligibleIds(
+        _ r: UnsafePointer<CustomerResult>, _ ids: ByteList, separator: UInt8, to out: inout [UInt8]
+    ) {
         for (i, id) in r.pointee.eligible.enumerated() {
             if i > 0 { out.append(separator) }
-            offerIds.with(Int(id)) { out.append(contentsOf: $0) }
+            ids.with(Int(id)) { out.append(contentsOf: $0) }
         }
     }
 
@@ -223,7 +226,7 @@ public struct SegmentWriter: Sendable {
                 csvOfferIds.with(e.offer) { rec.field(escapedRaw: $0) }
                 rec.field(e.rank)
                 eligible.removeAll(keepingCapacity: true)
-                appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &eligible)
+                Self.appendEligibleIds(r, offerIds, separator: UInt8(ascii: ";"), to: &eligible)
                 rec.field(bytes: eligible)
                 csvOfferURLs.with(e.offer) { rec.field(escapedRaw: $0) }
                 SegmentWriter.appleLabels.with(Int(r.pointee.apple(rank: e.rank).rawValue)) {
@@ -297,11 +300,8 @@ public struct SegmentWriter: Sendable {
                     attribute("offerId", escaped: true) { o in xmlOfferIds.with(e.offer) { o.append(contentsOf: $0) } }
                 }
                 attribute("offerRank") { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
-                attribute("eligibleOfferIds", escaped: true) { o in
-                    for (i, id) in r.pointee.eligible.enumerated() {
-                        if i > 0 { o.append(UInt8(ascii: " ")) }
-                        xmlOfferIds.with(Int(id)) { o.append(contentsOf: $0) }
-                    }
+                attribute("eligibleOfferIds", escaped: true) {
+                    Self.appendEligibleIds(r, xmlOfferIds, separator: UInt8(ascii: " "), to: &$0)
                 }
                 attribute("offerUrl", escaped: true) { o in xmlOfferURLs.with(e.offer) { o.append(contentsOf: $0) } }
                 attribute("appleEligible") { o in
@@ -359,7 +359,7 @@ extension SegmentWriter: SegmentSource {
                     CSVRecord.appendDecimal(Int64(r.pointee.timeline.monthsSinceLastSubscribed), to: &$0)
                 }
                 set(&row.rank) { CSVRecord.appendDecimal(Int64(e.rank), to: &$0) }
-                set(&row.eligible) { appendEligibleIds(r, separator: UInt8(ascii: ";"), to: &$0) }
+                set(&row.eligible) { Self.appendEligibleIds(r, offerIds, separator: UInt8(ascii: ";"), to: &$0) }
                 set(&row.offerURL) { out in offerURLs.with(e.offer) { out.append(contentsOf: $0) } }
                 set(&row.apple) { out in
                     SegmentWriter.appleLabels.with(Int(r.pointee.apple(rank: e.rank).rawValue)) {
