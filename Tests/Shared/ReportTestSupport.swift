@@ -6,18 +6,21 @@ import WinBackTesting
 import WinBackWrite
 
 /// Runs the whole report stage over a hand-built world, as a run would: group the rows by
-/// customer, evaluate the audience at T, then compute the reports from both (retention counted
-/// from `retentionMonths` months back, amounts through `rates`, nil: per currency).
+/// customer, then evaluate the audience at T and count the reports in the same pass (retention
+/// counted from `retentionMonths` months back, amounts through `rates`, nil: per currency).
 package func computeReports(
     _ w: TestWorld, _ rows: [Transaction], offers: [Offer] = [], asOf: String, windowMonths: Int = 12,
     gapDays: Int64 = 60, renewals: RenewalIndex? = nil, retentionMonths: Int = 24, rates: Rates? = nil,
     threads: Int = 1
 ) -> Reports {
-    let (customers, book, audience) = evaluateWorld(
-        w, rows, offers: offers, asOf: asOf, gapDays: gapDays, renewals: renewals, threads: threads)
-    return Reports.compute(
-        customers: customers, audience: audience, book: book, windowMonths: windowMonths, gapDays: gapDays,
-        retentionMonths: retentionMonths, rates: rates, threads: threads)
+    let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
+    let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
+    return Reports.evaluate(
+        customers, book: book, renewals: renewals, asOf: ms(asOf), gapDays: gapDays,
+        settings: Reports.Settings(
+            windowMonths: windowMonths, gapDays: gapDays, retentionMonths: retentionMonths, rates: rates),
+        threads: threads
+    ).reports
 }
 
 /// A hand-built world as a run holds it: its rows grouped by customer, the catalog of `offers`

@@ -155,24 +155,19 @@ extension Stage {
     }
 
     /// Reconstructs every customer and evaluates every offer at the pipeline's as-of instant
-    /// (docs/rules.md §3).
+    /// (docs/rules.md §3), and counts the reports (§4.3, §4.5) in the same pass over the
+    /// customers, with the renewal info (for the agreement with Apple).
     public static func evaluate(
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, _ p: ResolvedPipeline
-    ) -> Audience {
-        Audience.evaluate(
+    ) -> (audience: Audience, reports: Reports) {
+        Reports.evaluate(
             customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,
-            experiment: p.config.experiment, threads: p.threads)
-    }
-
-    /// Computes the reports (docs/rules.md §4.3, §4.5) from the customers, their evaluation and
-    /// the renewal info (for the agreement with Apple).
-    public static func report(
-        _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?, _ p: ResolvedPipeline
-    ) -> Reports {
-        Reports.compute(
-            customers: customers, audience: audience, book: book, windowMonths: p.config.windowMonths,
-            gapDays: p.config.consecutiveGapDays, retentionMonths: p.config.retentionMonths, renewals: renewals,
-            rates: p.rates, horizonMonths: p.config.money?.horizonMonths ?? 3, threads: p.threads)
+            experiment: p.config.experiment,
+            settings: Reports.Settings(
+                windowMonths: p.config.windowMonths, gapDays: p.config.consecutiveGapDays,
+                retentionMonths: p.config.retentionMonths, rates: p.rates,
+                horizonMonths: p.config.money?.horizonMonths ?? 3),
+            threads: p.threads)
     }
 
     /// Writes a run's files into `directory` from its customers and their evaluation (docs/rules.md
@@ -180,12 +175,10 @@ extension Stage {
     /// (``writeOutputs(_:_:baseline:rejects:manifest:to:sync:)``); returns the files and the
     /// segment lists, for the steps after the publish.
     ///
-    /// With several threads the report stage runs, and its files are written, while the segments
-    /// are written, and then the segment changes: each job has a long last piece (the
-    /// best-offer list, the busiest customers) that the other fills in. With one thread, one
-    /// after the other.
+    /// With several threads the report files are written while the segments are written, and
+    /// then the segment changes. With one thread, one after the other.
     static func write(
-        _ customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?,
+        _ customers: CustomerRows, audience: Audience, reports: Reports, book: OfferBook,
         rejects: inout RejectList, manifest: inout Manifest, _ p: ResolvedPipeline, to directory: String,
         sync: DiskSync
     ) throws -> (outputs: [OutputStats], lists: SegmentSource) {
@@ -205,8 +198,7 @@ extension Stage {
                     }, to: directory, sync: sync)
             },
             reports: {
-                let reports = report(customers, audience: audience, book: book, renewals: renewals, p)
-                return (
+                (
                     reports,
                     try ReportWriter(reports: reports, title: p.config.name).write(
                         to: directory, sync: sync, page: false)

@@ -48,7 +48,7 @@ public enum ShardRun {
         let kept = try next?.finish(atLeastOne: true).first
         let customers = Stage.group(inputs, threads: p.threads)
         let book = Stage.offers(p, strings: inputs.strings)
-        let audience = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
+        let (audience, reports) = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
 
         let final = work.shard(shard)
         try work.secure(making: "shards")
@@ -57,7 +57,6 @@ public enum ShardRun {
             customers: customers, audience: audience, book: book, formats: p.config.formats,
             requireApple: p.config.requireApple
         ).write(to: staged, threads: p.threads)
-        let reports = Stage.report(customers, audience: audience, book: book, renewals: inputs.renewals, p)
         let dropped = audience.droppedByApple(p.config.requireApple, offers: p.catalog.offers.count)
         let held = audience.heldOut(p.config.requireApple, offers: p.catalog.offers.count)
         let json = try IntermediateFile.writeJSON(

@@ -160,9 +160,28 @@ public struct Audience: Sendable {
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
         experiment: Experiment? = nil, threads: Int
     ) -> Audience {
+        evaluate(
+            customers, book: book, renewals: renewals, asOf: t, gapDays: gapDays, experiment: experiment,
+            threads: threads, piece: {}, visit: { _, _, _, _, _ in }
+        ).audience
+    }
+
+    /// Evaluates all customers at `t`, and hands every subscriber, while their rows are at hand,
+    /// to `visit` with the state of the piece of work they are in (made by `piece`), the renewal
+    /// info known at T, their periods at T (docs/rules.md §3 rule 3, runs numbered) and their
+    /// result: one pass over the customers for the evaluation and what counts them (the
+    /// reports, ``Reports/evaluate(_:book:renewals:asOf:gapDays:experiment:settings:threads:)``).
+    /// Returns the pieces' states in customer order.
+    package static func evaluate<Piece>(
+        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
+        experiment: Experiment?, threads: Int, piece: @escaping @Sendable () -> Piece,
+        visit:
+            @escaping @Sendable (inout Piece, _ customer: Int, RenewalInfo?, _ periods: [Period], CustomerResult) ->
+            Void
+    ) -> (audience: Audience, pieces: [Piece]) {
         let assignment = experiment?.assignment
         let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
-        let slots = ResultSlots<(CustomerStates, [FunnelRow])>(count: pieces.count)
+        let slots = ResultSlots<(CustomerStates, [FunnelRow], Piece)>(count: pieces.count)
         let day = MonthMath.dayNumber(t)
         let live = book.offers.map { $0.offer.isLive(onDay: day) }
         // Each piece's results in place in one array for all (subscribers are nearly every
@@ -172,6 +191,7 @@ public struct Audience: Sendable {
             var key: [UInt8] = []
             var counts = CustomerStates()
             var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
+            var state = piece()
             for k in pieces[p] {
                 let group = customers.groups[k]
                 let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
@@ -198,17 +218,20 @@ public struct Audience: Sendable {
                 if let assignment {
                     result.heldOut = assignment.isHeldOut(customer: k, of: customers, scratch: &key)
                 }
+                visit(&state, k, renewal, periods, result)
                 emit(result)
             }
-            slots[p] = (counts, funnel)
+            slots[p] = (counts, funnel, state)
         }
         var counts = CustomerStates()
         var funnel = live.map { FunnelRow(live: $0) }
-        for (c, f) in slots.all {
+        var states: [Piece] = []
+        for (c, f, s) in slots.takeAll() {
             counts.add(c)
             for i in funnel.indices { funnel[i].add(f[i]) }
+            states.append(s)
         }
-        return Audience(asOf: t, results: all, counts: counts, funnel: funnel, experiment: experiment)
+        return (Audience(asOf: t, results: all, counts: counts, funnel: funnel, experiment: experiment), states)
     }
 
     /// The segment rows `requirement` leaves out (docs/rules.md §4.5): per catalog offer, then

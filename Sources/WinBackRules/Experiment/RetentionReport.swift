@@ -99,8 +99,16 @@ public enum RetentionReport {
     public static func returns<C: RandomAccessCollection>(
         rows: C, asOf t: Int64, since: Int64, periods: inout [Period], into out: inout [Return]
     ) where C.Element == Transaction, C.Index == Int {
-        out.removeAll(keepingCapacity: true)
         CustomerTimeline.collectPeriods(rows: rows, at: t, into: &periods)
+        returns(rows: rows, asOf: t, since: since, periods: periods, into: &out)
+    }
+
+    /// The same, of a customer whose periods at `t` are known (``CustomerTimeline/build(rows:asOf:gapDays:renewal:periods:)``
+    /// left them).
+    static func returns<C: RandomAccessCollection>(
+        rows: C, asOf t: Int64, since: Int64, periods: [Period], into out: inout [Return]
+    ) where C.Element == Transaction, C.Index == Int {
+        out.removeAll(keepingCapacity: true)
         guard periods.count > 1 else { return }
         var reach = periods[0].end
         for k in 1..<periods.count {

@@ -5,10 +5,10 @@ import WinBackSupport
 /// (docs/rules.md §4.5): `apple-agreement.csv` and `apple-disagreements.csv`.
 ///
 /// Every customer whose renewal info known at T carries Apple's list is evaluated again at S,
-/// that renewal info's signedDate (``AppleComparison``). Pure, and computed like ``Reports``:
-/// workers take contiguous pieces of the customers, each tallying into a slot of its own; the
-/// tallies are sums and the disagreements are kept in customer order, piece after piece, so
-/// the result is the same for any thread count.
+/// that renewal info's signedDate (``AppleComparison``). Pure, and counted in the reports' pass
+/// (``Reports``): workers take contiguous pieces of the customers, each tallying into a tally of
+/// its own; the tallies are sums and the disagreements are kept in customer order, piece after
+/// piece, so the result is the same for any thread count.
 public struct AppleAgreement: Sendable {
     package init(
         offers: [(offerId: String, counts: Counts)], unknownIds: [(id: String, customers: Int)], overall: Counts,
@@ -85,83 +85,65 @@ public struct AppleAgreement: Sendable {
         var overall = Counts()
         var top = 0
         var disagreements: [Disagreement] = []
+
+        /// Adds the tally of the customers after this one's.
+        mutating func add(_ o: Tally) {
+            for i in offers.indices { offers[i].add(o.offers[i]) }
+            for (id, c) in o.unknown { unknown[id, default: 0] += c }
+            overall.add(o.overall)
+            top += o.top
+            disagreements += o.disagreements
+        }
     }
 
-    /// Compares every customer of `audience` whose renewal info known at T carries Apple's list.
-    ///
-    /// - Parameters:
-    ///   - customers: the run's rows by customer (the same the audience was evaluated on).
-    ///   - audience: the evaluation at T, which marks who has Apple's list (``CustomerResult/appleAnswered``).
-    ///   - renewals: the run's renewal info.
-    public static func compute(
-        customers: CustomerRows, audience: Audience, book: OfferBook, renewals: RenewalIndex?, gapDays: Int64,
-        threads: Int
-    ) -> AppleAgreement {
-        let t = audience.asOf
-        let results = audience.results
-        let n = book.offers.count
-        let pieces = chunks(results.count, pieces: max(1, threads) * 8)
-        let slots = ResultSlots<Tally>(count: pieces.count)
-        let s = customers.strings
-        try? parallelFor(count: pieces.count, threads: threads) { p in
-            var tally = Tally(offers: Array(repeating: Counts(), count: n))
-            var periods: [Period] = []
-            // A result's fields are read where it is stored: a copy of the whole result took a
-            // reference to each of its arrays, per customer.
-            for i in pieces[p] where results[i].appleAnswered {
-                let k = Int(results[i].customer)
-                let group = customers.groups[k]
-                guard
-                    let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k]),
-                    let c = AppleComparison.compare(
-                        rows: customers.rows(of: k), group: group, renewal: renewal, book: book, gapDays: gapDays,
-                        periods: &periods)
-                else { continue }
-                tally.overall.compared += 1
-                if c.agrees { tally.overall.both += 1 }
-                if c.appleOnly { tally.overall.appleOnly += 1 }
-                if c.winbackOnly { tally.overall.winbackOnly += 1 }
-                if c.topAgrees(book) { tally.top += 1 }
-                book.withRanked(group) { ranked in
-                    for o in ranked {
-                        let a = c.appleOffers.contains(o)
-                        let w = c.winback.contains(o)
-                        tally.offers[o].compared += 1
-                        if a && w { tally.offers[o].both += 1 }
-                        if a && !w { tally.offers[o].appleOnly += 1 }
-                        if w && !a { tally.offers[o].winbackOnly += 1 }
-                    }
-                }
-                for id in c.unknownIds { tally.unknown[id, default: 0] += 1 }
-                guard !c.disagreements.isEmpty else { continue }
-                let groupId = s.string(group)
-                let original = s.string(customers.originalTransactionIds[k])
-                let token = results[i].timeline.appAccountToken.string(in: s) ?? ""
-                for d in c.disagreements {
-                    tally.disagreements.append(
-                        Disagreement(
-                            subscriptionGroupId: groupId, originalTransactionId: original, appAccountToken: token,
-                            offerId: d.offerId, apple: d.apple, signedDate: c.signedDate, reasons: d.reasons))
-                }
+    /// Compares customer `k`, whose renewal info known at T carries Apple's list (``CustomerResult/appleAnswered``),
+    /// into `tally`; `periods` is scratch.
+    static func count(
+        _ tally: inout Tally, customer k: Int, of customers: CustomerRows, _ result: CustomerResult,
+        renewal: RenewalInfo, book: OfferBook, gapDays: Int64, periods: inout [Period]
+    ) {
+        let group = customers.groups[k]
+        guard
+            let c = AppleComparison.compare(
+                rows: customers.rows(of: k), group: group, renewal: renewal, book: book, gapDays: gapDays,
+                periods: &periods)
+        else { return }
+        tally.overall.compared += 1
+        if c.agrees { tally.overall.both += 1 }
+        if c.appleOnly { tally.overall.appleOnly += 1 }
+        if c.winbackOnly { tally.overall.winbackOnly += 1 }
+        if c.topAgrees(book) { tally.top += 1 }
+        book.withRanked(group) { ranked in
+            for o in ranked {
+                let a = c.appleOffers.contains(o)
+                let w = c.winback.contains(o)
+                tally.offers[o].compared += 1
+                if a && w { tally.offers[o].both += 1 }
+                if a && !w { tally.offers[o].appleOnly += 1 }
+                if w && !a { tally.offers[o].winbackOnly += 1 }
             }
-            slots[p] = tally
         }
-        var offers = Array(repeating: Counts(), count: n)
-        var unknown: [String: Int] = [:]
-        var overall = Counts()
-        var top = 0
-        var disagreements: [Disagreement] = []
-        for tally in slots.all {
-            for o in 0..<n { offers[o].add(tally.offers[o]) }
-            for (id, c) in tally.unknown { unknown[id, default: 0] += c }
-            overall.add(tally.overall)
-            top += tally.top
-            disagreements += tally.disagreements
+        for id in c.unknownIds { tally.unknown[id, default: 0] += 1 }
+        guard !c.disagreements.isEmpty else { return }
+        let s = customers.strings
+        let groupId = s.string(group)
+        let original = s.string(customers.originalTransactionIds[k])
+        let token = result.timeline.appAccountToken.string(in: s) ?? ""
+        for d in c.disagreements {
+            tally.disagreements.append(
+                Disagreement(
+                    subscriptionGroupId: groupId, originalTransactionId: original, appAccountToken: token,
+                    offerId: d.offerId, apple: d.apple, signedDate: c.signedDate, reasons: d.reasons))
         }
-        return AppleAgreement(
-            offers: zip(book.offers, offers).map { ($0.offer.offerId, $1) },
-            unknownIds: sorted(unknownIds: unknown.map { (id: $0.key, customers: $0.value) }),
-            overall: overall, topAgreement: top, disagreements: disagreements)
+    }
+
+    /// The agreement of every customer counted into `total` (the tallies of every piece, added
+    /// in customer order).
+    init(_ total: Tally, book: OfferBook) {
+        self.init(
+            offers: zip(book.offers, total.offers).map { ($0.offer.offerId, $1) },
+            unknownIds: AppleAgreement.sorted(unknownIds: total.unknown.map { (id: $0.key, customers: $0.value) }),
+            overall: total.overall, topAgreement: total.top, disagreements: total.disagreements)
     }
 
     /// Ids not in the catalog in report order: bytewise (docs/rules.md §4.5).

@@ -3,10 +3,11 @@ import Synchronization
 import WinBackModel
 import WinBackSupport
 
-/// The four reports of docs/rules.md §4.3 and the agreement with Apple (§4.5), computed in one parallel pass over the customers already in
-/// memory: the rows the segments were built from, and the audience evaluated at T.
+/// The four reports of docs/rules.md §4.3 and the agreement with Apple (§4.5), counted in the
+/// evaluation's pass over the customers (``evaluate(_:book:renewals:asOf:gapDays:experiment:settings:threads:)``):
+/// each subscriber's rows are walked once they are at hand, their periods at T built once.
 ///
-/// Pure: no files, no clock. Workers tally contiguous shards of customers, each into a tally of
+/// Pure: no files, no clock. Workers tally contiguous pieces of customers, each into a tally of
 /// its own; tallies are sums and every report is sorted on a total order at the end, so the result
 /// is the same for any thread count.
 public struct Reports: Sendable {
@@ -56,7 +57,8 @@ public struct Reports: Sendable {
     /// `money.horizonMonths` (docs/rules.md §13.3).
     public var horizonMonths: Int
 
-    /// What one worker counts over its shard.
+    /// What one piece of work counts: the reports' tallies, which are sums, and the agreement
+    /// with Apple's, whose disagreements are kept in customer order.
     struct Tally {
         var redemptions: [RedemptionReport.Key: RedemptionRow] = [:]
         /// Months × catalog offers, month-major.
@@ -67,12 +69,15 @@ public struct Reports: Sendable {
         var retention: [RetentionReport.Key: RetentionRow] = [:]
         var revenue: [RevenueReport.Key: RevenueRow] = [:]
         var money = MoneyTally()
+        var apple: AppleAgreement.Tally
 
-        init(rates: [RedemptionRateRow], uplift: [UpliftRow]) {
+        init(rates: [RedemptionRateRow], uplift: [UpliftRow], offers: Int) {
             self.rates = rates
             self.uplift = uplift
+            apple = AppleAgreement.Tally(offers: Array(repeating: AppleAgreement.Counts(), count: offers))
         }
 
+        /// Adds the tally of the pieces after this one's.
         mutating func add(_ o: Tally) {
             redemptions.add(o.redemptions)
             for i in rates.indices { rates[i] = rates[i] + o.rates[i] }
@@ -81,108 +86,162 @@ public struct Reports: Sendable {
             retention.add(o.retention)
             revenue.add(o.revenue)
             money.add(o.money)
+            apple.add(o.apple)
         }
     }
 
-    /// Tallies between pieces of work. Tallies are sums, so a worker carries one across the
-    /// pieces it takes, and only about one per thread is merged at the end.
-    final class TallyPool: Sendable {
-        private let free = Mutex<[Tally]>([])
+    /// What the reports take beside the customers and their evaluation: the pipeline's settings.
+    public struct Settings: Sendable {
+        /// Complete months before the month containing T.
+        public var windowMonths: Int
+        /// `consecutiveGapDays`, for episodes and for the monthly reconstructions.
+        public var gapDays: Int64
+        public var retentionMonths: Int
+        /// `money`'s rates (docs/rules.md §13.1); nil keeps amounts per currency.
+        public var rates: Rates?
+        /// `money.horizonMonths`, the months of a cohort's revenue (§13.3).
+        public var horizonMonths: Int
 
-        func take() -> Tally? {
-            free.withLock { $0.popLast() }
-        }
-
-        func put(_ t: Tally) {
-            free.withLock { $0.append(t) }
-        }
-
-        var tallies: [Tally] {
-            free.withLock { $0 }
+        public init(
+            windowMonths: Int, gapDays: Int64, retentionMonths: Int = 24, rates: Rates? = nil, horizonMonths: Int = 3
+        ) {
+            self.windowMonths = windowMonths
+            self.gapDays = gapDays
+            self.retentionMonths = retentionMonths
+            self.rates = rates
+            self.horizonMonths = horizonMonths
         }
     }
 
-    /// Computes every report at `audience.asOf`.
-    ///
-    /// - Parameters:
-    ///   - customers: the run's rows by customer (the same the audience was evaluated on).
-    ///   - audience: the evaluation at T, with renewal info as in the run.
-    ///   - windowMonths: complete months before the month containing T.
-    ///   - gapDays: `consecutiveGapDays`, for episodes and for the monthly reconstructions.
-    ///   - renewals: the run's renewal info, for the agreement with Apple; nil compares nobody.
-    ///   - rates: `money`'s rates (docs/rules.md §13.1); nil keeps amounts per currency.
-    ///   - horizonMonths: `money.horizonMonths`, the months of a cohort's revenue (§13.3).
-    public static func compute(
-        customers: CustomerRows, audience: Audience, book: OfferBook, windowMonths: Int, gapDays: Int64,
-        retentionMonths: Int = 24, renewals: RenewalIndex? = nil, rates: Rates? = nil, horizonMonths: Int = 3,
-        threads: Int
-    ) -> Reports {
-        let converter = AmountConverter(rates: rates, strings: customers.strings)
-        let money = CohortMoney(converter: converter, horizonMonths: Int64(horizonMonths))
-        let t = audience.asOf
-        let window = ReportWindow(asOf: t, months: windowMonths)
-        let results = audience.results
-        let rateCells = RedemptionRatesReport.cells(window, book: book)
-        let experiment = audience.experiment
-        let upliftCells = UpliftReport.cells(window, book: book, experiment: experiment)
-        let cohorts = experiment.map { UpliftReport.cohorts(window, $0) } ?? 0..<0
-        let since = RetentionReport.since(asOf: t, months: retentionMonths)
-        // No id is -3: without an interned "" nothing matches.
-        let emptyId = customers.strings.lookup("") ?? -3
-        let pieces = chunks(results.count, pieces: max(1, threads) * 8)
-        let pool = TallyPool()
-        try? parallelFor(count: pieces.count, threads: threads) { p in
-            var tally = pool.take() ?? Tally(rates: rateCells, uplift: upliftCells)
+    /// Counts one customer after another into a ``Tally``: what every report takes of a
+    /// subscriber evaluated at T.
+    struct Counter: Sendable {
+        let customers: CustomerRows
+        let book: OfferBook
+        let settings: Settings
+        let t: Int64
+        let window: ReportWindow
+        let converter: AmountConverter
+        let money: CohortMoney
+        let rateCells: [RedemptionRateRow]
+        let upliftCells: [UpliftRow]
+        let cohorts: Range<Int>
+        let since: Int64
+        let emptyId: Int32
+        /// Whether the renewal info is compared with Apple's lists (a run without renewal info
+        /// compares nobody).
+        let comparesApple: Bool
+
+        init(
+            customers: CustomerRows, book: OfferBook, settings: Settings, asOf t: Int64, experiment: Experiment?,
+            comparesApple: Bool
+        ) {
+            self.customers = customers
+            self.book = book
+            self.settings = settings
+            self.t = t
+            self.comparesApple = comparesApple
+            converter = AmountConverter(rates: settings.rates, strings: customers.strings)
+            money = CohortMoney(converter: converter, horizonMonths: Int64(settings.horizonMonths))
+            let window = ReportWindow(asOf: t, months: settings.windowMonths)
+            self.window = window
+            rateCells = RedemptionRatesReport.cells(window, book: book)
+            upliftCells = UpliftReport.cells(window, book: book, experiment: experiment)
+            cohorts = experiment.map { UpliftReport.cohorts(window, $0) } ?? 0..<0
+            since = RetentionReport.since(asOf: t, months: settings.retentionMonths)
+            // No id is -3: without an interned "" nothing matches.
+            emptyId = customers.strings.lookup("") ?? -3
+        }
+
+        func tally() -> Tally { Tally(rates: rateCells, uplift: upliftCells, offers: book.offers.count) }
+
+        /// Storage one piece of work reuses from customer to customer.
+        struct Scratch {
             var episodes: [Episode] = []
-            var periods: [Period] = []
             var returns: [Return] = []
             var seen: [RedemptionReport.Key] = []
-            var scratch = RedemptionRatesReport.Scratch()
-            // A result's fields are read where it is stored: a copy of the whole result took a
-            // reference to each of its arrays, per customer.
-            for i in pieces[p] {
-                let k = Int(results[i].customer)
-                let rows = customers.rows(of: k)
-                let group = customers.groups[k]
-                Episode.scan(rows, asOf: t, gapDays: gapDays, into: &episodes)
-                RedemptionReport.count(
-                    episodes, window: window, emptyId: emptyId, into: &tally.redemptions, seen: &seen)
-                RedemptionRatesReport.count(
-                    rows: rows, group: group, episodes: episodes, book: book, window: window, gapDays: gapDays,
-                    scratch: &scratch, into: &tally.rates, cohorts: cohorts, heldOut: results[i].heldOut, money: money,
-                    uplift: &tally.uplift)
-                RetentionReport.returns(rows: rows, asOf: t, since: since, periods: &periods, into: &returns)
-                RetentionReport.count(returns, into: &tally.retention)
-                tally.money.count(rows: rows, asOf: t, converter: converter)
-                if !returns.isEmpty {
-                    RevenueReport.count(
-                        returns, rows: rows, asOf: t, converter: converter, into: &tally.revenue, money: &tally.money)
-                }
-                if results[i].timeline.state == .churned {
-                    EligibilitySummaryReport.count(
-                        group: group, results[i].timeline,
-                        lastWinBackEnd: EligibilitySummaryReport.lastWinBackEnd(rows, asOf: t),
-                        asOf: t, into: &tally.summary)
-                }
-            }
-            pool.put(tally)
+            var rates = RedemptionRatesReport.Scratch()
+            /// The periods at the signedDate of Apple's list.
+            var periods: [Period] = []
         }
-        var tallies = pool.tallies
-        var total = tallies.popLast() ?? Tally(rates: rateCells, uplift: upliftCells)
-        for s in tallies { total.add(s) }
-        return Reports(
-            window: window,
-            redemptions: RedemptionReport.rows(total.redemptions, strings: customers.strings),
-            rates: total.rates,
-            funnel: FunnelReport.rows(audience, book: book),
-            summary: EligibilitySummaryReport.rows(total.summary, strings: customers.strings),
-            apple: AppleAgreement.compute(
-                customers: customers, audience: audience, book: book, renewals: renewals, gapDays: gapDays,
-                threads: threads),
-            experiment: experiment, uplift: UpliftReport.rows(total.uplift, window: window, experiment: experiment),
-            retention: RetentionReport.rows(total.retention, strings: customers.strings),
-            revenue: RevenueReport.rows(total.revenue, strings: customers.strings, reporting: rates?.currency),
-            money: total.money.counts(strings: customers.strings), reportingCurrency: rates?.currency,
-            horizonMonths: horizonMonths)
+
+        /// Counts subscriber `k`, whose periods at T are `periods` and whose renewal info known
+        /// at T is `renewal`.
+        func count(
+            _ tally: inout Tally, _ k: Int, renewal: RenewalInfo?, periods: [Period], _ result: CustomerResult,
+            scratch s: inout Scratch
+        ) {
+            let rows = customers.rows(of: k)
+            let group = customers.groups[k]
+            let gapDays = settings.gapDays
+            Episode.scan(rows, asOf: t, gapDays: gapDays, into: &s.episodes)
+            RedemptionReport.count(
+                s.episodes, window: window, emptyId: emptyId, into: &tally.redemptions, seen: &s.seen)
+            RedemptionRatesReport.count(
+                rows: rows, group: group, episodes: s.episodes, book: book, window: window, gapDays: gapDays,
+                scratch: &s.rates, into: &tally.rates, cohorts: cohorts, heldOut: result.heldOut, money: money,
+                uplift: &tally.uplift)
+            RetentionReport.returns(rows: rows, asOf: t, since: since, periods: periods, into: &s.returns)
+            RetentionReport.count(s.returns, into: &tally.retention)
+            tally.money.count(rows: rows, asOf: t, converter: converter)
+            if !s.returns.isEmpty {
+                RevenueReport.count(
+                    s.returns, rows: rows, asOf: t, converter: converter, into: &tally.revenue, money: &tally.money)
+            }
+            if result.timeline.state == .churned {
+                EligibilitySummaryReport.count(
+                    group: group, result.timeline,
+                    lastWinBackEnd: EligibilitySummaryReport.lastWinBackEnd(rows, asOf: t),
+                    asOf: t, into: &tally.summary)
+            }
+            if comparesApple, result.appleAnswered, let renewal {
+                AppleAgreement.count(
+                    &tally.apple, customer: k, of: customers, result, renewal: renewal, book: book, gapDays: gapDays,
+                    periods: &s.periods)
+            }
+        }
+
+        /// The reports of the tallies of every piece of work, in customer order.
+        func reports(_ tallies: [Tally], audience: Audience) -> Reports {
+            var tallies = tallies[...]
+            var total = tallies.popFirst() ?? tally()
+            for s in tallies { total.add(s) }
+            let strings = customers.strings
+            return Reports(
+                window: window,
+                redemptions: RedemptionReport.rows(total.redemptions, strings: strings),
+                rates: total.rates,
+                funnel: FunnelReport.rows(audience, book: book),
+                summary: EligibilitySummaryReport.rows(total.summary, strings: strings),
+                apple: AppleAgreement(total.apple, book: book),
+                experiment: audience.experiment,
+                uplift: UpliftReport.rows(total.uplift, window: window, experiment: audience.experiment),
+                retention: RetentionReport.rows(total.retention, strings: strings),
+                revenue: RevenueReport.rows(total.revenue, strings: strings, reporting: settings.rates?.currency),
+                money: total.money.counts(strings: strings), reportingCurrency: settings.rates?.currency,
+                horizonMonths: settings.horizonMonths)
+        }
+    }
+
+    /// Evaluates every customer at `t` (``Audience/evaluate(_:book:renewals:asOf:gapDays:experiment:threads:)``)
+    /// and counts every report of the evaluation in the same pass: each subscriber's rows are
+    /// walked while they are at hand, and their periods at T are built once.
+    ///
+    /// - Parameter renewals: the run's renewal info, for the evaluation and the agreement with
+    ///   Apple; nil compares nobody.
+    public static func evaluate(
+        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
+        experiment: Experiment? = nil, settings: Settings, threads: Int
+    ) -> (audience: Audience, reports: Reports) {
+        let counter = Counter(
+            customers: customers, book: book, settings: settings, asOf: t, experiment: experiment,
+            comparesApple: renewals != nil)
+        let (audience, pieces) = Audience.evaluate(
+            customers, book: book, renewals: renewals, asOf: t, gapDays: gapDays, experiment: experiment,
+            threads: threads, piece: { (counter.tally(), Counter.Scratch()) },
+            visit: { piece, k, renewal, periods, result in
+                counter.count(&piece.0, k, renewal: renewal, periods: periods, result, scratch: &piece.1)
+            })
+        return (audience, counter.reports(pieces.map(\.0), audience: audience))
     }
 }

@@ -8,19 +8,17 @@ import WinBackTestSupport
 @testable import WinBackSupport
 @testable import WinBackWrite
 
-/// Evaluates the audience with `experiment` and computes every report from it, as a run does
-/// (`computeReports` passes no experiment).
+/// Evaluates the audience with `experiment` and counts every report in the same pass, as a run
+/// does (`computeReports` passes no experiment).
 private func runWithExperiment(
     _ w: TestWorld, _ rows: [Transaction], offers: [Offer], experiment: Experiment?, asOf: String,
     windowMonths: Int, threads: Int = 1
 ) -> (customers: CustomerRows, book: OfferBook, audience: Audience, reports: Reports) {
     let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
     let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
-    let audience = Audience.evaluate(
-        customers, book: book, renewals: nil, asOf: ms(asOf), gapDays: 60, experiment: experiment, threads: threads)
-    let reports = Reports.compute(
-        customers: customers, audience: audience, book: book, windowMonths: windowMonths, gapDays: 60,
-        retentionMonths: 24, threads: threads)
+    let (audience, reports) = Reports.evaluate(
+        customers, book: book, renewals: nil, asOf: ms(asOf), gapDays: 60, experiment: experiment,
+        settings: Reports.Settings(windowMonths: windowMonths, gapDays: 60, retentionMonths: 24), threads: threads)
     return (customers, book, audience, reports)
 }
 

@@ -87,11 +87,9 @@ struct AppleAgreementTests {
         let (rows, renewals) = world(w)
         let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
         let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
-        let audience = Audience.evaluate(
-            customers, book: book, renewals: renewals, asOf: ms(asOf), gapDays: 60, threads: threads)
-        let reports = Reports.compute(
-            customers: customers, audience: audience, book: book, windowMonths: 12, gapDays: 60, renewals: renewals,
-            threads: threads)
+        let (audience, reports) = Reports.evaluate(
+            customers, book: book, renewals: renewals, asOf: ms(asOf), gapDays: 60,
+            settings: Reports.Settings(windowMonths: 12, gapDays: 60), threads: threads)
         return (reports.apple, audience, customers)
     }
 
