@@ -26,7 +26,10 @@ package enum StraceLog {
             }
         }
         return joined.compactMap { line in
-            guard line.contains("openat("), let eq = line.range(of: ") = ", options: .backwards),
+            // The result after the last " = ", right after the call's ")" (which strace pads with
+            // spaces on a resumed call).
+            guard line.contains("openat("), let eq = line.range(of: " = ", options: .backwards),
+                line[..<eq.lowerBound].reversed().first(where: { $0 != " " }) == ")",
                 Int(line[eq.upperBound...].prefix { $0 != " " }).map({ $0 >= 0 }) == true,
                 let q1 = line.firstIndex(of: "\""), let q2 = line[line.index(after: q1)...].firstIndex(of: "\"")
             else { return nil }
