@@ -162,7 +162,8 @@ public struct Audience: Sendable {
     ) -> Audience {
         evaluate(
             customers, book: book, renewals: renewals, asOf: t, gapDays: gapDays, experiment: experiment,
-            threads: threads, piece: {}, visit: { _, _, _, _, _ in }
+            threads: threads, piece: {}, visit: { _, _, _, _, _ in },
+            ended: { _ in }
         ).audience
     }
 
@@ -171,13 +172,16 @@ public struct Audience: Sendable {
     /// info known at T, their periods at T (docs/rules.md §3 rule 3, runs numbered) and their
     /// result: one pass over the customers for the evaluation and what counts them (the
     /// reports, ``Reports/evaluate(_:book:renewals:asOf:gapDays:experiment:settings:threads:)``).
-    /// Returns the pieces' states in customer order.
+    /// `ended` takes each piece's state once its customers are all visited (a state that sums
+    /// can then be handed to the next piece on the same thread); returns the states as `ended`
+    /// left them, in customer order.
     package static func evaluate<Piece>(
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
         experiment: Experiment?, threads: Int, piece: @escaping @Sendable () -> Piece,
         visit:
             @escaping @Sendable (inout Piece, _ customer: Int, RenewalInfo?, _ periods: [Period], CustomerResult) ->
-            Void
+            Void,
+        ended: @escaping @Sendable (inout Piece) -> Void
     ) -> (audience: Audience, pieces: [Piece]) {
         let assignment = experiment?.assignment
         let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
@@ -221,6 +225,7 @@ public struct Audience: Sendable {
                 visit(&state, k, renewal, periods, result)
                 emit(result)
             }
+            ended(&state)
             slots[p] = (counts, funnel, state)
         }
         var counts = CustomerStates()

@@ -90,6 +90,25 @@ public struct Reports: Sendable {
         }
     }
 
+    /// Tallies between pieces of work: a worker carries the sums across the pieces it takes.
+    final class TallyPool: Sendable {
+        private let free = Mutex<[Tally]>([])
+
+        func take() -> Tally? { free.withLock { $0.popLast() } }
+
+        func put(_ t: Tally) { free.withLock { $0.append(t) } }
+
+        var tallies: [Tally] { free.withLock { $0 } }
+    }
+
+    /// One piece of work's state in the evaluation's pass: the sums while it counts, its
+    /// disagreements with Apple once it ends.
+    struct Piece {
+        var tally: Tally?
+        var scratch = Counter.Scratch()
+        var disagreements: [AppleAgreement.Disagreement] = []
+    }
+
     /// What the reports take beside the customers and their evaluation: the pipeline's settings.
     public struct Settings: Sendable {
         /// Complete months before the month containing T.
@@ -236,12 +255,24 @@ public struct Reports: Sendable {
         let counter = Counter(
             customers: customers, book: book, settings: settings, asOf: t, experiment: experiment,
             comparesApple: renewals != nil)
+        // The sums are handed from piece to piece on a thread, so that about one per thread is
+        // added up at the end; the disagreements with Apple stay with their piece, in order.
+        let pool = TallyPool()
         let (audience, pieces) = Audience.evaluate(
             customers, book: book, renewals: renewals, asOf: t, gapDays: gapDays, experiment: experiment,
-            threads: threads, piece: { (counter.tally(), Counter.Scratch()) },
+            threads: threads, piece: { Piece(tally: pool.take() ?? counter.tally()) },
             visit: { piece, k, renewal, periods, result in
-                counter.count(&piece.0, k, renewal: renewal, periods: periods, result, scratch: &piece.1)
+                counter.count(&piece.tally!, k, renewal: renewal, periods: periods, result, scratch: &piece.scratch)
+            },
+            ended: { piece in
+                piece.disagreements = piece.tally!.apple.disagreements
+                piece.tally!.apple.disagreements = []
+                pool.put(piece.tally.take()!)
+                piece.scratch = Counter.Scratch()
             })
-        return (audience, counter.reports(pieces.map(\.0), audience: audience))
+        var tallies = pool.tallies
+        if tallies.isEmpty { tallies = [counter.tally()] }
+        tallies[0].apple.disagreements = pieces.flatMap(\.disagreements)
+        return (audience, counter.reports(tallies, audience: audience))
     }
 }
