@@ -130,14 +130,41 @@ public enum EligibilitySummaryReport {
         let product = ranks(rows.map(\.productId))
         let territory = ranks(rows.map(\.territory))
         // The fields of `less`, in its order; no win-back (-1) before any number of months.
-        let keys = rows.map { r in
-            [
-                Int64(group[r.subscriptionGroupId]!), Int64(product[r.productId]!), r.paidTenure,
-                r.monthsSinceLastSubscribed, r.hasRedeemedWinBack ? 1 : 0, r.monthsSinceLastWinBack ?? -1,
-                Int64(territory[r.territory]!),
-            ]
+        var keys = rows.indices.map { i in
+            let r = rows[i]
+            return SortKey(
+                group: Int32(group[r.subscriptionGroupId]!), product: Int32(product[r.productId]!),
+                paidTenure: r.paidTenure, monthsSince: r.monthsSinceLastSubscribed,
+                winBack: r.monthsSinceLastWinBack ?? -1, territory: Int32(territory[r.territory]!),
+                redeemed: r.hasRedeemedWinBack, index: Int32(i))
         }
-        return rows.indices.sorted { keys[$0].lexicographicallyPrecedes(keys[$1]) }.map { rows[$0] }
+        keys.sort()
+        return keys.map { rows[Int($0.index)] }
+    }
+
+    /// A row's place in the summary's order, in integers compared in place (a list of them a
+    /// row was an allocation each, compared element by element through a generic function).
+    private struct SortKey: Comparable {
+        var group: Int32
+        var product: Int32
+        var paidTenure: Int64
+        var monthsSince: Int64
+        var winBack: Int64
+        var territory: Int32
+        var redeemed: Bool
+        /// The row's index: equal keys (never two rows of one summary) keep their order.
+        var index: Int32
+
+        static func < (a: SortKey, b: SortKey) -> Bool {
+            if a.group != b.group { return a.group < b.group }
+            if a.product != b.product { return a.product < b.product }
+            if a.paidTenure != b.paidTenure { return a.paidTenure < b.paidTenure }
+            if a.monthsSince != b.monthsSince { return a.monthsSince < b.monthsSince }
+            if a.redeemed != b.redeemed { return !a.redeemed }
+            if a.winBack != b.winBack { return a.winBack < b.winBack }
+            if a.territory != b.territory { return a.territory < b.territory }
+            return a.index < b.index
+        }
     }
 
     static func less(_ a: EligibilitySummaryRow, _ b: EligibilitySummaryRow) -> Bool {
