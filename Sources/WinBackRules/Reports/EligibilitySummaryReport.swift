@@ -104,6 +104,27 @@ public enum EligibilitySummaryReport {
             m.storefront = t
             merged[m, default: 0] += n
         }
+        // The order of ``less(_:_:)`` on the merged keys, whose few distinct groups, products
+        // and territories are ranked once by their text (an id stands for one string).
+        let entries = Array(merged)
+        func ranks(_ ids: Set<Int32>) -> [Int32: Int32] {
+            let ordered = ids.sorted { bytewiseLess(strings.string($0), strings.string($1)) }
+            return Dictionary(uniqueKeysWithValues: ordered.enumerated().map { ($1, Int32($0)) })
+        }
+        let groupRank = ranks(Set(entries.map(\.key.group)))
+        let productRank = ranks(Set(entries.map(\.key.product)))
+        var territoryRank = [Int32](repeating: 0, count: territories.count)
+        for (r, t) in territories.indices.sorted(by: { bytewiseLess(territories[$0], territories[$1]) }).enumerated() {
+            territoryRank[t] = Int32(r)
+        }
+        var keys = entries.indices.map { i in
+            let m = entries[i].key
+            return SortKey(
+                group: groupRank[m.group]!, product: productRank[m.product]!, paidTenure: m.paidMonths,
+                monthsSince: m.monthsSince, winBack: m.monthsSinceWinBack ?? -1,
+                territory: territoryRank[Int(m.storefront)], redeemed: m.monthsSinceWinBack != nil, index: Int32(i))
+        }
+        keys.sort()
         var names: [Int32: String] = [:]
         func name(_ id: Int32) -> String {
             if let s = names[id] { return s }
@@ -111,13 +132,13 @@ public enum EligibilitySummaryReport {
             names[id] = s
             return s
         }
-        let rows = merged.map { m, n in
-            EligibilitySummaryRow(
+        return keys.map { key in
+            let (m, n) = entries[Int(key.index)]
+            return EligibilitySummaryRow(
                 subscriptionGroupId: name(m.group), productId: name(m.product), paidTenure: m.paidMonths,
                 monthsSinceLastSubscribed: m.monthsSince, hasRedeemedWinBack: m.monthsSinceWinBack != nil,
                 monthsSinceLastWinBack: m.monthsSinceWinBack, territory: territories[Int(m.storefront)], churned: n)
         }
-        return sorted(rows)
     }
 
     /// `rows` in the order of ``less(_:_:)``, comparing integers: the few distinct groups,

@@ -253,6 +253,29 @@ struct WinBackReportsTests {
         #expect(got.map { "\($0)" } == expected.map { "\($0)" })
     }
 
+    @Test("summary rows made from a tally of interned ids come out in the order of the row comparison")
+    func summaryRowsOrder() {
+        var rng = SplitMix64(seed: 9)
+        let table = StringTable()
+        // Interned out of their text's order, so that an id's order is not its string's.
+        let groups = ["g9", "g10", "G1", ""].map { table.intern($0) }
+        let products = ["é", "b", "a b", "B", "ab"].map { table.intern($0) }
+        let storefronts = ["USA", "FRA", "XKX", "ZZZ", "DEU", "usa"].map { table.intern($0) } + [-1]
+        var tally: [EligibilitySummaryReport.Key: Int] = [:]
+        for _ in 0..<3_000 {
+            let winBack: Int64? = rng.below(3) == 0 ? nil : Int64(rng.below(4))
+            let key = EligibilitySummaryReport.Key(
+                group: groups[rng.below(groups.count)], product: products[rng.below(products.count)],
+                paidMonths: Int64(rng.below(5)), monthsSince: Int64(rng.below(5)), monthsSinceWinBack: winBack,
+                storefront: storefronts[rng.below(storefronts.count)])
+            tally[key, default: 0] += 1
+        }
+        let rows = EligibilitySummaryReport.rows(tally, strings: table)
+        #expect(rows.count > 1_000)
+        #expect(rows.map { "\($0)" } == rows.sorted(by: EligibilitySummaryReport.less).map { "\($0)" })
+        #expect(rows.reduce(0) { $0 + $1.churned } == 3_000)
+    }
+
     @Test("summary keys that differ only in storefronts of no known territory are counted as one row")
     func summaryMergesUnknownTerritories() {
         let strings = StringTable()
