@@ -39,12 +39,12 @@ public struct SegmentWriter: Sendable {
     /// Rows of a file formatted as one piece (``defaultPieceRows``; fewer in tests, to cut small
     /// lists up).
     let pieceRows: Int
-    /// The segment lists, each customer's rows where ``lists(audience:book:requireApple:)`` puts them.
+    /// The segment lists, each customer's rows where ``lists(audience:book:requireApple:threads:)`` puts them.
     let lists: [List]
 
     public init(
         customers: CustomerRows, audience: Audience, book: OfferBook, formats: [String],
-        requireApple: AppleRequirement = .off, pieceRows: Int = SegmentWriter.defaultPieceRows
+        requireApple: AppleRequirement = .off, pieceRows: Int = SegmentWriter.defaultPieceRows, threads: Int = 1
     ) {
         self.customers = customers
         self.pieceRows = max(1, pieceRows)
@@ -58,7 +58,7 @@ public struct SegmentWriter: Sendable {
         xmlOfferURLs = ByteList(book.offers.map { XMLWriter.escapedAttribute(Array($0.offer.offerURL.utf8)) })
         csvOfferIds = ByteList(book.offers.map { CSVRecord.escaped($0.offer.offerId) })
         csvOfferURLs = ByteList(book.offers.map { CSVRecord.escaped($0.offer.offerURL) })
-        lists = SegmentWriter.lists(audience: audience, book: book, requireApple: requireApple)
+        lists = SegmentWriter.lists(audience: audience, book: book, requireApple: requireApple, threads: threads)
     }
 
     /// The bytes of each ``AppleEligible`` value, by raw value (plain letters: no escaping).
@@ -116,30 +116,44 @@ public struct SegmentWriter: Sendable {
     /// one place that says it: an eligible offer's list at its rank, unless Apple's word drops
     /// it; best-offer for the rank-1 offer; a held-out customer's rank-1 row in the holdout
     /// only. The lists in the order of the files: the catalog's offers, best-offer, the holdout.
-    static func lists(audience: Audience, book: OfferBook, requireApple: AppleRequirement) -> [List] {
+    static func lists(
+        audience: Audience, book: OfferBook, requireApple: AppleRequirement, threads: Int = 1
+    ) -> [List] {
         let n = book.offers.count
-        var perOffer = [[Entry]](repeating: [], count: n)
-        var best: [Entry] = []
-        // The rows best-offer would have held for the customers the experiment holds out
-        // (docs/rules.md §9.1); they are in no other segment.
-        var holdout: [Entry] = []
-        for (ri, r) in audience.results.enumerated() {
-            let leftOut = audience.isLeftOut(r)
-            for (rank, o) in r.eligible.enumerated() where requireApple.keeps(r.apple(rank: rank + 1)) {
-                if leftOut {
-                    if rank == 0 { holdout.append(Entry(result: ri, offer: Int(o), rank: 1)) }
-                    continue
+        // Lists 0..<n are the offers', n best-offer's, n + 1 the rows best-offer would have held
+        // for the customers the experiment holds out (docs/rules.md §9.1; in no other segment).
+        // Each part of the results (in customer order) fills its own lists on a thread; the
+        // parts' lists are then joined in order.
+        let parts = chunks(audience.results.count, pieces: max(1, threads))
+        let found = ResultSlots<[[Entry]]>(count: parts.count)
+        try? parallelFor(count: parts.count, threads: threads) { p in
+            var lists = [[Entry]](repeating: [], count: n + 2)
+            for ri in parts[p] {
+                let r = audience.results[ri]
+                let leftOut = audience.isLeftOut(r)
+                for (rank, o) in r.eligible.enumerated() where requireApple.keeps(r.apple(rank: rank + 1)) {
+                    if leftOut {
+                        if rank == 0 { lists[n + 1].append(Entry(result: ri, offer: Int(o), rank: 1)) }
+                        continue
+                    }
+                    lists[Int(o)].append(Entry(result: ri, offer: Int(o), rank: rank + 1))
+                    // The best-offer list follows the rank-1 offer's row.
+                    if rank == 0 { lists[n].append(Entry(result: ri, offer: Int(o), rank: 1)) }
                 }
-                perOffer[Int(o)].append(Entry(result: ri, offer: Int(o), rank: rank + 1))
-                // The best-offer list follows the rank-1 offer's row.
-                if rank == 0 { best.append(Entry(result: ri, offer: Int(o), rank: 1)) }
             }
+            found[p] = lists
+        }
+        var entries = [[Entry]](repeating: [], count: n + 2)
+        for part in found.takeAll() {
+            for i in entries.indices { entries[i] += part[i] }
         }
         var lists = book.offers.indices.map {
-            List(name: book.offers[$0].offer.offerId, entries: perOffer[$0], offer: $0)
+            List(name: book.offers[$0].offer.offerId, entries: entries[$0], offer: $0)
         }
-        lists.append(List(name: "best-offer", entries: best, offer: nil))
-        if audience.experiment != nil { lists.append(List(name: SegmentWriter.holdout, entries: holdout, offer: nil)) }
+        lists.append(List(name: "best-offer", entries: entries[n], offer: nil))
+        if audience.experiment != nil {
+            lists.append(List(name: SegmentWriter.holdout, entries: entries[n + 1], offer: nil))
+        }
         return lists
     }
 

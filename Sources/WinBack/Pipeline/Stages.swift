@@ -185,7 +185,7 @@ extension Stage {
         // The segment lists, written, then handed in memory to the changes and the destinations.
         let lists = SegmentWriter(
             customers: customers, audience: audience, book: book, formats: p.config.formats,
-            requireApple: p.config.requireApple)
+            requireApple: p.config.requireApple, threads: p.threads)
         let steps = OutputSteps(
             lists: lists, segments: { try lists.write(to: directory, threads: p.threads, sync: sync) },
             changes: { baseline in

@@ -55,7 +55,7 @@ public enum ShardRun {
         let staged = try WorkFolder.staging(for: final)
         var outputs = try SegmentWriter(
             customers: customers, audience: audience, book: book, formats: p.config.formats,
-            requireApple: p.config.requireApple
+            requireApple: p.config.requireApple, threads: p.threads
         ).write(to: staged, threads: p.threads)
         let dropped = audience.droppedByApple(p.config.requireApple, offers: p.catalog.offers.count)
         let held = audience.heldOut(p.config.requireApple, offers: p.catalog.offers.count)

@@ -184,7 +184,9 @@ public struct Audience: Sendable {
         ended: @escaping @Sendable (inout Piece) -> Void
     ) -> (audience: Audience, pieces: [Piece]) {
         let assignment = experiment?.assignment
-        let pieces = chunks(customers.count, pieces: max(1, threads) * 8)
+        // Pieces small enough that the last one taken leaves the other threads idle only
+        // briefly: with eight a thread, one thread ran alone for most of a piece at the end.
+        let pieces = chunks(customers.count, pieces: max(1, threads) * 32)
         let slots = ResultSlots<(CustomerStates, [FunnelRow], Piece)>(count: pieces.count)
         let day = MonthMath.dayNumber(t)
         let live = book.offers.map { $0.offer.isLive(onDay: day) }

@@ -85,6 +85,7 @@ public enum EligibilitySummaryReport {
         var territoryNumber: [String: Int32] = [:]
         var territoryOf: [Int32: Int32] = [:]
         var merged: [Key: Int] = [:]
+        merged.reserveCapacity(tally.count)
         for (k, n) in tally {
             let t: Int32
             if let known = territoryOf[k.storefront] {

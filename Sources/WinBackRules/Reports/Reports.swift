@@ -81,6 +81,8 @@ public struct Reports: Sendable {
         mutating func add(_ o: Tally) {
             redemptions.add(o.redemptions)
             for i in rates.indices { rates[i] = rates[i] + o.rates[i] }
+            // Room for every key of both at once: growing key by key moved every entry again.
+            summary.reserveCapacity(summary.count + o.summary.count)
             for (k, n) in o.summary { summary[k, default: 0] += n }
             for i in uplift.indices { uplift[i] = uplift[i] + o.uplift[i] }
             retention.add(o.retention)
