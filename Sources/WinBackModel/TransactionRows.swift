@@ -101,6 +101,30 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         return (chunksTaken - 1, base! + (chunksTaken - 1) << TransactionRows.chunkShift)
     }
 
+    /// Moves `count` rows from `from` down to `to` (`to < from`) on `threads` threads: a part's
+    /// rows moved on one thread are a pass over its memory that the other threads wait for.
+    /// The rows go in waves of pieces: a wave covers at most `from - to` rows, so every piece
+    /// of it lands below every row not yet moved, and only on rows already moved.
+    static func slide(_ rows: UnsafeMutablePointer<Transaction>, count: Int, from: Int, to: Int, threads: Int) {
+        let gap = from - to
+        let piece = Swift.max(1 << 12, gap / Swift.max(1, threads))
+        guard threads > 1, gap >= 2 * piece else {
+            (rows + to).moveInitialize(from: rows + from, count: count)
+            return
+        }
+        nonisolated(unsafe) let rows = rows
+        var start = 0
+        while start < count {
+            let end = Swift.min(count, start + gap / piece * piece)
+            let pieces = Swift.stride(from: start, to: end, by: piece).map { $0..<Swift.min($0 + piece, end) }
+            try? parallelFor(count: pieces.count, threads: threads) { k in
+                let r = pieces[k]
+                (rows + to + r.lowerBound).moveInitialize(from: rows + from + r.lowerBound, count: r.count)
+            }
+            start = end
+        }
+    }
+
     /// Keeps, of the rows written to the chunks handed out, those `keep` says (after it has
     /// rewritten them), packed from the first row on; the pages past them go back to the system.
     /// `keep(&tally, chunk, offset, &row)` sees every used row of every chunk once; `used(chunk)`
@@ -142,7 +166,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         for (p, part) in parts.enumerated() {
             let from = (part.first ?? 0) << TransactionRows.chunkShift
             let k = kept[p]!.0
-            if from != total { (rows + total).moveInitialize(from: rows + from, count: k) }
+            if from != total { TransactionRows.slide(rows, count: k, from: from, to: total, threads: threads) }
             total += k
         }
         count = total

@@ -249,6 +249,31 @@ extension ReadStageTests {
             }
         }
 
+        /// Rows slid down over several threads, in waves that never land on a row not yet moved:
+        /// every row arrives, in order, for gaps smaller than a piece (moved on one thread),
+        /// of a few pieces and of many, counts that end inside a wave or on its edge.
+        @Test(arguments: [1, 2, 3, 8])
+        func rowsSlidDownOnThreadsArriveInOrder(threads: Int) {
+            let piece = 1 << 12
+            for (count, gap) in [
+                (10_000, 100), (20_000, 2 * piece), (50_000, 3 * piece + 17), (40_000, 20 * piece),
+                (8 * piece, 4 * piece), (1, 5 * piece), (0, 3 * piece),
+            ] {
+                let total = gap + count
+                let rows = UnsafeMutablePointer<Transaction>.allocate(capacity: total)
+                defer { rows.deallocate() }
+                for i in 0..<total {
+                    (rows + i).initialize(
+                        to: Transaction(
+                            transactionId: TransactionKey(raw: Int64(i)), originalTransactionId: TransactionKey(raw: 0),
+                            subscriptionGroupId: 0, productId: 0, purchaseDate: Int64(i), expiresDate: Int64(i)))
+                }
+                TransactionRows.slide(rows, count: count, from: gap, to: 0, threads: threads)
+                let arrived = (0..<count).filter { rows[$0].transactionId.raw == Int64(gap + $0) }.count
+                #expect(arrived == count, "\(count) rows slid by \(gap) on \(threads) threads")
+            }
+        }
+
         /// Three files take chunks of one store in turn, some rows are dropped and some
         /// rewritten: what is kept is packed from the first row, in chunk order, whatever the
         /// threads (each packs its own run of chunks, then the runs are slid together).
