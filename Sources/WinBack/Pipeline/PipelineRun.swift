@@ -277,13 +277,13 @@ public enum PipelineRun {
             progress.begin("evaluate")
             let customers = Stage.group(inputs, threads: p.threads)
             let book = Stage.offers(p, strings: inputs.strings)
-            let (audience, reports) = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
+            let (audience, counted) = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
             manifest.record(audience, catalog: p.catalog, requireApple: p.config.requireApple)
             manifest.stages.append(("evaluate", progress.end(audience.summaryLine)))
 
             progress.begin("write")
             let written = try Stage.write(
-                customers, audience: audience, reports: reports, book: book, rejects: &rejects,
+                customers, audience: audience, reports: counted, book: book, rejects: &rejects,
                 manifest: &manifest, p, to: staging, sync: sync)
             manifest.outputs = written.outputs
             lists = written.lists

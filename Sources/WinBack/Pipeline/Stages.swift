@@ -156,11 +156,12 @@ extension Stage {
 
     /// Reconstructs every customer and evaluates every offer at the pipeline's as-of instant
     /// (docs/rules.md §3), and counts the reports (§4.3, §4.5) in the same pass over the
-    /// customers, with the renewal info (for the agreement with Apple).
+    /// customers, with the renewal info (for the agreement with Apple); their rows are made
+    /// by ``CountedReports/reports()``.
     public static func evaluate(
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, _ p: ResolvedPipeline
-    ) -> (audience: Audience, reports: Reports) {
-        Reports.evaluate(
+    ) -> (audience: Audience, counted: CountedReports) {
+        Reports.count(
             customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,
             experiment: p.config.experiment,
             settings: Reports.Settings(
@@ -175,10 +176,10 @@ extension Stage {
     /// (``writeOutputs(_:_:baseline:rejects:manifest:to:sync:)``); returns the files and the
     /// segment lists, for the steps after the publish.
     ///
-    /// With several threads the report files are written while the segments are written, and
-    /// then the segment changes. With one thread, one after the other.
+    /// With several threads the reports' rows are made and their files written while the
+    /// segments are written, and then the segment changes. With one thread, one after the other.
     static func write(
-        _ customers: CustomerRows, audience: Audience, reports: Reports, book: OfferBook,
+        _ customers: CustomerRows, audience: Audience, reports counted: CountedReports, book: OfferBook,
         rejects: inout RejectList, manifest: inout Manifest, _ p: ResolvedPipeline, to directory: String,
         sync: DiskSync
     ) throws -> (outputs: [OutputStats], lists: SegmentSource) {
@@ -198,7 +199,8 @@ extension Stage {
                     }, to: directory, sync: sync)
             },
             reports: {
-                (
+                let reports = counted.reports()
+                return (
                     reports,
                     try ReportWriter(reports: reports, title: p.config.name).write(
                         to: directory, sync: sync, page: false)

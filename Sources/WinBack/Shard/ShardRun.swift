@@ -48,7 +48,8 @@ public enum ShardRun {
         let kept = try next?.finish(atLeastOne: true).first
         let customers = Stage.group(inputs, threads: p.threads)
         let book = Stage.offers(p, strings: inputs.strings)
-        let (audience, reports) = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
+        let (audience, counted) = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
+        let reports = counted.reports()
 
         let final = work.shard(shard)
         try work.secure(making: "shards")

@@ -254,6 +254,18 @@ public struct Reports: Sendable {
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
         experiment: Experiment? = nil, settings: Settings, threads: Int
     ) -> (audience: Audience, reports: Reports) {
+        let (audience, counted) = count(
+            customers, book: book, renewals: renewals, asOf: t, gapDays: gapDays, experiment: experiment,
+            settings: settings, threads: threads)
+        return (audience, counted.reports())
+    }
+
+    /// The same, the reports counted but not yet put in rows (``CountedReports/reports()``), so
+    /// that a run can do that on a thread of its own beside the segments.
+    public static func count(
+        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
+        experiment: Experiment? = nil, settings: Settings, threads: Int
+    ) -> (audience: Audience, counted: CountedReports) {
         let counter = Counter(
             customers: customers, book: book, settings: settings, asOf: t, experiment: experiment,
             comparesApple: renewals != nil)
@@ -275,6 +287,18 @@ public struct Reports: Sendable {
         var tallies = pool.tallies
         if tallies.isEmpty { tallies = [counter.tally()] }
         tallies[0].apple.disagreements = pieces.flatMap(\.disagreements)
-        return (audience, counter.reports(tallies, audience: audience))
+        return (audience, CountedReports(counter: counter, tallies: tallies, audience: audience))
     }
+}
+
+/// Every report of an evaluation counted, not yet put in rows: ``reports()`` adds the tallies up
+/// and sorts each report's rows, work on one thread that a run does beside the segments.
+public struct CountedReports: Sendable {
+    let counter: Reports.Counter
+    /// The tallies of the evaluation's threads, the disagreements with Apple in the first.
+    let tallies: [Reports.Tally]
+    let audience: Audience
+
+    /// The reports.
+    public func reports() -> Reports { counter.reports(tallies, audience: audience) }
 }
