@@ -16,7 +16,7 @@ package func computeReports(
     let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
     let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
     return Reports.evaluate(
-        customers, book: book, renewals: renewals, asOf: ms(asOf), gapDays: gapDays,
+        customers, book: book, renewals: renewals, asOf: ms(asOf),
         settings: Reports.Settings(
             windowMonths: windowMonths, gapDays: gapDays, retentionMonths: retentionMonths, rates: rates),
         threads: threads

@@ -162,8 +162,7 @@ extension Stage {
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, _ p: ResolvedPipeline
     ) -> (audience: Audience, counted: CountedReports) {
         Reports.count(
-            customers, book: book, renewals: renewals, asOf: p.asOf, gapDays: p.config.consecutiveGapDays,
-            experiment: p.config.experiment,
+            customers, book: book, renewals: renewals, asOf: p.asOf, experiment: p.config.experiment,
             settings: Reports.Settings(
                 windowMonths: p.config.windowMonths, gapDays: p.config.consecutiveGapDays,
                 retentionMonths: p.config.retentionMonths, rates: p.rates,

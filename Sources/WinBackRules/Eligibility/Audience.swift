@@ -171,7 +171,7 @@ public struct Audience: Sendable {
     /// to `visit` with the state of the piece of work they are in (made by `piece`), the renewal
     /// info known at T, their periods at T (docs/rules.md §3 rule 3, runs numbered) and their
     /// result: one pass over the customers for the evaluation and what counts them (the
-    /// reports, ``Reports/evaluate(_:book:renewals:asOf:gapDays:experiment:settings:threads:)``).
+    /// reports, ``Reports/evaluate(_:book:renewals:asOf:experiment:settings:threads:)``).
     /// `ended` takes each piece's state once its customers are all visited (a state that sums
     /// can then be handed to the next piece on the same thread); returns the states as `ended`
     /// left them, in customer order.

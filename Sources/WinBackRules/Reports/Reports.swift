@@ -4,7 +4,7 @@ import WinBackModel
 import WinBackSupport
 
 /// The four reports of docs/rules.md §4.3 and the agreement with Apple (§4.5), counted in the
-/// evaluation's pass over the customers (``evaluate(_:book:renewals:asOf:gapDays:experiment:settings:threads:)``):
+/// evaluation's pass over the customers (``evaluate(_:book:renewals:asOf:experiment:settings:threads:)``):
 /// each subscriber's rows are walked once they are at hand, their periods at T built once.
 ///
 /// Pure: no files, no clock. Workers tally contiguous pieces of customers, each into a tally of
@@ -57,8 +57,9 @@ public struct Reports: Sendable {
     /// `money.horizonMonths` (docs/rules.md §13.3).
     public var horizonMonths: Int
 
-    /// What one piece of work counts: the reports' tallies, which are sums, and the agreement
-    /// with Apple's, whose disagreements are kept in customer order.
+    /// What the pieces of work a thread takes count: the reports' tallies and the agreement with
+    /// Apple's, sums; the disagreements with Apple, kept in customer order, are those of one
+    /// piece until it ends, then those of every piece in the first tally.
     struct Tally {
         var redemptions: [RedemptionReport.Key: RedemptionRow] = [:]
         /// Months × catalog offers, month-major.
@@ -77,7 +78,7 @@ public struct Reports: Sendable {
             apple = AppleAgreement.Tally(offers: Array(repeating: AppleAgreement.Counts(), count: offers))
         }
 
-        /// Adds the tally of the pieces after this one's.
+        /// Adds another thread's tally (its disagreements after these).
         mutating func add(_ o: Tally) {
             redemptions.add(o.redemptions)
             for i in rates.indices { rates[i] = rates[i] + o.rates[i] }
@@ -115,7 +116,7 @@ public struct Reports: Sendable {
     public struct Settings: Sendable {
         /// Complete months before the month containing T.
         public var windowMonths: Int
-        /// `consecutiveGapDays`, for episodes and for the monthly reconstructions.
+        /// `consecutiveGapDays`, for the evaluation, the episodes and the monthly reconstructions.
         public var gapDays: Int64
         public var retentionMonths: Int
         /// `money`'s rates (docs/rules.md §13.1); nil keeps amounts per currency.
@@ -251,19 +252,19 @@ public struct Reports: Sendable {
     /// - Parameter renewals: the run's renewal info, for the evaluation and the agreement with
     ///   Apple; nil compares nobody.
     public static func evaluate(
-        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
+        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64,
         experiment: Experiment? = nil, settings: Settings, threads: Int
     ) -> (audience: Audience, reports: Reports) {
         let (audience, counted) = count(
-            customers, book: book, renewals: renewals, asOf: t, gapDays: gapDays, experiment: experiment,
-            settings: settings, threads: threads)
+            customers, book: book, renewals: renewals, asOf: t, experiment: experiment, settings: settings,
+            threads: threads)
         return (audience, counted.reports())
     }
 
     /// The same, the reports counted but not yet put in rows (``CountedReports/reports()``), so
     /// that a run can do that on a thread of its own beside the segments.
     public static func count(
-        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
+        _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64,
         experiment: Experiment? = nil, settings: Settings, threads: Int
     ) -> (audience: Audience, counted: CountedReports) {
         let counter = Counter(
@@ -273,7 +274,7 @@ public struct Reports: Sendable {
         // added up at the end; the disagreements with Apple stay with their piece, in order.
         let pool = TallyPool()
         let (audience, pieces) = Audience.evaluate(
-            customers, book: book, renewals: renewals, asOf: t, gapDays: gapDays, experiment: experiment,
+            customers, book: book, renewals: renewals, asOf: t, gapDays: settings.gapDays, experiment: experiment,
             threads: threads, piece: { Piece(tally: pool.take() ?? counter.tally()) },
             visit: { piece, k, renewal, periods, result in
                 counter.count(&piece.tally!, k, renewal: renewal, periods: periods, result, scratch: &piece.scratch)

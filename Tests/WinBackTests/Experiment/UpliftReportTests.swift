@@ -17,7 +17,7 @@ private func runWithExperiment(
     let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
     let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
     let (audience, reports) = Reports.evaluate(
-        customers, book: book, renewals: nil, asOf: ms(asOf), gapDays: 60, experiment: experiment,
+        customers, book: book, renewals: nil, asOf: ms(asOf), experiment: experiment,
         settings: Reports.Settings(windowMonths: windowMonths, gapDays: 60, retentionMonths: 24), threads: threads)
     return (customers, book, audience, reports)
 }

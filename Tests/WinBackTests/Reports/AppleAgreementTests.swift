@@ -88,7 +88,7 @@ struct AppleAgreementTests {
         let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
         let book = OfferBook(catalog: OfferCatalog(offers: offers), ids: { w.strings.lookup($0) })
         let (audience, reports) = Reports.evaluate(
-            customers, book: book, renewals: renewals, asOf: ms(asOf), gapDays: 60,
+            customers, book: book, renewals: renewals, asOf: ms(asOf),
             settings: Reports.Settings(windowMonths: 12, gapDays: 60), threads: threads)
         return (reports.apple, audience, customers)
     }
