@@ -284,7 +284,8 @@ struct OutputSteps {
     var changes: (Baseline?) throws -> (outputs: [OutputStats], summary: ChangesSummary)
     /// The reports, and their files but report.html.
     var reports: @Sendable () throws -> (Reports, [OutputStats])
-    /// Whether the report files are written beside the segments and changes (a run with threads).
+    /// Whether the reports' rows are made and their files written beside the segments and changes
+    /// (a run with threads).
     var reportsBeside: Bool
     /// Where a memory-bounded run joins the identities (nil: in memory).
     var bounds: IdentityJoin.Bounds? = nil
