@@ -276,7 +276,7 @@ public struct SegmentWriter: Sendable {
     }
 
     /// Appends the `<customer …/>` lines of `entries`, one line each, as libxml2's writer
-    /// indents them; values are escaped as it escapes them (``XMLWriter/appendAttribute(_:to:_:)``),
+    /// indents them; values are escaped as it escapes them (``XMLWriter/appendAttribute(_:escaped:to:_:)``),
     /// the offers' ids and URLs once, when the writer is made.
     func appendXML(_ entries: ArraySlice<Entry>, offer: Int?, to out: inout [UInt8]) {
         // What the lines need, taken out of `self` once: a closure that reached them through

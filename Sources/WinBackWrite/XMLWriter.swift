@@ -72,7 +72,7 @@ package final class XMLWriter {
 
     func end() throws { try check(xmlTextWriterEndElement(writer)) }
 
-    /// Writes elements formatted by the caller (``appendAttribute(_:to:_:)``) as they are, inside
+    /// Writes elements formatted by the caller (``appendAttribute(_:escaped:to:_:)``) as they are, inside
     /// the element open last: libxml2 closes its start tag first. One call for many elements.
     func raw(_ bytes: [UInt8]) throws {
         let writer = self.writer
