@@ -48,6 +48,13 @@ package final class Merger: @unchecked Sendable {
         var isState: Bool { counts == nil }
 
         @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
+
+        /// Row `j`'s transactionId with the run's string ids (as far as merged: ``map``).
+        func key(_ j: Int) -> TransactionKey {
+            var k = rows[j].transactionId
+            map.withUnsafeBufferPointer { k.remap($0) }
+            return k
+        }
     }
 
     /// How a slot's rows meet the deduplication index.
@@ -70,7 +77,7 @@ package final class Merger: @unchecked Sendable {
     package let store: TransactionRows
     /// transactionId (with the run's string ids) → row number of its current winner, rows
     /// being numbered across files in the order they were merged.
-    @exclusivity(unchecked) private var winners = Int64Map(capacity: 1 << 16)
+    @exclusivity(unchecked) private var winners = WinnerIndex(capacity: 1 << 16)
     /// The first row number of each merged file, ascending, with the file's index.
     @exclusivity(unchecked) private var merged: [(first: Int, file: Int)] = []
     @exclusivity(unchecked) private var rowsMerged = 0
@@ -163,7 +170,7 @@ package final class Merger: @unchecked Sendable {
         let ahead = 8
         let count = f.rows.count
         // The index as a local for the loop, so that reaching it takes no reference per row.
-        var winners = Int64Map(capacity: 0)
+        var winners = WinnerIndex(capacity: 0)
         swap(&winners, &self.winners)
         defer { swap(&winners, &self.winners) }
         // The file's rows and id map as buffers for the whole loop: no reference is taken per row.
@@ -177,18 +184,20 @@ package final class Merger: @unchecked Sendable {
                     key.remap(map)
                     return key
                 }
+                // Whether merged row `n` (of any file merged so far, this one too) is of `key`.
+                @inline(__always) func rowIs(_ n: UInt32, _ key: TransactionKey) -> Bool {
+                    let (fo, j) = locate(Int(n))
+                    return files[fo]!.key(j) == key
+                }
                 for i in 0..<count {
                     if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
                     let key = key(i)
                     let here = UInt32(first + i)
-                    let there: UInt32
-                    if lookingUp {
-                        guard let found = winners.find(key.raw) else { continue }
-                        there = found
-                    } else {
-                        there = winners.insert(key.raw, here)
-                        if there == here { continue }
-                    }
+                    let same = { (n: UInt32) in rowIs(n, key) }
+                    let found =
+                        lookingUp ? winners.find(key.raw, same: same) : winners.insert(key.raw, here, same: same)
+                    guard let found else { continue }
+                    let (there, slot) = found
                     // Newest signedDate wins; on a tie the later file, then the later line.
                     let (fo, j) = locate(Int(there))
                     let other = files[fo]!
@@ -196,7 +205,7 @@ package final class Merger: @unchecked Sendable {
                     let b = other.rows[j].signedDate
                     if a > b || (a == b && (Merger.rank(f, index, i), i) > (Merger.rank(other, fo, j), j)) {
                         other.supersede(j)
-                        winners.update(key.raw, here)
+                        winners.replace(at: slot, with: here)
                     } else {
                         f.supersede(i)
                     }
@@ -221,7 +230,7 @@ package final class Merger: @unchecked Sendable {
     /// info found among the transactions is handed to it first, by file, with the run's ids.
     package func finish(threads: Int, capture: WinnerCapture? = nil) -> TransactionSet {
         let files = self.files.map { $0! }
-        winners = Int64Map(capacity: 1)
+        winners = WinnerIndex(capacity: 1)
         // Run ids in order of first appearance by (file, local id).
         var canonical = [Int32](repeating: -1, count: strings.count)
         var order: [Int32] = []

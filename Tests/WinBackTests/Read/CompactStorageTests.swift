@@ -230,6 +230,54 @@ extension ReadStageTests {
             #expect(map.find(-31) == nil)
         }
 
+        /// Deduplication's index keeps no keys: rows are looked up through `same`, here an array
+        /// of the keys by row number, as the merger reads a row's transactionId.
+        @Test func theWinnerIndexFindsEachKeysRowPastGrowthsAndReplacesIt() {
+            var index = WinnerIndex(capacity: 1)
+            let keys: [Int64] = (0..<30_000).map { Int64($0) * 7_919 - 50_000 }
+            for (i, k) in keys.enumerated() {
+                #expect(index.insert(k, UInt32(i), same: { keys[Int($0)] == k }) == nil)
+            }
+            #expect(index.count == keys.count)
+            for (i, k) in keys.enumerated() {
+                #expect(index.insert(k, 0, same: { keys[Int($0)] == k })?.row == UInt32(i))
+                #expect(index.find(k, same: { keys[Int($0)] == k })?.row == UInt32(i))
+            }
+            #expect(index.count == keys.count)
+            let slot = index.find(keys[5], same: { keys[Int($0)] == keys[5] })!.slot
+            index.replace(at: slot, with: 7)
+            // Row 7 is now where key 5's winner was: `same` is asked about row 7.
+            #expect(index.find(keys[5], same: { $0 == 7 })?.row == 7)
+            #expect(index.find(-1, same: { keys[Int($0)] == -1 }) == nil)
+            index.reserve(100_000)
+            index.reserve(10)  // less than held: nothing changes
+            #expect(index.count == keys.count)
+            #expect(index.find(keys[29_999], same: { keys[Int($0)] == keys[29_999] })?.row == 29_999)
+        }
+
+        /// Two keys whose 32 hash bits agree are told apart by their rows' keys: the index holds
+        /// both, each found as its own.
+        @Test func keysWithTheSameHashBitsAreToldApartByTheirRows() throws {
+            var seen: [UInt32: Int64] = [:]
+            var pair: (Int64, Int64)?
+            var k: Int64 = 2_000_000_000_000_000
+            while pair == nil {
+                let h = WinnerIndex.hash(k)
+                if let other = seen[h] { pair = (other, k) } else { seen[h] = k }
+                k += 1
+            }
+            let (a, b) = try #require(pair)
+            #expect(WinnerIndex.hash(a) == WinnerIndex.hash(b) && a != b)
+            let keys = [a, b]
+            var index = WinnerIndex(capacity: 4)
+            #expect(index.insert(a, 0, same: { keys[Int($0)] == a }) == nil)
+            #expect(index.insert(b, 1, same: { keys[Int($0)] == b }) == nil)
+            #expect(index.find(a, same: { keys[Int($0)] == a })?.row == 0)
+            #expect(index.find(b, same: { keys[Int($0)] == b })?.row == 1)
+            #expect(index.insert(b, 0, same: { keys[Int($0)] == b })?.row == 1)
+            #expect(index.count == 2)
+        }
+
         @Test func rowsSurviveChunkBoundaries() throws {
             var rows = RowChunks(store: try TransactionRows(reservingForRead: ()))
             let n = TransactionRows.chunkRows * 2 + 3

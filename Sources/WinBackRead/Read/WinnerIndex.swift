@@ -1,0 +1,122 @@
+import CWinBackShims
+import WinBackModel
+
+/// Deduplication's index (``Merger``): transactionId → the row number of its current winner,
+/// in 8 bytes a slot — the row's number and 32 bits of its key's hash, not the key.
+///
+/// The key is the row's own transactionId, so the index does not keep it: a slot whose hash
+/// bits match is confirmed by comparing the row's key (`same`), which is a row read only for
+/// a duplicate or, once in four billion probes, two ids whose hash bits agree. A slot's place
+/// comes from its hash bits alone (Lemire's multiply-shift), so the index grows without the
+/// keys. At most three slots in four are used: the index takes about 12 bytes a row, where a
+/// map holding the keys took 24.
+struct WinnerIndex {
+    /// Hash bits in the high half, row number in the low half; all ones: empty (no row has
+    /// number `UInt32.max`: ``Merger`` stops before four billion rows).
+    private var slots: [UInt64]
+    private(set) var count = 0
+
+    private static let empty = UInt64.max
+
+    init(capacity: Int) {
+        slots = Array(repeating: WinnerIndex.empty, count: WinnerIndex.slotsFor(capacity))
+    }
+
+    /// Slots for `count` rows: half as many again (two in three used; an index grows past three in four).
+    private static func slotsFor(_ count: Int) -> Int { Swift.max(16, count + count / 2) }
+
+    /// 32 bits of `key`'s hash (splitmix64's finalizer: the ids are close decimal numbers).
+    @inline(__always)
+    static func hash(_ key: Int64) -> UInt32 {
+        var z = UInt64(bitPattern: key) &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return UInt32(truncatingIfNeeded: (z ^ (z >> 31)) >> 32)
+    }
+
+    /// The first slot a hash is looked for in, among `n`.
+    @inline(__always)
+    private static func home(_ h: UInt32, _ n: Int) -> Int { Int((UInt64(h) &* UInt64(n)) >> 32) }
+
+    /// A hint to fetch the slot of `key` before it is looked up: the index is far larger than
+    /// the caches, and a batch of keys known ahead then waits on memory once, not per key.
+    @inline(__always)
+    mutating func prefetch(_ key: Int64) {
+        let i = WinnerIndex.home(WinnerIndex.hash(key), slots.count)
+        slots.withUnsafeMutableBufferPointer { winback_prefetch($0.baseAddress! + i) }
+    }
+
+    /// The row of `key` already in the index (`same(row)` says whether a row's key is `key`),
+    /// with its slot; nil if there is none.
+    @inline(__always)
+    func find(_ key: Int64, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
+        let h = WinnerIndex.hash(key)
+        return slots.withUnsafeBufferPointer { s -> (row: UInt32, slot: Int)? in
+            let n = s.count
+            var i = WinnerIndex.home(h, n)
+            while true {
+                let v = s[i]
+                if v == WinnerIndex.empty { return nil }
+                if UInt32(truncatingIfNeeded: v >> 32) == h && same(UInt32(truncatingIfNeeded: v)) {
+                    return (UInt32(truncatingIfNeeded: v), i)
+                }
+                i += 1
+                if i == n { i = 0 }
+            }
+        }
+    }
+
+    /// Enters `row` for `key` and returns nil when no row of `key` is in the index; otherwise
+    /// changes nothing and returns the row there, with its slot.
+    @inline(__always)
+    mutating func insert(_ key: Int64, _ row: UInt32, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
+        precondition(row != UInt32.max, "a row number below four billion")
+        let h = WinnerIndex.hash(key)
+        let (found, at) = slots.withUnsafeBufferPointer { s -> ((row: UInt32, slot: Int)?, Int) in
+            let n = s.count
+            var i = WinnerIndex.home(h, n)
+            while true {
+                let v = s[i]
+                if v == WinnerIndex.empty { return (nil, i) }
+                if UInt32(truncatingIfNeeded: v >> 32) == h && same(UInt32(truncatingIfNeeded: v)) {
+                    return ((UInt32(truncatingIfNeeded: v), i), i)
+                }
+                i += 1
+                if i == n { i = 0 }
+            }
+        }
+        if let found { return found }
+        slots[at] = UInt64(h) << 32 | UInt64(row)
+        count += 1
+        if count * 4 > slots.count * 3 { grow(to: slots.count * 2) }
+        return nil
+    }
+
+    /// Makes `row` the winner in `slot` (as ``find(_:same:)`` or ``insert(_:_:same:)`` gave it,
+    /// nothing entered since).
+    mutating func replace(at slot: Int, with row: UInt32) {
+        precondition(slots[slot] != WinnerIndex.empty && row != UInt32.max, "a used slot, a row number")
+        slots[slot] = slots[slot] & 0xFFFF_FFFF_0000_0000 | UInt64(row)
+    }
+
+    /// Makes room for `count` rows at once, rather than doubling step by step as they come.
+    mutating func reserve(_ count: Int) {
+        if count * 4 > slots.count * 3 { grow(to: Swift.max(WinnerIndex.slotsFor(count), slots.count)) }
+    }
+
+    /// Moves every entry into `n` slots: each slot's place follows from its hash bits.
+    private mutating func grow(to n: Int) {
+        let old = slots
+        slots = Array(repeating: WinnerIndex.empty, count: n)
+        slots.withUnsafeMutableBufferPointer { s in
+            for v in old where v != WinnerIndex.empty {
+                var i = WinnerIndex.home(UInt32(truncatingIfNeeded: v >> 32), n)
+                while s[i] != WinnerIndex.empty {
+                    i += 1
+                    if i == n { i = 0 }
+                }
+                s[i] = v
+            }
+        }
+    }
+}
