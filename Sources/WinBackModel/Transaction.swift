@@ -19,20 +19,14 @@ public struct Transaction: Sendable, Equatable {
     public var expiresDate: Int64
     public var revocationDate: Int64 = Transaction.never
     public var signedDate: Int64 = Transaction.unsigned
-    /// Raw `offerType`; 0 when absent. See ``OfferType``. A negative value -(id + 1) stands
-    /// for an offer type that came as an unknown string (id in the string table), from
-    /// exports that name offer types instead of numbering them.
-    public var offerType: Int64 = 0
     public var transactionId: TransactionKey
     /// The customer's id within its subscription group, kept like ``transactionId``.
     public var originalTransactionId: TransactionKey
-    // Declared in this order so that the token's one-byte tail, the ownership, the flags and
-    // the revocation type share one word and a row takes 112 bytes.
-    public var appAccountToken: AppAccountToken = .none
-    public var ownership: Ownership = .purchased
-    private var flags: UInt8 = Transaction.productionFlag
-    /// `revocationType` (docs/rules.md §13.1); `.none` when absent.
-    public var revocationType: RevocationType = .none
+    /// ``appAccountToken``'s two words (its kind is in ``packed``).
+    private var tokenHigh: UInt64 = 0
+    private var tokenLow: UInt64 = 0
+    /// `price`: milliunits of ``currency`` actually charged; ``unpriced`` when absent.
+    public var price: Int64 = Transaction.unpriced
     public var subscriptionGroupId: Int32
     public var productId: Int32
     public var offerIdentifier: Int32 = Transaction.none
@@ -41,22 +35,85 @@ public struct Transaction: Sendable, Equatable {
     public var storefront: Int32 = Transaction.none
     /// Interned ISO 4217 `currency` of ``price``; `none` when absent (docs/rules.md §13.1).
     public var currency: Int32 = Transaction.none
+    private var offerTypeValue: Int32 = 0
+    /// The small fields in one word, so that a row takes 104 bytes: from the lowest bit,
+    /// revocationPercentage + 1 (17 bits, 0 when absent), revocationType (3), ownership (2),
+    /// the flags (3) and the token's kind (2).
+    private var packed: UInt32 = UInt32(Transaction.productionFlag) << Transaction.flagsShift
+
+    private static let percentageMask: UInt32 = 0x1_FFFF
+    private static let revocationTypeShift: UInt32 = 17
+    private static let ownershipShift: UInt32 = 20
+    private static let flagsShift: UInt32 = 22
+    private static let tokenKindShift: UInt32 = 25
+
+    @inline(__always) private func bits(_ shift: UInt32, _ mask: UInt32) -> UInt32 { packed >> shift & mask }
+    @inline(__always) private mutating func setBits(_ shift: UInt32, _ mask: UInt32, _ value: UInt32) {
+        packed = packed & ~(mask << shift) | (value & mask) << shift
+    }
+
+    /// Raw `offerType`; 0 when absent. See ``OfferType``. A negative value -(id + 1) stands
+    /// for an offer type that came as a name or as a number outside 0…Int32.max, its text
+    /// interned (id in the string table). Kept in 32 bits: setting a value outside them stops.
+    public var offerType: Int64 {
+        @inline(__always) get { Int64(offerTypeValue) }
+        set {
+            precondition(newValue >= Int64(Int32.min) && newValue <= Int64(Int32.max), "an offerType of 32 bits")
+            offerTypeValue = Int32(newValue)
+        }
+    }
+
+    public var appAccountToken: AppAccountToken {
+        @inline(__always) get {
+            AppAccountToken(
+                high: tokenHigh, low: tokenLow,
+                kind: AppAccountToken.Kind(rawValue: UInt8(bits(Transaction.tokenKindShift, 3)))!)
+        }
+        set {
+            tokenHigh = newValue.high
+            tokenLow = newValue.low
+            setBits(Transaction.tokenKindShift, 3, UInt32(newValue.kind.rawValue))
+        }
+    }
+
+    /// Whether the row has an `appAccountToken`, without making one.
+    @inline(__always) public var hasAppAccountToken: Bool { bits(Transaction.tokenKindShift, 3) != 0 }
+
+    public var ownership: Ownership {
+        @inline(__always) get { Ownership(rawValue: UInt8(bits(Transaction.ownershipShift, 3)))! }
+        set { setBits(Transaction.ownershipShift, 3, UInt32(newValue.rawValue)) }
+    }
+
+    /// `revocationType` (docs/rules.md §13.1); `.none` when absent.
+    public var revocationType: RevocationType {
+        @inline(__always) get { RevocationType(rawValue: UInt8(bits(Transaction.revocationTypeShift, 7)))! }
+        set { setBits(Transaction.revocationTypeShift, 7, UInt32(newValue.rawValue)) }
+    }
+
     /// `revocationPercentage`: milliunits of a percent (0–100 000), ``noPercentage`` when absent.
-    public var revocationPercentage: Int32 = Transaction.noPercentage
-    /// `price`: milliunits of ``currency`` actually charged; ``unpriced`` when absent.
-    public var price: Int64 = Transaction.unpriced
+    /// Setting a value outside them stops (readers reject such rows first).
+    public var revocationPercentage: Int32 {
+        @inline(__always) get { Int32(bitPattern: packed & Transaction.percentageMask) - 1 }
+        set {
+            precondition(newValue >= -1 && newValue <= 100_000, "a revocationPercentage of 0–100000")
+            setBits(0, Transaction.percentageMask, UInt32(newValue + 1))
+        }
+    }
 
     private static let productionFlag: UInt8 = 1
     private static let upgradedFlag: UInt8 = 2
     private static let freeTrialFlag: UInt8 = 4
 
+    @inline(__always) private var flags: UInt8 { UInt8(bits(Transaction.flagsShift, 7)) }
     @inline(__always) private func flag(_ f: UInt8) -> Bool { flags & f != 0 }
-    @inline(__always) private mutating func set(_ f: UInt8, _ on: Bool) { flags = on ? flags | f : flags & ~f }
+    @inline(__always) private mutating func set(_ f: UInt8, _ on: Bool) {
+        setBits(Transaction.flagsShift, 7, UInt32(on ? flags | f : flags & ~f))
+    }
 
     /// The production, upgraded and free-trial flags as one byte (part files store it).
     package var rawFlags: UInt8 {
         get { flags }
-        set { flags = newValue }
+        set { setBits(Transaction.flagsShift, 7, UInt32(newValue)) }
     }
 
     /// `environment == Production` (or absent).
@@ -129,8 +186,10 @@ public struct Transaction: Sendable, Equatable {
         if offerDiscountType >= 0 { offerDiscountType = map[Int(offerDiscountType)] }
         if storefront >= 0 { storefront = map[Int(storefront)] }
         if currency >= 0 { currency = map[Int(currency)] }
-        appAccountToken.remap(map)
-        if offerType < 0 { offerType = -(Int64(map[Int(-offerType - 1)]) + 1) }
+        if bits(Transaction.tokenKindShift, 3) == UInt32(AppAccountToken.Kind.interned.rawValue) {
+            tokenLow = UInt64(UInt32(bitPattern: map[Int(tokenLow)]))
+        }
+        if offerTypeValue < 0 { offerTypeValue = -(map[Int(-offerTypeValue - 1)] + 1) }
     }
 }
 

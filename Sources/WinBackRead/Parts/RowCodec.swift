@@ -166,6 +166,7 @@ package enum RowCodec {
                 productId: try id(), purchaseDate: purchase, expiresDate: expires)
             r.revocationDate = revocation
             r.signedDate = signedDate
+            guard type <= Int64(Int32.max) else { throw Malformed() }
             if type < 0 { guard -(type + 1) < Int64(strings) else { throw Malformed() } }
             r.offerType = type
             r.appAccountToken = tok

@@ -254,7 +254,8 @@ struct RevenueCatFormat: RowFormat {
                 } else if trial {
                     offerType = OfferType.introductory.rawValue
                 }
-                if offerType != 0 { values[Key.offerType.rawValue] = .int(offerType) }
+                // A named type is set on the row below: the decoder sees only a known type's number.
+                if offerType > 0 { values[Key.offerType.rawValue] = .int(offerType) }
                 let freePrice =
                     cell(.price).map { p in p.allSatisfy { $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: ".") } }
                     ?? false

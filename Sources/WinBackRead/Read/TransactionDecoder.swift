@@ -89,6 +89,16 @@ package final class TransactionDecoder {
         try field(k, required: required, expected: "an integer") { if case .int(let i) = $0 { i } else { nil } }
     }
 
+    /// `offerType`: its number, 0 when absent. A number outside 0…Int32.max is kept as a
+    /// named type, its decimal text interned: a row holds 32 bits of it, and its label
+    /// (`unknown:N`) is the same.
+    private func offerType() throws -> Int64 {
+        guard let v = try int(.offerType) else { return 0 }
+        if v >= 0 && v <= Int64(Int32.max) { return v }
+        var text = String(v)
+        return text.withUTF8 { -(Int64(table.intern(UnsafeRawBufferPointer($0))) + 1) }
+    }
+
     /// The bytes of an identifier field (docs/rules.md §2.1's pattern), nil when absent.
     private func identifier(_ k: Key, required: Bool = false) throws -> UnsafeRawBufferPointer? {
         guard let s = try string(k, required: required) else { return nil }
@@ -269,7 +279,7 @@ package final class TransactionDecoder {
                     TransactionDecoder.equals(own, "PURCHASED")
                     ? .purchased : TransactionDecoder.equals(own, "FAMILY_SHARED") ? .familyShared : .unknown
             }
-            t.offerType = try int(.offerType) ?? 0
+            t.offerType = try offerType()
             t.offerIdentifier = try id(.offerIdentifier)
             if let d = try string(.offerDiscountType) {
                 t.offerDiscountType = discountType(d)

@@ -92,12 +92,14 @@ extension ReadStageTests {
             }
         }
 
-        @Test func aRowTakesOneHundredTwelveBytesAndItsFlagsAreIndependent() {
-            #expect(MemoryLayout<Transaction>.stride == 112)
+        @Test func aRowTakesOneHundredFourBytesAndItsFlagsAreIndependent() {
+            #expect(MemoryLayout<Transaction>.stride == 104)
             var t = Transaction(
                 transactionId: TransactionKey(raw: 1), originalTransactionId: TransactionKey(raw: 2),
                 subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
             #expect(t.production && !t.isUpgraded && !t.isFreeTrial)
+            #expect(t.revocationPercentage == Transaction.noPercentage && t.revocationType == .none)
+            #expect(t.ownership == .purchased && t.appAccountToken == .none && !t.hasAppAccountToken)
             t.isUpgraded = true
             #expect(t.production && t.isUpgraded && !t.isFreeTrial)
             t.production = false
@@ -108,7 +110,27 @@ extension ReadStageTests {
             t.appAccountToken = AppAccountToken(high: .max, low: .max, kind: .uppercase)
             t.ownership = .unknown
             #expect(!t.production && !t.isUpgraded && t.isFreeTrial)
-            #expect(t.appAccountToken.kind == .uppercase)
+            #expect(t.appAccountToken == AppAccountToken(high: .max, low: .max, kind: .uppercase))
+            // The small fields share one word: each at its widest, then back, leaves the others be.
+            t.revocationPercentage = 100_000
+            t.revocationType = .unknown
+            #expect(t.revocationPercentage == 100_000 && t.revocationType == .unknown && t.ownership == .unknown)
+            #expect(t.appAccountToken.kind == .uppercase && !t.production && t.isFreeTrial && t.hasAppAccountToken)
+            t.appAccountToken = AppAccountToken(high: 0, low: 7, kind: .interned)
+            t.ownership = .familyShared
+            #expect(t.revocationPercentage == 100_000 && t.revocationType == .unknown)
+            #expect(t.appAccountToken == AppAccountToken(high: 0, low: 7, kind: .interned) && t.isFreeTrial)
+            t.revocationPercentage = 0
+            t.revocationType = .none
+            t.rawFlags = 7
+            #expect(t.revocationPercentage == 0 && t.revocationType == .none && t.ownership == .familyShared)
+            #expect(t.production && t.isUpgraded && t.isFreeTrial && t.appAccountToken.kind == .interned)
+            t.offerType = Int64(Int32.max)
+            #expect(t.offerType == Int64(Int32.max))
+            t.offerType = -5
+            // Interned ids (the token's, a named offer type's) follow a table merge.
+            t.remap([10, 11, 12, 13, 14, 15, 16, 17])
+            #expect(t.offerType == -15 && t.appAccountToken.low == 17 && t.productId == 10)
         }
 
         @Test func eightDigitsAtOnceMatchDigitByDigit() {

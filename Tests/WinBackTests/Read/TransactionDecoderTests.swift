@@ -294,7 +294,23 @@ extension ReadStageTests {
             #expect(t.purchaseDate == -5)
             #expect(t.expiresDate == 0)
             #expect(t.signedDate == -1)
-            #expect(t.offerType == -1)
+            // A negative offerType is no number a row keeps (those are 0…Int32.max): it is
+            // kept as its text, with the label of any unknown type.
+            #expect(t.offerType < 0)
+            #expect(OfferType.label(t.offerType, strings: h.table) == "unknown:-1")
+        }
+
+        /// A row keeps 32 bits of offerType: a number outside them is kept as its text, with
+        /// the same label, and two rows of one such number have the same type.
+        @Test(arguments: [Int64(Int32.max) + 1, 99_999_999_999, Int64.max, -2, Int64(Int32.min)])
+        func anOfferTypeOutside32BitsKeepsItsLabel(raw: Int64) throws {
+            let h = DecodeHarness()
+            let a = try #require(h.row(TxLine().with("offerType", "\(raw)").json))
+            let b = try #require(h.row(TxLine().with("offerType", "\(raw)").json))
+            #expect(a.offerType < 0 && a.offerType == b.offerType)
+            #expect(OfferType.label(a.offerType, strings: h.table) == "unknown:\(raw)")
+            let inRange = try #require(h.row(TxLine().with("offerType", "\(Int32.max)").json))
+            #expect(inRange.offerType == Int64(Int32.max))
         }
 
         // MARK: Identifiers

@@ -78,7 +78,7 @@ struct ShardPiecesTests {
                 expiresDate: pick(big + [Int64(bitPattern: g.next())]))
             r.revocationDate = pick([Transaction.never, Int64(bitPattern: g.next()), 0])
             r.signedDate = pick([Transaction.unsigned, Int64(bitPattern: g.next()), r.purchaseDate])
-            r.offerType = pick([0, 1, 4, 99, -1, -Int64(strings)])
+            r.offerType = pick([0, 1, 4, 99, Int64(Int32.max), -1, -Int64(strings)])
             r.appAccountToken = pick([
                 AppAccountToken.none, AppAccountToken(high: g.next(), low: g.next(), kind: .lowercase),
                 AppAccountToken(high: .max, low: 0, kind: .uppercase),
@@ -116,6 +116,26 @@ struct ShardPiecesTests {
                 }
             }
         }
+        // A row keeps 32 bits of offerType: a section with a wider one (written by no run of this
+        // version) is refused. One row: presence, bits, purchase 0, expires 1, offerType 5.
+        var one = Transaction(
+            transactionId: TransactionKey(raw: 3), originalTransactionId: TransactionKey(raw: 3),
+            subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
+        one.offerType = 5
+        var encoded: [UInt8] = []
+        [one].withUnsafeBufferPointer { RowCodec.encode($0, into: &encoded) }
+        #expect(Array(encoded[2..<5]) == [0, 2, RowCodec.zigzag(5).asByte])
+        var wide: [UInt8] = []
+        RowCodec.varint(RowCodec.zigzag(Int64(Int32.max) + 1), &wide)
+        encoded.replaceSubrange(4..<5, with: wide)
+        encoded.withUnsafeBytes { b in
+            #expect(throws: RowCodec.Malformed.self) { try RowCodec.decode(b, count: 1, strings: 2) { _ in } }
+        }
+        var same = encoded
+        same.replaceSubrange(4..<(4 + wide.count), with: [RowCodec.zigzag(5).asByte])
+        var back1: [Transaction] = []
+        try same.withUnsafeBytes { try RowCodec.decode($0, count: 1, strings: 2) { back1.append($0) } }
+        #expect(back1 == [one])
     }
 
     @Test("a part file that is not one, is cut short or is damaged is bad data (65)")
@@ -181,4 +201,9 @@ extension ShardPiecesTests {
         let y: [UInt8] = Array("g,123,".utf8)
         x.withUnsafeBytes { a in y.withUnsafeBytes { b in #expect(LineCursor.less(a, b) && !LineCursor.less(b, a)) } }
     }
+}
+
+extension UInt64 {
+    /// The value as one byte (a varint under 128).
+    fileprivate var asByte: UInt8 { UInt8(self) }
 }
