@@ -60,20 +60,39 @@ package final class OutputFile {
         } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
-        buffer.reserveCapacity(bufferBytes + 4096)
+        // Room for small files at once; a large one's buffer grows to ``bufferBytes`` as it fills.
+        buffer.reserveCapacity(Swift.min(bufferBytes, OutputFile.initialBuffer) + 4096)
     }
+
+    /// What a file's buffer starts with: most files of a run are small.
+    static let initialBuffer = 1 << 16
 
     deinit { if fd >= 0 { System.closeQuietly(fd) } }
 
     @inline(__always)
     package func write(_ bytes: [UInt8]) throws {
-        buffer.append(contentsOf: bytes)
-        if buffer.count >= bufferBytes { try flush() }
+        try bytes.withUnsafeBytes { try write($0) }
     }
 
+    /// Buffers `bytes`; as many as the buffer holds or more (a segment file's piece) go to the
+    /// file as they are, after what was buffered, never copied.
     package func write(_ bytes: UnsafeRawBufferPointer) throws {
-        buffer.append(contentsOf: bytes)
-        if buffer.count >= bufferBytes { try flush() }
+        guard bytes.count >= bufferBytes else {
+            buffer.append(contentsOf: bytes)
+            if buffer.count >= bufferBytes { try flush() }
+            return
+        }
+        try flush()
+        try put(bytes)
+    }
+
+    /// Hashes and writes `p` (nothing buffered before it).
+    private func put(_ p: UnsafeRawBufferPointer) throws {
+        hasher.update(bufferPointer: p)
+        do { try System.writeAll(fd, p) } catch let e as SystemError {
+            throw e.winBack(.cannotCreateOutput, "cannot write", path: path)
+        }
+        bytes += p.count
     }
 
     /// Appends through `body`, flushing when the buffer is large.
@@ -84,13 +103,8 @@ package final class OutputFile {
     }
 
     func flush() throws {
-        try buffer.withUnsafeBytes { p in
-            hasher.update(bufferPointer: p)
-            do { try System.writeAll(fd, p) } catch let e as SystemError {
-                throw e.winBack(.cannotCreateOutput, "cannot write", path: path)
-            }
-        }
-        bytes += buffer.count
+        if buffer.isEmpty { return }
+        try buffer.withUnsafeBytes { try put($0) }
         buffer.removeAll(keepingCapacity: true)
     }
 

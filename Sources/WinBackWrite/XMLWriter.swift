@@ -73,18 +73,20 @@ package final class XMLWriter {
     func end() throws { try check(xmlTextWriterEndElement(writer)) }
 
     /// Writes elements formatted by the caller (``appendAttribute(_:escaped:to:_:)``) as they are, inside
-    /// the element open last: libxml2 closes its start tag first. One call for many elements.
+    /// the element open last: libxml2 closes its start tag first. One call for many elements:
+    /// libxml2 is given the first byte (so that it closes the tag and knows content was
+    /// written), then flushed; the rest goes to the file as it is, never copied into
+    /// libxml2's buffer.
     func raw(_ bytes: [UInt8]) throws {
-        let writer = self.writer
-        // libxml2 takes a length in 32 bits: a piece of hostile, very long values goes in parts.
-        var from = 0
-        while from < bytes.count {
-            let n = min(bytes.count - from, 1 << 30)
-            let rc = bytes.withUnsafeBufferPointer {
-                xmlTextWriterWriteRawLen(writer, $0.baseAddress! + from, Int32(n))
+        guard !bytes.isEmpty else { return }
+        try bytes.withUnsafeBufferPointer { b in
+            try check(xmlTextWriterWriteRawLen(writer, b.baseAddress!, 1))
+            guard b.count > 1 else { return }
+            try check(xmlTextWriterFlush(writer))
+            do { try sink.file.write(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: b[1...]))) } catch {
+                sink.error = error
+                throw error
             }
-            try check(rc)
-            from += n
         }
     }
 

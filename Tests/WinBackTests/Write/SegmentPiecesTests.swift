@@ -1,6 +1,8 @@
+import Crypto
 import Foundation
 import Testing
 import WinBackTestSupport
+import WinBackTesting
 
 @testable import WinBackModel
 @testable import WinBackRules
@@ -128,6 +130,36 @@ struct SegmentPiecesTests {
         #expect(
             text(Array(try #require(Self.files(dir)["best-offer.csv"])))
                 == text(CSVRecord.header(SegmentWriter.columns)))
+    }
+
+    @Test("a file's bytes and SHA-256 are those written, in order, whether buffered or past the buffer")
+    func bufferedAndDirectWrites() throws {
+        let dir = Paths.temporary()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var g = SplitMix64(seed: 7, index: 0)
+        // Small, then one as large as the buffer, one larger, small again, and one just short.
+        let sizes = [10, OutputFile.flushAt, 3, OutputFile.flushAt * 2 + 5, 1, OutputFile.flushAt - 1, 0, 7]
+        let parts = sizes.map { n in (0..<n).map { _ in UInt8(truncatingIfNeeded: g.next()) } }
+        let f = try OutputFile(path: dir + "/f.bin")
+        for (i, p) in parts.enumerated() {
+            if i % 2 == 0 { try f.write(p) } else { try p.withUnsafeBytes { try f.write($0) } }
+        }
+        let (n, sha) = try f.finish()
+        let all = parts.flatMap { $0 }
+        #expect(n == all.count)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/f.bin")) == Data(all))
+        #expect(sha == Hex.string(SHA256.hash(data: all)))
+        // An XML writer's raw pieces, of one byte and past the buffer, come out in order too.
+        let x = try XMLWriter(path: dir + "/f.xml")
+        try x.start("e")
+        let big = [UInt8](repeating: UInt8(ascii: "a"), count: OutputFile.flushAt + 3)
+        for piece in [[UInt8(ascii: "\n")], big, [UInt8(ascii: "b")], []] { try x.raw(piece) }
+        try x.end()
+        _ = try x.finish()
+        let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: dir + "/f.xml")), as: UTF8.self)
+        #expect(
+            text == "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<e>\n" + String(repeating: "a", count: big.count)
+                + "b</e>\n")
     }
 
     @Test("a file that cannot be written fails with its error; the pieces after it are dropped, not kept")
