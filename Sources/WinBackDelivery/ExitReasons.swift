@@ -135,15 +135,11 @@ package struct ExitReasoner: Sendable {
 
     /// Whether customer k has a win-back row of `offerId` (offerType 4, docs/rules.md §3 rule 7)
     /// purchased on or after the baseline's as-of and before tonight's.
+    /// Asked of the evaluation's ``LatestWinBacks``: the rows may be gone by now.
     package func redeemed(_ k: Int, offerId: String) -> Bool {
-        guard let id = customers.strings.lookup(offerId) else { return false }
-        let t = audience.asOf
-        for row in customers.rows(of: k)
-        where row.offerType == OfferType.winBack.rawValue && row.offerIdentifier == id && row.isKnownPurchase(at: t)
-            && row.purchaseDate >= baselineAsOf
-        {
-            return true
-        }
-        return false
+        guard let id = customers.strings.lookup(offerId),
+            let latest = audience.winBacks.latest(customer: k, offer: id)
+        else { return false }
+        return latest >= baselineAsOf
     }
 }

@@ -36,13 +36,14 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     public var endIndex: Int { count }
 
     public subscript(i: Int) -> Transaction {
-        precondition(i >= 0 && i < count, "row index out of range")
+        precondition(i >= 0 && i < count && !released, "row index out of range")
         return base![i]
     }
 
     /// The rows, valid while `self` is alive.
     package var buffer: UnsafeMutableBufferPointer<Transaction> {
-        UnsafeMutableBufferPointer(start: base, count: count)
+        precondition(!released, "the rows were released after the evaluation")
+        return UnsafeMutableBufferPointer(start: base, count: count)
     }
 
     /// A copy of `rows`, in memory from the allocator (callers that keep their rows: tests).
@@ -79,6 +80,24 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         chunkCapacity = bytes / chunkBytes
     }
 
+    /// A copy of `rows` in a mapping from the system, packed as a read leaves them (for tests
+    /// of what lets go of the rows' pages).
+    package static func mapped(_ rows: [Transaction]) throws -> TransactionRows {
+        let store = try TransactionRows(reservingForRead: ())
+        var used: [Int] = []
+        var from = 0
+        while from < rows.count {
+            let n = Swift.min(rows.count - from, chunkRows)
+            let (_, chunk) = try store.takeChunk()
+            rows[from..<(from + n)].withUnsafeBufferPointer { chunk.initialize(from: $0.baseAddress!, count: n) }
+            used.append(n)
+            from += n
+        }
+        let counts = used
+        _ = store.compact(threads: 1, tally: 0, used: { counts[$0] }, keep: { _, _, _, _ in true })
+        return store
+    }
+
     deinit {
         guard let base else { return }
         if mappedBytes > 0 {
@@ -87,6 +106,27 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
             base.deallocate()
         }
     }
+
+    /// Hands the pages that only rows of `range` occupy back to the system (a mapped store;
+    /// those shared with rows outside it stay): the evaluation lets go of each piece's rows
+    /// as it is done with them. Their rows read as zero afterwards: only ``markReleased()``
+    /// may follow, once every range is released.
+    package func releasePages(of range: Range<Int>) {
+        guard let base, mappedBytes > 0, !range.isEmpty else { return }
+        let stride = MemoryLayout<Transaction>.stride
+        let page = System.pageSize
+        let start = UnsafeMutableRawPointer(base) + range.lowerBound * stride
+        let end = UnsafeMutableRawPointer(base) + range.upperBound * stride
+        let from = (Int(bitPattern: start) + page - 1) / page * page
+        let to = Int(bitPattern: end) / page * page
+        if to > from { System.release(UnsafeMutableRawPointer(bitPattern: from)!, to - from) }
+    }
+
+    /// Marks the rows gone (``releasePages(of:)``): reading one afterwards stops the run.
+    package func markReleased() { released = true }
+
+    /// Whether the rows were let go of (``markReleased()``).
+    @exclusivity(unchecked) package private(set) var released = false
 
     /// Hands out the next free chunk (from any thread): its number and its first row.
     /// Throws (exit 70) when the reserved address space is full.

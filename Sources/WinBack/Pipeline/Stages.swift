@@ -157,7 +157,9 @@ extension Stage {
     /// Reconstructs every customer and evaluates every offer at the pipeline's as-of instant
     /// (docs/rules.md §3), and counts the reports (§4.3, §4.5) in the same pass over the
     /// customers, with the renewal info (for the agreement with Apple); their rows are made
-    /// by ``CountedReports/reports()``.
+    /// by ``CountedReports/reports()``. The customers' rows are handed back to the system as
+    /// they are evaluated: nothing after this stage reads them (the exit reasons ask the
+    /// audience's ``LatestWinBacks``).
     public static func evaluate(
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, _ p: ResolvedPipeline
     ) -> (audience: Audience, counted: CountedReports) {
@@ -167,7 +169,7 @@ extension Stage {
                 windowMonths: p.config.windowMonths, gapDays: p.config.consecutiveGapDays,
                 retentionMonths: p.config.retentionMonths, rates: p.rates,
                 horizonMonths: p.config.money?.horizonMonths ?? 3),
-            threads: p.threads)
+            threads: p.threads, releasingRows: true)
     }
 
     /// Writes a run's files into `directory` from its customers and their evaluation (docs/rules.md

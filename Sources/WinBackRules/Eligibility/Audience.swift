@@ -147,6 +147,8 @@ public struct Audience: Sendable {
     public var funnel: [FunnelRow]
     /// The run's experiment (docs/rules.md §9); nil = none.
     public var experiment: Experiment?
+    /// Every customer's latest win-back purchase of each offer, known at T.
+    public var winBacks = LatestWinBacks()
 
     /// Whether the audiences leave `r` out: the experiment applies at T and holds `r` out.
     @inline(__always)
@@ -175,9 +177,13 @@ public struct Audience: Sendable {
     /// `ended` takes each piece's state once its customers are all visited (a state that sums
     /// can then be handed to the next piece on the same thread); returns the states as `ended`
     /// left them, in customer order.
+    ///
+    /// With `releasingRows`, each piece's rows are handed back to the system once the piece is
+    /// done (``TransactionRows/releasePages(of:)``), and the rows are gone when this returns
+    /// (``TransactionRows/markReleased()``): nothing after the evaluation may read them.
     package static func evaluate<Piece>(
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
-        experiment: Experiment?, threads: Int, piece: @escaping @Sendable () -> Piece,
+        experiment: Experiment?, threads: Int, releasingRows: Bool = false, piece: @escaping @Sendable () -> Piece,
         visit:
             @escaping @Sendable (inout Piece, _ customer: Int, RenewalInfo?, _ periods: [Period], CustomerResult) ->
             Void,
@@ -187,7 +193,7 @@ public struct Audience: Sendable {
         // Pieces small enough that the last one taken leaves the other threads idle only
         // briefly: with eight a thread, one thread ran alone for most of a piece at the end.
         let pieces = chunks(customers.count, pieces: max(1, threads) * 32)
-        let slots = ResultSlots<(CustomerStates, [FunnelRow], Piece)>(count: pieces.count)
+        let slots = ResultSlots<(CustomerStates, [FunnelRow], Piece, LatestWinBacks)>(count: pieces.count)
         let day = MonthMath.dayNumber(t)
         let live = book.offers.map { $0.offer.isLive(onDay: day) }
         // Each piece's results in place in one array for all (subscribers are nearly every
@@ -198,12 +204,15 @@ public struct Audience: Sendable {
             var counts = CustomerStates()
             var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
             var state = piece()
+            var winBacks = LatestWinBacks()
             for k in pieces[p] {
                 let group = customers.groups[k]
                 let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
+                let rows = customers.rows(of: k)
+                winBacks.add(customer: k, rows: rows, asOf: t)
                 guard
                     let tl = CustomerTimeline.build(
-                        rows: customers.rows(of: k), asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
+                        rows: rows, asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)
                 else {
                     counts.notSubscriber += 1
                     continue
@@ -228,17 +237,28 @@ public struct Audience: Sendable {
                 emit(result)
             }
             ended(&state)
-            slots[p] = (counts, funnel, state)
+            if releasingRows, let first = pieces[p].first {
+                customers.rows.releasePages(of: customers.starts[first]..<customers.starts[pieces[p].upperBound])
+            }
+            slots[p] = (counts, funnel, state, winBacks)
+        }
+        if releasingRows {
+            customers.rows.releasePages(of: 0..<customers.rows.count)
+            customers.rows.markReleased()
         }
         var counts = CustomerStates()
         var funnel = live.map { FunnelRow(live: $0) }
         var states: [Piece] = []
-        for (c, f, s) in slots.takeAll() {
+        var winBacks = LatestWinBacks()
+        for (c, f, s, w) in slots.takeAll() {
             counts.add(c)
             for i in funnel.indices { funnel[i].add(f[i]) }
             states.append(s)
+            winBacks.entries += w.entries
         }
-        return (Audience(asOf: t, results: all, counts: counts, funnel: funnel, experiment: experiment), states)
+        var audience = Audience(asOf: t, results: all, counts: counts, funnel: funnel, experiment: experiment)
+        audience.winBacks = winBacks
+        return (audience, states)
     }
 
     /// The segment rows `requirement` leaves out (docs/rules.md §4.5): per catalog offer, then
@@ -305,6 +325,51 @@ extension FunnelRow {
         while bits != 0 {
             if let c = Criterion(rawValue: bits.trailingZeroBitCount), c.funnel == .drop { self[c] += 1 }
             bits &= bits - 1
+        }
+    }
+}
+
+/// Each customer's latest win-back purchase (offerType 4, docs/rules.md §3 rule 7) of each
+/// offer, known at T, found while the evaluation has their rows at hand: what the exit reasons
+/// ask of a customer's rows (§10.5, `redeemed`) once the rows are gone.
+public struct LatestWinBacks: Sendable {
+    struct Entry: Sendable, Equatable {
+        var customer: Int32
+        /// The row's offerIdentifier (a string id).
+        var offer: Int32
+        var purchase: Int64
+    }
+
+    /// By customer, ascending; a customer's offers in the order their rows first name them.
+    var entries: [Entry] = []
+
+    public init() {}
+
+    /// Customer k's latest win-back purchaseDate of `offer` (a string id) known at T, or nil.
+    public func latest(customer k: Int, offer: Int32) -> Int64? {
+        var lo = 0
+        var hi = entries.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if Int(entries[mid].customer) < k { lo = mid + 1 } else { hi = mid }
+        }
+        while lo < entries.count && Int(entries[lo].customer) == k {
+            if entries[lo].offer == offer { return entries[lo].purchase }
+            lo += 1
+        }
+        return nil
+    }
+
+    /// Adds customer k (after every customer before it), whose rows are `rows`.
+    @inline(__always)
+    mutating func add(customer k: Int, rows: some Collection<Transaction>, asOf t: Int64) {
+        let first = entries.count
+        for r in rows where r.offerType == OfferType.winBack.rawValue && r.isKnownPurchase(at: t) {
+            if let i = entries[first...].firstIndex(where: { $0.offer == r.offerIdentifier }) {
+                entries[i].purchase = max(entries[i].purchase, r.purchaseDate)
+            } else {
+                entries.append(Entry(customer: Int32(k), offer: r.offerIdentifier, purchase: r.purchaseDate))
+            }
         }
     }
 }

@@ -262,10 +262,12 @@ public struct Reports: Sendable {
     }
 
     /// The same, the reports counted but not yet put in rows (``CountedReports/reports()``), so
-    /// that a run can do that on a thread of its own beside the segments.
+    /// that a run can do that on a thread of its own beside the segments. With `releasingRows`,
+    /// the customers' rows are handed back to the system as they are counted (``Audience``'s
+    /// evaluate): none can be read afterwards.
     public static func count(
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64,
-        experiment: Experiment? = nil, settings: Settings, threads: Int
+        experiment: Experiment? = nil, settings: Settings, threads: Int, releasingRows: Bool = false
     ) -> (audience: Audience, counted: CountedReports) {
         let counter = Counter(
             customers: customers, book: book, settings: settings, asOf: t, experiment: experiment,
@@ -275,7 +277,7 @@ public struct Reports: Sendable {
         let pool = TallyPool()
         let (audience, pieces) = Audience.evaluate(
             customers, book: book, renewals: renewals, asOf: t, gapDays: settings.gapDays, experiment: experiment,
-            threads: threads, piece: { Piece(tally: pool.take() ?? counter.tally()) },
+            threads: threads, releasingRows: releasingRows, piece: { Piece(tally: pool.take() ?? counter.tally()) },
             visit: { piece, k, renewal, periods, result in
                 counter.count(&piece.tally!, k, renewal: renewal, periods: periods, result, scratch: &piece.scratch)
             },
