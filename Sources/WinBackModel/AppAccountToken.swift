@@ -6,23 +6,23 @@
 /// value and that case; a token of mixed case is interned. Each token string has exactly one
 /// representation, so tokens compare equal exactly when the strings do.
 public struct AppAccountToken: Hashable, Sendable {
-    package enum Kind: UInt8 {
+    @usableFromInline package enum Kind: UInt8, Sendable {
         case none, lowercase, uppercase
         /// `low` holds the string id.
         case interned
     }
 
     /// Hex digits 1–16 and 17–32, most significant first.
-    package var high: UInt64
-    package var low: UInt64
-    package var kind: Kind
+    @usableFromInline package var high: UInt64
+    @usableFromInline package var low: UInt64
+    @usableFromInline package var kind: Kind
 
     /// No token.
     public static let none = AppAccountToken(high: 0, low: 0, kind: .none)
 
     public var isNone: Bool { kind == .none }
 
-    package init(high: UInt64, low: UInt64, kind: Kind) {
+    @inlinable package init(high: UInt64, low: UInt64, kind: Kind) {
         self.high = high
         self.low = low
         self.kind = kind

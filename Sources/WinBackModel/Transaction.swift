@@ -23,8 +23,8 @@ public struct Transaction: Sendable, Equatable {
     /// The customer's id within its subscription group, kept like ``transactionId``.
     public var originalTransactionId: TransactionKey
     /// ``appAccountToken``'s two words (its kind is in ``packed``).
-    private var tokenHigh: UInt64 = 0
-    private var tokenLow: UInt64 = 0
+    @usableFromInline var tokenHigh: UInt64 = 0
+    @usableFromInline var tokenLow: UInt64 = 0
     /// `price`: milliunits of ``currency`` actually charged; ``unpriced`` when absent.
     public var price: Int64 = Transaction.unpriced
     public var subscriptionGroupId: Int32
@@ -35,26 +35,30 @@ public struct Transaction: Sendable, Equatable {
     public var storefront: Int32 = Transaction.none
     /// Interned ISO 4217 `currency` of ``price``; `none` when absent (docs/rules.md §13.1).
     public var currency: Int32 = Transaction.none
-    private var offerTypeValue: Int32 = 0
+    @usableFromInline var offerTypeValue: Int32 = 0
     /// The small fields in one word, so that a row takes 104 bytes: from the lowest bit,
     /// revocationPercentage + 1 (17 bits, 0 when absent), revocationType (3), ownership (2),
     /// the flags (3) and the token's kind (2).
-    private var packed: UInt32 = UInt32(Transaction.productionFlag) << Transaction.flagsShift
+    @usableFromInline var packed: UInt32 = 1 << 22
 
-    private static let percentageMask: UInt32 = 0x1_FFFF
-    private static let revocationTypeShift: UInt32 = 17
-    private static let ownershipShift: UInt32 = 20
-    private static let flagsShift: UInt32 = 22
-    private static let tokenKindShift: UInt32 = 25
+    // Constants as inlinable properties: code of other modules that reads a row inlines them
+    // (a stored static is reached through a call).
+    @inlinable static var percentageMask: UInt32 { 0x1_FFFF }
+    @inlinable static var revocationTypeShift: UInt32 { 17 }
+    @inlinable static var ownershipShift: UInt32 { 20 }
+    /// Where the flags begin (``packed``'s initial value sets the production flag there).
+    @inlinable static var flagsShift: UInt32 { 22 }
+    @inlinable static var tokenKindShift: UInt32 { 25 }
 
-    @inline(__always) private func bits(_ shift: UInt32, _ mask: UInt32) -> UInt32 { packed >> shift & mask }
-    @inline(__always) private mutating func setBits(_ shift: UInt32, _ mask: UInt32, _ value: UInt32) {
+    @inlinable @inline(__always) func bits(_ shift: UInt32, _ mask: UInt32) -> UInt32 { packed >> shift & mask }
+    @inlinable @inline(__always) mutating func setBits(_ shift: UInt32, _ mask: UInt32, _ value: UInt32) {
         packed = packed & ~(mask << shift) | (value & mask) << shift
     }
 
     /// Raw `offerType`; 0 when absent. See ``OfferType``. A negative value -(id + 1) stands
     /// for an offer type that came as a name or as a number outside 0…Int32.max, its text
     /// interned (id in the string table). Kept in 32 bits: setting a value outside them stops.
+    @inlinable
     public var offerType: Int64 {
         @inline(__always) get { Int64(offerTypeValue) }
         set {
@@ -63,6 +67,7 @@ public struct Transaction: Sendable, Equatable {
         }
     }
 
+    @inlinable
     public var appAccountToken: AppAccountToken {
         @inline(__always) get {
             AppAccountToken(
@@ -77,14 +82,16 @@ public struct Transaction: Sendable, Equatable {
     }
 
     /// Whether the row has an `appAccountToken`, without making one.
-    @inline(__always) public var hasAppAccountToken: Bool { bits(Transaction.tokenKindShift, 3) != 0 }
+    @inlinable @inline(__always) public var hasAppAccountToken: Bool { bits(Transaction.tokenKindShift, 3) != 0 }
 
+    @inlinable
     public var ownership: Ownership {
         @inline(__always) get { Ownership(rawValue: UInt8(bits(Transaction.ownershipShift, 3)))! }
         set { setBits(Transaction.ownershipShift, 3, UInt32(newValue.rawValue)) }
     }
 
     /// `revocationType` (docs/rules.md §13.1); `.none` when absent.
+    @inlinable
     public var revocationType: RevocationType {
         @inline(__always) get { RevocationType(rawValue: UInt8(bits(Transaction.revocationTypeShift, 7)))! }
         set { setBits(Transaction.revocationTypeShift, 7, UInt32(newValue.rawValue)) }
@@ -92,6 +99,7 @@ public struct Transaction: Sendable, Equatable {
 
     /// `revocationPercentage`: milliunits of a percent (0–100 000), ``noPercentage`` when absent.
     /// Setting a value outside them stops (readers reject such rows first).
+    @inlinable
     public var revocationPercentage: Int32 {
         @inline(__always) get { Int32(bitPattern: packed & Transaction.percentageMask) - 1 }
         set {
@@ -100,32 +108,36 @@ public struct Transaction: Sendable, Equatable {
         }
     }
 
-    private static let productionFlag: UInt8 = 1
-    private static let upgradedFlag: UInt8 = 2
-    private static let freeTrialFlag: UInt8 = 4
+    @inlinable static var productionFlag: UInt8 { 1 }
+    @inlinable static var upgradedFlag: UInt8 { 2 }
+    @inlinable static var freeTrialFlag: UInt8 { 4 }
 
-    @inline(__always) private var flags: UInt8 { UInt8(bits(Transaction.flagsShift, 7)) }
-    @inline(__always) private func flag(_ f: UInt8) -> Bool { flags & f != 0 }
-    @inline(__always) private mutating func set(_ f: UInt8, _ on: Bool) {
+    @inlinable @inline(__always) var flags: UInt8 { UInt8(bits(Transaction.flagsShift, 7)) }
+    @inlinable @inline(__always) func flag(_ f: UInt8) -> Bool { flags & f != 0 }
+    @inlinable @inline(__always) mutating func set(_ f: UInt8, _ on: Bool) {
         setBits(Transaction.flagsShift, 7, UInt32(on ? flags | f : flags & ~f))
     }
 
     /// The production, upgraded and free-trial flags as one byte (part files store it).
+    @inlinable
     package var rawFlags: UInt8 {
         get { flags }
         set { setBits(Transaction.flagsShift, 7, UInt32(newValue)) }
     }
 
     /// `environment == Production` (or absent).
+    @inlinable
     public var production: Bool {
         get { flag(Transaction.productionFlag) }
         set { set(Transaction.productionFlag, newValue) }
     }
+    @inlinable
     public var isUpgraded: Bool {
         get { flag(Transaction.upgradedFlag) }
         set { set(Transaction.upgradedFlag, newValue) }
     }
     /// `offerDiscountType == FREE_TRIAL`; kept as a flag so the timeline needs no lookup.
+    @inlinable
     public var isFreeTrial: Bool {
         get { flag(Transaction.freeTrialFlag) }
         set { set(Transaction.freeTrialFlag, newValue) }
@@ -145,14 +157,14 @@ public struct Transaction: Sendable, Equatable {
     }
 
     /// Revoked at `t`: a revocation known at `t` (strictly before it) that is not an upgrade.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func isRevoked(at t: Int64) -> Bool {
         revocationDate < t && !isUpgraded
     }
 
     /// Whether the row counts for the customer at `t` (docs/rules.md §3 rules 1–3): PURCHASED
     /// (never family shared) and bought before `t`.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func isKnownPurchase(at t: Int64) -> Bool {
         ownership == .purchased && purchaseDate < t
     }
@@ -160,14 +172,14 @@ public struct Transaction: Sendable, Equatable {
     /// Where the row's access period ends at `t` (docs/rules.md §3 rule 3): at expiresDate, or
     /// at the revocation when one known at `t` cut it short. The period is empty when this is
     /// not after purchaseDate.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func accessEnd(at t: Int64) -> Int64 {
         isRevoked(at: t) ? min(expiresDate, revocationDate) : expiresDate
     }
 
     /// Whether the row's period is paid at `t` (docs/rules.md §3 rule 3): not a free trial and
     /// not revoked.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func isPaid(at t: Int64) -> Bool {
         !isFreeTrial && !isRevoked(at: t)
     }

@@ -92,9 +92,15 @@ package final class TransactionDecoder {
     /// `offerType`: its number, 0 when absent. A number outside 0…Int32.max is kept as a
     /// named type, its decimal text interned: a row holds 32 bits of it, and its label
     /// (`unknown:N`) is the same.
+    @inline(__always)
     private func offerType() throws -> Int64 {
         guard let v = try int(.offerType) else { return 0 }
         if v >= 0 && v <= Int64(Int32.max) { return v }
+        return named(offerType: v)
+    }
+
+    /// An offerType outside 0…Int32.max, interned as its decimal text (``offerType()``).
+    private func named(offerType v: Int64) -> Int64 {
         var text = String(v)
         return text.withUTF8 { -(Int64(table.intern(UnsafeRawBufferPointer($0))) + 1) }
     }

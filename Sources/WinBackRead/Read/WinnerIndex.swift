@@ -25,13 +25,11 @@ struct WinnerIndex {
     /// Slots for `count` rows: half as many again (two in three used; an index grows past three in four).
     private static func slotsFor(_ count: Int) -> Int { Swift.max(16, count + count / 2) }
 
-    /// 32 bits of `key`'s hash (splitmix64's finalizer: the ids are close decimal numbers).
+    /// 32 bits of `key`'s hash: the high half of its product with 2⁶⁴/φ (Fibonacci hashing),
+    /// whose high bits spread even consecutive ids over the slots.
     @inline(__always)
     static func hash(_ key: Int64) -> UInt32 {
-        var z = UInt64(bitPattern: key) &+ 0x9E37_79B9_7F4A_7C15
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return UInt32(truncatingIfNeeded: (z ^ (z >> 31)) >> 32)
+        UInt32(truncatingIfNeeded: (UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15) >> 32)
     }
 
     /// The first slot a hash is looked for in, among `n`.
