@@ -60,12 +60,10 @@ package final class OutputFile {
         } catch let e as SystemError {
             throw e.winBack(.cannotCreateOutput, "cannot create", path: path)
         }
-        // Room for small files at once; a large one's buffer grows to ``bufferBytes`` as it fills.
-        buffer.reserveCapacity(Swift.min(bufferBytes, OutputFile.initialBuffer) + 4096)
+        // All the room at once: pages the buffer never reaches are never touched, and it is
+        // never copied as it grows.
+        buffer.reserveCapacity(bufferBytes + 4096)
     }
-
-    /// What a file's buffer starts with: most files of a run are small.
-    static let initialBuffer = 1 << 16
 
     deinit { if fd >= 0 { System.closeQuietly(fd) } }
 
