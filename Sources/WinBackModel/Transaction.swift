@@ -81,9 +81,6 @@ public struct Transaction: Sendable, Equatable {
         }
     }
 
-    /// Whether the row has an `appAccountToken`, without making one.
-    @inlinable @inline(__always) public var hasAppAccountToken: Bool { bits(Transaction.tokenKindShift, 3) != 0 }
-
     @inlinable
     public var ownership: Ownership {
         @inline(__always) get { Ownership(rawValue: UInt8(bits(Transaction.ownershipShift, 3)))! }

@@ -109,8 +109,8 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
 
     /// Hands the pages that only rows of `range` occupy back to the system (a mapped store;
     /// those shared with rows outside it stay): the evaluation lets go of each piece's rows
-    /// as it is done with them. Their rows read as zero afterwards: only ``markReleased()``
-    /// may follow, once every range is released.
+    /// as it is done with them. Their rows read as zero afterwards: only ``release()`` may
+    /// follow.
     package func releasePages(of range: Range<Int>) {
         guard let base, mappedBytes > 0, !range.isEmpty else { return }
         let stride = MemoryLayout<Transaction>.stride
@@ -122,10 +122,14 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         if to > from { System.release(UnsafeMutableRawPointer(bitPattern: from)!, to - from) }
     }
 
-    /// Marks the rows gone (``releasePages(of:)``): reading one afterwards stops the run.
-    package func markReleased() { released = true }
+    /// Hands every row's pages back and marks the rows gone: reading one afterwards stops
+    /// the run.
+    package func release() {
+        releasePages(of: 0..<count)
+        released = true
+    }
 
-    /// Whether the rows were let go of (``markReleased()``).
+    /// Whether the rows were let go of (``release()``).
     @exclusivity(unchecked) package private(set) var released = false
 
     /// Hands out the next free chunk (from any thread): its number and its first row.

@@ -48,20 +48,7 @@ struct WinnerIndex {
     /// with its slot; nil if there is none.
     @inline(__always)
     func find(_ key: Int64, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
-        let h = WinnerIndex.hash(key)
-        return slots.withUnsafeBufferPointer { s -> (row: UInt32, slot: Int)? in
-            let n = s.count
-            var i = WinnerIndex.home(h, n)
-            while true {
-                let v = s[i]
-                if v == WinnerIndex.empty { return nil }
-                if UInt32(truncatingIfNeeded: v >> 32) == h && same(UInt32(truncatingIfNeeded: v)) {
-                    return (UInt32(truncatingIfNeeded: v), i)
-                }
-                i += 1
-                if i == n { i = 0 }
-            }
-        }
+        probe(WinnerIndex.hash(key), same).found
     }
 
     /// Enters `row` for `key` and returns nil when no row of `key` is in the index; otherwise
@@ -70,7 +57,19 @@ struct WinnerIndex {
     mutating func insert(_ key: Int64, _ row: UInt32, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
         precondition(row != UInt32.max, "a row number below four billion")
         let h = WinnerIndex.hash(key)
-        let (found, at) = slots.withUnsafeBufferPointer { s -> ((row: UInt32, slot: Int)?, Int) in
+        let (found, at) = probe(h, same)
+        if let found { return found }
+        slots[at] = UInt64(h) << 32 | UInt64(row)
+        count += 1
+        if count * 4 > slots.count * 3 { grow(to: slots.count * 2) }
+        return nil
+    }
+
+    /// Looks for hash `h` from its first slot on: the row `same` confirms, with its slot, or
+    /// nil and the empty slot where the probe ended.
+    @inline(__always)
+    private func probe(_ h: UInt32, _ same: (UInt32) -> Bool) -> (found: (row: UInt32, slot: Int)?, at: Int) {
+        slots.withUnsafeBufferPointer { s in
             let n = s.count
             var i = WinnerIndex.home(h, n)
             while true {
@@ -83,11 +82,6 @@ struct WinnerIndex {
                 if i == n { i = 0 }
             }
         }
-        if let found { return found }
-        slots[at] = UInt64(h) << 32 | UInt64(row)
-        count += 1
-        if count * 4 > slots.count * 3 { grow(to: slots.count * 2) }
-        return nil
     }
 
     /// Makes `row` the winner in `slot` (as ``find(_:same:)`` or ``insert(_:_:same:)`` gave it,

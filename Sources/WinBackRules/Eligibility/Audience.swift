@@ -180,7 +180,7 @@ public struct Audience: Sendable {
     ///
     /// With `releasingRows`, each piece's rows are handed back to the system once the piece is
     /// done (``TransactionRows/releasePages(of:)``), and the rows are gone when this returns
-    /// (``TransactionRows/markReleased()``): nothing after the evaluation may read them.
+    /// (``TransactionRows/release()``): nothing after the evaluation may read them.
     package static func evaluate<Piece>(
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
         experiment: Experiment?, threads: Int, releasingRows: Bool = false, piece: @escaping @Sendable () -> Piece,
@@ -243,8 +243,7 @@ public struct Audience: Sendable {
             slots[p] = (counts, funnel, state, winBacks)
         }
         if releasingRows {
-            customers.rows.releasePages(of: 0..<customers.rows.count)
-            customers.rows.markReleased()
+            customers.rows.release()
         }
         var counts = CustomerStates()
         var funnel = live.map { FunnelRow(live: $0) }

@@ -99,7 +99,7 @@ extension ReadStageTests {
                 subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
             #expect(t.production && !t.isUpgraded && !t.isFreeTrial)
             #expect(t.revocationPercentage == Transaction.noPercentage && t.revocationType == .none)
-            #expect(t.ownership == .purchased && t.appAccountToken == .none && !t.hasAppAccountToken)
+            #expect(t.ownership == .purchased && t.appAccountToken == .none)
             t.isUpgraded = true
             #expect(t.production && t.isUpgraded && !t.isFreeTrial)
             t.production = false
@@ -115,7 +115,7 @@ extension ReadStageTests {
             t.revocationPercentage = 100_000
             t.revocationType = .unknown
             #expect(t.revocationPercentage == 100_000 && t.revocationType == .unknown && t.ownership == .unknown)
-            #expect(t.appAccountToken.kind == .uppercase && !t.production && t.isFreeTrial && t.hasAppAccountToken)
+            #expect(t.appAccountToken.kind == .uppercase && !t.production && t.isFreeTrial)
             t.appAccountToken = AppAccountToken(high: 0, low: 7, kind: .interned)
             t.ownership = .familyShared
             #expect(t.revocationPercentage == 100_000 && t.revocationType == .unknown)
