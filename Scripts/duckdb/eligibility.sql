@@ -19,7 +19,7 @@ CREATE MACRO calendar_months(a, b) AS whole_months(a, b)
     + (b - add_months(a, whole_months(a, b)))
     / (add_months(a, whole_months(a, b) + 1) - add_months(a, whole_months(a, b)))::DOUBLE;
 
--- §3 rule 1: one row per transactionId (the newest signedDate; then the later file), kept
+-- §3 rule 1: one row per transactionId within a customer (the newest signedDate; then the later file), kept
 -- when an auto-renewable subscription of Production that exists at T.
 CREATE TEMP TABLE tx AS
 SELECT *
@@ -29,7 +29,8 @@ FROM read_json('${TRANSACTIONS}', format = 'newline_delimited', filename = true,
         signedDate: 'BIGINT', revocationDate: 'BIGINT', isUpgraded: 'BOOLEAN', type: 'VARCHAR',
         inAppOwnershipType: 'VARCHAR', environment: 'VARCHAR', storefront: 'VARCHAR',
         offerDiscountType: 'VARCHAR', offerType: 'INTEGER', offerIdentifier: 'VARCHAR'})
-QUALIFY row_number() OVER (PARTITION BY transactionId ORDER BY signedDate DESC NULLS LAST, filename DESC) = 1;
+QUALIFY row_number() OVER (
+    PARTITION BY subscriptionGroupIdentifier, originalTransactionId, transactionId ORDER BY signedDate DESC NULLS LAST, filename DESC) = 1;
 
 CREATE TEMP TABLE known AS
 SELECT subscriptionGroupIdentifier AS grp, originalTransactionId AS otid, transactionId AS tid,

@@ -363,8 +363,9 @@ def open_text(path):
 
 
 def read_transactions(paths, environment):
-    """§3 rule 1: dedupe by transactionId (newest signedDate; missing = oldest; tie: later
-    file in sorted path order, then later line); then keep the pipeline's environment."""
+    """§3 rule 1: dedupe by transactionId within a customer (newest signedDate; missing =
+    oldest; tie: later file in sorted path order, then later line); then keep the pipeline's
+    environment."""
     newest = {}
     rejected = 0
     for file_rank, path in enumerate(paths):
@@ -381,7 +382,7 @@ def read_transactions(paths, environment):
                 if row is None:
                     continue
                 row.file_rank, row.line_no = file_rank, line_no
-                key = row.transaction_id
+                key = (row.group, row.original_transaction_id, row.transaction_id)
                 old = newest.get(key)
                 if old is None or _version_key(row) >= _version_key(old):
                     newest[key] = row

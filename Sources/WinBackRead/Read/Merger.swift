@@ -49,11 +49,9 @@ package final class Merger: @unchecked Sendable {
 
         @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
 
-        /// Row `j`'s transactionId with the run's string ids (as far as merged: ``map``).
-        func key(_ j: Int) -> TransactionKey {
-            var k = rows[j].transactionId
-            map.withUnsafeBufferPointer { k.remap($0) }
-            return k
+        /// Row `j`'s version key with the run's string ids (as far as merged: ``map``).
+        func key(_ j: Int) -> VersionKey {
+            map.withUnsafeBufferPointer { VersionKey(rows[j], $0) }
         }
     }
 
@@ -75,7 +73,7 @@ package final class Merger: @unchecked Sendable {
     private let strings = StringTable(capacity: 1 << 16)
     /// Where every file's rows are written as they are read.
     package let store: TransactionRows
-    /// transactionId (with the run's string ids) → row number of its current winner, rows
+    /// A transaction's version key (with the run's string ids) → row number of its current winner, rows
     /// being numbered across files in the order they were merged.
     @exclusivity(unchecked) private var winners = WinnerIndex(capacity: 1 << 16)
     /// The first row number of each merged file, ascending, with the file's index.
@@ -179,23 +177,19 @@ package final class Merger: @unchecked Sendable {
                 @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<Transaction> {
                     chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
                 }
-                @inline(__always) func key(_ i: Int) -> TransactionKey {
-                    var key = row(i).pointee.transactionId
-                    key.remap(map)
-                    return key
-                }
+                @inline(__always) func key(_ i: Int) -> VersionKey { VersionKey(row(i).pointee, map) }
                 // Whether merged row `n` (of any file merged so far, this one too) is of `key`.
-                @inline(__always) func rowIs(_ n: UInt32, _ key: TransactionKey) -> Bool {
+                @inline(__always) func rowIs(_ n: UInt32, _ key: VersionKey) -> Bool {
                     let (fo, j) = locate(Int(n))
                     return files[fo]!.key(j) == key
                 }
                 for i in 0..<count {
-                    if i + ahead < count { winners.prefetch(key(i + ahead).raw) }
+                    if i + ahead < count { winners.prefetch(key(i + ahead).hash) }
                     let key = key(i)
                     let here = UInt32(first + i)
                     let same = { (n: UInt32) in rowIs(n, key) }
                     let found =
-                        lookingUp ? winners.find(key.raw, same: same) : winners.insert(key.raw, here, same: same)
+                        lookingUp ? winners.find(key.hash, same: same) : winners.insert(key.hash, here, same: same)
                     guard let found else { continue }
                     let (there, slot) = found
                     // Newest signedDate wins; on a tie the later file, then the later line.
@@ -385,5 +379,33 @@ extension Merger {
             }
             flush()
         }
+    }
+}
+
+/// What makes rows versions of one transaction (docs/rules.md §3 rule 1): the same
+/// transactionId within the same customer (subscription group, originalTransactionId), so
+/// that deduplication never looks past a customer's rows, in a run in memory as in a shard or
+/// `explain`, which see only some customers.
+struct VersionKey: Equatable {
+    var transaction: TransactionKey
+    var original: TransactionKey
+    var group: Int32
+
+    /// `row`'s key, its ids rewritten through `map` (a file's local ids → the run's).
+    @inline(__always)
+    init(_ row: Transaction, _ map: UnsafeBufferPointer<Int32>) {
+        transaction = row.transactionId
+        transaction.remap(map)
+        original = row.originalTransactionId
+        original.remap(map)
+        group = map[Int(row.subscriptionGroupId)]
+    }
+
+    /// The three ids folded into one word for ``WinnerIndex``'s hash: the customer's ids
+    /// multiplied by odd constants, so that a customer's consecutive transactionIds, and one
+    /// transactionId under several customers, land on different words.
+    @inline(__always)
+    var hash: Int64 {
+        transaction.raw &+ original.raw &* -0x61C8_8646_80B5_83EB &+ Int64(group) &* 0x2545_F491_4F6C_DD1D
     }
 }

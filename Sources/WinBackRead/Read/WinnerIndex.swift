@@ -1,10 +1,11 @@
 import CWinBackShims
 import WinBackModel
 
-/// Deduplication's index (``Merger``): transactionId → the row number of its current winner,
-/// in 8 bytes a slot — the row's number and 32 bits of its key's hash, not the key.
+/// Deduplication's index (``Merger``): a transaction's version key (``VersionKey``) → the row
+/// number of its current winner, in 8 bytes a slot — the row's number and 32 bits of its key's
+/// hash, not the key.
 ///
-/// The key is the row's own transactionId, so the index does not keep it: a slot whose hash
+/// The key is the row's own ids, so the index does not keep it: a slot whose hash
 /// bits match is confirmed by comparing the row's key (`same`), which is a row read only for
 /// a duplicate or, once in four billion probes, two ids whose hash bits agree. A slot's place
 /// comes from its hash bits alone (Lemire's multiply-shift), so the index grows without the

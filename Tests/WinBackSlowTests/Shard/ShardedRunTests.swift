@@ -114,6 +114,55 @@ struct ShardedRunTests {
         }
     }
 
+    @Test("one transactionId under two customers is two transactions: four shards keep what a run in memory keeps")
+    func transactionIdsUnderTwoCustomers() throws {
+        let pipeline = try Self.world(customers: 400, seed: 31)
+        let dir = (pipeline as NSString).deletingLastPathComponent
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir)
+            .filter { $0.hasPrefix("transactions-") && $0.hasSuffix(".jsonl.gz") }.sorted()
+        // A file sorted after every other: each row of the last month again, newer than any
+        // version, under the customer of the row after it (versions for a run that
+        // deduplicated across customers, which would then drop the originals).
+        let lines = String(decoding: try ReadSupport.readAll(dir + "/" + files.last!), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+        let original = #""originalTransactionId":\s*"[0-9]+""#
+        let signed = #""signedDate":\s*[0-9]+"#
+        func field(_ line: String) -> String { String(line[line.range(of: original, options: .regularExpression)!]) }
+        var moved: [String] = []
+        for (i, line) in lines.enumerated() where field(line) != field(lines[(i + 1) % lines.count]) {
+            moved.append(
+                line.replacingOccurrences(
+                    of: original, with: field(lines[(i + 1) % lines.count]), options: .regularExpression
+                ).replacingOccurrences(of: signed, with: #""signedDate":4102444800000"#, options: .regularExpression))
+        }
+        #expect(moved.count > 100)
+        let before = try counters(pipeline)
+        _ = try ReadSupport.write(
+            ReadSupport.gzip(moved.joined(separator: "\n") + "\n"),
+            to: URL(fileURLWithPath: dir + "/transactions-9999-99.jsonl.gz"))
+        let reference = try Self.inMemory(pipeline)
+        // Every moved row is a transaction of its own: none supersedes the row it copies.
+        let after = try counters(pipeline)
+        #expect(after["rowsRead"] == before["rowsRead"]! + moved.count)
+        #expect(after["duplicates"] == before["duplicates"])
+        let work = Paths.temporary() + "/work"
+        let o = Self.options(pipeline, output: Paths.temporary())
+        let quiet = Progress(mode: .quiet)
+        _ = try ShardedRun.partition(o, work: work, shards: 4, task: 0, tasks: 1, progress: quiet)
+        for k in 0..<4 { _ = try ShardedRun.shard(o, work: work, shard: k, shards: 4, progress: quiet) }
+        let s = try ShardedRun.merge(o, work: work, shards: 4, progress: quiet)
+        Self.expectSame(publishedFiles(s.published), reference)
+    }
+
+    /// The manifest's counters (docs/rules.md §4.4) of a run in memory.
+    private func counters(_ pipeline: String) throws -> [String: Int] {
+        let s = try PipelineRun.run(
+            Self.options(pipeline, output: Paths.temporary()), progress: Progress(mode: .quiet))
+        let manifest = try #require(FileManager.default.contents(atPath: s.published + "/manifest.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: manifest) as? [String: Any])
+        return try #require(object["counters"] as? [String: Int])
+    }
+
     @Test("with audience.requireApple strict, shards keep and drop the rows a run in memory does")
     func requireAppleSharded() throws {
         let pipeline = try Self.world(customers: 500, seed: 11)

@@ -91,6 +91,54 @@ extension ReadStageTests {
             }
         }
 
+        /// Versions of a transaction are rows of one customer (§3 rule 1): one transactionId
+        /// under another originalTransactionId or another group is another transaction, kept
+        /// beside it whatever the versions' dates, files and threads.
+        @Test(arguments: [1, 3])
+        func oneTransactionIdUnderTwoCustomersIsTwoTransactions(threads: Int) throws {
+            try ReadSupport.withTempDir { dir in
+                func row(_ original: String, group: String, signed: Int64, version: Int64) -> String {
+                    TxLine(id: "x", original: original, signed: signed, purchase: 1_000, expires: 1_000 + version)
+                        .with("subscriptionGroupIdentifier", "\"\(group)\"").json
+                }
+                let paths = try writeFiles(
+                    [
+                        (
+                            "a.jsonl.gz",
+                            [
+                                row("o1", group: "g1", signed: 300, version: 1),
+                                row("o2", group: "g1", signed: 100, version: 2),
+                            ]
+                        ),
+                        (
+                            "b.jsonl.gz",
+                            [
+                                row("o1", group: "g2", signed: 50, version: 3),
+                                row("o1", group: "g1", signed: 200, version: 4),
+                            ]
+                        ),
+                        (
+                            "c.jsonl",
+                            [
+                                row("o2", group: "g1", signed: 400, version: 5),
+                                row("o1", group: "g2", signed: 50, version: 6),
+                            ]
+                        ),
+                    ], in: dir)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: threads)
+                let kept = set.rows.map {
+                    [
+                        set.strings.string($0.subscriptionGroupId), set.strings.string($0.originalTransactionId),
+                        set.strings.string($0.transactionId), "\($0.expiresDate)",
+                    ].joined(separator: " ")
+                }.sorted()
+                // o1 in g1: signed 300 beats 200; o2 in g1: 400 beats 100; o1 in g2: a tie, the later file.
+                #expect(kept == ["g1 o1 x 1001", "g1 o2 x 1005", "g2 o1 x 1006"])
+                #expect(set.counters.duplicates == 3)
+                #expect(set.counters.rowsRead == 6)
+            }
+        }
+
         @Test func sandboxRowsAreCountedAfterDeduplication() throws {
             try ReadSupport.withTempDir { dir in
                 let paths = try writeFiles(
@@ -194,10 +242,14 @@ extension ReadStageTests {
             for f in 0..<5 {
                 var lines: [String] = []
                 for _ in 0..<(200 + rng.below(300)) {
-                    let id = "tx\(rng.below(400))"
+                    let n = rng.below(400)
+                    let id = "tx\(n)"
                     let signed: Int64? = rng.below(5) == 0 ? nil : Int64(rng.below(20))
+                    // A transaction's versions name its customer; one in eight names another
+                    // (another transaction, §3 rule 1).
+                    let original = rng.below(8) == 0 ? rng.below(50) : n % 50
                     var l = TxLine(
-                        id: id, original: "o\(rng.below(50))", signed: signed, purchase: 0,
+                        id: id, original: "o\(original)", signed: signed, purchase: 0,
                         expires: Int64(rng.below(1000)))
                     if rng.below(10) == 0 { l = l.with("environment", #""Sandbox""#) }
                     if rng.below(10) == 0 { l = l.with("inAppOwnershipType", #""FAMILY_SHARED""#) }
