@@ -16,7 +16,7 @@ public enum Explainer {
         windowMonths: Int = 12
     ) -> Explanation {
         let s = customers.strings
-        let rows = Array(customers.rows(of: k))
+        let rows = customers.rows(of: k)
         let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
         var periods: [Period] = []
         let tl = CustomerTimeline.build(rows: rows, asOf: t, gapDays: gapDays, renewal: renewal, periods: &periods)

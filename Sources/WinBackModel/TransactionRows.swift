@@ -4,6 +4,7 @@ import WinBackSupport
 /// The rows of a run in one mapping from the system: files being read append to it chunk by
 /// chunk, and the rows that survive deduplication are then compacted in place, so the run
 /// never holds a second copy of its rows nor asks the system for fresh pages to make one.
+/// They are kept as ``CompactRow``s of ``columns`` and read as ``Transaction``s.
 ///
 /// Rows are in no particular order (the order their chunks were taken in, which depends on
 /// the threads); ``CustomerRows`` puts them in the run's order.
@@ -18,7 +19,9 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     /// Rows per chunk: small, so that the last, partly filled chunk of each file wastes little.
     @inlinable package static var chunkRows: Int { 1 << chunkShift }
 
-    private let base: UnsafeMutablePointer<Transaction>?
+    private let base: UnsafeMutablePointer<CompactRow>?
+    /// The rows' shared columns (the run's, once the read has merged every file's).
+    @exclusivity(unchecked) package var columns = RowColumns()
     private let mappedBytes: Int
     /// Chunks the mapping has room for.
     private let chunkCapacity: Int
@@ -37,11 +40,11 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
 
     public subscript(i: Int) -> Transaction {
         precondition(i >= 0 && i < count && !released, "row index out of range")
-        return base![i]
+        return columns.transaction(base![i])
     }
 
     /// The rows, valid while `self` is alive.
-    package var buffer: UnsafeMutableBufferPointer<Transaction> {
+    package var buffer: UnsafeMutableBufferPointer<CompactRow> {
         precondition(!released, "the rows were released after the evaluation")
         return UnsafeMutableBufferPointer(start: base, count: count)
     }
@@ -53,9 +56,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         chunkCapacity = 0
         count = rows.count
         if let base {
-            rows.withUnsafeBufferPointer {
-                _ = UnsafeMutableBufferPointer(start: base, count: rows.count).initialize(from: $0)
-            }
+            for (i, r) in rows.enumerated() { (base + i).initialize(to: columns.compact(r)) }
         }
     }
 
@@ -64,7 +65,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     /// memory and halving while the system refuses.
     /// Throws (exit 70) when the system grants no address space at all.
     package init(reservingForRead: Void) throws {
-        let stride = MemoryLayout<Transaction>.stride
+        let stride = MemoryLayout<CompactRow>.stride
         let chunkBytes = TransactionRows.chunkRows * stride
         var bytes = Swift.max(System.physicalMemory, 64 << 20) / chunkBytes * chunkBytes
         var p: UnsafeMutableRawPointer?
@@ -75,7 +76,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         guard let p else {
             throw WinBackError(.software, "out of memory: the system grants no address space for the rows")
         }
-        base = p.bindMemory(to: Transaction.self, capacity: bytes / stride)
+        base = p.bindMemory(to: CompactRow.self, capacity: bytes / stride)
         mappedBytes = bytes
         chunkCapacity = bytes / chunkBytes
     }
@@ -89,7 +90,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         while from < rows.count {
             let n = Swift.min(rows.count - from, chunkRows)
             let (_, chunk) = try store.takeChunk()
-            rows[from..<(from + n)].withUnsafeBufferPointer { chunk.initialize(from: $0.baseAddress!, count: n) }
+            for k in 0..<n { (chunk + k).initialize(to: store.columns.compact(rows[from + k])) }
             used.append(n)
             from += n
         }
@@ -113,7 +114,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     /// follow.
     package func releasePages(of range: Range<Int>) {
         guard let base, mappedBytes > 0, !range.isEmpty else { return }
-        let stride = MemoryLayout<Transaction>.stride
+        let stride = MemoryLayout<CompactRow>.stride
         let page = System.pageSize
         let start = UnsafeMutableRawPointer(base) + range.lowerBound * stride
         let end = UnsafeMutableRawPointer(base) + range.upperBound * stride
@@ -134,7 +135,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
 
     /// Hands out the next free chunk (from any thread): its number and its first row.
     /// Throws (exit 70) when the reserved address space is full.
-    package func takeChunk() throws -> (number: Int, rows: UnsafeMutablePointer<Transaction>) {
+    package func takeChunk() throws -> (number: Int, rows: UnsafeMutablePointer<CompactRow>) {
         lock.lock()
         defer { lock.unlock() }
         guard chunksTaken < chunkCapacity else {
@@ -149,7 +150,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     /// rows moved on one thread are a pass over its memory that the other threads wait for.
     /// The rows go in waves of pieces: a wave covers at most `from - to` rows, so every piece
     /// of it lands below every row not yet moved, and only on rows already moved.
-    static func slide(_ rows: UnsafeMutablePointer<Transaction>, count: Int, from: Int, to: Int, threads: Int) {
+    static func slide(_ rows: UnsafeMutablePointer<CompactRow>, count: Int, from: Int, to: Int, threads: Int) {
         let gap = from - to
         let piece = Swift.max(1 << 12, gap / Swift.max(1, threads))
         guard threads > 1, gap >= 2 * piece else {
@@ -178,7 +179,7 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
     /// returned in no particular order (add them up).
     package func compact<Tally: Sendable>(
         threads: Int, tally: Tally, used: @escaping @Sendable (Int) -> Int,
-        keep: @escaping @Sendable (inout Tally, Int, Int, inout Transaction) -> Bool
+        keep: @escaping @Sendable (inout Tally, Int, Int, inout CompactRow) -> Bool
     ) -> [Tally] {
         let n = chunksTaken
         guard let base, n > 0 else {
@@ -215,8 +216,8 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         }
         count = total
         let page = System.pageSize
-        let usedBytes = (total * MemoryLayout<Transaction>.stride + page - 1) / page * page
-        let touchedBytes = n << TransactionRows.chunkShift * MemoryLayout<Transaction>.stride
+        let usedBytes = (total * MemoryLayout<CompactRow>.stride + page - 1) / page * page
+        let touchedBytes = n << TransactionRows.chunkShift * MemoryLayout<CompactRow>.stride
         if touchedBytes > usedBytes {
             System.release(UnsafeMutableRawPointer(base) + usedBytes, touchedBytes - usedBytes)
         }

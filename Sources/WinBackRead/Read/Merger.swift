@@ -49,9 +49,10 @@ package final class Merger: @unchecked Sendable {
 
         @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
 
-        /// Row `j`'s version key with the run's string ids (as far as merged: ``map``).
-        func key(_ j: Int) -> VersionKey {
-            map.withUnsafeBufferPointer { VersionKey(rows[j], $0) }
+        /// Row `j`'s version key with the run's string ids (as far as merged: ``map``), its
+        /// terms being those of `columns` (the run's: a merged row's are rewritten to them).
+        func key(_ j: Int, _ columns: RowColumns) -> VersionKey {
+            map.withUnsafeBufferPointer { VersionKey(rows.stored(j), $0, columns) }
         }
     }
 
@@ -71,6 +72,10 @@ package final class Merger: @unchecked Sendable {
     @exclusivity(unchecked) private var files: [Slot?]
     private let lock = NSLock()
     private let strings = StringTable(capacity: 1 << 16)
+    /// The run's shared columns of the rows (with the string ids of ``strings`` until ``finish``
+    /// renumbers them): every file's are entered here as it is merged, and its rows' terms and
+    /// tokens rewritten to these.
+    @exclusivity(unchecked) private var columns = RowColumns()
     /// Where every file's rows are written as they are read.
     package let store: TransactionRows
     /// A transaction's version key (with the run's string ids) → row number of its current winner, rows
@@ -165,6 +170,20 @@ package final class Merger: @unchecked Sendable {
                 winners.reserve(rowsMerged)
             }
         }
+        // The file's terms and tokens into the run's, its rows' indexes rewritten to them: the
+        // file's own tables are let go of.
+        let (termsMap, tokensMap) = columns.merge(f.rows.takeColumns(), strings: map.span)
+        f.rows.withChunks { chunks in
+            termsMap.withUnsafeBufferPointer { terms in
+                tokensMap.withUnsafeBufferPointer { tokens in
+                    for i in 0..<f.rows.count {
+                        let r = chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
+                        r.pointee.terms = terms[Int(r.pointee.terms)]
+                        if r.pointee.token >= 0 { r.pointee.token = tokens[Int(r.pointee.token)] }
+                    }
+                }
+            }
+        }
         let ahead = 8
         let count = f.rows.count
         // The index as a local for the loop, so that reaching it takes no reference per row.
@@ -174,14 +193,15 @@ package final class Merger: @unchecked Sendable {
         // The file's rows and id map as buffers for the whole loop: no reference is taken per row.
         f.rows.withChunks { chunks in
             map.withUnsafeBufferPointer { map in
-                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<Transaction> {
+                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<CompactRow> {
                     chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
                 }
-                @inline(__always) func key(_ i: Int) -> VersionKey { VersionKey(row(i).pointee, map) }
+                let columns = self.columns
+                @inline(__always) func key(_ i: Int) -> VersionKey { VersionKey(row(i).pointee, map, columns) }
                 // Whether merged row `n` (of any file merged so far, this one too) is of `key`.
                 @inline(__always) func rowIs(_ n: UInt32, _ key: VersionKey) -> Bool {
                     let (fo, j) = locate(Int(n))
-                    return files[fo]!.key(j) == key
+                    return files[fo]!.key(j, columns) == key
                 }
                 for i in 0..<count {
                     if i + ahead < count { winners.prefetch(key(i + ahead).hash) }
@@ -196,7 +216,7 @@ package final class Merger: @unchecked Sendable {
                     let (fo, j) = locate(Int(there))
                     let other = files[fo]!
                     let a = row(i).pointee.signedDate
-                    let b = other.rows[j].signedDate
+                    let b = other.rows.stored(j).signedDate
                     if a > b || (a == b && (Merger.rank(f, index, i), i) > (Merger.rank(other, fo, j), j)) {
                         other.supersede(j)
                         winners.replace(at: slot, with: here)
@@ -241,6 +261,8 @@ package final class Merger: @unchecked Sendable {
             let f = files[fi]
             for k in f.map.indices { f.map[k] = runIds[Int(f.map[k])] }
         }
+        columns.renumber(runIds)
+        store.columns = columns
         if let capture { self.capture(files, strings: run, into: capture, threads: threads) }
         // Each chunk's file and place in it, then the winning Production rows packed where
         // they were read. The files' superseded bits and id maps are laid end to end in two
@@ -265,6 +287,7 @@ package final class Merger: @unchecked Sendable {
         let rowCounts = files.map(\.rows.count)
         nonisolated(unsafe) let supersededBits = UnsafeBufferPointer(bits)
         nonisolated(unsafe) let idMaps = UnsafeBufferPointer(maps)
+        let terms = columns.terms
         // Winners (rows no other version superseded), the Production ones among them, and the
         // family-shared ones of those, counted as the rows are packed.
         let tallies = store.compact(
@@ -279,10 +302,11 @@ package final class Merger: @unchecked Sendable {
                 let i = Int(o.seq) << TransactionRows.chunkShift + k
                 guard supersededBits[bitStarts[file] + i >> 6] & (1 << UInt64(i & 63)) == 0 else { return false }
                 t.winners += 1
-                guard r.production else { return false }
+                let c = terms[r.terms]
+                guard c.production else { return false }
                 t.kept += 1
-                if r.ownership == .familyShared { t.family += 1 }
-                r.remap(idMaps.span.extracting(mapStarts[file]..<mapStarts[file + 1]))
+                if c.ownership == .familyShared { t.family += 1 }
+                r.remap(strings: idMaps.span.extracting(mapStarts[file]..<mapStarts[file + 1]))
                 return true
             })
         var counters = ReadCounters()
@@ -350,6 +374,7 @@ extension Merger {
         if pieces.count > 1 && inPiece == 0 { pieces.removeLast() }
         let work = pieces
         let all = files
+        let columns = self.columns
         try? parallelFor(count: work.count, threads: threads) { p in
             var buffer: [Transaction] = []
             // Sections of at most 8,192 rows: the buffers of the threads stay small.
@@ -371,8 +396,8 @@ extension Merger {
                                 file = rank
                             }
                             var r = chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
-                            r.remap(map.span)
-                            buffer.append(r)
+                            r.remap(strings: map.span)
+                            buffer.append(columns.transaction(r))
                         }
                     }
                 }
@@ -391,14 +416,15 @@ struct VersionKey: Equatable {
     var original: TransactionKey
     var group: Int32
 
-    /// `row`'s key, its ids rewritten through `map` (a file's local ids → the run's).
+    /// `row`'s key, its ids rewritten through `map` (a file's local ids → the run's), its
+    /// terms (already rewritten) those of the run's `columns`.
     @inline(__always)
-    init(_ row: Transaction, _ map: UnsafeBufferPointer<Int32>) {
+    init(_ row: CompactRow, _ map: UnsafeBufferPointer<Int32>, _ columns: RowColumns) {
         transaction = row.transactionId
         transaction.remap(map)
         original = row.originalTransactionId
         original.remap(map)
-        group = map[Int(row.subscriptionGroupId)]
+        group = columns.group(row)
     }
 
     /// The three ids folded into one word for ``WinnerIndex``'s hash: the customer's ids

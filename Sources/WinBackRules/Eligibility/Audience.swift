@@ -164,13 +164,13 @@ public struct Audience: Sendable {
     ) -> Audience {
         evaluate(
             customers, book: book, renewals: renewals, asOf: t, gapDays: gapDays, experiment: experiment,
-            threads: threads, piece: {}, visit: { _, _, _, _, _ in },
+            threads: threads, piece: {}, visit: { _, _, _, _, _, _ in },
             ended: { _ in }
         ).audience
     }
 
-    /// Evaluates all customers at `t`, and hands every subscriber, while their rows are at hand,
-    /// to `visit` with the state of the piece of work they are in (made by `piece`), the renewal
+    /// Evaluates all customers at `t`, and hands every subscriber, with their rows, to `visit`
+    /// with the state of the piece of work they are in (made by `piece`), the renewal
     /// info known at T, their periods at T (docs/rules.md §3 rule 3, runs numbered) and their
     /// result: one pass over the customers for the evaluation and what counts them (the
     /// reports, ``Reports/evaluate(_:book:renewals:asOf:experiment:settings:threads:)``).
@@ -185,8 +185,9 @@ public struct Audience: Sendable {
         _ customers: CustomerRows, book: OfferBook, renewals: RenewalIndex?, asOf t: Int64, gapDays: Int64,
         experiment: Experiment?, threads: Int, releasingRows: Bool = false, piece: @escaping @Sendable () -> Piece,
         visit:
-            @escaping @Sendable (inout Piece, _ customer: Int, RenewalInfo?, _ periods: [Period], CustomerResult) ->
-            Void,
+            @escaping @Sendable (
+                inout Piece, _ customer: Int, _ rows: [Transaction], RenewalInfo?, _ periods: [Period], CustomerResult
+            ) -> Void,
         ended: @escaping @Sendable (inout Piece) -> Void
     ) -> (audience: Audience, pieces: [Piece]) {
         let assignment = experiment?.assignment
@@ -200,6 +201,7 @@ public struct Audience: Sendable {
         // customer), never copied from arrays of their own.
         let all = parallelFill(pieces: pieces, threads: threads) { (p, emit: (consuming CustomerResult) -> Void) in
             var periods: [Period] = []
+            var rows: [Transaction] = []
             var key: [UInt8] = []
             var counts = CustomerStates()
             var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
@@ -208,7 +210,7 @@ public struct Audience: Sendable {
             for k in pieces[p] {
                 let group = customers.groups[k]
                 let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
-                let rows = customers.rows(of: k)
+                customers.rows(of: k, into: &rows)
                 winBacks.add(customer: k, rows: rows, asOf: t)
                 guard
                     let tl = CustomerTimeline.build(
@@ -233,7 +235,7 @@ public struct Audience: Sendable {
                 if let assignment {
                     result.heldOut = assignment.isHeldOut(customer: k, of: customers, scratch: &key)
                 }
-                visit(&state, k, renewal, periods, result)
+                visit(&state, k, rows, renewal, periods, result)
                 emit(result)
             }
             ended(&state)

@@ -31,9 +31,22 @@ public struct CustomerRows: @unchecked Sendable {
         var lo: UInt64
     }
 
-    /// Customer k's rows, valid while `self` is alive.
-    public func rows(of k: Int) -> UnsafeBufferPointer<Transaction> {
-        UnsafeBufferPointer(rebasing: rows.buffer[starts[k]..<starts[k + 1]])
+    /// Customer k's rows, as the transactions they are (the evaluation's pass reuses one array:
+    /// ``rows(of:into:)``).
+    public func rows(of k: Int) -> [Transaction] {
+        var out: [Transaction] = []
+        rows(of: k, into: &out)
+        return out
+    }
+
+    /// Customer k's rows, as the transactions they are, into `out` (emptied first).
+    @inline(__always)
+    public func rows(of k: Int, into out: inout [Transaction]) {
+        out.removeAll(keepingCapacity: true)
+        let columns = rows.columns
+        for r in UnsafeBufferPointer(rebasing: rows.buffer[starts[k]..<starts[k + 1]]) {
+            out.append(columns.transaction(r))
+        }
     }
 
     /// The first 16 bytes of `s`, big-endian and zero-padded, as two integers that order like
@@ -64,7 +77,7 @@ public struct CustomerRows: @unchecked Sendable {
     /// Groups `rows` (whose ids are in `strings`) by customer, taking them over: they are
     /// reordered in place, so that only one copy of the rows is ever held.
     public static func build(rows store: TransactionRows, strings: StringTable, threads: Int) -> CustomerRows {
-        var numbering = numberCustomers(store.buffer, threads: threads)
+        var numbering = numberCustomers(store.buffer, columns: store.columns, threads: threads)
         let keys = sortKeys(numbering.groups, numbering.originals, strings: strings, threads: threads)
         let order = outputOrder(keys, originals: numbering.originals, strings: strings, threads: threads)
         let starts = rankRows(&numbering, order: order, threads: threads)
@@ -133,11 +146,13 @@ public struct CustomerRows: @unchecked Sendable {
     /// customers of its part in row order, then the parts' customers are numbered among all in
     /// part order, which is the numbering one pass over every row gives. Each thread reads only
     /// its part's rows (with hash shards, every thread read every row to keep its own).
-    private static func numberCustomers(_ input: UnsafeMutableBufferPointer<Transaction>, threads: Int) -> Numbering {
+    private static func numberCustomers(
+        _ input: UnsafeMutableBufferPointer<CompactRow>, columns: RowColumns, threads: Int
+    ) -> Numbering {
         let total = input.count
         let parts = chunks(total, pieces: max(1, min(threads, 64)))
-        @Sendable @inline(__always) func key(_ r: Transaction) -> Int64 {
-            folded(group: r.subscriptionGroupId, original: r.originalTransactionId)
+        @Sendable @inline(__always) func key(_ r: CompactRow) -> Int64 {
+            folded(group: columns.group(r), original: r.originalTransactionId)
         }
         // Left unfilled here: every row is numbered by its part's thread (and the pages are
         // first touched by the threads, not zeroed on this one).
@@ -154,7 +169,7 @@ public struct CustomerRows: @unchecked Sendable {
                 for i in part {
                     if i + 8 < part.upperBound { customers.prefetch(key(rows[i + 8])) }
                     let c = customers.number(
-                        key(rows[i]), group: rows[i].subscriptionGroupId, original: rows[i].originalTransactionId)
+                        key(rows[i]), group: columns.group(rows[i]), original: rows[i].originalTransactionId)
                     local[i] = Int32(c)
                 }
                 found[p] = customers
@@ -314,7 +329,7 @@ public struct CustomerRows: @unchecked Sendable {
     /// the rows is ever made. Each customer's rows are sorted by (purchaseDate, transactionId)
     /// as their bucket is placed.
     private static func placeRows(
-        _ rows: UnsafeMutableBufferPointer<Transaction>, ranks of: inout [Int32], starts: [Int],
+        _ rows: UnsafeMutableBufferPointer<CompactRow>, ranks of: inout [Int32], starts: [Int],
         strings: StringTable, threads: Int
     ) {
         let total = rows.count
@@ -343,7 +358,7 @@ public struct CustomerRows: @unchecked Sendable {
     /// Each row to its region (customer ranks `bounds[p]..<bounds[p + 1]`): with two, by
     /// swapping strays in pairs; otherwise by ``distribute``, regions for buckets.
     private static func toRegions(
-        _ rows: UnsafeMutableBufferPointer<Transaction>, _ ranks: UnsafeMutableBufferPointer<Int32>, starts: [Int],
+        _ rows: UnsafeMutableBufferPointer<CompactRow>, _ ranks: UnsafeMutableBufferPointer<Int32>, starts: [Int],
         bounds: [Int], threads: Int
     ) {
         let parts = bounds.count - 1
@@ -392,7 +407,7 @@ public struct CustomerRows: @unchecked Sendable {
     /// sorted while its rows are still in the caches: following single rows through the whole
     /// region would miss the caches on nearly every row.
     private static func placeRegion(
-        _ rows: UnsafeMutableBufferPointer<Transaction>, _ ranks: UnsafeMutableBufferPointer<Int32>,
+        _ rows: UnsafeMutableBufferPointer<CompactRow>, _ ranks: UnsafeMutableBufferPointer<Int32>,
         customers: Range<Int>, starts: [Int], strings: StringTable
     ) {
         let first = customers.lowerBound
@@ -419,7 +434,7 @@ public struct CustomerRows: @unchecked Sendable {
     /// followed.
     @inline(__always)
     private static func place(
-        _ rows: UnsafeMutableBufferPointer<Transaction>, _ ranks: UnsafeMutableBufferPointer<Int32>,
+        _ rows: UnsafeMutableBufferPointer<CompactRow>, _ ranks: UnsafeMutableBufferPointer<Int32>,
         range: Range<Int>, first: Int, fill: inout [Int]
     ) {
         for i in range {
@@ -444,7 +459,7 @@ public struct CustomerRows: @unchecked Sendable {
     /// Each of `customers`' rows, once placed, by (purchaseDate, transactionId).
     @inline(__always)
     private static func sortByDate(
-        _ rows: UnsafeMutableBufferPointer<Transaction>, customers: Range<Int>, starts: [Int], strings: StringTable
+        _ rows: UnsafeMutableBufferPointer<CompactRow>, customers: Range<Int>, starts: [Int], strings: StringTable
     ) {
         for k in customers {
             let lo = starts[k]
@@ -465,7 +480,7 @@ public struct CustomerRows: @unchecked Sendable {
     /// is called as soon as bucket b holds all its rows.
     @inline(__always)
     private static func distribute(
-        _ rows: UnsafeMutableBufferPointer<Transaction>, _ ranks: UnsafeMutableBufferPointer<Int32>,
+        _ rows: UnsafeMutableBufferPointer<CompactRow>, _ ranks: UnsafeMutableBufferPointer<Int32>,
         next: inout [Int], end: [Int], bucket: (Int32) -> Int, done: (Int) -> Void
     ) {
         for b in next.indices {

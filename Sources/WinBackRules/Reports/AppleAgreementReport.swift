@@ -96,16 +96,17 @@ public struct AppleAgreement: Sendable {
         }
     }
 
-    /// Compares customer `k`, whose renewal info known at T carries Apple's list (``CustomerResult/appleAnswered``),
-    /// into `tally`; `periods` is scratch.
+    /// Compares customer `k`, whose rows are `rows` and whose renewal info known at T carries
+    /// Apple's list (``CustomerResult/appleAnswered``), into `tally`; `periods` is scratch.
     static func count(
-        _ tally: inout Tally, customer k: Int, of customers: CustomerRows, _ result: CustomerResult,
+        _ tally: inout Tally, customer k: Int, rows: [Transaction], of customers: CustomerRows,
+        _ result: CustomerResult,
         renewal: RenewalInfo, book: OfferBook, gapDays: Int64, periods: inout [Period]
     ) {
         let group = customers.groups[k]
         guard
             let c = AppleComparison.compare(
-                rows: customers.rows(of: k), group: group, renewal: renewal, book: book, gapDays: gapDays,
+                rows: rows, group: group, renewal: renewal, book: book, gapDays: gapDays,
                 periods: &periods)
         else { return }
         tally.overall.compared += 1

@@ -187,13 +187,12 @@ public struct Reports: Sendable {
             var periods: [Period] = []
         }
 
-        /// Counts subscriber `k`, whose periods at T are `periods` and whose renewal info known
-        /// at T is `renewal`.
+        /// Counts subscriber `k`, whose rows are `rows`, whose periods at T are `periods` and whose
+        /// renewal info known at T is `renewal`.
         func count(
-            _ tally: inout Tally, _ k: Int, renewal: RenewalInfo?, periods: [Period], _ result: CustomerResult,
-            scratch s: inout Scratch
+            _ tally: inout Tally, _ k: Int, rows: [Transaction], renewal: RenewalInfo?, periods: [Period],
+            _ result: CustomerResult, scratch s: inout Scratch
         ) {
-            let rows = customers.rows(of: k)
             let group = customers.groups[k]
             let gapDays = settings.gapDays
             Episode.scan(rows, asOf: t, gapDays: gapDays, into: &s.episodes)
@@ -218,8 +217,8 @@ public struct Reports: Sendable {
             }
             if comparesApple, result.appleAnswered, let renewal {
                 AppleAgreement.count(
-                    &tally.apple, customer: k, of: customers, result, renewal: renewal, book: book, gapDays: gapDays,
-                    periods: &s.periods)
+                    &tally.apple, customer: k, rows: rows, of: customers, result, renewal: renewal, book: book,
+                    gapDays: gapDays, periods: &s.periods)
             }
         }
 
@@ -278,8 +277,9 @@ public struct Reports: Sendable {
         let (audience, pieces) = Audience.evaluate(
             customers, book: book, renewals: renewals, asOf: t, gapDays: settings.gapDays, experiment: experiment,
             threads: threads, releasingRows: releasingRows, piece: { Piece(tally: pool.take() ?? counter.tally()) },
-            visit: { piece, k, renewal, periods, result in
-                counter.count(&piece.tally!, k, renewal: renewal, periods: periods, result, scratch: &piece.scratch)
+            visit: { piece, k, rows, renewal, periods, result in
+                counter.count(
+                    &piece.tally!, k, rows: rows, renewal: renewal, periods: periods, result, scratch: &piece.scratch)
             },
             ended: { piece in
                 piece.disagreements = piece.tally!.apple.disagreements

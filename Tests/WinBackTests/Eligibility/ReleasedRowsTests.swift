@@ -68,7 +68,7 @@ struct ReleasedRowsTests {
         let plain = Audience.evaluate(kept, book: book, renewals: nil, asOf: t, gapDays: 60, threads: threads)
         let (audience, _) = Audience.evaluate(
             released, book: book, renewals: nil, asOf: t, gapDays: 60, experiment: nil, threads: threads,
-            releasingRows: true, piece: {}, visit: { _, _, _, _, _ in }, ended: { _ in })
+            releasingRows: true, piece: {}, visit: { _, _, _, _, _, _ in }, ended: { _ in })
         #expect(released.rows.released && !kept.rows.released)
         #expect(released.rows.count == rows.count)
         #expect(audience.counts == plain.counts)

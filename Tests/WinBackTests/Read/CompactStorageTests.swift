@@ -92,6 +92,81 @@ extension ReadStageTests {
             }
         }
 
+        /// A random transaction: every field drawn, at its extremes too, with string ids below 8.
+        private func randomTransaction(_ rng: inout SplitMix64) -> Transaction {
+            func id() -> Int32 { Int32(rng.below(8)) }
+            func maybe() -> Int32 { rng.below(3) == 0 ? Transaction.none : id() }
+            func key() -> TransactionKey {
+                TransactionKey(raw: rng.below(4) == 0 ? -Int64(rng.below(8)) - 1 : Int64(rng.below(1 << 40)))
+            }
+            func date() -> Int64 { [Int64.min, .max, 0, -1, Int64(rng.below(1 << 42))][rng.below(5)] }
+            var t = Transaction(
+                transactionId: key(), originalTransactionId: key(), subscriptionGroupId: id(), productId: id(),
+                purchaseDate: date(), expiresDate: date())
+            t.revocationDate = date()
+            t.signedDate = date()
+            t.price = [Transaction.unpriced, 0, Int64.max, Int64(rng.below(100_000))][rng.below(4)]
+            t.offerIdentifier = maybe()
+            t.offerDiscountType = maybe()
+            t.storefront = maybe()
+            t.currency = maybe()
+            t.offerType = [0, 4, Int64(Int32.max), -Int64(rng.below(8)) - 1][rng.below(4)]
+            t.revocationPercentage = [Transaction.noPercentage, 0, 100_000][rng.below(3)]
+            t.revocationType = [.none, .refundFull, .unknown][rng.below(3)]
+            t.ownership = [.purchased, .familyShared, .unknown][rng.below(3)]
+            t.rawFlags = UInt8(rng.below(8))
+            t.appAccountToken =
+                [
+                    .none, AppAccountToken(high: rng.next(), low: UInt64(rng.below(3)), kind: .lowercase),
+                    AppAccountToken(high: .max, low: .max, kind: .uppercase),
+                    AppAccountToken(high: 0, low: UInt64(rng.below(8)), kind: .interned),
+                ][rng.below(4)]
+            return t
+        }
+
+        /// A kept row is 56 bytes and gives back the transaction it was made of, field for field:
+        /// its shared columns once each; merged into another table through a string map and
+        /// renumbered, it gives the transaction with its ids rewritten the same way.
+        @Test func aCompactRowTakesFiftySixBytesAndGivesItsTransactionBack() {
+            #expect(MemoryLayout<CompactRow>.stride == 56)
+            var rng = SplitMix64(seed: 3)
+            var columns = RowColumns()
+            let all = (0..<5_000).map { _ in randomTransaction(&rng) }
+            let rows = all.map { columns.compact($0) }
+            #expect(rows.map { columns.transaction($0) } == all)
+            // Shared columns once each: rows that differ from one already kept only in their
+            // instants and ids add no terms and no token.
+            #expect(Set(columns.terms.values).count == columns.terms.count)
+            let (terms0, tokens0) = (columns.terms.count, columns.tokens.count)
+            for i in 0..<1_000 {
+                var t = all[i % 10]
+                t.purchaseDate = Int64(i)
+                t.signedDate = Int64(i)
+                t.transactionId = TransactionKey(raw: Int64(i))
+                #expect(columns.transaction(columns.compact(t)) == t)
+            }
+            #expect(columns.terms.count == terms0 && columns.tokens.count == tokens0)
+            // Into a run's table (which already holds other rows' columns) through a string map,
+            // then the run's ids renumbered.
+            var run = RowColumns()
+            _ = run.compact(randomTransaction(&rng))
+            let toRun: [Int32] = [5, 3, 7, 1, 0, 2, 6, 4]
+            let (terms, tokens) = run.merge(columns, strings: toRun.span)
+            let renumber: [Int32] = [7, 6, 5, 4, 3, 2, 1, 0]
+            run.renumber(renumber)
+            for (t, r) in zip(all, rows) {
+                var moved = r
+                moved.terms = terms[Int(r.terms)]
+                if r.token >= 0 { moved.token = tokens[Int(r.token)] }
+                moved.remap(strings: toRun.span)
+                moved.remap(strings: renumber.span)
+                var expected = t
+                expected.remap(toRun)
+                expected.remap(renumber)
+                #expect(run.transaction(moved) == expected)
+            }
+        }
+
         @Test func aRowTakesOneHundredFourBytesAndItsFlagsAreIndependent() {
             #expect(MemoryLayout<Transaction>.stride == 104)
             var t = Transaction(
@@ -332,13 +407,16 @@ extension ReadStageTests {
                 (8 * piece, 4 * piece), (1, 5 * piece), (0, 3 * piece),
             ] {
                 let total = gap + count
-                let rows = UnsafeMutablePointer<Transaction>.allocate(capacity: total)
+                let rows = UnsafeMutablePointer<CompactRow>.allocate(capacity: total)
                 defer { rows.deallocate() }
+                var columns = RowColumns()
                 for i in 0..<total {
                     (rows + i).initialize(
-                        to: Transaction(
-                            transactionId: TransactionKey(raw: Int64(i)), originalTransactionId: TransactionKey(raw: 0),
-                            subscriptionGroupId: 0, productId: 0, purchaseDate: Int64(i), expiresDate: Int64(i)))
+                        to: columns.compact(
+                            Transaction(
+                                transactionId: TransactionKey(raw: Int64(i)),
+                                originalTransactionId: TransactionKey(raw: 0), subscriptionGroupId: 0, productId: 0,
+                                purchaseDate: Int64(i), expiresDate: Int64(i))))
                 }
                 TransactionRows.slide(rows, count: count, from: gap, to: 0, threads: threads)
                 let arrived = (0..<count).filter { rows[$0].transactionId.raw == Int64(gap + $0) }.count
@@ -404,8 +482,9 @@ extension ReadStageTests {
                 for i in lo..<hi where i % 3 != 0 { expected.append(Int64(f * 1_000_000 + i)) }
             }
             #expect(store.count == expected.count)
-            #expect(store.map(\.transactionId.raw) == expected)
-            #expect(store.allSatisfy { Int64($0.purchaseDate) == $0.revocationDate })
+            // Read as kept: each file's rows have the terms of their file's own columns.
+            #expect(store.buffer.map(\.transactionId.raw) == expected)
+            #expect(store.buffer.allSatisfy { Int64($0.purchaseDate) == $0.revocationDate })
         }
 
         /// The eight-byte step finds exactly the first byte the byte-at-a-time rule stops at,

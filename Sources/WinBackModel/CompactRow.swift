@@ -1,0 +1,233 @@
+/// A row as a run keeps it between reading and the evaluation: 56 bytes, what tells one row
+/// from another (its instants and ids) in the row, and the columns that many rows share
+/// (``RowTerms``: group, product, offer, storefront, price, flags…) and the appAccountToken
+/// (one a customer) once each in a ``RowColumns`` table, the row holding their indexes.
+///
+/// Deduplication, grouping and sorting a customer's rows read only this row; the evaluation
+/// and the reports read a customer's rows as ``Transaction``s, made again from the row and
+/// its columns (``RowColumns/transaction(_:)``) while the customer is counted.
+public struct CompactRow: Sendable, Equatable {
+    public var purchaseDate: Int64
+    public var expiresDate: Int64
+    public var revocationDate: Int64
+    public var signedDate: Int64
+    public var transactionId: TransactionKey
+    public var originalTransactionId: TransactionKey
+    /// The row's terms: an index into its table's ``RowColumns/terms``.
+    public var terms: Int32
+    /// The row's appAccountToken: an index into its table's ``RowColumns/tokens``; -1 without one.
+    public var token: Int32
+
+    /// Rewrites its string ids through `strings` (its terms and token are already the run's).
+    @inline(__always)
+    package mutating func remap(strings: Span<Int32>) {
+        transactionId.remap(strings)
+        originalTransactionId.remap(strings)
+    }
+}
+
+/// The columns of a row that many rows share, kept once in a ``RowColumns`` table: 40 bytes a
+/// distinct combination instead of 44 a row.
+public struct RowTerms: ColumnValue, Hashable {
+    public var subscriptionGroupId: Int32
+    public var productId: Int32
+    public var offerIdentifier: Int32
+    public var offerDiscountType: Int32
+    public var storefront: Int32
+    public var currency: Int32
+    var offerTypeValue: Int32
+    /// ``Transaction/packed`` but the token's kind: revocationPercentage and revocationType,
+    /// ownership and the flags.
+    @usableFromInline var packed: UInt32
+    public var price: Int64
+
+    /// Where ``Transaction/packed`` keeps what the terms keep (all but the token's kind).
+    @inlinable static var mask: UInt32 { 1 << Transaction.tokenKindShift - 1 }
+
+    /// `environment == Production` (or absent).
+    @inlinable
+    public var production: Bool {
+        packed >> Transaction.flagsShift & UInt32(Transaction.productionFlag) != 0
+    }
+
+    @inlinable
+    public var ownership: Ownership {
+        Ownership(rawValue: UInt8(packed >> Transaction.ownershipShift & 3))!
+    }
+
+    /// The terms' fields folded into one word, for ``ColumnTable``.
+    @inline(__always)
+    public var columnHash: UInt64 {
+        var h = UInt64(UInt32(bitPattern: subscriptionGroupId)) | UInt64(UInt32(bitPattern: productId)) << 32
+        @inline(__always) func mix(_ v: UInt64) { h = (h ^ v) &* 0x9E37_79B9_7F4A_7C15 }
+        mix(UInt64(UInt32(bitPattern: offerIdentifier)) | UInt64(UInt32(bitPattern: offerDiscountType)) << 32)
+        mix(UInt64(UInt32(bitPattern: storefront)) | UInt64(UInt32(bitPattern: currency)) << 32)
+        mix(UInt64(UInt32(bitPattern: offerTypeValue)) | UInt64(packed) << 32)
+        mix(UInt64(bitPattern: price))
+        return h
+    }
+
+    /// Rewrites its string ids through `map`.
+    @inline(__always)
+    mutating func remap(_ map: Span<Int32>) {
+        subscriptionGroupId = map[Int(subscriptionGroupId)]
+        productId = map[Int(productId)]
+        if offerIdentifier >= 0 { offerIdentifier = map[Int(offerIdentifier)] }
+        if offerDiscountType >= 0 { offerDiscountType = map[Int(offerDiscountType)] }
+        if storefront >= 0 { storefront = map[Int(storefront)] }
+        if currency >= 0 { currency = map[Int(currency)] }
+        if offerTypeValue < 0 { offerTypeValue = -(map[Int(-offerTypeValue - 1)] + 1) }
+    }
+}
+
+/// A value a ``ColumnTable`` keeps: equal values have equal ``columnHash``es.
+public protocol ColumnValue: Equatable, Sendable {
+    /// The value folded into a word whose high bits spread (no seeded hashing).
+    var columnHash: UInt64 { get }
+}
+
+extension AppAccountToken: ColumnValue {
+    @inline(__always)
+    public var columnHash: UInt64 {
+        (high ^ (low ^ UInt64(kind.rawValue)) &* 0x9E37_79B9_7F4A_7C15) &* 0xBF58_476D_1CE4_E5B9
+    }
+}
+
+/// Distinct values, each numbered in order of first appearance, found again by an open-addressing
+/// index of their numbers.
+public struct ColumnTable<Value: ColumnValue>: Sendable {
+    public private(set) var values: [Value] = []
+    /// Value numbers; -1: empty. Half used at most. Empty once ``freeze()`` was called.
+    private var slots: [Int32]
+
+    init(capacity: Int) {
+        var n = 16
+        while n < 2 * capacity { n *= 2 }
+        slots = Array(repeating: -1, count: n)
+        values.reserveCapacity(capacity)
+    }
+
+    @inline(__always)
+    private static func home(_ v: Value, _ n: Int) -> Int { Int(truncatingIfNeeded: v.columnHash >> 24) & (n - 1) }
+
+    public var count: Int { values.count }
+
+    @inline(__always)
+    public subscript(i: Int32) -> Value { values[Int(i)] }
+
+    /// The number of `v`: the next one if new.
+    @inline(__always)
+    mutating func intern(_ v: Value) -> Int32 {
+        precondition(!slots.isEmpty, "a frozen table takes no new value")
+        let mask = slots.count - 1
+        var i = ColumnTable.home(v, slots.count)
+        while true {
+            let s = slots[i]
+            if s < 0 { break }
+            if values[Int(s)] == v { return s }
+            i = (i + 1) & mask
+        }
+        precondition(values.count < Int(Int32.max), "fewer than two billion distinct values")
+        let n = Int32(values.count)
+        slots[i] = n
+        values.append(v)
+        if values.count * 2 > slots.count { grow() }
+        return n
+    }
+
+    private mutating func grow() {
+        let n = slots.count * 2
+        slots = Array(repeating: -1, count: n)
+        for (k, v) in values.enumerated() {
+            var i = ColumnTable.home(v, n)
+            while slots[i] >= 0 { i = (i + 1) & (n - 1) }
+            slots[i] = Int32(k)
+        }
+    }
+
+    /// Drops the index: the values are only read from now on (and may be rewritten in place).
+    mutating func freeze() { slots = [] }
+
+    /// Rewrites every value through `body` (a frozen table: equal values stay in their places).
+    mutating func rewrite(_ body: (inout Value) -> Void) {
+        precondition(slots.isEmpty, "values rewritten in place in a frozen table")
+        for i in values.indices { body(&values[i]) }
+    }
+}
+
+/// The shared columns of a set of rows (a file's while it is read, a run's after): their
+/// terms and tokens, each numbered in a ``ColumnTable`` of its own, with ids of one string table.
+public struct RowColumns: Sendable {
+    public private(set) var terms = ColumnTable<RowTerms>(capacity: 256)
+    public private(set) var tokens = ColumnTable<AppAccountToken>(capacity: 1024)
+
+    public init() {}
+
+    /// `t` as a compact row, its terms and token entered in the tables.
+    @inline(__always)
+    public mutating func compact(_ t: Transaction) -> CompactRow {
+        let terms = terms.intern(
+            RowTerms(
+                subscriptionGroupId: t.subscriptionGroupId, productId: t.productId,
+                offerIdentifier: t.offerIdentifier, offerDiscountType: t.offerDiscountType,
+                storefront: t.storefront, currency: t.currency, offerTypeValue: t.offerTypeValue,
+                packed: t.packed & RowTerms.mask, price: t.price))
+        let token = t.appAccountToken
+        return CompactRow(
+            purchaseDate: t.purchaseDate, expiresDate: t.expiresDate, revocationDate: t.revocationDate,
+            signedDate: t.signedDate, transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
+            terms: terms, token: token.isNone ? -1 : tokens.intern(token))
+    }
+
+    /// Row `r` (of these columns) as a transaction.
+    @inline(__always)
+    public func transaction(_ r: CompactRow) -> Transaction {
+        let c = terms[r.terms]
+        var t = Transaction(
+            transactionId: r.transactionId, originalTransactionId: r.originalTransactionId,
+            subscriptionGroupId: c.subscriptionGroupId, productId: c.productId, purchaseDate: r.purchaseDate,
+            expiresDate: r.expiresDate)
+        t.revocationDate = r.revocationDate
+        t.signedDate = r.signedDate
+        t.price = c.price
+        t.offerIdentifier = c.offerIdentifier
+        t.offerDiscountType = c.offerDiscountType
+        t.storefront = c.storefront
+        t.currency = c.currency
+        t.offerTypeValue = c.offerTypeValue
+        t.packed = c.packed
+        if r.token >= 0 { t.appAccountToken = tokens[r.token] }
+        return t
+    }
+
+    /// Row `r`'s subscription group (of these columns' string ids).
+    @inline(__always)
+    public func group(_ r: CompactRow) -> Int32 { terms[r.terms].subscriptionGroupId }
+
+    /// Enters `other`'s terms and tokens, their string ids rewritten through `strings`; returns
+    /// where each of `other`'s terms and tokens is here.
+    package mutating func merge(_ other: RowColumns, strings: Span<Int32>) -> (terms: [Int32], tokens: [Int32]) {
+        var termsMap: [Int32] = []
+        termsMap.reserveCapacity(other.terms.count)
+        for var c in other.terms.values {
+            c.remap(strings)
+            termsMap.append(terms.intern(c))
+        }
+        var tokensMap: [Int32] = []
+        tokensMap.reserveCapacity(other.tokens.count)
+        for var token in other.tokens.values {
+            token.remap(strings)
+            tokensMap.append(tokens.intern(token))
+        }
+        return (termsMap, tokensMap)
+    }
+
+    /// Rewrites every string id through `map` (the run's ids renumbered) and drops the indexes:
+    /// no value is entered afterwards.
+    package mutating func renumber(_ map: [Int32]) {
+        terms.freeze()
+        tokens.freeze()
+        terms.rewrite { $0.remap(map.span) }
+        tokens.rewrite { $0.remap(map.span) }
+    }
+}
