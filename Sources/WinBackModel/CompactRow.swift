@@ -1,3 +1,5 @@
+import CWinBackShims
+
 /// A row as a run keeps it between reading and the evaluation: 56 bytes, what tells one row
 /// from another (its instants and ids) in the row, and the columns that many rows share
 /// (``RowTerms``: group, product, offer, storefront, price, flags…) and the appAccountToken
@@ -35,7 +37,7 @@ public struct RowTerms: ColumnValue, Hashable {
     public var offerDiscountType: Int32
     public var storefront: Int32
     public var currency: Int32
-    var offerTypeValue: Int32
+    @usableFromInline var offerTypeValue: Int32
     /// ``Transaction/packed`` but the token's kind: revocationPercentage and revocationType,
     /// ownership and the flags.
     @usableFromInline var packed: UInt32
@@ -112,8 +114,17 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
 
     public var count: Int { values.count }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     public subscript(i: Int32) -> Value { values[Int(i)] }
+
+    /// A hint to fetch the slot `v` is looked for in first, before it is interned: a table
+    /// larger than the caches then waits on memory once for a batch of values known ahead.
+    @inline(__always)
+    func prefetch(_ v: Value) {
+        guard !slots.isEmpty else { return }
+        let i = ColumnTable.home(v, slots.count)
+        slots.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + i) }
+    }
 
     /// The number of `v`: the next one if new.
     @inline(__always)
@@ -166,21 +177,47 @@ public struct RowColumns: Sendable {
     /// `t` as a compact row, its terms and token entered in the tables.
     @inline(__always)
     public mutating func compact(_ t: Transaction) -> CompactRow {
+        var r = compactTerms(t)
+        let token = t.appAccountToken
+        if !token.isNone { r.token = tokens.intern(token) }
+        return r
+    }
+
+    /// `t` as a compact row without its token (-1), its terms entered in the table: the
+    /// token is entered later (``intern(tokens:of:)``).
+    @inline(__always)
+    package mutating func compactTerms(_ t: Transaction) -> CompactRow {
         let terms = terms.intern(
             RowTerms(
                 subscriptionGroupId: t.subscriptionGroupId, productId: t.productId,
                 offerIdentifier: t.offerIdentifier, offerDiscountType: t.offerDiscountType,
                 storefront: t.storefront, currency: t.currency, offerTypeValue: t.offerTypeValue,
                 packed: t.packed & RowTerms.mask, price: t.price))
-        let token = t.appAccountToken
         return CompactRow(
             purchaseDate: t.purchaseDate, expiresDate: t.expiresDate, revocationDate: t.revocationDate,
             signedDate: t.signedDate, transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
-            terms: terms, token: token.isNone ? -1 : tokens.intern(token))
+            terms: terms, token: -1)
+    }
+
+    /// Enters `pending` (tokens of rows, each row's ``CompactRow/token`` its index there) and
+    /// rewrites those rows' tokens to their numbers here: a batch whose slots are fetched
+    /// ahead, so that a table of a file's customers, larger than the caches, is waited on
+    /// once for several rows.
+    package mutating func intern(tokens pending: [AppAccountToken], of rows: UnsafeMutableBufferPointer<CompactRow>) {
+        let ahead = 8
+        var next = 0
+        for i in rows.indices where rows[i].token >= 0 {
+            let p = Int(rows[i].token)
+            while next < pending.count && next <= p + ahead {
+                tokens.prefetch(pending[next])
+                next += 1
+            }
+            rows[i].token = tokens.intern(pending[p])
+        }
     }
 
     /// Row `r` (of these columns) as a transaction.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func transaction(_ r: CompactRow) -> Transaction {
         let c = terms[r.terms]
         var t = Transaction(
@@ -201,7 +238,7 @@ public struct RowColumns: Sendable {
     }
 
     /// Row `r`'s subscription group (of these columns' string ids).
-    @inline(__always)
+    @inlinable @inline(__always)
     public func group(_ r: CompactRow) -> Int32 { terms[r.terms].subscriptionGroupId }
 
     /// Enters `other`'s terms and tokens, their string ids rewritten through `strings`; returns
@@ -215,8 +252,14 @@ public struct RowColumns: Sendable {
         }
         var tokensMap: [Int32] = []
         tokensMap.reserveCapacity(other.tokens.count)
-        for var token in other.tokens.values {
+        let ahead = 8
+        let incoming = other.tokens.values.map { token in
+            var token = token
             token.remap(strings)
+            return token
+        }
+        for (i, token) in incoming.enumerated() {
+            if i + ahead < incoming.count { tokens.prefetch(incoming[i + ahead]) }
             tokensMap.append(tokens.intern(token))
         }
         return (termsMap, tokensMap)

@@ -219,6 +219,7 @@ package final class PartReader {
             return out!.table
         }
         guard let (file, _) = try section(begin, { try out!.add($0) }) else { return nil }
+        out!.rows.settle()
         return (file, out!)
     }
 
@@ -226,7 +227,8 @@ package final class PartReader {
     /// sections share one table); returns the index of the section's file, nil at the end of
     /// the part file, once its size and SHA-256 are checked.
     package func next(into rows: inout StateRows) throws -> Int? {
-        try section({ _, _ in rows.table }, { try rows.add($0) })?.file
+        defer { rows.rows.settle() }
+        return try section({ _, _ in rows.table }, { try rows.add($0) })?.file
     }
 
     /// Calls `body` with every row of the file and the table of its file, keeping none.

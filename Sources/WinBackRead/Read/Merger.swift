@@ -115,6 +115,7 @@ package final class Merger: @unchecked Sendable {
     /// of several files, each row's index in sorted path order given, in (file, line) order.
     package func add(_ f: FileRows, index: Int, ranks: [UInt32]? = nil) {
         precondition(ranks == nil || ranks!.count == f.rows.count, "a rank for every row")
+        f.rows.settle()
         lock.lock()
         defer { lock.unlock() }
         let slot = Slot(
@@ -143,6 +144,8 @@ package final class Merger: @unchecked Sendable {
     /// Takes over a piece of the state's rows at `index`, after every file was added.
     package func add(_ s: StateRows, index: Int) {
         precondition(s.ranks.count == s.rows.count, "a rank for every row")
+        var s = s
+        s.rows.settle()
         lock.lock()
         defer { lock.unlock() }
         let slot = Slot(counts: nil, rows: s.rows, map: strings.merge(s.table), renewals: [], ranks: s.ranks)

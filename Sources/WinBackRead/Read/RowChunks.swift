@@ -14,6 +14,11 @@ package struct RowChunks {
     /// The last chunk's first row: where the next rows go until it is full.
     private var last = UnsafeMutablePointer<CompactRow>(bitPattern: MemoryLayout<CompactRow>.alignment)!
     package private(set) var count = 0
+    /// The tokens of the last chunk's rows, not yet entered in ``columns``: a row's token is
+    /// its index here until its chunk is settled (``settle()``), all of its tokens at once.
+    private var pending: [AppAccountToken] = []
+    /// Rows whose tokens are entered: all but the last chunk's latest.
+    private var settled = 0
 
     init(store: TransactionRows) { self.store = store }
 
@@ -23,35 +28,57 @@ package struct RowChunks {
     mutating func append(_ t: Transaction) throws {
         let k = count & (TransactionRows.chunkRows - 1)
         if k == 0 {
+            settle()
             let c = try store.takeChunk()
             numbers.append(c.number)
             chunks.append(c.rows)
             last = c.rows
         }
-        (last + k).initialize(to: columns.compact(t))
+        var r = columns.compactTerms(t)
+        let token = t.appAccountToken
+        if !token.isNone {
+            r.token = Int32(pending.count)
+            pending.append(token)
+        }
+        (last + k).initialize(to: r)
         count += 1
+    }
+
+    /// Enters the tokens of the rows appended since the last time in ``columns`` (rows of
+    /// the last chunk: a new chunk settles the one before): rows are read only once settled.
+    mutating func settle() {
+        defer { settled = count }
+        guard !pending.isEmpty else { return }
+        let start = (count - 1) & ~(TransactionRows.chunkRows - 1)
+        precondition(settled >= start, "only the last chunk's rows wait")
+        columns.intern(
+            tokens: pending, of: UnsafeMutableBufferPointer(start: last + (settled - start), count: count - settled))
+        pending.removeAll(keepingCapacity: true)
     }
 
     @inline(__always)
     package subscript(i: Int) -> Transaction { columns.transaction(stored(i)) }
 
-    /// Hands the columns over (to the run's, ``Merger``), which the rows' indexes are then
-    /// rewritten to: these rows are no longer read through ``subscript(_:)``.
-    mutating func takeColumns() -> RowColumns {
-        defer { columns = RowColumns() }
-        return columns
-    }
-
     /// Row `i` as it is kept.
     @inline(__always)
     package func stored(_ i: Int) -> CompactRow {
-        chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
+        precondition(pending.isEmpty, "rows read once settled")
+        return chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
+    }
+
+    /// Hands the columns over (to the run's, ``Merger``), which the rows' indexes are then
+    /// rewritten to: these rows are no longer read through ``subscript(_:)``.
+    mutating func takeColumns() -> RowColumns {
+        precondition(pending.isEmpty, "rows read once settled")
+        defer { columns = RowColumns() }
+        return columns
     }
 
     /// Calls `body` with the chunks' rows, row i at `chunks[i >> chunkShift][i & (chunkRows - 1)]`:
     /// for loops over every row, which then hold no reference per row.
     @inline(__always)
     func withChunks<R>(_ body: (UnsafeBufferPointer<UnsafeMutablePointer<CompactRow>>) throws -> R) rethrows -> R {
-        try chunks.withUnsafeBufferPointer(body)
+        precondition(pending.isEmpty, "rows read once settled")
+        return try chunks.withUnsafeBufferPointer(body)
     }
 }

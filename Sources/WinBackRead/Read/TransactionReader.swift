@@ -125,6 +125,7 @@ package final class FileRows: @unchecked Sendable {
 
     /// Records what the source says of the file once it is read.
     func finish(_ source: ByteSource) {
+        rows.settle()
         stats.bytes = source.fileBytesConsumed
         stats.uncompressedBytes = source.bytesProduced
         stats.sha256 = source.fileSHA256()
@@ -150,7 +151,10 @@ package final class FileRows: @unchecked Sendable {
     package func add(_ t: Transaction) throws {
         if let only, !only.keeps(t) { return }
         try rows.append(t)
-        if rows.count == spillAt { try spill?.write(self) }
+        if rows.count == spillAt {
+            rows.settle()
+            try spill?.write(self)
+        }
     }
 
     /// What the decoder made of a row: keeps a row (``add(_:)``) and counts one that is not a

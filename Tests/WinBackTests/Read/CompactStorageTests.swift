@@ -167,6 +167,30 @@ extension ReadStageTests {
             }
         }
 
+        /// A file's tokens are entered a chunk at a time (or when its rows are read, a section
+        /// of a part file being settled midway through a chunk): every row reads back its own
+        /// token, across chunk boundaries and settles at any row.
+        @Test(arguments: [[], [1], [5, 4_096, 4_097], [4_095, 4_096, 9_000, 9_001]])
+        func tokensEnteredLaterReadBackRowByRow(settleAt: [Int]) throws {
+            let store = try TransactionRows(reservingForRead: ())
+            var chunks = RowChunks(store: store)
+            var rng = SplitMix64(seed: 9)
+            let all = (0..<(TransactionRows.chunkRows * 2 + 1_000)).map { i in
+                var t = randomTransaction(&rng)
+                // Tokens repeat (a customer's rows), and some rows have none.
+                t.appAccountToken =
+                    i % 5 == 0 ? .none : AppAccountToken(high: UInt64(i % 700), low: 1, kind: .lowercase)
+                return t
+            }
+            for (i, t) in all.enumerated() {
+                if settleAt.contains(i) { chunks.settle() }
+                try chunks.append(t)
+            }
+            chunks.settle()
+            #expect((0..<all.count).allSatisfy { chunks[$0] == all[$0] })
+            #expect(chunks.columns.tokens.count == 700 - 700 / 5)
+        }
+
         @Test func aRowTakesOneHundredFourBytesAndItsFlagsAreIndependent() {
             #expect(MemoryLayout<Transaction>.stride == 104)
             var t = Transaction(
