@@ -204,13 +204,12 @@ public enum ShardedRun {
         return shards
     }
 
-    /// Shards enough that one shard's customers fit in `memory`: a run holds about 1.25 times
-    /// the gzipped input (a sixth of uncompressed NDJSON or CSV) at its peak, plus a fixed part
-    /// (measured: 187 MB for the 149 MB of the 200,000-customer world's files, 1,366 MB of NDJSON).
+    /// Shards enough that one shard's customers fit in `memory`: a run holds about twice the
+    /// gzipped input (a fifth of uncompressed NDJSON or CSV) at its peak, plus a fixed part.
     static func shardCount(_ p: ResolvedPipeline, memory: Int) -> Int {
         let estimate = p.inputs.reduce(0.0) { sum, input in
             let size = Double(input.identity.size)
-            return sum + (isGzipName(input.path) ? 1.25 * size : 0.16 * size)
+            return sum + (isGzipName(input.path) ? 2.0 * size : 0.25 * size)
         }
         return shardCount(estimate: estimate, memory: memory)
     }
@@ -230,11 +229,9 @@ public enum ShardedRun {
     /// 20,000-customer world: a shard of a quarter of the limit peaked at 29 to 32 MB).
     static func room(_ memory: Int) -> Int { max(memory - baseMemory, memory / 8) }
 
-    /// Measured: about 54 bytes a row above the process's own at the peak of a shard (the
-    /// 200,000-customer world under 96 MB and 160 MB: 283,426 rows a shard peak at 53 MB,
-    /// 661,327 at 74 MB; 56-byte compact rows, ``CompactRow``), and a third more as a margin
-    /// (with 104-byte rows: 120 to 137 bytes).
-    static let rowBytes = 72
+    /// Measured: 120 to 137 bytes a row above the process's own at the peak of a shard (200,000
+    /// customers under 96 MB, 1,000,000 under 256 MB), and a margin.
+    static let rowBytes = 144
 
     /// Memory a run takes whatever its input (code, libraries, buffers, the catalog).
     static let baseMemory = 48 << 20
