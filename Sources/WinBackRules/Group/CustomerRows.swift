@@ -10,6 +10,9 @@ public struct CustomerRows: @unchecked Sendable {
     public let strings: StringTable
     /// Every row, customer after customer.
     public let rows: TransactionRows
+    /// The rows' shared columns, read once here: every thread then reads the same tables
+    /// without taking a reference to them per customer.
+    public let columns: RowColumns
     /// Customer k's rows are `rows[starts[k]..<starts[k + 1]]`.
     public let starts: [Int]
     public let groups: [Int32]
@@ -43,7 +46,6 @@ public struct CustomerRows: @unchecked Sendable {
     @inline(__always)
     public func rows(of k: Int, into out: inout [Transaction]) {
         out.removeAll(keepingCapacity: true)
-        let columns = rows.columns
         for r in UnsafeBufferPointer(rebasing: rows.buffer[starts[k]..<starts[k + 1]]) {
             out.append(columns.transaction(r))
         }
@@ -84,7 +86,8 @@ public struct CustomerRows: @unchecked Sendable {
         placeRows(store.buffer, ranks: &numbering.customerOfRow, starts: starts, strings: strings, threads: threads)
         numbering.customerOfRow = []
         return CustomerRows(
-            strings: strings, rows: store, starts: starts, groups: order.map { numbering.groups[$0] },
+            strings: strings, rows: store, columns: store.columns, starts: starts,
+            groups: order.map { numbering.groups[$0] },
             originalTransactionIds: order.map { numbering.originals[$0] })
     }
 
