@@ -99,15 +99,13 @@ extension AppAccountToken: ColumnValue {
 /// index of their numbers.
 public struct ColumnTable<Value: ColumnValue>: Sendable {
     public private(set) var values: [Value] = []
-    /// Value numbers; -1: empty. Half used at most. Empty once ``freeze()`` was called.
-    private var slots: [Int32]
+    /// Value numbers; -1: empty. Half used at most. None until the first value (a run reads
+    /// thousands of files of a few rows each, each with tables of its own).
+    private var slots: [Int32] = []
+    /// Whether ``freeze()`` was called.
+    private var frozen = false
 
-    init(capacity: Int) {
-        var n = 16
-        while n < 2 * capacity { n *= 2 }
-        slots = Array(repeating: -1, count: n)
-        values.reserveCapacity(capacity)
-    }
+    init() {}
 
     @inline(__always)
     private static func home(_ v: Value, _ n: Int) -> Int { Int(truncatingIfNeeded: v.columnHash >> 24) & (n - 1) }
@@ -129,7 +127,8 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
     /// The number of `v`: the next one if new.
     @inline(__always)
     mutating func intern(_ v: Value) -> Int32 {
-        precondition(!slots.isEmpty, "a frozen table takes no new value")
+        precondition(!frozen, "a frozen table takes no new value")
+        if slots.isEmpty { slots = Array(repeating: -1, count: 16) }
         let mask = slots.count - 1
         var i = ColumnTable.home(v, slots.count)
         while true {
@@ -157,11 +156,14 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
     }
 
     /// Drops the index: the values are only read from now on (and may be rewritten in place).
-    mutating func freeze() { slots = [] }
+    mutating func freeze() {
+        slots = []
+        frozen = true
+    }
 
     /// Rewrites every value through `body` (a frozen table: equal values stay in their places).
     mutating func rewrite(_ body: (inout Value) -> Void) {
-        precondition(slots.isEmpty, "values rewritten in place in a frozen table")
+        precondition(frozen, "values rewritten in place in a frozen table")
         for i in values.indices { body(&values[i]) }
     }
 }
@@ -169,8 +171,8 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
 /// The shared columns of a set of rows (a file's while it is read, a run's after): their
 /// terms and tokens, each numbered in a ``ColumnTable`` of its own, with ids of one string table.
 public struct RowColumns: Sendable {
-    public private(set) var terms = ColumnTable<RowTerms>(capacity: 256)
-    public private(set) var tokens = ColumnTable<AppAccountToken>(capacity: 1024)
+    public private(set) var terms = ColumnTable<RowTerms>()
+    public private(set) var tokens = ColumnTable<AppAccountToken>()
 
     public init() {}
 

@@ -70,6 +70,7 @@ package struct RowChunks {
     /// rewritten to: these rows are no longer read through ``subscript(_:)``.
     mutating func takeColumns() -> RowColumns {
         precondition(pending.isEmpty, "rows read once settled")
+        pending = []
         defer { columns = RowColumns() }
         return columns
     }
