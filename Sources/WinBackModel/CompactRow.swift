@@ -43,6 +43,22 @@ public struct RowTerms: ColumnValue, Hashable {
     @usableFromInline var packed: UInt32
     public var price: Int64
 
+    @usableFromInline
+    init(
+        subscriptionGroupId: Int32, productId: Int32, offerIdentifier: Int32, offerDiscountType: Int32,
+        storefront: Int32, currency: Int32, offerTypeValue: Int32, packed: UInt32, price: Int64
+    ) {
+        self.subscriptionGroupId = subscriptionGroupId
+        self.productId = productId
+        self.offerIdentifier = offerIdentifier
+        self.offerDiscountType = offerDiscountType
+        self.storefront = storefront
+        self.currency = currency
+        self.offerTypeValue = offerTypeValue
+        self.packed = packed
+        self.price = price
+    }
+
     /// Where ``Transaction/packed`` keeps what the terms keep (all but the token's kind).
     @inlinable static var mask: UInt32 { 1 << Transaction.tokenKindShift - 1 }
 
@@ -71,7 +87,7 @@ public struct RowTerms: ColumnValue, Hashable {
 
     /// Rewrites its string ids through `map`.
     @inline(__always)
-    mutating func remap(_ map: Span<Int32>) {
+    package mutating func remap(_ map: Span<Int32>) {
         subscriptionGroupId = map[Int(subscriptionGroupId)]
         productId = map[Int(productId)]
         if offerIdentifier >= 0 { offerIdentifier = map[Int(offerIdentifier)] }
@@ -189,12 +205,7 @@ public struct RowColumns: Sendable {
     /// token is entered later (``intern(tokens:of:)``).
     @inline(__always)
     package mutating func compactTerms(_ t: Transaction) -> CompactRow {
-        let terms = terms.intern(
-            RowTerms(
-                subscriptionGroupId: t.subscriptionGroupId, productId: t.productId,
-                offerIdentifier: t.offerIdentifier, offerDiscountType: t.offerDiscountType,
-                storefront: t.storefront, currency: t.currency, offerTypeValue: t.offerTypeValue,
-                packed: t.packed & RowTerms.mask, price: t.price))
+        let terms = terms.intern(t.terms)
         return CompactRow(
             purchaseDate: t.purchaseDate, expiresDate: t.expiresDate, revocationDate: t.revocationDate,
             signedDate: t.signedDate, transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
@@ -228,13 +239,7 @@ public struct RowColumns: Sendable {
             expiresDate: r.expiresDate)
         t.revocationDate = r.revocationDate
         t.signedDate = r.signedDate
-        t.price = c.price
-        t.offerIdentifier = c.offerIdentifier
-        t.offerDiscountType = c.offerDiscountType
-        t.storefront = c.storefront
-        t.currency = c.currency
-        t.offerTypeValue = c.offerTypeValue
-        t.packed = c.packed
+        t.terms = c
         if r.token >= 0 { t.appAccountToken = tokens[r.token] }
         return t
     }

@@ -189,16 +189,34 @@ public struct Transaction: Sendable, Equatable {
     package mutating func remap(_ map: Span<Int32>) {
         transactionId.remap(map)
         originalTransactionId.remap(map)
-        subscriptionGroupId = map[Int(subscriptionGroupId)]
-        productId = map[Int(productId)]
-        if offerIdentifier >= 0 { offerIdentifier = map[Int(offerIdentifier)] }
-        if offerDiscountType >= 0 { offerDiscountType = map[Int(offerDiscountType)] }
-        if storefront >= 0 { storefront = map[Int(storefront)] }
-        if currency >= 0 { currency = map[Int(currency)] }
+        var c = terms
+        c.remap(map)
+        terms = c
         if bits(Transaction.tokenKindShift, 3) == UInt32(AppAccountToken.Kind.interned.rawValue) {
             tokenLow = UInt64(UInt32(bitPattern: map[Int(tokenLow)]))
         }
-        if offerTypeValue < 0 { offerTypeValue = -(map[Int(-offerTypeValue - 1)] + 1) }
+    }
+
+    /// The columns many rows share (``RowTerms``): setting them leaves the token's kind.
+    @inlinable
+    public var terms: RowTerms {
+        @inline(__always) get {
+            RowTerms(
+                subscriptionGroupId: subscriptionGroupId, productId: productId, offerIdentifier: offerIdentifier,
+                offerDiscountType: offerDiscountType, storefront: storefront, currency: currency,
+                offerTypeValue: offerTypeValue, packed: packed & RowTerms.mask, price: price)
+        }
+        @inline(__always) set {
+            subscriptionGroupId = newValue.subscriptionGroupId
+            productId = newValue.productId
+            offerIdentifier = newValue.offerIdentifier
+            offerDiscountType = newValue.offerDiscountType
+            storefront = newValue.storefront
+            currency = newValue.currency
+            offerTypeValue = newValue.offerTypeValue
+            packed = packed & ~RowTerms.mask | newValue.packed
+            price = newValue.price
+        }
     }
 }
 
