@@ -11,8 +11,8 @@ import WinBackWrite
 /// rows. Written by ``IntermediateFile/writeJSON(_:to:)`` (a checksum line ends it).
 package struct StateLedger: Codable {
     /// The layout of the state; another one is rebuilt (2: rows keep their amounts,
-    /// docs/rules.md §13.1).
-    package static let layout = 2
+    /// docs/rules.md §13.1; 3: rows name their shared columns, `WBPART05`, §8.1).
+    package static let layout = 3
 
     /// A transaction file the state absorbed, written as one object.
     package struct File: Codable, Equatable {

@@ -20,6 +20,21 @@ public struct CompactRow: Sendable, Equatable {
     /// The row's appAccountToken: an index into its table's ``RowColumns/tokens``; -1 without one.
     public var token: Int32
 
+    @inline(__always)
+    package init(
+        purchaseDate: Int64, expiresDate: Int64, revocationDate: Int64, signedDate: Int64,
+        transactionId: TransactionKey, originalTransactionId: TransactionKey, terms: Int32, token: Int32
+    ) {
+        self.purchaseDate = purchaseDate
+        self.expiresDate = expiresDate
+        self.revocationDate = revocationDate
+        self.signedDate = signedDate
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.terms = terms
+        self.token = token
+    }
+
     /// Rewrites its string ids through `strings` (its terms and token are already the run's).
     @inline(__always)
     package mutating func remap(strings: Span<Int32>) {
@@ -123,6 +138,12 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
 
     init() {}
 
+    /// A frozen table of `values` (a part file section's, all distinct): read only.
+    init(frozen values: [Value]) {
+        self.values = values
+        frozen = true
+    }
+
     @inline(__always)
     private static func home(_ v: Value, _ n: Int) -> Int { Int(truncatingIfNeeded: v.columnHash >> 24) & (n - 1) }
 
@@ -191,6 +212,20 @@ public struct RowColumns: Sendable {
     public private(set) var tokens = ColumnTable<AppAccountToken>()
 
     public init() {}
+
+    /// Columns holding `terms` and `tokens` (distinct each), only read: a part file section's.
+    package init(terms: [RowTerms], tokens: [AppAccountToken]) {
+        self.terms = ColumnTable(frozen: terms)
+        self.tokens = ColumnTable(frozen: tokens)
+    }
+
+    /// The number of `terms` here: the next one if new.
+    @inline(__always)
+    package mutating func enter(terms v: RowTerms) -> Int32 { terms.intern(v) }
+
+    /// The number of `token` here: the next one if new.
+    @inline(__always)
+    package mutating func enter(token v: AppAccountToken) -> Int32 { tokens.intern(v) }
 
     /// `t` as a compact row, its terms and token entered in the tables.
     @inline(__always)

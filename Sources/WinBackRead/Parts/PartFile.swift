@@ -4,11 +4,12 @@ import WinBackModel
 import WinBackSupport
 
 /// Part files (docs/rules.md §8.1): what one partition task read for one shard, private to
-/// winback and versioned. `WBPART04`, then sections of rows of input files for the shard:
+/// winback and versioned. `WBPART05`, then sections of rows of input files for the shard:
 ///
 ///     u32 file index (in sorted path order) · u32 first · u32 n · n × (u32 length · bytes):
 ///     the strings first..<first + n of the file's string table · u64 rows · u64 bytes ·
-///     u32 CRC-32 of the bytes · the rows, encoded by ``RowCodec`` with ids in that table
+///     u32 CRC-32 of the bytes · the rows and their shared columns, encoded by ``RowCodec``
+///     with ids in that table
 ///
 /// A large file is written in several sections as it is read (so a partition task never holds
 /// a whole file's rows), each adding the strings the file's table gained since the file's
@@ -21,7 +22,7 @@ import WinBackSupport
 /// the reader checks every length against the bytes left and the digest at the end, before the
 /// shard writes anything, so a damaged part file is bad data (65), never different rows.
 package enum PartFile {
-    package static let magic = Array("WBPART04".utf8)
+    package static let magic = Array("WBPART05".utf8)
 }
 
 /// Appends sections to one part file; any thread, one section at a time.
@@ -218,7 +219,8 @@ package final class PartReader {
             out = rows(file)
             return out!.table
         }
-        guard let (file, _) = try section(begin, { try out!.add($0) }) else { return nil }
+        guard let (file, _) = try section(begin, columns: { out!.enter(section: $0) }, { try out!.add(sectionRow: $0) })
+        else { return nil }
         out!.rows.settle()
         return (file, out!)
     }
@@ -228,7 +230,9 @@ package final class PartReader {
     /// the part file, once its size and SHA-256 are checked.
     package func next(into rows: inout StateRows) throws -> Int? {
         defer { rows.rows.settle() }
-        return try section({ _, _ in rows.table }, { try rows.add($0) })?.file
+        return try section(
+            { _, _ in rows.table }, columns: { rows.rows.enter(section: $0) }, { try rows.rows.append(sectionRow: $0) }
+        )?.file
     }
 
     /// Calls `body` with every row of the file and the table of its file, keeping none.
@@ -240,7 +244,8 @@ package final class PartReader {
             tables[file] = table
             return table
         }
-        while try section(begin, { body($0, table) }) != nil {}
+        var columns = RowColumns()
+        while try section(begin, columns: { columns = $0 }, { body(columns.transaction($0), table) }) != nil {}
     }
 
     /// Where each section of the file starts, by input file in ascending order, each file's
@@ -256,7 +261,7 @@ package final class PartReader {
                     { file, f in
                         first = f
                         return nil
-                    }, { _ in })
+                    }, columns: { _ in }, { _ in })
             else { break }
             guard first == byFile[file]?.strings ?? 0 else {
                 throw damaged("a section does not follow its file's previous one")
@@ -272,16 +277,22 @@ package final class PartReader {
     /// `row`; returns its file index.
     package func section(at offset: Int, into table: StringTable, _ row: (Transaction) throws -> Void) throws -> Int {
         try seek(to: offset)
-        guard let (file, _) = try section({ _, _ in table }, row) else { throw damaged("no section where one was") }
+        var columns = RowColumns()
+        guard
+            let (file, _) = try section(
+                { _, _ in table }, columns: { columns = $0 }, { try row(columns.transaction($0)) })
+        else { throw damaged("no section where one was") }
         return file
     }
 
     /// Reads the next section: its strings into the table `begin` gives for its file index and
-    /// first string id (nil: strings and rows are checked and skipped), its rows to `row`.
+    /// first string id (nil: strings and rows are checked and skipped), its shared columns to
+    /// `columns`, then its rows to `row`, each naming its terms and token by their places there.
     /// Returns the file index and the strings of its table so far; nil at the end of the file,
     /// once its size and SHA-256 are checked.
     private func section(
-        _ begin: (_ file: Int, _ first: Int) -> StringTable?, _ row: (Transaction) throws -> Void
+        _ begin: (_ file: Int, _ first: Int) -> StringTable?, columns: (RowColumns) throws -> Void,
+        _ row: (CompactRow) throws -> Void
     ) throws -> (file: Int, strings: Int)? {
         guard let file = try integer(UInt32.self, allowEnd: true) else {
             guard source.fileSHA256() == expected.sha256 else {
@@ -307,8 +318,8 @@ package final class PartReader {
         let rows = try count(UInt64.self, atMost: left, "a section")
         let bytes = try count(UInt64.self, atMost: left, "a section")
         let crc = try integer(UInt32.self)!
-        // Each row takes at least its two flag bytes.
-        guard rows <= bytes / 2, bytes <= left else { throw damaged("a section of an impossible size") }
+        // Each row takes at least eight bytes (its presence byte and seven varints).
+        guard rows <= bytes / 8, bytes <= left else { throw damaged("a section of an impossible size") }
         if scratch.count < bytes { scratch = [UInt8](repeating: 0, count: bytes) }
         try scratch.withUnsafeMutableBytes { b in
             let s = UnsafeMutableRawBufferPointer(rebasing: b[0..<bytes])
@@ -316,7 +327,7 @@ package final class PartReader {
             guard RowCodec.crc(UnsafeRawBufferPointer(s)) == crc else { throw damaged("CRC-32 mismatch") }
             guard table != nil else { return }
             do {
-                try RowCodec.decode(UnsafeRawBufferPointer(s), count: rows, strings: strings, row)
+                try RowCodec.decode(UnsafeRawBufferPointer(s), count: rows, strings: strings, columns: columns, row)
             } catch is RowCodec.Malformed {
                 throw damaged("a section does not decode")
             }

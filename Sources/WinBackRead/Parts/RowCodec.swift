@@ -1,28 +1,33 @@
 import CZlib
 import WinBackModel
 
-/// The rows of a part-file section, encoded compactly (docs/rules.md §8.1): about a third of
-/// their size in memory, with no compression to pay for. Per row, against the row before it in
-/// the section:
+/// The rows of a part-file section, encoded compactly (docs/rules.md §8.1): the columns many
+/// rows share (``RowTerms`` and tokens) once each in two tables, then every row against the row
+/// before it, naming its terms and token by their place in those tables, so that a reader enters
+/// each value once a section and keeps rows as ``CompactRow``s without looking any up:
 ///
-///     u8 presence · u8 ownership, flags and token kind ·
-///     zigzag varints: purchaseDate − the previous row's, expiresDate − purchaseDate,
-///     [revocationDate − purchaseDate], [signedDate − purchaseDate], [offerType],
-///     originalTransactionId − the previous row's, transactionId − originalTransactionId ·
-///     [token: 16 bytes, or the string id of an interned one] ·
-///     varints: group, product, [offer id], [discount type], [storefront] ·
-///     [amounts: u8 presence and revocation type · varints: [price], [currency], [percentage]]
+///     varint n · n terms, each: u8 presence · u8 ownership and flags ·
+///         varints: group, product, [zigzag offerType], [offer id], [discount type], [storefront] ·
+///         [amounts: u8 presence and revocation type · varints: [price], [currency], [percentage]]
+///     varint m · m tokens, each: u8 kind · the string id of an interned one (varint), or 16 bytes
+///     the rows, each: u8 presence (revoked, signed, token) ·
+///         zigzag varints: purchaseDate − the previous row's, expiresDate − purchaseDate,
+///         [revocationDate − purchaseDate], [signedDate − purchaseDate],
+///         originalTransactionId − the previous row's, transactionId − originalTransactionId ·
+///         varints: its terms' place, [its token's place]
 ///
 /// Differences wrap (two's complement), so every Int64 comes back exactly.
 package enum RowCodec {
+    // A row's presence byte.
     private static let revoked: UInt8 = 1
     private static let signed: UInt8 = 2
     private static let token: UInt8 = 4
-    private static let offerType: UInt8 = 8
-    private static let offer: UInt8 = 16
-    private static let discount: UInt8 = 32
-    private static let storefront: UInt8 = 64
-    private static let amounts: UInt8 = 128
+    // A term's presence byte.
+    private static let offerType: UInt8 = 1
+    private static let offer: UInt8 = 2
+    private static let discount: UInt8 = 4
+    private static let storefront: UInt8 = 8
+    private static let amounts: UInt8 = 16
     // The amounts byte: presence in its low bits, the revocation type in its high nibble.
     private static let price: UInt8 = 1
     private static let currency: UInt8 = 2
@@ -44,15 +49,23 @@ package enum RowCodec {
         out.append(UInt8(v))
     }
 
+    /// A transaction holding `terms` and nothing else of note: terms are read and made
+    /// through the transaction's own accessors, which know how its fields are packed.
+    private static func carrier() -> Transaction {
+        Transaction(
+            transactionId: TransactionKey(raw: 0), originalTransactionId: TransactionKey(raw: 0),
+            subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 0)
+    }
+
     /// Appends the encoding of `rows` to `out`.
     package static func encode(_ rows: UnsafeBufferPointer<Transaction>, into out: inout [UInt8]) {
-        var purchase: Int64 = 0
-        var original: Int64 = 0
-        for r in rows {
+        var columns = RowColumns()
+        let compact = rows.map { columns.compact($0) }
+        varint(UInt64(columns.terms.count), &out)
+        var r = carrier()
+        for c in columns.terms.values {
+            r.terms = c
             var presence: UInt8 = 0
-            if r.revocationDate != Transaction.never { presence |= revoked }
-            if r.signedDate != Transaction.unsigned { presence |= signed }
-            if !r.appAccountToken.isNone { presence |= token }
             if r.offerType != 0 { presence |= offerType }
             if r.offerIdentifier != Transaction.none { presence |= offer }
             if r.offerDiscountType != Transaction.none { presence |= discount }
@@ -63,24 +76,10 @@ package enum RowCodec {
             if r.revocationPercentage != Transaction.noPercentage { money |= percentage }
             if money != 0 { presence |= amounts }
             out.append(presence)
-            out.append(r.ownership.rawValue | r.rawFlags << 2 | r.appAccountToken.kind.rawValue << 5)
-            varint(zigzag(r.purchaseDate &- purchase), &out)
-            varint(zigzag(r.expiresDate &- r.purchaseDate), &out)
-            if presence & revoked != 0 { varint(zigzag(r.revocationDate &- r.purchaseDate), &out) }
-            if presence & signed != 0 { varint(zigzag(r.signedDate &- r.purchaseDate), &out) }
-            if presence & offerType != 0 { varint(zigzag(r.offerType), &out) }
-            varint(zigzag(r.originalTransactionId.raw &- original), &out)
-            varint(zigzag(r.transactionId.raw &- r.originalTransactionId.raw), &out)
-            if presence & token != 0 {
-                if r.appAccountToken.kind == .interned {
-                    varint(r.appAccountToken.low, &out)
-                } else {
-                    withUnsafeBytes(of: r.appAccountToken.high.littleEndian) { out.append(contentsOf: $0) }
-                    withUnsafeBytes(of: r.appAccountToken.low.littleEndian) { out.append(contentsOf: $0) }
-                }
-            }
+            out.append(r.ownership.rawValue | r.rawFlags << 2)
             varint(UInt64(UInt32(bitPattern: r.subscriptionGroupId)), &out)
             varint(UInt64(UInt32(bitPattern: r.productId)), &out)
+            if presence & offerType != 0 { varint(zigzag(r.offerType), &out) }
             if presence & offer != 0 { varint(UInt64(UInt32(bitPattern: r.offerIdentifier)), &out) }
             if presence & discount != 0 { varint(UInt64(UInt32(bitPattern: r.offerDiscountType)), &out) }
             if presence & storefront != 0 { varint(UInt64(UInt32(bitPattern: r.storefront)), &out) }
@@ -90,6 +89,33 @@ package enum RowCodec {
                 if money & currency != 0 { varint(UInt64(UInt32(bitPattern: r.currency)), &out) }
                 if money & percentage != 0 { varint(UInt64(r.revocationPercentage), &out) }
             }
+        }
+        varint(UInt64(columns.tokens.count), &out)
+        for t in columns.tokens.values {
+            out.append(t.kind.rawValue)
+            if t.kind == .interned {
+                varint(t.low, &out)
+            } else {
+                withUnsafeBytes(of: t.high.littleEndian) { out.append(contentsOf: $0) }
+                withUnsafeBytes(of: t.low.littleEndian) { out.append(contentsOf: $0) }
+            }
+        }
+        var purchase: Int64 = 0
+        var original: Int64 = 0
+        for r in compact {
+            var presence: UInt8 = 0
+            if r.revocationDate != Transaction.never { presence |= revoked }
+            if r.signedDate != Transaction.unsigned { presence |= signed }
+            if r.token >= 0 { presence |= token }
+            out.append(presence)
+            varint(zigzag(r.purchaseDate &- purchase), &out)
+            varint(zigzag(r.expiresDate &- r.purchaseDate), &out)
+            if presence & revoked != 0 { varint(zigzag(r.revocationDate &- r.purchaseDate), &out) }
+            if presence & signed != 0 { varint(zigzag(r.signedDate &- r.purchaseDate), &out) }
+            varint(zigzag(r.originalTransactionId.raw &- original), &out)
+            varint(zigzag(r.transactionId.raw &- r.originalTransactionId.raw), &out)
+            varint(UInt64(r.terms), &out)
+            if presence & token != 0 { varint(UInt64(r.token), &out) }
             purchase = r.purchaseDate
             original = r.originalTransactionId.raw
         }
@@ -102,6 +128,20 @@ package enum RowCodec {
     /// never name a string that is not there.
     package static func decode(
         _ bytes: UnsafeRawBufferPointer, count: Int, strings: Int, _ body: (Transaction) throws -> Void
+    ) throws {
+        var section = RowColumns()
+        try decode(
+            bytes, count: count, strings: strings, columns: { section = $0 }, { try body(section.transaction($0)) })
+    }
+
+    /// Decodes a section's columns, handed to `columns` first, then its `count` rows, each
+    /// handed to `body` as a compact row whose terms and token are places in those columns.
+    /// `bytes` must hold exactly them; every id is checked against `strings` (the section's
+    /// table size) and every place against its table, so a damaged section can never name a
+    /// string or a value that is not there.
+    package static func decode(
+        _ bytes: UnsafeRawBufferPointer, count: Int, strings: Int, columns: (RowColumns) throws -> Void,
+        _ body: (CompactRow) throws -> Void
     ) throws {
         var p = 0
         let n = bytes.count
@@ -136,42 +176,31 @@ package enum RowCodec {
             defer { p += 8 }
             return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: p, as: UInt64.self))
         }
-        var purchase: Int64 = 0
-        var original: Int64 = 0
-        for _ in 0..<count {
+        // A count of values each taking at least `least` bytes: never more than the bytes left hold.
+        @inline(__always) func values(least: Int) throws -> Int {
+            let v = try varint()
+            guard v <= UInt64((n - p) / least) else { throw Malformed() }
+            return Int(v)
+        }
+        let termCount = try values(least: 4)
+        var terms: [RowTerms] = []
+        terms.reserveCapacity(termCount)
+        for _ in 0..<termCount {
             let presence = try byte()
             let bits = try byte()
-            guard let ownership = Ownership(rawValue: bits & 3),
-                let kind = AppAccountToken.Kind(rawValue: bits >> 5), bits & 0x80 == 0
+            guard presence & ~(offerType | offer | discount | storefront | amounts) == 0,
+                let ownership = Ownership(rawValue: bits & 3), bits >> 5 == 0
             else { throw Malformed() }
-            purchase = purchase &+ (try signedVarint())
-            let expires = purchase &+ (try signedVarint())
-            let revocation = presence & revoked != 0 ? purchase &+ (try signedVarint()) : Transaction.never
-            let signedDate = presence & signed != 0 ? purchase &+ (try signedVarint()) : Transaction.unsigned
-            let type = presence & offerType != 0 ? try signedVarint() : 0
-            original = original &+ (try signedVarint())
-            let tid = original &+ (try signedVarint())
-            var tok = AppAccountToken.none
-            if presence & token != 0 {
-                guard kind != .none else { throw Malformed() }
-                if kind == .interned {
-                    tok = AppAccountToken(high: 0, low: UInt64(try id()), kind: .interned)
-                } else {
-                    let high = try word()
-                    tok = AppAccountToken(high: high, low: try word(), kind: kind)
-                }
-            }
-            var r = Transaction(
-                transactionId: try key(tid), originalTransactionId: try key(original), subscriptionGroupId: try id(),
-                productId: try id(), purchaseDate: purchase, expiresDate: expires)
-            r.revocationDate = revocation
-            r.signedDate = signedDate
-            guard type <= Int64(Int32.max) else { throw Malformed() }
-            if type < 0 { guard -(type + 1) < Int64(strings) else { throw Malformed() } }
-            r.offerType = type
-            r.appAccountToken = tok
+            var r = carrier()
+            r.subscriptionGroupId = try id()
+            r.productId = try id()
             r.ownership = ownership
-            r.rawFlags = (bits >> 2) & 7
+            r.rawFlags = bits >> 2
+            if presence & offerType != 0 {
+                let type = try signedVarint()
+                guard type <= Int64(Int32.max), type >= 0 || -(type + 1) < Int64(strings) else { throw Malformed() }
+                r.offerType = type
+            }
             if presence & offer != 0 { r.offerIdentifier = try id() }
             if presence & discount != 0 { r.offerDiscountType = try id() }
             if presence & storefront != 0 { r.storefront = try id() }
@@ -191,7 +220,45 @@ package enum RowCodec {
                     r.revocationPercentage = Int32(v)
                 }
             }
-            try body(r)
+            terms.append(r.terms)
+        }
+        let tokenCount = try values(least: 2)
+        var tokens: [AppAccountToken] = []
+        tokens.reserveCapacity(tokenCount)
+        for _ in 0..<tokenCount {
+            guard let kind = AppAccountToken.Kind(rawValue: try byte()), kind != .none else { throw Malformed() }
+            if kind == .interned {
+                tokens.append(AppAccountToken(high: 0, low: UInt64(try id()), kind: .interned))
+            } else {
+                let high = try word()
+                tokens.append(AppAccountToken(high: high, low: try word(), kind: kind))
+            }
+        }
+        try columns(RowColumns(terms: terms, tokens: tokens))
+        var purchase: Int64 = 0
+        var original: Int64 = 0
+        for _ in 0..<count {
+            let presence = try byte()
+            guard presence & ~(revoked | signed | token) == 0 else { throw Malformed() }
+            purchase = purchase &+ (try signedVarint())
+            let expires = purchase &+ (try signedVarint())
+            let revocation = presence & revoked != 0 ? purchase &+ (try signedVarint()) : Transaction.never
+            let signedDate = presence & signed != 0 ? purchase &+ (try signedVarint()) : Transaction.unsigned
+            original = original &+ (try signedVarint())
+            let tid = original &+ (try signedVarint())
+            let term = try varint()
+            guard term < UInt64(termCount) else { throw Malformed() }
+            var tok: Int32 = -1
+            if presence & token != 0 {
+                let t = try varint()
+                guard t < UInt64(tokenCount) else { throw Malformed() }
+                tok = Int32(t)
+            }
+            try body(
+                CompactRow(
+                    purchaseDate: purchase, expiresDate: expires, revocationDate: revocation, signedDate: signedDate,
+                    transactionId: try key(tid), originalTransactionId: try key(original), terms: Int32(term),
+                    token: tok))
         }
         guard p == n else { throw Malformed() }
     }

@@ -22,10 +22,14 @@ package struct RowChunks {
 
     init(store: TransactionRows) { self.store = store }
 
-    /// A value, so that appending through a class's stored property changes it in place and
-    /// takes no reference per row.
+    /// Where the part file section being read has each of its terms and tokens in ``columns``
+    /// (``enter(section:)``).
+    private var sectionTerms: [Int32] = []
+    private var sectionTokens: [Int32] = []
+
+    /// Where the next row goes: a new chunk's first place when the last one is full.
     @inline(__always)
-    mutating func append(_ t: Transaction) throws {
+    private mutating func nextPlace() throws -> UnsafeMutablePointer<CompactRow> {
         let k = count & (TransactionRows.chunkRows - 1)
         if k == 0 {
             settle()
@@ -34,14 +38,43 @@ package struct RowChunks {
             chunks.append(c.rows)
             last = c.rows
         }
+        return last + k
+    }
+
+    /// A value, so that appending through a class's stored property changes it in place and
+    /// takes no reference per row.
+    @inline(__always)
+    mutating func append(_ t: Transaction) throws {
+        let place = try nextPlace()
         var r = columns.compactTerms(t)
         let token = t.appAccountToken
         if !token.isNone {
             r.token = Int32(pending.count)
             pending.append(token)
         }
-        (last + k).initialize(to: r)
+        place.initialize(to: r)
         count += 1
+    }
+
+    /// Enters the shared columns of a part file section (``RowCodec``) in ``columns``, each
+    /// value once, for the section's rows that follow (``append(sectionRow:)``).
+    package mutating func enter(section: RowColumns) {
+        settle()
+        sectionTerms = section.terms.values.map { columns.enter(terms: $0) }
+        sectionTokens = section.tokens.values.map { columns.enter(token: $0) }
+    }
+
+    /// Appends a row of the section last entered (``enter(section:)``), its terms and token
+    /// places in that section's columns: no value is looked up.
+    @inline(__always)
+    package mutating func append(sectionRow r: CompactRow) throws {
+        let place = try nextPlace()
+        var r = r
+        r.terms = sectionTerms[Int(r.terms)]
+        if r.token >= 0 { r.token = sectionTokens[Int(r.token)] }
+        place.initialize(to: r)
+        count += 1
+        settled = count
     }
 
     /// Enters the tokens of the rows appended since the last time in ``columns`` (rows of

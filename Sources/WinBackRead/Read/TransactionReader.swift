@@ -157,6 +157,26 @@ package final class FileRows: @unchecked Sendable {
         }
     }
 
+    /// The shared columns of the part file section being read (``add(sectionRow:)``).
+    private var section = RowColumns()
+
+    /// Takes the shared columns of a part file section, whose rows follow (``add(sectionRow:)``).
+    func enter(section: RowColumns) {
+        self.section = section
+        if only == nil && spill == nil { rows.enter(section: section) }
+    }
+
+    /// Keeps a row of the part file section last entered: as it is, its terms and token found
+    /// through the section's places, unless a customer filter or a spill needs the transaction.
+    @inline(__always)
+    func add(sectionRow r: CompactRow) throws {
+        if only == nil && spill == nil {
+            try rows.append(sectionRow: r)
+        } else {
+            try add(section.transaction(r))
+        }
+    }
+
     /// What the decoder made of a row: keeps a row (``add(_:)``) and counts one that is not a
     /// subscription's; returns why a rejected one was rejected.
     @inline(__always)

@@ -141,21 +141,24 @@ import WinBackTestSupport
         var back: [Transaction] = []
         try bytes.withUnsafeBytes { try RowCodec.decode($0, count: rows.count, strings: 2) { back.append($0) } }
         #expect(back == rows)
-        // One row whose amounts byte is fourth from the end (price 0, currency 0, percentage 0):
-        // an unknown revocation type or a percentage past 100 000 is damage.
+        // One row: its one term (count 1, presence, bits, group, product) holds the amounts byte
+        // at index 5 (price 1, currency 0, percentage 0 follow); an unknown revocation type or
+        // a percentage past 100 000 is damage.
         var one: [UInt8] = []
         [rows[2]].withUnsafeBufferPointer { RowCodec.encode($0, into: &one) }
-        #expect(one[one.count - 4] == 2 << 4 | 7)
+        #expect(one[0..<2] == [1, 16] && one[3..<5] == [0, 0] && one[5..<9] == [2 << 4 | 7, 1, 0, 0])
         var damaged = one
-        damaged[one.count - 4] = 7 << 4 | 7
+        damaged[5] = 7 << 4 | 7
         #expect(throws: RowCodec.Malformed.self) {
             try damaged.withUnsafeBytes { try RowCodec.decode($0, count: 1, strings: 2) { _ in } }
         }
-        damaged = Array(one.dropLast()) + [0xA1, 0x8D, 0x06]  // 100 001
+        damaged = one
+        damaged.replaceSubrange(8..<9, with: [0xA1, 0x8D, 0x06])  // 100 001
         #expect(throws: RowCodec.Malformed.self) {
             try damaged.withUnsafeBytes { try RowCodec.decode($0, count: 1, strings: 2) { _ in } }
         }
-        damaged = Array(one.dropLast()) + [0xA0, 0x8D, 0x06]  // 100 000
+        damaged = one
+        damaged.replaceSubrange(8..<9, with: [0xA0, 0x8D, 0x06])  // 100 000
         try damaged.withUnsafeBytes {
             try RowCodec.decode($0, count: 1, strings: 2) { #expect($0.revocationPercentage == 100_000) }
         }

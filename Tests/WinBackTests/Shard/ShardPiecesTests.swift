@@ -117,25 +117,84 @@ struct ShardPiecesTests {
             }
         }
         // A row keeps 32 bits of offerType: a section with a wider one (written by no run of this
-        // version) is refused. One row: presence, bits, purchase 0, expires 1, offerType 5.
+        // version) is refused. One row, one term: count 1, presence, bits, group 0, product 0,
+        // offerType 5.
         var one = Transaction(
             transactionId: TransactionKey(raw: 3), originalTransactionId: TransactionKey(raw: 3),
             subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
         one.offerType = 5
         var encoded: [UInt8] = []
         [one].withUnsafeBufferPointer { RowCodec.encode($0, into: &encoded) }
-        #expect(Array(encoded[2..<5]) == [0, 2, RowCodec.zigzag(5).asByte])
+        #expect(Array(encoded[0..<6]) == [1, 1, 1 << 2, 0, 0, RowCodec.zigzag(5).asByte])  // bits: Production
         var wide: [UInt8] = []
         RowCodec.varint(RowCodec.zigzag(Int64(Int32.max) + 1), &wide)
-        encoded.replaceSubrange(4..<5, with: wide)
+        encoded.replaceSubrange(5..<6, with: wide)
         encoded.withUnsafeBytes { b in
             #expect(throws: RowCodec.Malformed.self) { try RowCodec.decode(b, count: 1, strings: 2) { _ in } }
         }
         var same = encoded
-        same.replaceSubrange(4..<(4 + wide.count), with: [RowCodec.zigzag(5).asByte])
+        same.replaceSubrange(5..<(5 + wide.count), with: [RowCodec.zigzag(5).asByte])
         var back1: [Transaction] = []
         try same.withUnsafeBytes { try RowCodec.decode($0, count: 1, strings: 2) { back1.append($0) } }
         #expect(back1 == [one])
+    }
+
+    @Test("a section names its rows' shared columns by place: each entered once, none past its table")
+    func sectionColumns() throws {
+        // 2,000 rows sharing a few terms and tokens: the section lists each once.
+        let all = Self.randomRows(5000, strings: 10, seed: 7)
+        let rows = (0..<2000).map { all[$0 % 6] }
+        var bytes: [UInt8] = []
+        rows.withUnsafeBufferPointer { RowCodec.encode($0, into: &bytes) }
+        var columns = RowColumns()
+        var compact: [CompactRow] = []
+        try bytes.withUnsafeBytes {
+            try RowCodec.decode($0, count: rows.count, strings: 10, columns: { columns = $0 }) { compact.append($0) }
+        }
+        #expect(columns.terms.count == Set(rows.prefix(6).map(\.terms)).count)
+        #expect(columns.tokens.count == Set(rows.prefix(6).map(\.appAccountToken).filter { !$0.isNone }).count)
+        #expect(compact.map { columns.transaction($0) } == rows)
+        // One row without a token: [1 term: presence, bits, group, product, offerType] [0 tokens]
+        // [the row: presence, purchase, expires, original, transactionId, its term's place].
+        var one = Transaction(
+            transactionId: TransactionKey(raw: 3), originalTransactionId: TransactionKey(raw: 3),
+            subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
+        one.offerType = 5
+        var encoded: [UInt8] = []
+        [one].withUnsafeBufferPointer { RowCodec.encode($0, into: &encoded) }
+        #expect(encoded == [1, 1, 1 << 2, 0, 0, 10, 0, 0, 0, 2, 6, 0, 0])
+        func refused(_ change: (inout [UInt8]) -> Void, _ what: String) {
+            var b = encoded
+            change(&b)
+            b.withUnsafeBytes { b in
+                #expect(throws: RowCodec.Malformed.self, "\(what)") {
+                    try RowCodec.decode(b, count: 1, strings: 2) { _ in }
+                }
+            }
+        }
+        refused({ $0[12] = 1 }, "a term past the table")
+        refused({ $0[7] |= 4 }, "a token of an empty table")
+        refused({ $0[7] |= 8 }, "an unknown presence bit")
+        refused({ $0[1] |= 32 }, "an unknown term presence bit")
+        refused({ $0[0] = 200 }, "more terms than the bytes hold")
+        refused({ $0[6] = 9 }, "more tokens than the bytes hold")
+        refused({ $0.replaceSubrange(6..<7, with: [1, 0]) }, "a token of no kind")
+        // Read back into a state's rows through a part file: the same transactions.
+        let dir = Paths.temporary()
+        let w = try PartWriter(path: dir + "/s.part")
+        let table = StringTable()
+        for i in 0..<10 { _ = table.intern("s\(i)") }
+        try rows.withUnsafeBufferPointer { try w.append(file: 0, table: table, rows: $0) }
+        try all.withUnsafeBufferPointer { try w.append(file: 1, table: table, from: 10, rows: $0) }
+        let (size, sha) = (w.compressedBytes, w.sha256)
+        try w.close()
+        var state = StateRows(store: try TransactionRows(reservingForRead: ()))
+        let reader = try PartReader(path: dir + "/s.part", bytes: size, sha256: sha)
+        #expect(try reader.next(into: &state) == 0)
+        #expect(try reader.next(into: &state) == 1)
+        #expect(try reader.next(into: &state) == nil)
+        #expect(state.rows.count == rows.count + all.count)
+        #expect((0..<state.rows.count).allSatisfy { state.rows[$0] == (rows + all)[$0] })
     }
 
     @Test("a part file that is not one, is cut short or is damaged is bad data (65)")
