@@ -1,47 +1,105 @@
 /// Renewal information by originalTransactionId, each list ordered by signedDate.
 public struct RenewalIndex: Sendable {
-    package var byOriginal: [TransactionKey: [RenewalInfo]] = [:]
+    /// A renewal info and its originalTransactionId's key (``TransactionKey/raw``).
+    private struct Entry: Sendable {
+        var key: Int64
+        var info: RenewalInfo
+    }
+
+    /// Every renewal info. Once finished (``finish()``): grouped by key, a key's entries
+    /// `entries[starts[g]..<starts[g + 1]]` for its group g in ``groups``, ordered by
+    /// signedDate (for equal dates, in the order they were added); before, in that order.
+    private var entries: [Entry] = []
+    private var starts: [Int32] = [0]
+    /// Key → its group: one flat map, no list a customer.
+    private var groups = Int64Map(capacity: 0)
+    /// Whether ``entries`` is grouped as ``finish()`` leaves it.
+    private var finished = true
 
     public init() {}
 
     public mutating func add(originalTransactionId: TransactionKey, _ info: RenewalInfo) {
-        byOriginal[originalTransactionId, default: []].append(info)
+        entries.append(Entry(key: originalTransactionId.raw, info: info))
+        finished = false
     }
 
     /// Rewrites interned ids through `map` (after their table was merged into another).
     package mutating func remap(_ map: Span<Int32>) {
-        var out: [TransactionKey: [RenewalInfo]] = [:]
-        out.reserveCapacity(byOriginal.count)
-        for (k, list) in byOriginal {
-            var key = k
+        for i in entries.indices {
+            var key = TransactionKey(raw: entries[i].key)
             key.remap(map)
-            out[key] = list
+            entries[i].key = key.raw
         }
-        byOriginal = out
+        finish()
     }
 
-    /// Orders each list by signedDate (stable: for equal dates the later read wins).
+    /// Groups the entries by key, each key's by signedDate (stable: for equal dates the later
+    /// added wins), and indexes the groups.
     public mutating func finish() {
-        for (k, list) in byOriginal where list.count > 1 {
-            byOriginal[k] = list.enumerated().sorted {
-                $0.element.signedDate != $1.element.signedDate
-                    ? $0.element.signedDate < $1.element.signedDate : $0.offset < $1.offset
-            }.map(\.element)
+        let sorted = entries.enumerated().sorted {
+            ($0.element.key, $0.element.info.signedDate, $0.offset) < (
+                $1.element.key, $1.element.info.signedDate, $1.offset
+            )
         }
+        entries = sorted.map(\.element)
+        starts = [0]
+        var distinct = 0
+        for i in entries.indices where i == 0 || entries[i].key != entries[i - 1].key { distinct += 1 }
+        groups = Int64Map(capacity: distinct)
+        for i in entries.indices where i == 0 || entries[i].key != entries[i - 1].key {
+            if i > 0 { starts.append(Int32(i)) }
+            _ = groups.insert(entries[i].key, UInt32(groups.count))
+        }
+        if !entries.isEmpty { starts.append(Int32(entries.count)) }
+        finished = true
     }
 
     /// The newest renewal info with signedDate ≤ t (docs/rules.md §2.2).
     @inline(__always)
     public func known(at t: Int64, originalTransactionId: TransactionKey) -> RenewalInfo? {
-        guard let list = byOriginal[originalTransactionId] else { return nil }
         var found: RenewalInfo?
-        for info in list {
-            if info.signedDate <= t { found = info } else { break }
+        guard finished else {
+            // Not grouped yet: every entry of the key, the newest (the later added of equal dates).
+            for e in entries where e.key == originalTransactionId.raw && e.info.signedDate <= t {
+                if found.map({ $0.signedDate <= e.info.signedDate }) ?? true { found = e.info }
+            }
+            return found
+        }
+        guard let g = groups.find(originalTransactionId.raw) else { return nil }
+        for i in Int(starts[Int(g)])..<Int(starts[Int(g) + 1]) {
+            if entries[i].info.signedDate <= t { found = entries[i].info } else { break }
         }
         return found
     }
 
-    public var isEmpty: Bool { byOriginal.isEmpty }
+    /// The renewal info of `originalTransactionId`, oldest first (for equal dates, in the
+    /// order added); call once finished.
+    package func infos(of originalTransactionId: TransactionKey) -> [RenewalInfo] {
+        precondition(finished, "an index is read once finished")
+        guard let g = groups.find(originalTransactionId.raw) else { return [] }
+        return entries[Int(starts[Int(g)])..<Int(starts[Int(g) + 1])].map(\.info)
+    }
+
+    /// How many originalTransactionIds have renewal info; call once finished.
+    package var keys: Int {
+        precondition(finished, "an index is read once finished")
+        return starts.count - 1
+    }
+
+    /// Adds `other`'s renewal info after this one's (for equal signedDates, `other`'s wins)
+    /// and finishes.
+    package mutating func merge(_ other: RenewalIndex) {
+        guard !other.entries.isEmpty else { return }
+        guard !entries.isEmpty else {
+            self = other
+            if !finished { finish() }
+            return
+        }
+        entries += other.entries
+        finish()
+    }
+
+    public var isEmpty: Bool { entries.isEmpty }
 }
 
 /// The renewal information that applies at the as-of instant (docs/rules.md §2.2).

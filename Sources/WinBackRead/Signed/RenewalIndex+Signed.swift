@@ -14,16 +14,4 @@ extension RenewalIndex {
         }
         finish()
     }
-
-    /// Adds `other`'s renewal info after this one's: for equal signedDates, `other`'s wins.
-    package mutating func merge(_ other: RenewalIndex) {
-        guard !other.byOriginal.isEmpty else { return }
-        // Decoded inputs hold no renewal info among their transactions: nothing to merge.
-        guard !byOriginal.isEmpty else {
-            self = other
-            return
-        }
-        for (k, list) in other.byOriginal { byOriginal[k, default: []] += list }
-        finish()
-    }
 }

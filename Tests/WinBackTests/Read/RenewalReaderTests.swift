@@ -162,6 +162,53 @@ extension ReadStageTests {
             #expect(!index.isEmpty)
         }
 
+        @Test func theIndexAnswersLikeEachKeysListSortedByDate() {
+            // A model: each key's infos in the order added, sorted stably by signedDate; the newest
+            // known at t is the last of them signed at or before t.
+            var g = SplitMix64(seed: 11, index: 0)
+            var index = RenewalIndex()
+            var other = RenewalIndex()
+            var model: [Int64: [RenewalInfo]] = [:]
+            var firstModel: [Int64: [RenewalInfo]] = [:]
+            for n in 0..<600 {
+                let key = Int64(g.next() % 40) - 20  // interned (negative) and numeric keys
+                var info = RenewalInfo(signedDate: Int64(g.next() % 12))
+                info.autoRenewStatus = Int64(n)  // tells equal dates apart
+                model[key, default: []].append(info)
+                if n < 400 {
+                    firstModel[key, default: []].append(info)
+                    index.add(originalTransactionId: TransactionKey(raw: key), info)
+                } else {
+                    other.add(originalTransactionId: TransactionKey(raw: key), info)
+                }
+            }
+            let unfinished = index
+            other.finish()
+            index.merge(other)  // finishes; other's infos after index's
+            for key in -21...21 {
+                let list = (model[Int64(key)] ?? []).enumerated().sorted {
+                    ($0.element.signedDate, $0.offset) < ($1.element.signedDate, $1.offset)
+                }.map(\.element)
+                for t in -1...13 {
+                    let want = list.last { $0.signedDate <= Int64(t) }
+                    let k = TransactionKey(raw: Int64(key))
+                    #expect(index.known(at: Int64(t), originalTransactionId: k) == want, "key \(key) at \(t)")
+                }
+                #expect(index.infos(of: TransactionKey(raw: Int64(key))) == list)
+                // Before it is finished, an index answers the same (more slowly) for what it holds.
+                let first = (firstModel[Int64(key)] ?? []).enumerated().sorted {
+                    ($0.element.signedDate, $0.offset) < ($1.element.signedDate, $1.offset)
+                }.map(\.element)
+                for t in -1...13 {
+                    let want = first.last { $0.signedDate <= Int64(t) }
+                    let k = TransactionKey(raw: Int64(key))
+                    #expect(unfinished.known(at: Int64(t), originalTransactionId: k) == want, "key \(key) at \(t)")
+                }
+            }
+            #expect(index.keys == model.count)
+            #expect(index.known(at: 5, originalTransactionId: TransactionKey(raw: 99)) == nil)
+        }
+
         static let bad: [(line: String, field: String)] = [
             (#"{"autoRenewStatus":1}"#, "originalTransactionId"),
             (#"{"originalTransactionId":null}"#, "originalTransactionId"),
@@ -186,7 +233,7 @@ extension ReadStageTests {
             #expect(rejects.first?.reason.contains(field) == true, "\(rejects.first?.reason ?? "")")
             #expect(stats.first?.rows == 2)
             #expect(stats.first?.rejected == 1)
-            #expect(index.byOriginal.count == 1)
+            #expect(index.keys == 1)
         }
 
         @Test func aMissingRenewalFileIsNoInput() throws {

@@ -39,7 +39,7 @@ import WinBackTestSupport
         let key = TransactionKey("2000000000000001", table: set.strings)
         let info = set.renewals.known(at: Int64.max, originalTransactionId: key)
         #expect(info?.signedDate == 1_735_689_600_002)
-        #expect(set.renewals.byOriginal[key]?.count == 3)
+        #expect(set.renewals.infos(of: key).count == 3)
     }
 
     @Test func theLineFormsOfAnotherEnvironmentAreCountedNotKept() throws {
@@ -158,7 +158,7 @@ import WinBackTestSupport
         #expect(read.stats[0].rows == 3)
         let strings = StringTable()
         let index = read.index(in: strings)
-        #expect(index.byOriginal.count == 1)
+        #expect(index.keys == 1)
     }
 }
 
