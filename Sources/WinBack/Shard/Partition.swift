@@ -49,13 +49,15 @@ public enum Partition {
             var rows = 0
             let flush = { (out: FileRows) throws in
                 rows += out.rows.count
-                var byShard = [[Transaction]](repeating: [], count: shards)
+                // Each shard's rows by number: they stay compact until encoded, one at a time.
+                var byShard = [[Int32]](repeating: [], count: shards)
                 for i in 0..<out.rows.count {
-                    let r = out.rows[i]
-                    byShard[ShardKey.shard(of: r, table: out.table, shards: shards)].append(r)
+                    byShard[ShardKey.shard(of: out.rows[i], table: out.table, shards: shards)].append(Int32(i))
                 }
-                for (k, rows) in byShard.enumerated() where !rows.isEmpty {
-                    try writers[k].append(file: fi, table: out.table, from: sent[k], rows: rows)
+                for (k, numbers) in byShard.enumerated() where !numbers.isEmpty {
+                    try writers[k].append(file: fi, table: out.table, from: sent[k], count: numbers.count) {
+                        out.rows[Int(numbers[$0])]
+                    }
                     sent[k] = out.table.count
                 }
                 try out.dropRows()

@@ -70,8 +70,16 @@ package final class PartWriter: @unchecked Sendable {
     package func append(file: Int, table: StringTable, from first: Int = 0, rows: UnsafeBufferPointer<Transaction>)
         throws
     {
+        try append(file: file, table: table, from: first, count: rows.count) { rows[$0] }
+    }
+
+    /// ``append(file:table:from:rows:)`` of `count` rows, row i being `row(i)` (called twice
+    /// for each): rows kept compact elsewhere are made into transactions only as they are encoded.
+    package func append(file: Int, table: StringTable, from first: Int = 0, count: Int, row: (Int) -> Transaction)
+        throws
+    {
         var out: [UInt8] = []
-        out.reserveCapacity(64 + rows.count * 40)
+        out.reserveCapacity(64 + count * 40)
         PartWriter.append(UInt32(file), to: &out)
         PartWriter.append(UInt32(first), to: &out)
         PartWriter.append(UInt32(table.count - first), to: &out)
@@ -81,12 +89,12 @@ package final class PartWriter: @unchecked Sendable {
                 out.append(contentsOf: b)
             }
         }
-        PartWriter.append(UInt64(rows.count), to: &out)
+        PartWriter.append(UInt64(count), to: &out)
         let sizeAt = out.count
         PartWriter.append(UInt64(0), to: &out)
         PartWriter.append(UInt32(0), to: &out)
         let start = out.count
-        RowCodec.encode(rows, into: &out)
+        RowCodec.encode(count: count, row: row, into: &out)
         let n = out.count - start
         let crc = out.withUnsafeBytes { RowCodec.crc(UnsafeRawBufferPointer(rebasing: $0[start...])) }
         withUnsafeBytes(of: UInt64(n).littleEndian) { for (i, b) in $0.enumerated() { out[sizeAt + i] = b } }
@@ -94,7 +102,7 @@ package final class PartWriter: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         try write(out)
-        rowCount += rows.count
+        rowCount += count
     }
 
     /// Rows written so far.

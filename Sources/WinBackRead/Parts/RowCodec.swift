@@ -59,8 +59,23 @@ package enum RowCodec {
 
     /// Appends the encoding of `rows` to `out`.
     package static func encode(_ rows: UnsafeBufferPointer<Transaction>, into out: inout [UInt8]) {
+        encode(count: rows.count, row: { rows[$0] }, into: &out)
+    }
+
+    /// Appends the encoding of `count` rows to `out`, row i being `row(i)` (called twice for
+    /// each: once for the columns, once for the row).
+    package static func encode(count: Int, row: (Int) -> Transaction, into out: inout [UInt8]) {
+        // The columns first, each row's places in them kept (8 bytes a row: a section of a
+        // partition task's spill is 65,536 rows under a memory limit).
         var columns = RowColumns()
-        let compact = rows.map { columns.compact($0) }
+        let places = [Int32](unsafeUninitializedCapacity: count * 2) { p, n in
+            for i in 0..<count {
+                let c = columns.compact(row(i))
+                p.initializeElement(at: 2 * i, to: c.terms)
+                p.initializeElement(at: 2 * i + 1, to: c.token)
+            }
+            n = count * 2
+        }
         varint(UInt64(columns.terms.count), &out)
         var r = carrier()
         for c in columns.terms.values {
@@ -102,11 +117,13 @@ package enum RowCodec {
         }
         var purchase: Int64 = 0
         var original: Int64 = 0
-        for r in compact {
+        for i in 0..<count {
+            let r = row(i)
+            let (terms, tok) = (places[2 * i], places[2 * i + 1])
             var presence: UInt8 = 0
             if r.revocationDate != Transaction.never { presence |= revoked }
             if r.signedDate != Transaction.unsigned { presence |= signed }
-            if r.token >= 0 { presence |= token }
+            if tok >= 0 { presence |= token }
             out.append(presence)
             varint(zigzag(r.purchaseDate &- purchase), &out)
             varint(zigzag(r.expiresDate &- r.purchaseDate), &out)
@@ -114,8 +131,8 @@ package enum RowCodec {
             if presence & signed != 0 { varint(zigzag(r.signedDate &- r.purchaseDate), &out) }
             varint(zigzag(r.originalTransactionId.raw &- original), &out)
             varint(zigzag(r.transactionId.raw &- r.originalTransactionId.raw), &out)
-            varint(UInt64(r.terms), &out)
-            if presence & token != 0 { varint(UInt64(r.token), &out) }
+            varint(UInt64(terms), &out)
+            if presence & token != 0 { varint(UInt64(tok), &out) }
             purchase = r.purchaseDate
             original = r.originalTransactionId.raw
         }

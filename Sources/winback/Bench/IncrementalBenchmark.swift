@@ -68,7 +68,13 @@ extension Benchmark {
             log("round \(i + 1)/\(o.runs): the full run, then the night after …")
             try? fm.removeItem(atPath: dir + "/out-full")
             fullRuns.append(try child(o.executable, full))
-            try? fm.removeItem(atPath: state)
+            // The night, like the full run, publishes into a folder with no earlier run (its
+            // state aside): replacing the last round's run of the same date would time the
+            // deletion of its files and the changes against it, which the full run has not.
+            try? fm.removeItem(atPath: dir + "/out-incremental")
+            try fm.createDirectory(
+                atPath: dir + "/out-incremental/bench", withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             try fm.copyItem(atPath: before, toPath: state)
             nightRuns.append(try child(o.executable, night))
             identical =
