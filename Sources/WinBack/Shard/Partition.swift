@@ -48,17 +48,21 @@ public enum Partition {
             var sent = [Int](repeating: 0, count: shards)
             var rows = 0
             let flush = { (out: FileRows) throws in
-                rows += out.rows.count
+                // The rows taken once: read through the file's property, each row would copy
+                // them (a reference taken per array of theirs).
+                let spilled = out.rows
+                let table = out.table
+                rows += spilled.count
                 // Each shard's rows by number: they stay compact until encoded, one at a time.
                 var byShard = [[Int32]](repeating: [], count: shards)
-                for i in 0..<out.rows.count {
-                    byShard[ShardKey.shard(of: out.rows[i], table: out.table, shards: shards)].append(Int32(i))
+                for i in 0..<spilled.count {
+                    byShard[ShardKey.shard(of: spilled[i], table: table, shards: shards)].append(Int32(i))
                 }
                 for (k, numbers) in byShard.enumerated() where !numbers.isEmpty {
-                    try writers[k].append(file: fi, table: out.table, from: sent[k], count: numbers.count) {
-                        out.rows[Int(numbers[$0])]
+                    try writers[k].append(file: fi, table: table, from: sent[k], count: numbers.count) {
+                        spilled[Int(numbers[$0])]
                     }
-                    sent[k] = out.table.count
+                    sent[k] = table.count
                 }
                 try out.dropRows()
             }

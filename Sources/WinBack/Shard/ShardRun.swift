@@ -160,14 +160,22 @@ public enum ShardRun {
             let local = StringTable()
             var map: [Int32] = []
             for offset in offsets {
-                _ = try reader.section(at: offset, into: local) { r in
-                    while map.count < local.count {
-                        map.append(local.withBytes(Int32(map.count)) { all.table.intern($0) })
-                    }
-                    var r = r
-                    r.remap(map)
-                    try all.add(r)
-                }
+                // The section's columns and rows kept compact, their ids rewritten to the shard's.
+                _ = try reader.section(
+                    at: offset, into: local,
+                    columns: { section in
+                        while map.count < local.count {
+                            map.append(local.withBytes(Int32(map.count)) { all.table.intern($0) })
+                        }
+                        var section = section
+                        section.renumber(map)
+                        all.enter(section: section)
+                    },
+                    { r in
+                        var r = r
+                        r.remap(strings: map.span)
+                        try all.add(sectionRow: r)
+                    })
             }
             // Only a state's rows need them: without one, the row order is the (file, line) order.
             if state != nil { ranks += repeatElement(UInt32(file), count: all.rows.count - ranks.count) }

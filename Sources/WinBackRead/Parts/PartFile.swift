@@ -284,12 +284,21 @@ package final class PartReader {
     /// strings into `table` (which holds those of the file's earlier sections), its rows to
     /// `row`; returns its file index.
     package func section(at offset: Int, into table: StringTable, _ row: (Transaction) throws -> Void) throws -> Int {
-        try seek(to: offset)
         var columns = RowColumns()
-        guard
-            let (file, _) = try section(
-                { _, _ in table }, columns: { columns = $0 }, { try row(columns.transaction($0)) })
-        else { throw damaged("no section where one was") }
+        return try section(
+            at: offset, into: table, columns: { columns = $0 }, { try row(columns.transaction($0)) })
+    }
+
+    /// ``section(at:into:_:)`` of compact rows: the section's shared columns to `columns`,
+    /// then its rows, each naming its terms and token by their places there.
+    package func section(
+        at offset: Int, into table: StringTable, columns: (RowColumns) throws -> Void,
+        _ row: (CompactRow) throws -> Void
+    ) throws -> Int {
+        try seek(to: offset)
+        guard let (file, _) = try section({ _, _ in table }, columns: columns, row) else {
+            throw damaged("no section where one was")
+        }
         return file
     }
 

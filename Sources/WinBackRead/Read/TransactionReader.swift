@@ -161,7 +161,7 @@ package final class FileRows: @unchecked Sendable {
     private var section = RowColumns()
 
     /// Takes the shared columns of a part file section, whose rows follow (``add(sectionRow:)``).
-    func enter(section: RowColumns) {
+    package func enter(section: RowColumns) {
         self.section = section
         if only == nil && spill == nil { rows.enter(section: section) }
     }
@@ -169,7 +169,7 @@ package final class FileRows: @unchecked Sendable {
     /// Keeps a row of the part file section last entered: as it is, its terms and token found
     /// through the section's places, unless a customer filter or a spill needs the transaction.
     @inline(__always)
-    func add(sectionRow r: CompactRow) throws {
+    package func add(sectionRow r: CompactRow) throws {
         if only == nil && spill == nil {
             try rows.append(sectionRow: r)
         } else {
