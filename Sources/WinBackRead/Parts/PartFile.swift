@@ -335,8 +335,8 @@ package final class PartReader {
         let rows = try count(UInt64.self, atMost: left, "a section")
         let bytes = try count(UInt64.self, atMost: left, "a section")
         let crc = try integer(UInt32.self)!
-        // Each row takes at least eight bytes (its presence byte and seven varints).
-        guard rows <= bytes / 8, bytes <= left else { throw damaged("a section of an impossible size") }
+        // Each row takes at least six bytes: its presence byte, five varints and its terms' place.
+        guard rows <= bytes / 6, bytes <= left else { throw damaged("a section of an impossible size") }
         if scratch.count < bytes { scratch = [UInt8](repeating: 0, count: bytes) }
         try scratch.withUnsafeMutableBytes { b in
             let s = UnsafeMutableRawBufferPointer(rebasing: b[0..<bytes])

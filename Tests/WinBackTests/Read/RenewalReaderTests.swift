@@ -185,8 +185,9 @@ extension ReadStageTests {
             let unfinished = index
             other.finish()
             index.merge(other)  // finishes; other's infos after index's
-            for key in -21...21 {
-                let list = (model[Int64(key)] ?? []).enumerated().sorted {
+            // `index` answers as the list `infos` of key `key`, sorted stably by date, says.
+            func expectAnswers(_ index: RenewalIndex, _ infos: [RenewalInfo]?, key: Int) -> [RenewalInfo] {
+                let list = (infos ?? []).enumerated().sorted {
                     ($0.element.signedDate, $0.offset) < ($1.element.signedDate, $1.offset)
                 }.map(\.element)
                 for t in -1...13 {
@@ -194,16 +195,13 @@ extension ReadStageTests {
                     let k = TransactionKey(raw: Int64(key))
                     #expect(index.known(at: Int64(t), originalTransactionId: k) == want, "key \(key) at \(t)")
                 }
+                return list
+            }
+            for key in -21...21 {
+                let list = expectAnswers(index, model[Int64(key)], key: key)
                 #expect(index.infos(of: TransactionKey(raw: Int64(key))) == list)
                 // Before it is finished, an index answers the same (more slowly) for what it holds.
-                let first = (firstModel[Int64(key)] ?? []).enumerated().sorted {
-                    ($0.element.signedDate, $0.offset) < ($1.element.signedDate, $1.offset)
-                }.map(\.element)
-                for t in -1...13 {
-                    let want = first.last { $0.signedDate <= Int64(t) }
-                    let k = TransactionKey(raw: Int64(key))
-                    #expect(unfinished.known(at: Int64(t), originalTransactionId: k) == want, "key \(key) at \(t)")
-                }
+                _ = expectAnswers(unfinished, firstModel[Int64(key)], key: key)
             }
             #expect(index.keys == model.count)
             #expect(index.known(at: 5, originalTransactionId: TransactionKey(raw: 99)) == nil)

@@ -95,6 +95,15 @@ struct ShardPiecesTests {
         }
     }
 
+    /// One row of group 0, product 0, ids 3, bought at 0 and expiring at 1, of offerType 5.
+    static var offerTypeFive: Transaction {
+        var one = Transaction(
+            transactionId: TransactionKey(raw: 3), originalTransactionId: TransactionKey(raw: 3),
+            subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
+        one.offerType = 5
+        return one
+    }
+
     @Test("part rows come back exactly, every field, from their compact encoding")
     func rowCodecRoundTrip() throws {
         let rows = Self.randomRows(5000, strings: 10, seed: 42)
@@ -119,10 +128,7 @@ struct ShardPiecesTests {
         // A row keeps 32 bits of offerType: a section with a wider one (written by no run of this
         // version) is refused. One row, one term: count 1, presence, bits, group 0, product 0,
         // offerType 5.
-        var one = Transaction(
-            transactionId: TransactionKey(raw: 3), originalTransactionId: TransactionKey(raw: 3),
-            subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
-        one.offerType = 5
+        let one = Self.offerTypeFive
         var encoded: [UInt8] = []
         [one].withUnsafeBufferPointer { RowCodec.encode($0, into: &encoded) }
         #expect(Array(encoded[0..<6]) == [1, 1, 1 << 2, 0, 0, RowCodec.zigzag(5).asByte])  // bits: Production
@@ -156,10 +162,7 @@ struct ShardPiecesTests {
         #expect(compact.map { columns.transaction($0) } == rows)
         // One row without a token: [1 term: presence, bits, group, product, offerType] [0 tokens]
         // [the row: presence, purchase, expires, original, transactionId, its term's place].
-        var one = Transaction(
-            transactionId: TransactionKey(raw: 3), originalTransactionId: TransactionKey(raw: 3),
-            subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 1)
-        one.offerType = 5
+        let one = Self.offerTypeFive
         var encoded: [UInt8] = []
         [one].withUnsafeBufferPointer { RowCodec.encode($0, into: &encoded) }
         #expect(encoded == [1, 1, 1 << 2, 0, 0, 10, 0, 0, 0, 2, 6, 0, 0])
@@ -179,6 +182,24 @@ struct ShardPiecesTests {
         refused({ $0[0] = 200 }, "more terms than the bytes hold")
         refused({ $0[6] = 9 }, "more tokens than the bytes hold")
         refused({ $0.replaceSubrange(6..<7, with: [1, 0]) }, "a token of no kind")
+        // The smallest rows a section holds take six bytes each (presence, five varints of 0,
+        // the term's place): a section of them is whole, not damaged.
+        let same = [Transaction](
+            repeating: Transaction(
+                transactionId: TransactionKey(raw: 0), originalTransactionId: TransactionKey(raw: 0),
+                subscriptionGroupId: 0, productId: 0, purchaseDate: 0, expiresDate: 0), count: 1000)
+        let small = Paths.temporary() + "/small.part"
+        let ws = try PartWriter(path: small)
+        let group = StringTable()
+        _ = group.intern("g")
+        try same.withUnsafeBufferPointer { try ws.append(file: 0, table: group, rows: $0) }
+        let (smallSize, smallSHA) = (ws.compressedBytes, ws.sha256)
+        try ws.close()
+        #expect(smallSize < 8 + 40 + same.count * 7)
+        var smallRows = StateRows(store: try TransactionRows(reservingForRead: ()))
+        let smallReader = try PartReader(path: small, bytes: smallSize, sha256: smallSHA)
+        #expect(try smallReader.next(into: &smallRows) == 0)
+        #expect(smallRows.rows.count == 1000 && smallRows.rows[999] == same[0])
         // Read back into a state's rows through a part file: the same transactions.
         let dir = Paths.temporary()
         let w = try PartWriter(path: dir + "/s.part")
