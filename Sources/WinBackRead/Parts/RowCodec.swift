@@ -124,15 +124,27 @@ package enum RowCodec {
             if r.revocationDate != Transaction.never { presence |= revoked }
             if r.signedDate != Transaction.unsigned { presence |= signed }
             if tok >= 0 { presence |= token }
-            out.append(presence)
-            varint(zigzag(r.purchaseDate &- purchase), &out)
-            varint(zigzag(r.expiresDate &- r.purchaseDate), &out)
-            if presence & revoked != 0 { varint(zigzag(r.revocationDate &- r.purchaseDate), &out) }
-            if presence & signed != 0 { varint(zigzag(r.signedDate &- r.purchaseDate), &out) }
-            varint(zigzag(r.originalTransactionId.raw &- original), &out)
-            varint(zigzag(r.transactionId.raw &- r.originalTransactionId.raw), &out)
-            varint(UInt64(terms), &out)
-            if presence & token != 0 { varint(UInt64(tok), &out) }
+            // A row takes at most 1 + 6 × 10 + 2 × 5 bytes: written in place, one capacity
+            // check a row rather than one a byte.
+            out.append(addingCapacity: 71) { b in
+                @inline(__always) func varint(_ v: UInt64) {
+                    var v = v
+                    while v >= 0x80 {
+                        b.append(UInt8(truncatingIfNeeded: v) | 0x80)
+                        v >>= 7
+                    }
+                    b.append(UInt8(v))
+                }
+                b.append(presence)
+                varint(zigzag(r.purchaseDate &- purchase))
+                varint(zigzag(r.expiresDate &- r.purchaseDate))
+                if presence & revoked != 0 { varint(zigzag(r.revocationDate &- r.purchaseDate)) }
+                if presence & signed != 0 { varint(zigzag(r.signedDate &- r.purchaseDate)) }
+                varint(zigzag(r.originalTransactionId.raw &- original))
+                varint(zigzag(r.transactionId.raw &- r.originalTransactionId.raw))
+                varint(UInt64(terms))
+                if presence & token != 0 { varint(UInt64(tok)) }
+            }
             purchase = r.purchaseDate
             original = r.originalTransactionId.raw
         }
