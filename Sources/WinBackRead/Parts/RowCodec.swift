@@ -39,8 +39,15 @@ package enum RowCodec {
     @inline(__always)
     package static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: (u >> 1) ^ (0 &- (u & 1))) }
 
+    /// Appends `v` as a varint (seven bits a byte, low first) to `out`.
     @inline(__always)
     package static func varint(_ v: UInt64, _ out: inout [UInt8]) {
+        out.append(addingCapacity: 10) { varint(v, &$0) }
+    }
+
+    /// ``varint(_:_:)`` into room already made (at most 10 bytes).
+    @inline(__always)
+    static func varint(_ v: UInt64, _ out: inout OutputSpan<UInt8>) {
         var v = v
         while v >= 0x80 {
             out.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -127,14 +134,7 @@ package enum RowCodec {
             // A row takes at most 1 + 6 × 10 + 2 × 5 bytes: written in place, one capacity
             // check a row rather than one a byte.
             out.append(addingCapacity: 71) { b in
-                @inline(__always) func varint(_ v: UInt64) {
-                    var v = v
-                    while v >= 0x80 {
-                        b.append(UInt8(truncatingIfNeeded: v) | 0x80)
-                        v >>= 7
-                    }
-                    b.append(UInt8(v))
-                }
+                @inline(__always) func varint(_ v: UInt64) { RowCodec.varint(v, &b) }
                 b.append(presence)
                 varint(zigzag(r.purchaseDate &- purchase))
                 varint(zigzag(r.expiresDate &- r.purchaseDate))
