@@ -152,7 +152,7 @@ public enum ShardRun {
             throw WinBackError(.badData, "part file names an input this task did not read", path: path)
         }
         let reader = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256)
-        let merger = try Merger(count: state == nil ? 1 : StateSlot.allCases.count, totalBytes: max(1, part.rows))
+        let merger = try Merger(count: state == nil ? 1 : StateSlot.allCases.count)
         let all = FileRows(path: "", store: merger.store)
         var ranks: [UInt32] = []
         for (file, offsets) in sections {
@@ -219,10 +219,7 @@ public enum ShardRun {
         _ p: ResolvedPipeline, work: WorkFolder, shard: Int, partitions: [PartitionMarker]
     ) throws -> TransactionSet {
         let files = p.transactionFiles
-        // The merger sizes its deduplication index from the share of "bytes" merged so far:
-        // here, rows.
-        let rows = partitions.reduce(0) { $0 + ($1.parts.first { $0.shard == shard }?.rows ?? 0) }
-        let merger = try Merger(count: files.count, totalBytes: max(1, rows))
+        let merger = try Merger(count: files.count)
         let seen = ResultSlots<[Int]>(count: partitions.count)
         try parallelFor(count: partitions.count, threads: p.threads) { i in
             let path = work.part(task: i, shard: shard)

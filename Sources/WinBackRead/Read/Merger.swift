@@ -3,15 +3,18 @@ import WinBackModel
 import WinBackSupport
 
 /// Merges files into the run as they finish reading, in whatever order they finish: their ids
-/// into the run's string table, their rows into the deduplication index. A file's own table
-/// is released as soon as it is merged, so only the files being read hold one.
+/// into the run's string table, their terms and tokens into the run's columns. A file's own
+/// tables are released as soon as it is merged, so only the files being read hold one. Only
+/// that is done under the lock: each row's key hash is taken by the thread that read the file,
+/// and deduplication waits for ``finish(threads:capture:)``, which cuts the keys into parts by
+/// their hashes and deduplicates each part on a thread of its own.
 ///
 /// It takes three kinds of things, each in its own slot: a file read now (``FileRows``), and
 /// of an incremental run (docs/rules.md §12) a file its state absorbed (``AbsorbedFile``:
 /// counts, no rows) and a piece of the state's rows (``StateRows``: rows, counting none).
 ///
-/// The outcome does not depend on the order: deduplication compares (signedDate, file, line)
-/// explicitly, and string ids are renumbered at the end in order of first appearance by
+/// The outcome does not depend on the order nor on the parts: deduplication compares
+/// (signedDate, file, line) explicitly, and string ids are renumbered at the end in order of first appearance by
 /// (file, local id), which is the numbering a merge in path order gives.
 // Files are merged under `lock`; `finish` runs after every file was added.
 package final class Merger: @unchecked Sendable {
@@ -20,7 +23,11 @@ package final class Merger: @unchecked Sendable {
     // Filled under the lock; in `finish`, each thread touches only its own slots.
     private final class Slot: @unchecked Sendable {
         let counts: FileCounts?
+        let meeting: Meeting
         @exclusivity(unchecked) var rows: RowChunks
+        /// Each row's version key hash (``WinnerIndex/hash(_:)`` of ``VersionKey/hash``) until
+        /// deduplicated: the part it is deduplicated in, and its place there.
+        @exclusivity(unchecked) var hashes: [UInt32] = []
         /// Local string id → the run's string id.
         @exclusivity(unchecked) var map: [Int32]
         /// Rows that lost deduplication to another version of their transaction.
@@ -33,10 +40,11 @@ package final class Merger: @unchecked Sendable {
         @exclusivity(unchecked) var ranks: [UInt32]?
 
         init(
-            counts: FileCounts?, rows: RowChunks, map: [Int32], renewals: [(key: TransactionKey, info: RenewalInfo)],
-            ranks: [UInt32]?
+            counts: FileCounts?, meeting: Meeting, rows: RowChunks, map: [Int32],
+            renewals: [(key: TransactionKey, info: RenewalInfo)], ranks: [UInt32]?
         ) {
             self.counts = counts
+            self.meeting = meeting
             self.rows = rows
             self.map = map
             superseded = [UInt64](repeating: 0, count: (rows.count + 63) / 64)
@@ -54,12 +62,50 @@ package final class Merger: @unchecked Sendable {
         func key(_ j: Int, _ columns: RowColumns) -> VersionKey {
             map.withUnsafeBufferPointer { VersionKey(rows.stored(j), $0, columns) }
         }
+
+        /// Outside the merger's lock, once the file's columns are the run's (`maps`): rewrites the
+        /// rows' terms and tokens to the run's and takes each row's key hash (its group through
+        /// `maps.groups`, by the file's own terms, since the run's columns change meanwhile).
+        func settle(_ maps: ColumnMaps) {
+            let count = rows.count
+            hashes = [UInt32](unsafeUninitializedCapacity: count) { out, filled in
+                rows.withChunks { chunks in
+                    map.withUnsafeBufferPointer { map in
+                        maps.groups.withUnsafeBufferPointer { groups in
+                            maps.terms.withUnsafeBufferPointer { terms in
+                                maps.tokens.withUnsafeBufferPointer { tokens in
+                                    for i in 0..<count {
+                                        let r =
+                                            chunks[i >> TransactionRows.chunkShift]
+                                            + (i & (TransactionRows.chunkRows - 1))
+                                        let local = Int(r.pointee.terms)
+                                        let key = VersionKey(r.pointee, map, group: groups[local])
+                                        out[i] = WinnerIndex.hash(key.hash)
+                                        r.pointee.terms = terms[local]
+                                        if r.pointee.token >= 0 { r.pointee.token = tokens[Int(r.pointee.token)] }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                filled = count
+            }
+        }
+    }
+
+    /// Where a file's terms and tokens are among the run's, and the run's string id of the
+    /// group of each of its terms.
+    private struct ColumnMaps {
+        var groups: [Int32]
+        var terms: [Int32]
+        var tokens: [Int32]
     }
 
     /// How a slot's rows meet the deduplication index.
     private enum Meeting {
-        /// A file read now: its rows enter the index; its bytes as stored size the index.
-        case entering(bytes: Int)
+        /// A file read now: its rows enter the index.
+        case entering
         /// The rows of an incremental run's state (docs/rules.md §12) come once every file read
         /// now was added: they are the winners among the absorbed files, so each meets at most
         /// the rows of the files read now, found by looking its transactionId up. No row of the
@@ -78,37 +124,23 @@ package final class Merger: @unchecked Sendable {
     @exclusivity(unchecked) private var columns = RowColumns()
     /// Where every file's rows are written as they are read.
     package let store: TransactionRows
-    /// A transaction's version key (with the run's string ids) → row number of its current winner, rows
-    /// being numbered across files in the order they were merged.
-    @exclusivity(unchecked) private var winners = WinnerIndex(capacity: 1 << 16)
     /// The first row number of each merged file, ascending, with the file's index.
     @exclusivity(unchecked) private var merged: [(first: Int, file: Int)] = []
     @exclusivity(unchecked) private var rowsMerged = 0
     /// The rejects of the files merged so far: only those that may be listed are held.
     @exclusivity(unchecked) private var rejects: RejectList
 
-    /// The file index and row of a row number.
-    private func locate(_ n: Int) -> (file: Int, row: Int) {
-        var lo = 0
-        var hi = merged.count - 1
-        while lo < hi {
-            let mid = (lo + hi + 1) / 2
-            if merged[mid].first <= n { lo = mid } else { hi = mid - 1 }
-        }
-        return (merged[lo].file, n - merged[lo].first)
-    }
+    /// Rows a part of the keys holds at most, about (``deduplicate(threads:)``).
+    private let partRows: Int
 
-    /// Bytes of all the files as stored, and of those merged so far: the rows merged so far
-    /// then tell how many the whole run will have, and the deduplication index is sized for
-    /// them once instead of growing through every power of two.
-    private let totalBytes: Int
-    @exclusivity(unchecked) private var bytesMerged = 0
-
-    package init(count: Int, totalBytes: Int, limits: ReadLimits = .default) throws {
+    /// A merger of `count` slots. `partRows` (a power of two) bounds the rows deduplicated
+    /// together, about: smaller parts only in tests.
+    package init(count: Int, limits: ReadLimits = .default, partRows: Int = 1 << 18) throws {
+        precondition(partRows > 0 && partRows & (partRows - 1) == 0, "parts of a power of two rows")
         rejects = RejectList(limit: limits.maxRejectsListed)
         store = try TransactionRows(reservingForRead: ())
         files = Array(repeating: nil, count: count)
-        self.totalBytes = totalBytes
+        self.partRows = partRows
     }
 
     /// Takes over file `index` once read; merges it under the lock. With `ranks` its rows are
@@ -116,17 +148,19 @@ package final class Merger: @unchecked Sendable {
     package func add(_ f: FileRows, index: Int, ranks: [UInt32]? = nil) {
         precondition(ranks == nil || ranks!.count == f.rows.count, "a rank for every row")
         f.rows.settle()
-        lock.lock()
-        defer { lock.unlock() }
-        let slot = Slot(
-            counts: f.counts, rows: f.rows, map: strings.merge(f.table), renewals: f.renewals, ranks: ranks)
-        rejects.merge(f.rejects)
-        // The file's table, rejects and rows are the merger's now: released from it.
-        f.table = StringTable(capacity: 1)
-        f.rejects = RejectList(limit: 0)
-        f.renewals = []
-        f.rows = RowChunks(store: store)
-        merge(slot, index: index, .entering(bytes: f.stats.bytes))
+        let (slot, maps) = lock.withLock {
+            let slot = Slot(
+                counts: f.counts, meeting: .entering, rows: f.rows, map: strings.merge(f.table), renewals: f.renewals,
+                ranks: ranks)
+            rejects.merge(f.rejects)
+            // The file's table, rejects and rows are the merger's now: released from it.
+            f.table = StringTable(capacity: 1)
+            f.rejects = RejectList(limit: 0)
+            f.renewals = []
+            f.rows = RowChunks(store: store)
+            return (slot, merge(slot, index: index))
+        }
+        slot.settle(maps)
     }
 
     /// Takes over file `index`, which an incremental run's state absorbed: its counts, rejects
@@ -135,10 +169,10 @@ package final class Merger: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let slot = Slot(
-            counts: a.counts, rows: RowChunks(store: store), map: strings.merge(a.table), renewals: a.renewals,
-            ranks: nil)
+            counts: a.counts, meeting: .none, rows: RowChunks(store: store), map: strings.merge(a.table),
+            renewals: a.renewals, ranks: nil)
         rejects.merge(a.rejects)
-        merge(slot, index: index, .none)
+        _ = merge(slot, index: index)
     }
 
     /// Takes over a piece of the state's rows at `index`, after every file was added.
@@ -146,89 +180,141 @@ package final class Merger: @unchecked Sendable {
         precondition(s.ranks.count == s.rows.count, "a rank for every row")
         var s = s
         s.rows.settle()
-        lock.lock()
-        defer { lock.unlock() }
-        let slot = Slot(counts: nil, rows: s.rows, map: strings.merge(s.table), renewals: [], ranks: s.ranks)
-        merge(slot, index: index, .lookingUp)
+        let (slot, maps) = lock.withLock {
+            let slot = Slot(
+                counts: nil, meeting: .lookingUp, rows: s.rows, map: strings.merge(s.table), renewals: [],
+                ranks: s.ranks)
+            return (slot, merge(slot, index: index))
+        }
+        slot.settle(maps)
     }
 
-    /// Merges slot `index`'s rows into the index, under the lock.
-    private func merge(_ f: Slot, index: Int, _ meeting: Meeting) {
+    /// Takes slot `index` in, under the lock: its rows numbered after those merged so far, its
+    /// terms and tokens entered in the run's columns. Returns where they are there, for the rows
+    /// to be rewritten outside the lock (``Slot/settle(_:)``).
+    private func merge(_ f: Slot, index: Int) -> ColumnMaps {
         files[index] = f
-        let map = f.map
         let first = rowsMerged
         precondition(first + f.rows.count < Int(UInt32.max), "more than 4 billion rows in one run")
         merged.append((first, index))
         rowsMerged += f.rows.count
-        let lookingUp: Bool
-        switch meeting {
-        case .none: return
-        case .lookingUp: lookingUp = true
-        case .entering(let bytes):
-            lookingUp = false
-            bytesMerged += bytes
-            if bytesMerged > 0 && bytesMerged < totalBytes {
-                winners.reserve(Int(Double(rowsMerged) * Double(totalBytes) / Double(bytesMerged)))
-            } else {
-                winners.reserve(rowsMerged)
-            }
+        if case .none = f.meeting { return ColumnMaps(groups: [], terms: [], tokens: []) }
+        // The file's terms and tokens into the run's: the file's own tables are let go of.
+        let local = f.rows.takeColumns()
+        let map = f.map
+        let groups = local.terms.values.map { map[Int($0.subscriptionGroupId)] }
+        let (terms, tokens) = columns.merge(local, strings: map.span)
+        return ColumnMaps(groups: groups, terms: terms, tokens: tokens)
+    }
+
+    /// Deduplicates every row merged (docs/rules.md §3 rule 1), the files' superseded rows
+    /// marked: the keys cut into parts by the top bits of their hashes, each part's on one thread
+    /// with an index of its own, which is only the part's size. In a part, every row of a file
+    /// read now enters the index, then every row of the state looks its key up.
+    private func deduplicate(threads: Int) {
+        let files = self.files.map { $0! }
+        let merged = self.merged
+        let columns = self.columns
+        let entering = files.indices.filter { if case .entering = files[$0].meeting { true } else { false } }
+        let lookingUp = files.indices.filter { if case .lookingUp = files[$0].meeting { true } else { false } }
+        let enteringRows = entering.reduce(0) { $0 + files[$1].rows.count }
+        // Parts of at most about `partRows` rows (256 K), so that each index stays in the
+        // caches, and one for every thread when there are rows enough to share (a quarter
+        // part); a power of two. Every part looks at every row's hash (4 bytes) to find its own.
+        var bits = 0
+        while bits < 8
+            && (enteringRows >= partRows << bits || (enteringRows >= partRows >> 2 && 1 << bits < threads))
+        {
+            bits += 1
         }
-        // The file's terms and tokens into the run's, its rows' indexes rewritten to them: the
-        // file's own tables are let go of.
-        let (termsMap, tokensMap) = columns.merge(f.rows.takeColumns(), strings: map.span)
-        f.rows.withChunks { chunks in
-            termsMap.withUnsafeBufferPointer { terms in
-                tokensMap.withUnsafeBufferPointer { tokens in
-                    for i in 0..<f.rows.count {
-                        let r = chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
-                        r.pointee.terms = terms[Int(r.pointee.terms)]
-                        if r.pointee.token >= 0 { r.pointee.token = tokens[Int(r.pointee.token)] }
+        let shift = bits
+        let parts = 1 << shift
+        let perPart = enteringRows >> shift
+        /// The file index and row of a row number.
+        @Sendable func locate(_ n: Int) -> (file: Int, row: Int) {
+            var lo = 0
+            var hi = merged.count - 1
+            while lo < hi {
+                let mid = (lo + hi + 1) / 2
+                if merged[mid].first <= n { lo = mid } else { hi = mid - 1 }
+            }
+            return (merged[lo].file, n - merged[lo].first)
+        }
+        var firsts = [Int](repeating: 0, count: files.count)
+        for (first, file) in merged { firsts[file] = first }
+        let firstRow = firsts
+        let lost = ResultSlots<[(file: Int32, row: Int32)]>(count: parts)
+        try? parallelFor(count: parts, threads: threads) { part in
+            var winners = WinnerIndex(capacity: perPart + perPart / 8, shift: shift)
+            var losers: [(file: Int32, row: Int32)] = []
+            // The part's rows, each once: its hash's top `shift` bits are `part`'s.
+            let top = UInt32(part)
+            @inline(__always) func inPart(_ h: UInt32) -> Bool { shift == 0 || h >> UInt32(32 - shift) == top }
+            for fi in entering + lookingUp {
+                let f = files[fi]
+                let lookingUp: Bool
+                if case .lookingUp = f.meeting { lookingUp = true } else { lookingUp = false }
+                let first = firstRow[fi]
+                f.hashes.withUnsafeBufferPointer { hashes in
+                    f.rows.withChunks { chunks in
+                        f.map.withUnsafeBufferPointer { map in
+                            @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<CompactRow> {
+                                chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
+                            }
+                            let count = hashes.count
+                            // The next rows of the part, a few ahead, whose slots are fetched first.
+                            var queue = InlineArray<8, Int>(repeating: 0)
+                            var next = 0  // the next row to look at for the queue
+                            var queued = 0
+                            var taken = 0
+                            while true {
+                                while queued - taken < 8 && next < count {
+                                    if inPart(hashes[next]) {
+                                        winners.prefetch(hash: hashes[next])
+                                        queue[queued & 7] = next
+                                        queued += 1
+                                    }
+                                    next += 1
+                                }
+                                guard taken < queued else { break }
+                                let i = queue[taken & 7]
+                                taken += 1
+                                let h = hashes[i]
+                                let here = UInt32(first + i)
+                                // Asked only when a row's hash bits match: the key is made then.
+                                let same = { (n: UInt32) -> Bool in
+                                    let (fo, j) = locate(Int(n))
+                                    return files[fo].key(j, columns) == VersionKey(row(i).pointee, map, columns)
+                                }
+                                let found =
+                                    lookingUp
+                                    ? winners.find(hash: h, same: same) : winners.insert(hash: h, here, same: same)
+                                guard let found else { continue }
+                                let (there, slot) = found
+                                // Newest signedDate wins; on a tie the later file, then the later line.
+                                let (fo, j) = locate(Int(there))
+                                let other = files[fo]
+                                let a = row(i).pointee.signedDate
+                                let b = other.rows.stored(j).signedDate
+                                if a > b
+                                    || (a == b && (Merger.rank(f, fi, i), i) > (Merger.rank(other, fo, j), j))
+                                {
+                                    losers.append((Int32(fo), Int32(j)))
+                                    winners.replace(at: slot, with: here)
+                                } else {
+                                    losers.append((Int32(fi), Int32(i)))
+                                }
+                            }
+                        }
                     }
                 }
             }
+            lost[part] = losers
         }
-        let ahead = 8
-        let count = f.rows.count
-        // The index as a local for the loop, so that reaching it takes no reference per row.
-        var winners = WinnerIndex(capacity: 0)
-        swap(&winners, &self.winners)
-        defer { swap(&winners, &self.winners) }
-        // The file's rows and id map as buffers for the whole loop: no reference is taken per row.
-        f.rows.withChunks { chunks in
-            map.withUnsafeBufferPointer { map in
-                @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<CompactRow> {
-                    chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
-                }
-                let columns = self.columns
-                @inline(__always) func key(_ i: Int) -> VersionKey { VersionKey(row(i).pointee, map, columns) }
-                // Whether merged row `n` (of any file merged so far, this one too) is of `key`.
-                @inline(__always) func rowIs(_ n: UInt32, _ key: VersionKey) -> Bool {
-                    let (fo, j) = locate(Int(n))
-                    return files[fo]!.key(j, columns) == key
-                }
-                for i in 0..<count {
-                    if i + ahead < count { winners.prefetch(key(i + ahead).hash) }
-                    let key = key(i)
-                    let here = UInt32(first + i)
-                    let same = { (n: UInt32) in rowIs(n, key) }
-                    let found =
-                        lookingUp ? winners.find(key.hash, same: same) : winners.insert(key.hash, here, same: same)
-                    guard let found else { continue }
-                    let (there, slot) = found
-                    // Newest signedDate wins; on a tie the later file, then the later line.
-                    let (fo, j) = locate(Int(there))
-                    let other = files[fo]!
-                    let a = row(i).pointee.signedDate
-                    let b = other.rows.stored(j).signedDate
-                    if a > b || (a == b && (Merger.rank(f, index, i), i) > (Merger.rank(other, fo, j), j)) {
-                        other.supersede(j)
-                        winners.replace(at: slot, with: here)
-                    } else {
-                        f.supersede(i)
-                    }
-                }
-            }
+        for part in 0..<parts {
+            for (file, row) in lost[part]! { files[Int(file)].supersede(Int(row)) }
         }
+        for f in files { f.hashes = [] }
     }
 
     /// Whether slot `index` holds a file.
@@ -246,8 +332,8 @@ package final class Merger: @unchecked Sendable {
     /// With `capture` (an incremental run), every winner, of any environment, and every renewal
     /// info found among the transactions is handed to it first, by file, with the run's ids.
     package func finish(threads: Int, capture: WinnerCapture? = nil) -> TransactionSet {
+        deduplicate(threads: threads)
         let files = self.files.map { $0! }
-        winners = WinnerIndex(capacity: 1)
         // Run ids in order of first appearance by (file, local id).
         var canonical = [Int32](repeating: -1, count: strings.count)
         var order: [Int32] = []
@@ -423,11 +509,17 @@ struct VersionKey: Equatable {
     /// terms (already rewritten) those of the run's `columns`.
     @inline(__always)
     init(_ row: CompactRow, _ map: UnsafeBufferPointer<Int32>, _ columns: RowColumns) {
+        self.init(row, map, group: columns.group(row))
+    }
+
+    /// `row`'s key, its ids rewritten through `map`, its group `group` (the run's id).
+    @inline(__always)
+    init(_ row: CompactRow, _ map: UnsafeBufferPointer<Int32>, group: Int32) {
         transaction = row.transactionId
         transaction.remap(map)
         original = row.originalTransactionId
         original.remap(map)
-        group = columns.group(row)
+        self.group = group
     }
 
     /// The three ids folded into one word for ``WinnerIndex``'s hash: the customer's ids

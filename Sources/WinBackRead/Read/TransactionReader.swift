@@ -332,9 +332,7 @@ public enum TransactionReader {
         let fmt = format(name, products: products, signed: signed)
         let filter = only.map(CustomerFilter.init)
         let reading = paths.indices.filter { !(state?.absorbed.contains($0) ?? false) }
-        let merger = try Merger(
-            count: paths.count + (state?.slots ?? 0),
-            totalBytes: reading.reduce(0) { $0 + inputs[$1].identity.size }, limits: limits)
+        let merger = try Merger(count: paths.count + (state?.slots ?? 0), limits: limits)
         let bySize = InputFiles.largestFirst(inputs: reading.map { inputs[$0] }).map { reading[$0] }
         try parallelFor(count: reading.count, threads: threads, order: bySize) { i in
             let out = FileRows(path: paths[i], store: merger.store, limits: limits, only: filter)

@@ -11,16 +11,24 @@ import WinBackModel
 /// comes from its hash bits alone (Lemire's multiply-shift), so the index grows without the
 /// keys. At most three slots in four are used: the index takes about 12 bytes a row, where a
 /// map holding the keys took 24.
+///
+/// An index may hold one part of the keys only, those whose hashes share their top `shift` bits
+/// (``Merger`` deduplicates each part on a thread of its own): a slot's place then comes from the
+/// bits below them.
 struct WinnerIndex {
     /// Hash bits in the high half, row number in the low half; all ones: empty (no row has
     /// number `UInt32.max`: ``Merger`` stops before four billion rows).
     private var slots: [UInt64]
     private(set) var count = 0
+    /// Top bits of the hash that every key of this index shares: not used to place it.
+    private let shift: Int
 
     private static let empty = UInt64.max
 
-    init(capacity: Int) {
+    init(capacity: Int, shift: Int = 0) {
+        precondition(shift >= 0 && shift < 32, "fewer than 32 bits shared")
         slots = Array(repeating: WinnerIndex.empty, count: WinnerIndex.slotsFor(capacity))
+        self.shift = shift
     }
 
     /// Slots for `count` rows: half as many again (two in three used; an index grows past three in four).
@@ -33,15 +41,19 @@ struct WinnerIndex {
         UInt32(truncatingIfNeeded: (UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15) >> 32)
     }
 
-    /// The first slot a hash is looked for in, among `n`.
+    /// The first slot a hash is looked for in, among `n`: from its bits below the shared ones.
     @inline(__always)
-    private static func home(_ h: UInt32, _ n: Int) -> Int { Int((UInt64(h) &* UInt64(n)) >> 32) }
+    private func home(_ h: UInt32, _ n: Int) -> Int { Int((UInt64(h &<< UInt32(shift)) &* UInt64(n)) >> 32) }
 
     /// A hint to fetch the slot of `key` before it is looked up: the index is far larger than
     /// the caches, and a batch of keys known ahead then waits on memory once, not per key.
     @inline(__always)
-    mutating func prefetch(_ key: Int64) {
-        let i = WinnerIndex.home(WinnerIndex.hash(key), slots.count)
+    mutating func prefetch(_ key: Int64) { prefetch(hash: WinnerIndex.hash(key)) }
+
+    /// The same, for a key whose hash is `h`.
+    @inline(__always)
+    mutating func prefetch(hash h: UInt32) {
+        let i = home(h, slots.count)
         slots.withUnsafeMutableBufferPointer { winback_prefetch($0.baseAddress! + i) }
     }
 
@@ -49,15 +61,24 @@ struct WinnerIndex {
     /// with its slot; nil if there is none.
     @inline(__always)
     func find(_ key: Int64, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
-        probe(WinnerIndex.hash(key), same).found
+        find(hash: WinnerIndex.hash(key), same: same)
     }
+
+    /// The same, for a key whose hash is `h`.
+    @inline(__always)
+    func find(hash h: UInt32, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? { probe(h, same).found }
 
     /// Enters `row` for `key` and returns nil when no row of `key` is in the index; otherwise
     /// changes nothing and returns the row there, with its slot.
     @inline(__always)
     mutating func insert(_ key: Int64, _ row: UInt32, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
+        insert(hash: WinnerIndex.hash(key), row, same: same)
+    }
+
+    /// The same, for a key whose hash is `h`.
+    @inline(__always)
+    mutating func insert(hash h: UInt32, _ row: UInt32, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
         precondition(row != UInt32.max, "a row number below four billion")
-        let h = WinnerIndex.hash(key)
         let (found, at) = probe(h, same)
         if let found { return found }
         slots[at] = UInt64(h) << 32 | UInt64(row)
@@ -72,7 +93,7 @@ struct WinnerIndex {
     private func probe(_ h: UInt32, _ same: (UInt32) -> Bool) -> (found: (row: UInt32, slot: Int)?, at: Int) {
         slots.withUnsafeBufferPointer { s in
             let n = s.count
-            var i = WinnerIndex.home(h, n)
+            var i = home(h, n)
             while true {
                 let v = s[i]
                 if v == WinnerIndex.empty { return (nil, i) }
@@ -101,9 +122,11 @@ struct WinnerIndex {
     private mutating func grow(to n: Int) {
         let old = slots
         slots = Array(repeating: WinnerIndex.empty, count: n)
+        let shift = UInt32(shift)
         slots.withUnsafeMutableBufferPointer { s in
             for v in old where v != WinnerIndex.empty {
-                var i = WinnerIndex.home(UInt32(truncatingIfNeeded: v >> 32), n)
+                let h = UInt32(truncatingIfNeeded: v >> 32) &<< shift
+                var i = Int((UInt64(h) &* UInt64(n)) >> 32)
                 while s[i] != WinnerIndex.empty {
                     i += 1
                     if i == n { i = 0 }

@@ -376,6 +376,28 @@ extension ReadStageTests {
             #expect(index.find(keys[29_999], same: { keys[Int($0)] == keys[29_999] })?.row == 29_999)
         }
 
+        /// An index of one part of the keys (their hashes' top bits shared) places them by the
+        /// bits below: all entered and found again past growths.
+        @Test func anIndexOfOnePartPlacesItsKeysByTheBitsBelowThePart() {
+            for shift in [1, 3, 8] {
+                // Keys of part 1 only: their hashes' top `shift` bits are 0…01.
+                let keys = Array(
+                    (0..<5_000_000).lazy.map { Int64($0) * 7_919 }.filter {
+                        WinnerIndex.hash($0) >> UInt32(32 - shift) == 1
+                    }.prefix(5_000))
+                #expect(keys.count == 5_000, "shift \(shift)")
+                var index = WinnerIndex(capacity: 1, shift: shift)
+                for (i, k) in keys.enumerated() {
+                    let h = WinnerIndex.hash(k)
+                    #expect(index.insert(hash: h, UInt32(i), same: { keys[Int($0)] == k }) == nil)
+                }
+                #expect(index.count == keys.count)
+                for (i, k) in keys.enumerated() {
+                    #expect(index.find(hash: WinnerIndex.hash(k), same: { keys[Int($0)] == k })?.row == UInt32(i))
+                }
+            }
+        }
+
         /// Two keys whose 32 hash bits agree are told apart by their rows' keys: the index holds
         /// both, each found as its own.
         @Test func keysWithTheSameHashBitsAreToldApartByTheirRows() throws {

@@ -300,8 +300,7 @@ extension ReadStageTests {
             try ReadSupport.withTempDir { dir in
                 let paths = try randomWorld(in: dir, seed: 7)
                 func read(order: [Int]) throws -> TransactionSet {
-                    let merger = try Merger(
-                        count: paths.count, totalBytes: paths.reduce(0) { $0 + InputFiles.size($1) })
+                    let merger = try Merger(count: paths.count)
                     for i in order {
                         let f = FileRows(path: paths[i], store: merger.store)
                         try NDJSONFormat().read(
@@ -322,6 +321,58 @@ extension ReadStageTests {
                     }
                     #expect(ids(got) == ids(inOrder))
                     #expect(got.strings.count == inOrder.strings.count)
+                }
+            }
+        }
+
+        /// Deduplication cuts the keys into parts by their hashes, each part on a thread of its
+        /// own: with parts of sixteen rows (about a hundred parts) the set is that of one part,
+        /// whatever the order the files are merged in and the threads, with the rows of a state
+        /// (newer and older versions of the files' transactions) looking their keys up in every part.
+        @Test(arguments: [UInt64(42), 7, 1_234])
+        func deduplicatingInPartsGivesTheSetOfOnePart(seed: UInt64) throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try randomWorld(in: dir, seed: seed)
+                func read(order: [Int], partRows: Int, threads: Int) throws -> TransactionSet {
+                    let merger = try Merger(count: paths.count + 1, partRows: partRows)
+                    for i in order {
+                        let f = FileRows(path: paths[i], store: merger.store)
+                        try NDJSONFormat().read(
+                            input: InputStores.lookUp(paths[i]), inflater: .zlib, into: f, progress: { _ in })
+                        merger.add(f, index: i)
+                    }
+                    // The state's rows: versions of the world's transactions (tx0…tx399 of
+                    // customers o0…o49), said to come from files 1 and 3, some signed later
+                    // than any file's (they win), some earlier (they lose), some as late (the
+                    // later file wins).
+                    var state = StateRows(store: merger.store)
+                    let group = state.table.intern("21482345")
+                    let product = state.table.intern("com.example.pass.monthly")
+                    var rng = SplitMix64(seed: seed &+ 1)
+                    for _ in 0..<300 {
+                        let n = rng.below(400)
+                        var t = Transaction(
+                            transactionId: TransactionKey("tx\(n)", table: state.table),
+                            originalTransactionId: TransactionKey("o\(n % 50)", table: state.table),
+                            subscriptionGroupId: group, productId: product, purchaseDate: 0,
+                            expiresDate: 5_000 + Int64(rng.below(1000)))
+                        t.signedDate = [Int64(30), 10, 19][rng.below(3)]
+                        try state.add(t)
+                        state.ranks.append(rng.below(2) == 0 ? 1 : 3)
+                    }
+                    merger.add(state, index: paths.count)
+                    return merger.finish(threads: threads)
+                }
+                let one = try read(order: Array(paths.indices), partRows: 1 << 18, threads: 1)
+                #expect(one.counters.duplicates > 100)
+                // Some of the state's versions won, some lost.
+                #expect(one.rows.contains { $0.expiresDate >= 5_000 })
+                #expect(one.rows.contains { $0.expiresDate < 5_000 && $0.signedDate == 19 })
+                for (order, threads) in [
+                    (Array(paths.indices), 1), (Array(paths.indices.reversed()), 4), ([2, 0, 4, 1, 3], 2),
+                ] {
+                    let got = try read(order: order, partRows: 16, threads: threads)
+                    #expect(snapshot(got) == snapshot(one), "order \(order), threads \(threads)")
                 }
             }
         }
