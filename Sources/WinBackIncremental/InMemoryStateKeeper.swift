@@ -42,7 +42,6 @@ package final class InMemoryStateKeeper {
         let pathOf = state.pathOfLedgerFile
         let folder = state.path
         let paths = p.transactionFiles
-        let threads = p.threads
         // Path index → index in the next ledger.
         var order = pathOf
         let absorbedSet = Set(pathOf)
@@ -52,7 +51,7 @@ package final class InMemoryStateKeeper {
         let ledgerIndex = indexOfPath
         let writer = StateRowsWriter(folder: staged) { "rows-\(generation)-\($0).part" }
         self.writer = writer
-        let add: (Merger, Int) throws -> Void = { merger, rowsIndex in
+        let absorb: (Merger) throws -> Void = { merger in
             guard let ledger else { return }
             // Each absorbed file in its place: its counts and renewal info, no rows; the first
             // carries the rejects of them all.
@@ -69,15 +68,15 @@ package final class InMemoryStateKeeper {
                     renewals: found[li].map { ($0.originalTransactionId, $0.info) })
                 merger.add(file, index: pathOf[li])
             }
-            // Then the rows, each with its file's place in the run's order, piece by piece on
-            // several threads.
-            let pieces = ledger.rowsFiles
-            try parallelFor(count: pieces.count, threads: threads) { k in
-                var rows = StateRows(store: merger.store)
-                try StateFolder.load(&rows, from: folder + "/" + pieces[k].path, pieces[k], pathOf: pathOf)
-                merger.add(rows, index: rowsIndex + k)
-                progress(pieces[k].bytes)
-            }
+        }
+        // The rows, each with its file's place in the run's order, piece by piece: the read
+        // stage reads them alongside its files.
+        let pieces = ledger?.rowsFiles ?? []
+        let load: @Sendable (Merger, Int, Int) throws -> Void = { merger, k, index in
+            var rows = StateRows(store: merger.store)
+            try StateFolder.load(&rows, from: folder + "/" + pieces[k].path, pieces[k], pathOf: pathOf)
+            merger.add(rows, index: index)
+            progress(pieces[k].bytes)
         }
         let gathered = Gathered(files: paths.count)
         let identities = state.identities
@@ -116,7 +115,8 @@ package final class InMemoryStateKeeper {
             })
         collected = { gathered.value.withLock { ($0.renewals, $0.files, $0.kept) } }
         return IncrementalState(
-            absorbed: absorbedSet, slots: max(1, ledger?.rowsFiles.count ?? 0), add: add, capture: capture)
+            absorbed: absorbedSet, slots: max(1, pieces.count), pieces: pieces.count, absorb: absorb, load: load,
+            capture: capture)
     }
 
     /// What the capture gathered besides rows: renewal info, each file's ledger entry (by its

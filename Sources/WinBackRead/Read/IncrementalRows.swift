@@ -26,8 +26,8 @@ package struct AbsorbedFile {
 
 /// A piece of an incremental run's state (docs/rules.md §12): winners among the rows of the
 /// files absorbed earlier, each with its file's index in sorted path order (its place in the
-/// order deduplication goes by). Merged after every file read now; not a file of the run, it
-/// counts none.
+/// order deduplication goes by). Read alongside the files read now and deduplicated after them;
+/// not a file of the run, it counts none.
 // One thread fills a piece, a value it then hands to the merger, which takes it over under
 // its lock.
 package struct StateRows {
@@ -47,21 +47,29 @@ package struct StateRows {
 package struct IncrementalState {
     /// Indices, in sorted path order, of the files the state absorbed: they are not read.
     package var absorbed: Set<Int>
-    /// Slots of the merger the state's rows take, after those of the files: one a piece.
+    /// Slots of the merger the state's rows take, after those of the files: one a piece, at least one.
     package var slots: Int
+    /// Pieces of the state's rows (at most ``slots``): each read on a thread of its own, alongside
+    /// the files read now (deduplication waits for every row: ``Merger/finish(threads:capture:)``).
+    package var pieces: Int
     /// Adds to the merger an ``AbsorbedFile`` for every absorbed file at its index (no rows: its
-    /// counts, rejects and renewal info), then the state's rows, ``StateRows`` at indices
-    /// `rowsIndex...`; a slot it leaves empty holds no rows.
-    package var add: (_ merger: Merger, _ rowsIndex: Int) throws -> Void
+    /// counts, rejects and renewal info).
+    package var absorb: (_ merger: Merger) throws -> Void
+    /// Reads piece `piece` of the state's rows into the merger as ``StateRows`` at slot `index`.
+    package var load: @Sendable (_ merger: Merger, _ piece: Int, _ index: Int) throws -> Void
     /// Takes the winners for the next state; nil when no state is to be written.
     package var capture: WinnerCapture?
 
     package init(
-        absorbed: Set<Int>, slots: Int, add: @escaping (Merger, Int) throws -> Void, capture: WinnerCapture?
+        absorbed: Set<Int>, slots: Int, pieces: Int, absorb: @escaping (Merger) throws -> Void,
+        load: @escaping @Sendable (Merger, Int, Int) throws -> Void, capture: WinnerCapture?
     ) {
+        precondition(pieces <= slots, "a slot for every piece")
         self.absorbed = absorbed
         self.slots = slots
-        self.add = add
+        self.pieces = pieces
+        self.absorb = absorb
+        self.load = load
         self.capture = capture
     }
 }

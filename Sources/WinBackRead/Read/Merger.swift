@@ -52,7 +52,7 @@ package final class Merger: @unchecked Sendable {
             self.ranks = ranks
         }
 
-        /// Rows of the state (docs/rules.md §12): merged after every file, counted in none.
+        /// Rows of the state (docs/rules.md §12): deduplicated after every file, counted in none.
         var isState: Bool { counts == nil }
 
         @inline(__always) func supersede(_ i: Int) { superseded[i >> 6] |= 1 << UInt64(i & 63) }
@@ -106,10 +106,10 @@ package final class Merger: @unchecked Sendable {
     private enum Meeting {
         /// A file read now: its rows enter the index.
         case entering
-        /// The rows of an incremental run's state (docs/rules.md §12) come once every file read
-        /// now was added: they are the winners among the absorbed files, so each meets at most
-        /// the rows of the files read now, found by looking its transactionId up. No row of the
-        /// state enters the index, which stays the size of the night's files.
+        /// The rows of an incremental run's state (docs/rules.md §12), deduplicated once every
+        /// file read now entered the index: they are the winners among the absorbed files, so
+        /// each meets at most the rows of the files read now, found by looking its key up. No
+        /// row of the state enters the index, which stays the size of the night's files.
         case lookingUp
         /// An absorbed file: its rows are among the state's.
         case none
@@ -175,7 +175,8 @@ package final class Merger: @unchecked Sendable {
         _ = merge(slot, index: index)
     }
 
-    /// Takes over a piece of the state's rows at `index`, after every file was added.
+    /// Takes over a piece of the state's rows at `index`, in any order with the files: its rows
+    /// only look their keys up once every file's entered (``deduplicate(threads:)``).
     package func add(_ s: StateRows, index: Int) {
         precondition(s.ranks.count == s.rows.count, "a rank for every row")
         var s = s
@@ -218,13 +219,14 @@ package final class Merger: @unchecked Sendable {
         let entering = files.indices.filter { if case .entering = files[$0].meeting { true } else { false } }
         let lookingUp = files.indices.filter { if case .lookingUp = files[$0].meeting { true } else { false } }
         let enteringRows = entering.reduce(0) { $0 + files[$1].rows.count }
-        // Parts of at most about `partRows` rows (256 K), so that each index stays in the
-        // caches, and one for every thread when there are rows enough to share (a quarter
-        // part); a power of two. Every part looks at every row's hash (4 bytes) to find its own.
+        // Parts of at most about `partRows` rows entering (256 K), so that each index stays in
+        // the caches, and one for every thread when there are rows enough to share (a quarter
+        // part, those of the state that look their keys up counted: a night's state holds far
+        // more rows than its new files); a power of two. Every part looks at every row's hash
+        // (4 bytes) to find its own.
+        let rows = enteringRows + lookingUp.reduce(0) { $0 + files[$1].rows.count }
         var bits = 0
-        while bits < 8
-            && (enteringRows >= partRows << bits || (enteringRows >= partRows >> 2 && 1 << bits < threads))
-        {
+        while bits < 8 && (enteringRows >= partRows << bits || (rows >= partRows >> 2 && 1 << bits < threads)) {
             bits += 1
         }
         let shift = bits

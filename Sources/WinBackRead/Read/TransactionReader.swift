@@ -334,16 +334,24 @@ public enum TransactionReader {
         let reading = paths.indices.filter { !(state?.absorbed.contains($0) ?? false) }
         let merger = try Merger(count: paths.count + (state?.slots ?? 0), limits: limits)
         let bySize = InputFiles.largestFirst(inputs: reading.map { inputs[$0] }).map { reading[$0] }
-        try parallelFor(count: reading.count, threads: threads, order: bySize) { i in
+        // Of an incremental run (docs/rules.md §12): each absorbed file in its place (its counts,
+        // rejects and renewal info), and the state's pieces of rows read alongside the files,
+        // after them in the schedule, in slots `paths.count...`, one a piece.
+        try state?.absorb(merger)
+        let pieces = state?.pieces ?? 0
+        let load = state?.load
+        let schedule = bySize + Array(paths.count..<paths.count + pieces)
+        try parallelFor(count: schedule.count, threads: threads, order: schedule) { i in
+            if i >= paths.count {
+                try load!(merger, i - paths.count, i)
+                return
+            }
             let out = FileRows(path: paths[i], store: merger.store, limits: limits, only: filter)
             out.environment = environment
             try fmt.read(input: inputs[i], inflater: inflater, into: out, progress: progress)
             merger.add(out, index: i)
         }
         guard let state else { return merger.finish(threads: threads) }
-        // Then what the state holds: each absorbed file in its place, and its rows, which must
-        // come after every file read now.
-        try state.add(merger, paths.count)
         // A slot the state left empty (no state yet) holds no rows.
         for k in paths.count..<paths.count + state.slots where !merger.filled(k) {
             merger.add(StateRows(store: merger.store), index: k)
