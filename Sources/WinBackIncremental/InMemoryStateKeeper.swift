@@ -12,9 +12,9 @@ import WinBackWrite
 /// merged, and completes its ledger once the read stage is over. What is found, staged and
 /// swapped is ``StateFolder``'s.
 package final class InMemoryStateKeeper {
-    /// Rows a piece of the state holds at most (about 11 MB): pieces are written and read on
+    /// Rows a piece of the state holds at most (about 5.5 MB): pieces are written and read on
     /// several threads.
-    package static let pieceRows = 1 << 18
+    package static let pieceRows = 1 << 17
 
     package let state: StateFolder
     package let p: ResolvedPipeline
