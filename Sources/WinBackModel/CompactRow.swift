@@ -223,10 +223,6 @@ public struct RowColumns: Sendable {
     @inline(__always)
     package mutating func enter(terms v: RowTerms) -> Int32 { terms.intern(v) }
 
-    /// The number of `token` here: the next one if new.
-    @inline(__always)
-    package mutating func enter(token v: AppAccountToken) -> Int32 { tokens.intern(v) }
-
     /// `t` as a compact row, its terms and token entered in the tables.
     @inline(__always)
     public mutating func compact(_ t: Transaction) -> CompactRow {
@@ -292,19 +288,25 @@ public struct RowColumns: Sendable {
             c.remap(strings)
             termsMap.append(terms.intern(c))
         }
-        var tokensMap: [Int32] = []
-        tokensMap.reserveCapacity(other.tokens.count)
-        let ahead = 8
         let incoming = other.tokens.values.map { token in
             var token = token
             token.remap(strings)
             return token
         }
+        return (termsMap, enter(tokens: incoming))
+    }
+
+    /// The numbers of `incoming` here, each entered if new: their slots fetched a few ahead, so
+    /// that a table larger than the caches is waited on once for several tokens.
+    package mutating func enter(tokens incoming: [AppAccountToken]) -> [Int32] {
+        var numbers: [Int32] = []
+        numbers.reserveCapacity(incoming.count)
+        let ahead = 8
         for (i, token) in incoming.enumerated() {
             if i + ahead < incoming.count { tokens.prefetch(incoming[i + ahead]) }
-            tokensMap.append(tokens.intern(token))
+            numbers.append(tokens.intern(token))
         }
-        return (termsMap, tokensMap)
+        return numbers
     }
 
     /// Rewrites every string id through `map` (the run's ids renumbered) and drops the indexes:

@@ -61,7 +61,7 @@ package struct RowChunks {
     package mutating func enter(section: RowColumns) {
         settle()
         sectionTerms = section.terms.values.map { columns.enter(terms: $0) }
-        sectionTokens = section.tokens.values.map { columns.enter(token: $0) }
+        sectionTokens = columns.enter(tokens: section.tokens.values)
     }
 
     /// Appends a row of the section last entered (``enter(section:)``), its terms and token
