@@ -14,9 +14,10 @@ import WinBackSupport
 /// counts, no rows) and a piece of the state's rows (``StateRows``: rows, counting none).
 ///
 /// The outcome does not depend on the order nor on the parts: deduplication compares
-/// (signedDate, file, line) explicitly, and string ids are renumbered at the end in order of first appearance by
-/// (file, local id), which is the numbering a merge in path order gives.
-// Files are merged under `lock`; `finish` runs after every file was added.
+/// (signedDate, file, line) explicitly, and string ids are renumbered at the end in order of
+/// first appearance by (file, local id), which is the numbering a merge in path order gives.
+// A file's strings and columns are merged under `lock`, its rows then settled by the thread that
+// read it (no other touches them before `finish`, which runs after every file was added).
 package final class Merger: @unchecked Sendable {
     /// What a slot holds once merged: its rows (none for an absorbed file) with what the merge
     /// decides of them, and what its file counted (nil for the state's rows, which are no file).
