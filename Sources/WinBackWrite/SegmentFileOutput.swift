@@ -1,8 +1,14 @@
+import Dispatch
 import Synchronization
 
 /// One segment file written from pieces formatted on several threads (``SegmentWriter``): a
 /// piece is written once every piece before it is, so the file's bytes and SHA-256 are those
 /// one writer would make, whatever the thread count.
+///
+/// One thread at a time writes: the one that hands over the next piece when nobody is writing
+/// writes it and every piece waiting after it. The others hand theirs over and go on formatting,
+/// rather than wait for the writes; only a piece more than ``ahead`` past the next one to write
+/// waits for room, so the bytes a file holds waiting stay bounded.
 final class SegmentFileOutput: Sendable {
     /// Where the file goes, as its opener needs it.
     struct Place: Sendable {
@@ -15,11 +21,14 @@ final class SegmentFileOutput: Sendable {
         case xml(XMLWriter)
     }
     private struct State {
-        var sink: Sink?
         /// The piece to write next.
         var next = 0
         /// Pieces formatted before their turn.
         var waiting: [Int: [UInt8]] = [:]
+        /// Whether a thread is writing the pieces in order.
+        var writing = false
+        /// Threads waiting for room, each to be woken once.
+        var sleepers = 0
         /// A write failed: the run fails with its error, and later pieces are dropped.
         var failed = false
     }
@@ -27,49 +36,101 @@ final class SegmentFileOutput: Sendable {
     let place: Place
     /// Pieces the file is written in: at least one, so an empty list still gets its file.
     let pieces: Int
+    /// How far past the next piece to write a piece may be handed over without waiting.
+    let ahead: Int
     private let state = Mutex(State())
+    /// The open file, used only by the thread writing (``State/writing``).
+    private let sink = Mutex<Sink?>(nil)
+    /// Signalled once for every sleeper when the next piece is written or the file fails.
+    private let room = DispatchSemaphore(value: 0)
 
-    init(path: String, pieces: Int, sync: DiskSync?) {
+    init(path: String, pieces: Int, sync: DiskSync?, ahead: Int = 8) {
         place = Place(path: path, sync: sync)
         self.pieces = pieces
+        self.ahead = Swift.max(1, ahead)
+    }
+
+    /// What the writing thread does next.
+    private enum Step {
+        case write([UInt8])
+        /// No piece is waiting its turn: writing stops until the next one comes.
+        case idle
+        /// Every piece is written: the file is ended.
+        case finished
     }
 
     /// Hands over piece `piece`'s bytes. Once the pieces before it are written, writes it and
     /// every waiting piece after it, the file opened by `open` (which writes its head) before
     /// piece 0; after the last, ends the file (an XML's root element closed) and returns its
-    /// size and SHA-256. Nil until then.
+    /// size and SHA-256. Nil until then, and for a piece another thread writes.
     func put(_ piece: Int, _ bytes: consuming [UInt8], open: (Place) throws -> sending Sink) throws -> (Int, String)? {
-        try state.withLock { s in
-            if s.failed { return nil }
-            guard piece == s.next else {
-                s.waiting[piece] = bytes
-                return nil
+        while true {
+            let roomy = state.withLock { s in
+                if s.failed || piece < s.next + ahead { return true }
+                s.sleepers += 1
+                return false
             }
-            do {
-                var current: [UInt8]? = bytes
-                while let b = current {
-                    if s.sink == nil { s.sink = try open(place) }
-                    guard let sink = s.sink else { return nil }
-                    switch sink {
-                    case .csv(let file): try file.write(b)
-                    case .xml(let x): try x.raw(b)
+            if roomy { break }
+            room.wait()
+        }
+        let writes = state.withLock { s in
+            if s.failed { return false }
+            s.waiting[piece] = bytes
+            guard !s.writing, s.waiting[s.next] != nil else { return false }
+            s.writing = true
+            return true
+        }
+        guard writes else { return nil }
+        do {
+            while true {
+                let step = state.withLock { s -> Step in
+                    if let b = s.waiting.removeValue(forKey: s.next) { return .write(b) }
+                    s.writing = false
+                    return s.next == pieces ? .finished : .idle
+                }
+                switch step {
+                case .idle:
+                    return nil
+                case .finished:
+                    return try sink.withLock { sink in
+                        switch sink {
+                        case .csv(let file): return try file.finish()
+                        case .xml(let x):
+                            try x.end()
+                            return try x.finish()
+                        case nil: return nil
+                        }
                     }
-                    s.next += 1
-                    current = s.waiting.removeValue(forKey: s.next)
+                case .write(let b):
+                    try sink.withLock { sink in
+                        if sink == nil { sink = try open(place) }
+                        switch sink {
+                        case .csv(let file): try file.write(b)
+                        case .xml(let x): try x.raw(b)
+                        case nil: break
+                        }
+                    }
+                    wake { $0.next += 1 }
                 }
-                guard s.next == pieces, let sink = s.sink else { return nil }
-                switch sink {
-                case .csv(let file): return try file.finish()
-                case .xml(let x):
-                    try x.end()
-                    return try x.finish()
-                }
-            } catch {
+            }
+        } catch {
+            wake { s in
                 s.failed = true
                 s.waiting = [:]
-                throw error
+                s.writing = false
             }
+            throw error
         }
+    }
+
+    /// Changes the state, then wakes every thread waiting for room (to look again).
+    private func wake(_ change: (inout State) -> Void) {
+        let sleepers = state.withLock { s in
+            change(&s)
+            defer { s.sleepers = 0 }
+            return s.sleepers
+        }
+        for _ in 0..<sleepers { room.signal() }
     }
 
     /// Whether a write of this file failed: its pieces left need no formatting.

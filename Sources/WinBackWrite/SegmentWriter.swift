@@ -169,7 +169,8 @@ public struct SegmentWriter: Sendable {
         let outputs = files.map { file in
             SegmentFileOutput(
                 path: directory + "/segments/\(file.list.name).\(file.xml ? "xml" : "csv")",
-                pieces: Swift.max(1, (file.list.entries.count + pieceRows - 1) / pieceRows), sync: sync)
+                pieces: Swift.max(1, (file.list.entries.count + pieceRows - 1) / pieceRows), sync: sync,
+                ahead: 2 * Swift.max(1, threads))
         }
         // Every file's pieces in order, largest files first (XML before CSV), so the pieces of a
         // file are taken one after another and few wait to be written.

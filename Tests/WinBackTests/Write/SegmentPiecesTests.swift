@@ -161,6 +161,38 @@ struct SegmentPiecesTests {
                 + "b</e>\n")
     }
 
+    @Test(
+        "pieces handed over from several threads are written in order by one at a time, the others going on; a piece too far ahead waits for room",
+        arguments: [(1, 4), (3, 4), (8, 2), (2, 1)])
+    func piecesFromThreads(ahead: Int, threads: Int) throws {
+        let dir = Paths.temporary()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let n = 300
+        // Pieces of 0 to 5,000 bytes: some formatted long after the ones behind them.
+        var g = SplitMix64(seed: UInt64(ahead * 10 + threads), index: 0)
+        let parts = (0..<n).map { i in
+            (0..<Int(g.next() % 5_000)).map { k in UInt8(truncatingIfNeeded: i &* 31 &+ k) }
+        }
+        let out = SegmentFileOutput(path: dir + "/f.csv", pieces: n, sync: nil, ahead: ahead)
+        let finished = ResultSlots<(Int, String)>(count: n)
+        let spun = ResultSlots<UInt64>(count: n)
+        try parallelFor(count: n, threads: threads) { i in
+            // Uneven work before the hand-over, as formatting a piece takes.
+            var spin = UInt64(i)
+            for _ in 0..<(parts[i].count * (i % 3)) { spin = spin &* 6_364_136_223_846_793_005 &+ 1 }
+            spun[i] = spin
+            if let stats = try out.put(i, parts[i], open: { .csv(try OutputFile(path: $0.path, sync: $0.sync)) }) {
+                finished[i] = stats
+            }
+        }
+        let all = parts.flatMap { $0 }
+        let ends = (0..<n).compactMap { finished[$0] }
+        #expect(ends.count == 1, "the file is ended once")
+        #expect(ends.first?.0 == all.count)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/f.csv")) == Data(all))
+        #expect(ends.first?.1 == (try ReadSupport.sha256sum(dir + "/f.csv")))
+    }
+
     @Test("a file that cannot be written fails with its error; the pieces after it are dropped, not kept")
     func failedFile() throws {
         let dir = Paths.temporary()
