@@ -122,23 +122,28 @@ public struct SegmentWriter: Sendable {
         let n = book.offers.count
         // Lists 0..<n are the offers', n best-offer's, n + 1 the rows best-offer would have held
         // for the customers the experiment holds out (docs/rules.md §9.1; in no other segment).
-        // Each part of the results (in customer order) fills its own lists on a thread; the
-        // parts' lists are then joined in order.
-        let parts = chunks(audience.results.count, pieces: max(1, threads))
+        // Each part of the results (in customer order) fills its own lists on a thread, a few
+        // parts a thread so that none waits long for the last; the parts' lists are then joined
+        // in order.
+        let parts = chunks(audience.results.count, pieces: 4 * max(1, threads))
         let found = ResultSlots<[[Entry]]>(count: parts.count)
         try? parallelFor(count: parts.count, threads: threads) { p in
             var lists = [[Entry]](repeating: [], count: n + 2)
-            for ri in parts[p] {
-                let r = audience.results[ri]
-                let leftOut = audience.isLeftOut(r)
-                for (rank, o) in r.eligible.enumerated() where requireApple.keeps(r.apple(rank: rank + 1)) {
-                    if leftOut {
-                        if rank == 0 { lists[n + 1].append(Entry(result: ri, offer: Int(o), rank: 1)) }
-                        continue
+            // Results are read in place: a copy of one would retain its arrays.
+            audience.results.withUnsafeBufferPointer { results in
+                for ri in parts[p] {
+                    let r = results.baseAddress! + ri
+                    let leftOut = audience.isLeftOut(r.pointee)
+                    for (rank, o) in r.pointee.eligible.enumerated()
+                    where requireApple.keeps(r.pointee.apple(rank: rank + 1)) {
+                        if leftOut {
+                            if rank == 0 { lists[n + 1].append(Entry(result: ri, offer: Int(o), rank: 1)) }
+                            continue
+                        }
+                        lists[Int(o)].append(Entry(result: ri, offer: Int(o), rank: rank + 1))
+                        // The best-offer list follows the rank-1 offer's row.
+                        if rank == 0 { lists[n].append(Entry(result: ri, offer: Int(o), rank: 1)) }
                     }
-                    lists[Int(o)].append(Entry(result: ri, offer: Int(o), rank: rank + 1))
-                    // The best-offer list follows the rank-1 offer's row.
-                    if rank == 0 { lists[n].append(Entry(result: ri, offer: Int(o), rank: 1)) }
                 }
             }
             found[p] = lists
