@@ -5,7 +5,7 @@ import WinBackSupport
 /// Merges files into the run as they finish reading, in whatever order they finish: their ids
 /// into the run's string table, their terms and tokens into the run's columns. A file's own
 /// tables are released as soon as it is merged, so only the files being read hold one. Only
-/// that is done under the lock: each row's key hash is taken by the thread that read the file,
+/// that is done under the lock: each row is tagged with its part by the thread that read the file,
 /// and deduplication waits for ``finish(threads:capture:)``, which cuts the keys into parts by
 /// their hashes and deduplicates each part on a thread of its own.
 ///
@@ -26,9 +26,10 @@ package final class Merger: @unchecked Sendable {
         let counts: FileCounts?
         let meeting: Meeting
         @exclusivity(unchecked) var rows: RowChunks
-        /// Each row's version key hash (``WinnerIndex/hash(_:)`` of ``VersionKey/hash``) until
-        /// deduplicated: the part it is deduplicated in, and its place there.
-        @exclusivity(unchecked) var hashes: [UInt32] = []
+        /// Each row's part tag until deduplicated: the top 8 bits of its version key's hash
+        /// (``WinnerIndex/hash(_:)`` of ``VersionKey/hash``), which say the part it is
+        /// deduplicated in; a byte a row, the hash itself taken again there.
+        @exclusivity(unchecked) var tags: [UInt8] = []
         /// Local string id → the run's string id.
         @exclusivity(unchecked) var map: [Int32]
         /// Rows that lost deduplication to another version of their transaction.
@@ -65,11 +66,11 @@ package final class Merger: @unchecked Sendable {
         }
 
         /// Outside the merger's lock, once the file's columns are the run's (`maps`): rewrites the
-        /// rows' terms and tokens to the run's and takes each row's key hash (its group through
-        /// `maps.groups`, by the file's own terms, since the run's columns change meanwhile).
+        /// rows' terms and tokens to the run's and tags each row with its part (its key's group
+        /// through `maps.groups`, by the file's own terms, since the run's columns change meanwhile).
         func settle(_ maps: ColumnMaps) {
             let count = rows.count
-            hashes = [UInt32](unsafeUninitializedCapacity: count) { out, filled in
+            tags = [UInt8](unsafeUninitializedCapacity: count) { out, filled in
                 rows.withChunks { chunks in
                     map.withUnsafeBufferPointer { map in
                         maps.groups.withUnsafeBufferPointer { groups in
@@ -81,7 +82,7 @@ package final class Merger: @unchecked Sendable {
                                             + (i & (TransactionRows.chunkRows - 1))
                                         let local = Int(r.pointee.terms)
                                         let key = VersionKey(r.pointee, map, group: groups[local])
-                                        out[i] = WinnerIndex.hash(key.hash)
+                                        out[i] = UInt8(truncatingIfNeeded: WinnerIndex.hash(key.hash) >> 24)
                                         r.pointee.terms = terms[local]
                                         if r.pointee.token >= 0 { r.pointee.token = tokens[Int(r.pointee.token)] }
                                     }
@@ -251,38 +252,42 @@ package final class Merger: @unchecked Sendable {
             var winners = WinnerIndex(capacity: perPart + perPart / 8, shift: shift)
             var losers: [(file: Int32, row: Int32)] = []
             // The part's rows, each once: its hash's top `shift` bits are `part`'s.
-            let top = UInt32(part)
-            @inline(__always) func inPart(_ h: UInt32) -> Bool { shift == 0 || h >> UInt32(32 - shift) == top }
+            let top = UInt8(part)
+            @inline(__always) func inPart(_ tag: UInt8) -> Bool { shift == 0 || tag >> UInt8(8 - shift) == top }
             for fi in entering + lookingUp {
                 let f = files[fi]
                 let lookingUp: Bool
                 if case .lookingUp = f.meeting { lookingUp = true } else { lookingUp = false }
                 let first = firstRow[fi]
-                f.hashes.withUnsafeBufferPointer { hashes in
+                f.tags.withUnsafeBufferPointer { tags in
                     f.rows.withChunks { chunks in
                         f.map.withUnsafeBufferPointer { map in
                             @inline(__always) func row(_ i: Int) -> UnsafeMutablePointer<CompactRow> {
                                 chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
                             }
-                            let count = hashes.count
-                            // The next rows of the part, a few ahead, whose slots are fetched first.
+                            let count = tags.count
+                            // The next rows of the part, a few ahead, with their hashes: their
+                            // slots are fetched first.
                             var queue = InlineArray<8, Int>(repeating: 0)
+                            var queuedHashes = InlineArray<8, UInt32>(repeating: 0)
                             var next = 0  // the next row to look at for the queue
                             var queued = 0
                             var taken = 0
                             while true {
                                 while queued - taken < 8 && next < count {
-                                    if inPart(hashes[next]) {
-                                        winners.prefetch(hash: hashes[next])
+                                    if inPart(tags[next]) {
+                                        let h = WinnerIndex.hash(VersionKey(row(next).pointee, map, columns).hash)
+                                        winners.prefetch(hash: h)
                                         queue[queued & 7] = next
+                                        queuedHashes[queued & 7] = h
                                         queued += 1
                                     }
                                     next += 1
                                 }
                                 guard taken < queued else { break }
                                 let i = queue[taken & 7]
+                                let h = queuedHashes[taken & 7]
                                 taken += 1
-                                let h = hashes[i]
                                 let here = UInt32(first + i)
                                 // Asked only when a row's hash bits match: the key is made then.
                                 let same = { (n: UInt32) -> Bool in
@@ -317,7 +322,7 @@ package final class Merger: @unchecked Sendable {
         for part in 0..<parts {
             for (file, row) in lost[part]! { files[Int(file)].supersede(Int(row)) }
         }
-        for f in files { f.hashes = [] }
+        for f in files { f.tags = [] }
     }
 
     /// Whether slot `index` holds a file.
