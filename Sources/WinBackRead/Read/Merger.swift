@@ -224,8 +224,8 @@ package final class Merger: @unchecked Sendable {
         // Parts of at most about `partRows` rows entering (256 K), so that each index stays in
         // the caches, and one for every thread when there are rows enough to share (a quarter
         // part, those of the state that look their keys up counted: a night's state holds far
-        // more rows than its new files); a power of two. Every part looks at every row's hash
-        // (4 bytes) to find its own.
+        // more rows than its new files); a power of two. Every part looks at every row's tag
+        // (a byte) to find its own.
         let rows = enteringRows + lookingUp.reduce(0) { $0 + files[$1].rows.count }
         var bits = 0
         while bits < 8 && (enteringRows >= partRows << bits || (rows >= partRows >> 2 && 1 << bits < threads)) {

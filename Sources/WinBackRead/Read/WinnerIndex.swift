@@ -45,37 +45,21 @@ struct WinnerIndex {
     @inline(__always)
     private func home(_ h: UInt32, _ n: Int) -> Int { Int((UInt64(h &<< UInt32(shift)) &* UInt64(n)) >> 32) }
 
-    /// A hint to fetch the slot of `key` before it is looked up: the index is far larger than
-    /// the caches, and a batch of keys known ahead then waits on memory once, not per key.
-    @inline(__always)
-    mutating func prefetch(_ key: Int64) { prefetch(hash: WinnerIndex.hash(key)) }
-
-    /// The same, for a key whose hash is `h`.
+    /// A hint to fetch the slot of a key whose hash is `h` before it is looked up: a batch of
+    /// keys known ahead then waits on memory once, not per key.
     @inline(__always)
     mutating func prefetch(hash h: UInt32) {
         let i = home(h, slots.count)
         slots.withUnsafeMutableBufferPointer { winback_prefetch($0.baseAddress! + i) }
     }
 
-    /// The row of `key` already in the index (`same(row)` says whether a row's key is `key`),
-    /// with its slot; nil if there is none.
-    @inline(__always)
-    func find(_ key: Int64, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
-        find(hash: WinnerIndex.hash(key), same: same)
-    }
-
-    /// The same, for a key whose hash is `h`.
+    /// The row already in the index of the key whose hash is `h` (`same(row)` says whether a
+    /// row's key is that key), with its slot; nil if there is none.
     @inline(__always)
     func find(hash h: UInt32, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? { probe(h, same).found }
 
-    /// Enters `row` for `key` and returns nil when no row of `key` is in the index; otherwise
-    /// changes nothing and returns the row there, with its slot.
-    @inline(__always)
-    mutating func insert(_ key: Int64, _ row: UInt32, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
-        insert(hash: WinnerIndex.hash(key), row, same: same)
-    }
-
-    /// The same, for a key whose hash is `h`.
+    /// Enters `row` for the key whose hash is `h` and returns nil when no row of that key is in
+    /// the index; otherwise changes nothing and returns the row there, with its slot.
     @inline(__always)
     mutating func insert(hash h: UInt32, _ row: UInt32, same: (UInt32) -> Bool) -> (row: UInt32, slot: Int)? {
         precondition(row != UInt32.max, "a row number below four billion")
@@ -106,16 +90,11 @@ struct WinnerIndex {
         }
     }
 
-    /// Makes `row` the winner in `slot` (as ``find(_:same:)`` or ``insert(_:_:same:)`` gave it,
-    /// nothing entered since).
+    /// Makes `row` the winner in `slot` (as ``find(hash:same:)`` or ``insert(hash:_:same:)``
+    /// gave it, nothing entered since).
     mutating func replace(at slot: Int, with row: UInt32) {
         precondition(slots[slot] != WinnerIndex.empty && row != UInt32.max, "a used slot, a row number")
         slots[slot] = slots[slot] & 0xFFFF_FFFF_0000_0000 | UInt64(row)
-    }
-
-    /// Makes room for `count` rows at once, rather than doubling step by step as they come.
-    mutating func reserve(_ count: Int) {
-        if count * 4 > slots.count * 3 { grow(to: Swift.max(WinnerIndex.slotsFor(count), slots.count)) }
     }
 
     /// Moves every entry into `n` slots: each slot's place follows from its hash bits.

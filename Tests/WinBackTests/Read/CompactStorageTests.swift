@@ -356,24 +356,22 @@ extension ReadStageTests {
         @Test func theWinnerIndexFindsEachKeysRowPastGrowthsAndReplacesIt() {
             var index = WinnerIndex(capacity: 1)
             let keys: [Int64] = (0..<30_000).map { Int64($0) * 7_919 - 50_000 }
+            func h(_ k: Int64) -> UInt32 { WinnerIndex.hash(k) }
             for (i, k) in keys.enumerated() {
-                #expect(index.insert(k, UInt32(i), same: { keys[Int($0)] == k }) == nil)
+                #expect(index.insert(hash: h(k), UInt32(i), same: { keys[Int($0)] == k }) == nil)
             }
             #expect(index.count == keys.count)
             for (i, k) in keys.enumerated() {
-                #expect(index.insert(k, 0, same: { keys[Int($0)] == k })?.row == UInt32(i))
-                #expect(index.find(k, same: { keys[Int($0)] == k })?.row == UInt32(i))
+                #expect(index.insert(hash: h(k), 0, same: { keys[Int($0)] == k })?.row == UInt32(i))
+                #expect(index.find(hash: h(k), same: { keys[Int($0)] == k })?.row == UInt32(i))
             }
             #expect(index.count == keys.count)
-            let slot = index.find(keys[5], same: { keys[Int($0)] == keys[5] })!.slot
+            let slot = index.find(hash: h(keys[5]), same: { keys[Int($0)] == keys[5] })!.slot
             index.replace(at: slot, with: 7)
             // Row 7 is now where key 5's winner was: `same` is asked about row 7.
-            #expect(index.find(keys[5], same: { $0 == 7 })?.row == 7)
-            #expect(index.find(-1, same: { keys[Int($0)] == -1 }) == nil)
-            index.reserve(100_000)
-            index.reserve(10)  // less than held: nothing changes
-            #expect(index.count == keys.count)
-            #expect(index.find(keys[29_999], same: { keys[Int($0)] == keys[29_999] })?.row == 29_999)
+            #expect(index.find(hash: h(keys[5]), same: { $0 == 7 })?.row == 7)
+            #expect(index.find(hash: h(-1), same: { keys[Int($0)] == -1 }) == nil)
+            #expect(index.find(hash: h(keys[29_999]), same: { keys[Int($0)] == keys[29_999] })?.row == 29_999)
         }
 
         /// An index of one part of the keys (their hashes' top bits shared) places them by the
@@ -414,12 +412,13 @@ extension ReadStageTests {
             let (a, b) = try #require(pair)
             #expect(WinnerIndex.hash(a) == WinnerIndex.hash(b) && a != b)
             let keys = [a, b]
+            let h = WinnerIndex.hash(a)
             var index = WinnerIndex(capacity: 4)
-            #expect(index.insert(a, 0, same: { keys[Int($0)] == a }) == nil)
-            #expect(index.insert(b, 1, same: { keys[Int($0)] == b }) == nil)
-            #expect(index.find(a, same: { keys[Int($0)] == a })?.row == 0)
-            #expect(index.find(b, same: { keys[Int($0)] == b })?.row == 1)
-            #expect(index.insert(b, 0, same: { keys[Int($0)] == b })?.row == 1)
+            #expect(index.insert(hash: h, 0, same: { keys[Int($0)] == a }) == nil)
+            #expect(index.insert(hash: h, 1, same: { keys[Int($0)] == b }) == nil)
+            #expect(index.find(hash: h, same: { keys[Int($0)] == a })?.row == 0)
+            #expect(index.find(hash: h, same: { keys[Int($0)] == b })?.row == 1)
+            #expect(index.insert(hash: h, 0, same: { keys[Int($0)] == b })?.row == 1)
             #expect(index.count == 2)
         }
 
