@@ -1,3 +1,4 @@
+import CWinBackShims
 import Foundation
 import WinBackModel
 import WinBackSupport
@@ -266,23 +267,39 @@ package final class Merger: @unchecked Sendable {
                                 chunks[i >> TransactionRows.chunkShift] + (i & (TransactionRows.chunkRows - 1))
                             }
                             let count = tags.count
-                            // The next rows of the part, a few ahead, with their hashes: their
-                            // slots are fetched first.
+                            // The part's next rows in two queues: sixteen whose ids are being
+                            // fetched (a part's rows are scattered among the others', so each
+                            // would wait on memory), then eight whose hashes are taken and whose
+                            // slots are being fetched.
+                            let idsOffset = MemoryLayout<CompactRow>.offset(of: \.transactionId)!
+                            var fetching = InlineArray<16, Int>(repeating: 0)
+                            var fetched = 0
+                            var hashing = 0
                             var queue = InlineArray<8, Int>(repeating: 0)
                             var queuedHashes = InlineArray<8, UInt32>(repeating: 0)
-                            var next = 0  // the next row to look at for the queue
+                            var next = 0  // the next row to look at for the queues
                             var queued = 0
                             var taken = 0
                             while true {
-                                while queued - taken < 8 && next < count {
+                                while fetched - hashing < 16 && next < count {
                                     if inPart(tags[next]) {
-                                        let h = WinnerIndex.hash(VersionKey(row(next).pointee, map, columns).hash)
-                                        winners.prefetch(hash: h)
-                                        queue[queued & 7] = next
-                                        queuedHashes[queued & 7] = h
-                                        queued += 1
+                                        // The ids and terms: bytes 32 to 55 of the row.
+                                        let ids = UnsafeRawPointer(row(next)) + idsOffset
+                                        winback_prefetch(ids)
+                                        winback_prefetch(ids + 23)
+                                        fetching[fetched & 15] = next
+                                        fetched += 1
                                     }
                                     next += 1
+                                }
+                                while queued - taken < 8 && hashing < fetched {
+                                    let n = fetching[hashing & 15]
+                                    hashing += 1
+                                    let h = WinnerIndex.hash(VersionKey(row(n).pointee, map, columns).hash)
+                                    winners.prefetch(hash: h)
+                                    queue[queued & 7] = n
+                                    queuedHashes[queued & 7] = h
+                                    queued += 1
                                 }
                                 guard taken < queued else { break }
                                 let i = queue[taken & 7]
