@@ -48,11 +48,10 @@ public struct CSVRecord {
         CSVRecord.appendEscaped(b, to: &bytes)
     }
 
-    /// Appends bytes that are already a whole escaped field (see ``escaped(_:)``).
-    public mutating func field(escaped b: [UInt8]) {
-        separator()
-        bytes.append(contentsOf: b)
-    }
+    /// Appends bytes that are already a whole escaped field (see ``escaped(_:)``): viewed where
+    /// they are, so that a field shared by every record (a static one) is not retained on each,
+    /// which threads writing at once would contend for.
+    public mutating func field(escaped b: [UInt8]) { field(escaped: b.span) }
 
     /// Appends bytes that are already a whole escaped field, viewed where they are stored.
     public mutating func field(escaped b: Span<UInt8>) {

@@ -300,7 +300,7 @@ public struct SegmentWriter: Sendable {
             for e in entries {
                 let r = results.baseAddress! + e.result
                 let k = Int(r.pointee.customer)
-                out.append(contentsOf: Self.customerStart)
+                Self.customerStart.withUTF8Buffer { out.append(contentsOf: $0) }
                 if offer == nil { attribute("subscriptionGroupId") { s.append(groups[k], to: &$0) } }
                 attribute("originalTransactionId") { originalTransactionIds[k].append(in: s, to: &$0) }
                 let token = r.pointee.timeline.appAccountToken
@@ -329,13 +329,13 @@ public struct SegmentWriter: Sendable {
                         o.append(contentsOf: $0)
                     }
                 }
-                out.append(contentsOf: Self.customerEnd)
+                Self.customerEnd.withUTF8Buffer { out.append(contentsOf: $0) }
             }
         }
     }
 
-    private static let customerStart = Array("  <customer".utf8)
-    private static let customerEnd = Array("/>\n".utf8)
+    private static let customerStart: StaticString = "  <customer"
+    private static let customerEnd: StaticString = "/>\n"
 }
 
 /// A run in memory hands its lists to the changes, the destinations and the audience table as

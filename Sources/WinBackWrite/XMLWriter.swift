@@ -96,15 +96,27 @@ package final class XMLWriter {
     /// writer escapes an attribute (``escapedAttribute(_:)``), so the bytes are those
     /// ``attribute(_:_:)`` writes. With `escaped`, the value is escaped already
     /// (``escapedAttribute(_:)``).
+    ///
+    /// Inlined, so that `body` is too: called through a closure, the values it captures (the
+    /// string table, the customers' arrays) would be retained and released around every
+    /// attribute, by every thread writing at once.
+    @inline(__always)
     static func appendAttribute(
         _ name: StaticString, escaped: Bool = false, to out: inout [UInt8], _ body: (inout [UInt8]) -> Void
     ) {
         let start = out.count
         out.append(UInt8(ascii: " "))
         name.withUTF8Buffer { out.append(contentsOf: $0) }
-        out.append(contentsOf: [UInt8(ascii: "="), UInt8(ascii: "\"")])
+        out.append(UInt8(ascii: "="))
+        out.append(UInt8(ascii: "\""))
         let valueStart = out.count
         body(&out)
+        endAttribute(start: start, valueStart: valueStart, escaped: escaped, to: &out)
+    }
+
+    /// Ends an attribute whose value ``appendAttribute(_:escaped:to:_:)`` appended from
+    /// `valueStart` on: removed from `start` on when empty, escaped when it must be.
+    private static func endAttribute(start: Int, valueStart: Int, escaped: Bool, to out: inout [UInt8]) {
         if out.count == valueStart {
             out.removeSubrange(start...)
             return
