@@ -9,10 +9,12 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 static inline int winback_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
+static inline int winback_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
 // Hands the free pages of every heap back to the system.
 static inline void winback_trim_heap(void) { (void)malloc_trim(0); }
 #else
 static inline int winback_set_mmap_threshold(int bytes) { (void)bytes; return 0; }
+static inline int winback_set_trim_threshold(int bytes) { (void)bytes; return 0; }
 static inline void winback_trim_heap(void) {}
 #endif
 

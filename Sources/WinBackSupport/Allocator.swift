@@ -9,4 +9,13 @@ public enum Allocator {
     public static func configureForBatch() {
         _ = winback_set_mmap_threshold(1 << 20)
     }
+
+    /// Keeps up to 64 MiB of freed memory at the top of each heap instead of handing it back
+    /// at once: a run in memory frees and allocates again blocks below the mmap threshold
+    /// by the thousand (a file's buffers, a piece's lines), and each block handed back was
+    /// faulted in again, page by page, by the next. For a run without a memory limit only: the
+    /// pages kept count in its peak (docs/performance.md).
+    public static func keepFreedPages() {
+        _ = winback_set_trim_threshold(64 << 20)
+    }
 }

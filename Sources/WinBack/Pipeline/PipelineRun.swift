@@ -240,6 +240,7 @@ public enum PipelineRun {
             // Each shard's memory was freed as the next began: nothing large is left to hold.
             return PublishedRun(summary: summary, memory: RunMemory(()))
         }
+        Allocator.keepFreedPages()
         // The run's lock before its state is examined: a state is read and replaced under it.
         let publisher = locked ?? p.publisher()
         if locked == nil { try publisher.begin() }
