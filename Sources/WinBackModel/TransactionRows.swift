@@ -146,36 +146,16 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         return (chunksTaken - 1, base! + (chunksTaken - 1) << TransactionRows.chunkShift)
     }
 
-    /// Moves `count` rows from `from` down to `to` (`to < from`) on `threads` threads: a part's
-    /// rows moved on one thread are a pass over its memory that the other threads wait for.
-    /// The rows go in waves of pieces: a wave covers at most `from - to` rows, so every piece
-    /// of it lands below every row not yet moved, and only on rows already moved.
-    static func slide(_ rows: UnsafeMutablePointer<CompactRow>, count: Int, from: Int, to: Int, threads: Int) {
-        let gap = from - to
-        let piece = Swift.max(1 << 12, gap / Swift.max(1, threads))
-        guard threads > 1, gap >= 2 * piece else {
-            (rows + to).moveInitialize(from: rows + from, count: count)
-            return
-        }
-        nonisolated(unsafe) let rows = rows
-        var start = 0
-        while start < count {
-            let end = Swift.min(count, start + gap / piece * piece)
-            let pieces = Swift.stride(from: start, to: end, by: piece).map { $0..<Swift.min($0 + piece, end) }
-            try? parallelFor(count: pieces.count, threads: threads) { k in
-                let r = pieces[k]
-                (rows + to + r.lowerBound).moveInitialize(from: rows + from + r.lowerBound, count: r.count)
-            }
-            start = end
-        }
-    }
-
     /// Keeps, of the rows written to the chunks handed out, those `keep` says (after it has
-    /// rewritten them), packed from the first row on; the pages past them go back to the system.
+    /// rewritten them), packed into the first rows; the pages past them go back to the system.
     /// `keep(&tally, chunk, offset, &row)` sees every used row of every chunk once; `used(chunk)`
-    /// is how many rows a chunk holds. Chunks are packed on `threads` threads, then slid
-    /// together. What `keep` counts of the rows goes into a tally of each piece of work, each
-    /// starting from `tally`, so that counting needs no pass of its own; the tallies are
+    /// is how many rows a chunk holds. A kept row stays where it is when it is among the first
+    /// `kept` slots; the slots left free among those (rows not kept, the chunks' unused ends)
+    /// take the kept rows above them, both in ascending order. The rows' order is thus not kept,
+    /// as it never was: chunks are handed out in the order threads ask for them. Only the rows
+    /// above the first `kept` slots move (a few percent of a run's), where sliding every part
+    /// down moved nearly all of them. What `keep` counts goes into a tally of each piece of work,
+    /// each starting from `tally`, so that counting needs no pass of its own; the tallies are
     /// returned in no particular order (add them up).
     package func compact<Tally: Sendable>(
         threads: Int, tally: Tally, used: @escaping @Sendable (Int) -> Int,
@@ -187,35 +167,80 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
             return []
         }
         nonisolated(unsafe) let rows = base
-        // Eight parts a thread: with one part a thread (half the rows each on two), packing took
-        // 3.7 times the CPU it takes on one thread (docs/performance.md); with eight, less than
-        // one thread's.
+        let shift = TransactionRows.chunkShift
+        // Each row decided and rewritten where it is, in eight parts a thread (with half the
+        // rows a part on two threads, a pass over them took 3.7 times one thread's CPU:
+        // docs/performance.md); each part notes the slots it leaves free, as ranges in order.
         let parts = chunks(n, pieces: Swift.max(1, threads) * 8)
-        let kept = ResultSlots<(Int, Tally)>(count: parts.count)
+        let found = ResultSlots<(kept: Int, free: [Range<Int>], tally: Tally)>(count: parts.count)
         try? parallelFor(count: parts.count, threads: threads) { p in
-            var out = (parts[p].first ?? 0) << TransactionRows.chunkShift
-            let first = out
             var counted = tally
+            var free: [Range<Int>] = []
+            var kept = 0
+            var freeFrom = -1  // the first of the free slots being passed, -1 when none
             for c in parts[p] {
-                let start = c << TransactionRows.chunkShift
-                for k in 0..<used(c) {
+                let start = c << shift
+                let u = used(c)
+                for k in 0..<u {
                     var r = rows[start + k]
                     if keep(&counted, c, k, &r) {
-                        (rows + out).initialize(to: r)
-                        out += 1
+                        rows[start + k] = r
+                        kept += 1
+                        if freeFrom >= 0 {
+                            free.append(freeFrom..<(start + k))
+                            freeFrom = -1
+                        }
+                    } else if freeFrom < 0 {
+                        freeFrom = start + k
                     }
                 }
+                if u < TransactionRows.chunkRows && freeFrom < 0 { freeFrom = start + u }
             }
-            kept[p] = (out - first, counted)
+            if freeFrom >= 0 { free.append(freeFrom..<(parts[p].upperBound << shift)) }
+            found[p] = (kept, free, counted)
         }
-        // Each part's rows start at or after where they go, so sliding them in order never
-        // overwrites a row not yet moved.
-        var total = 0
-        for (p, part) in parts.enumerated() {
-            let from = (part.first ?? 0) << TransactionRows.chunkShift
-            let k = kept[p]!.0
-            if from != total { TransactionRows.slide(rows, count: k, from: from, to: total, threads: threads) }
-            total += k
+        let results = found.all
+        let total = results.reduce(0) { $0 + $1.kept }
+        // The free slots below `total` (targets) and the kept rows at or above it (sources),
+        // both ascending: as many of each.
+        var targets: [Range<Int>] = []
+        var sources: [Range<Int>] = []
+        var next = total  // the first slot at or above `total` not yet taken as a source
+        for r in results {
+            for f in r.free {
+                if f.lowerBound < total { targets.append(f.lowerBound..<Swift.min(f.upperBound, total)) }
+                guard f.upperBound > total else { continue }
+                let from = Swift.max(f.lowerBound, total)
+                if next < from { sources.append(next..<from) }
+                next = Swift.max(next, f.upperBound)
+            }
+        }
+        if next < n << shift { sources.append(next..<(n << shift)) }
+        // Copies (to, from, count) pairing them off; no source lies below any target.
+        var copies: [(to: Int, from: Int, count: Int)] = []
+        var t = 0
+        var s = 0
+        var tAt = targets.first?.lowerBound ?? 0
+        var sAt = sources.first?.lowerBound ?? 0
+        while t < targets.count && s < sources.count {
+            let k = Swift.min(targets[t].upperBound - tAt, sources[s].upperBound - sAt)
+            copies.append((tAt, sAt, k))
+            tAt += k
+            sAt += k
+            if tAt == targets[t].upperBound {
+                t += 1
+                if t < targets.count { tAt = targets[t].lowerBound }
+            }
+            if sAt == sources[s].upperBound {
+                s += 1
+                if s < sources.count { sAt = sources[s].lowerBound }
+            }
+        }
+        precondition(t == targets.count && s == sources.count, "as many rows above the kept ones as slots free below")
+        let moves = copies
+        let pieces = chunks(moves.count, pieces: Swift.max(1, threads) * 4)
+        try? parallelFor(count: pieces.count, threads: threads) { p in
+            for m in moves[pieces[p]] { (rows + m.to).update(from: rows + m.from, count: m.count) }
         }
         count = total
         let page = System.pageSize
@@ -224,6 +249,6 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
         if touchedBytes > usedBytes {
             System.release(UnsafeMutableRawPointer(base) + usedBytes, touchedBytes - usedBytes)
         }
-        return kept.all.map(\.1)
+        return results.map(\.tally)
     }
 }

@@ -441,39 +441,14 @@ extension ReadStageTests {
             }
         }
 
-        /// Rows slid down over several threads, in waves that never land on a row not yet moved:
-        /// every row arrives, in order, for gaps smaller than a piece (moved on one thread),
-        /// of a few pieces and of many, counts that end inside a wave or on its edge.
-        @Test(arguments: [1, 2, 3, 8])
-        func rowsSlidDownOnThreadsArriveInOrder(threads: Int) {
-            let piece = 1 << 12
-            for (count, gap) in [
-                (10_000, 100), (20_000, 2 * piece), (50_000, 3 * piece + 17), (40_000, 20 * piece),
-                (8 * piece, 4 * piece), (1, 5 * piece), (0, 3 * piece),
-            ] {
-                let total = gap + count
-                let rows = UnsafeMutablePointer<CompactRow>.allocate(capacity: total)
-                defer { rows.deallocate() }
-                var columns = RowColumns()
-                for i in 0..<total {
-                    (rows + i).initialize(
-                        to: columns.compact(
-                            Transaction(
-                                transactionId: TransactionKey(raw: Int64(i)),
-                                originalTransactionId: TransactionKey(raw: 0), subscriptionGroupId: 0, productId: 0,
-                                purchaseDate: Int64(i), expiresDate: Int64(i))))
-                }
-                TransactionRows.slide(rows, count: count, from: gap, to: 0, threads: threads)
-                let arrived = (0..<count).filter { rows[$0].transactionId.raw == Int64(gap + $0) }.count
-                #expect(arrived == count, "\(count) rows slid by \(gap) on \(threads) threads")
-            }
-        }
-
         /// Three files take chunks of one store in turn, some rows are dropped and some
-        /// rewritten: what is kept is packed from the first row, in chunk order, whatever the
-        /// threads (each packs its own run of chunks, then the runs are slid together).
-        @Test(arguments: [1, 2, 3, 8])
-        func compactingKeepsExactlyTheKeptRowsInChunkOrder(threads: Int) throws {
+        /// rewritten: what is kept is packed into the first rows whatever the threads, a kept row
+        /// staying where it is when it falls among them and the free slots there (dropped rows,
+        /// chunks' unused ends) taking the kept rows above, both in ascending order. Dropped:
+        /// every third row; or every row of the first file (its chunks come first and free
+        /// slots run across chunks); or none.
+        @Test(arguments: [1, 2, 3, 8], [0, 1, 2])
+        func compactingKeepsExactlyTheKeptRowsFillingTheFreeSlots(threads: Int, rule: Int) throws {
             let store = try TransactionRows(reservingForRead: ())
             var files = (0..<3).map { _ in RowChunks(store: store) }
             let sizes = [TransactionRows.chunkRows * 2 + 5, TransactionRows.chunkRows, 17]
@@ -499,7 +474,14 @@ extension ReadStageTests {
             }
             let owners = owner
             let fileSizes = sizes
-            // Keep rows whose index is not a multiple of 3; mark the kept ones.
+            @Sendable func drops(_ file: Int, _ i: Int) -> Bool {
+                switch rule {
+                case 0: i % 3 == 0
+                case 1: file == 0
+                default: false
+                }
+            }
+            // Keep the rows `rule` does not drop; mark the kept ones.
             let tallies = store.compact(
                 threads: threads, tally: (seen: 0, dropped: 0),
                 used: { c in
@@ -510,7 +492,7 @@ extension ReadStageTests {
                 keep: { t, c, k, r in
                     t.seen += 1
                     let i = owners[c]!.seq * TransactionRows.chunkRows + k
-                    guard i % 3 != 0 else {
+                    guard !drops(owners[c]!.file, i) else {
                         t.dropped += 1
                         return false
                     }
@@ -518,14 +500,20 @@ extension ReadStageTests {
                     return true
                 })
             #expect(tallies.reduce(0) { $0 + $1.seen } == sizes.reduce(0, +))
-            #expect(tallies.reduce(0) { $0 + $1.dropped } == sizes.reduce(0) { $0 + ($1 + 2) / 3 })
-            var expected: [Int64] = []
+            // Every slot of the chunks as written: a kept row's id, or nil (dropped, unused).
+            var slots: [Int64?] = []
             for c in 0..<store.chunkCount {
                 let (f, seq) = owners[c]!
                 let lo = seq * TransactionRows.chunkRows
-                let hi = min(fileSizes[f], lo + TransactionRows.chunkRows)
-                for i in lo..<hi where i % 3 != 0 { expected.append(Int64(f * 1_000_000 + i)) }
+                for i in lo..<(lo + TransactionRows.chunkRows) {
+                    slots.append(i < fileSizes[f] && !drops(f, i) ? Int64(f * 1_000_000 + i) : nil)
+                }
             }
+            let kept = slots.compactMap { $0 }
+            #expect(tallies.reduce(0) { $0 + $1.dropped } == sizes.reduce(0, +) - kept.count)
+            var above = slots[kept.count...].compactMap { $0 }.makeIterator()
+            let expected = slots[..<kept.count].map { $0 ?? above.next()! }
+            #expect(above.next() == nil)
             #expect(store.count == expected.count)
             // Read as kept: each file's rows have the terms of their file's own columns.
             #expect(store.buffer.map(\.transactionId.raw) == expected)
