@@ -27,8 +27,10 @@ final class SegmentFileOutput: Sendable {
         var waiting: [Int: [UInt8]] = [:]
         /// Whether a thread is writing the pieces in order.
         var writing = false
-        /// Threads waiting for room, each to be woken once.
-        var sleepers = 0
+        /// Threads waiting for room, each by a semaphore of its own, signalled once: with one
+        /// semaphore for all, a thread about to wait could take a signal meant for another,
+        /// which then slept uncounted, and could sleep for ever.
+        var sleepers: [DispatchSemaphore] = []
         /// A write failed: the run fails with its error, and later pieces are dropped.
         var failed = false
     }
@@ -41,8 +43,6 @@ final class SegmentFileOutput: Sendable {
     private let state = Mutex(State())
     /// The open file, used only by the thread writing (``State/writing``).
     private let sink = Mutex<Sink?>(nil)
-    /// Signalled once for every sleeper when the next piece is written or the file fails.
-    private let room = DispatchSemaphore(value: 0)
 
     init(path: String, pieces: Int, sync: DiskSync?, ahead: Int = 8) {
         place = Place(path: path, sync: sync)
@@ -65,13 +65,14 @@ final class SegmentFileOutput: Sendable {
     /// size and SHA-256. Nil until then, and for a piece another thread writes.
     func put(_ piece: Int, _ bytes: consuming [UInt8], open: (Place) throws -> sending Sink) throws -> (Int, String)? {
         while true {
-            let roomy = state.withLock { s in
-                if s.failed || piece < s.next + ahead { return true }
-                s.sleepers += 1
-                return false
+            let sleep = state.withLock { s -> DispatchSemaphore? in
+                if s.failed || piece < s.next + ahead { return nil }
+                let room = DispatchSemaphore(value: 0)
+                s.sleepers.append(room)
+                return room
             }
-            if roomy { break }
-            room.wait()
+            guard let sleep else { break }
+            sleep.wait()
         }
         let writes = state.withLock { s in
             if s.failed { return false }
@@ -127,10 +128,10 @@ final class SegmentFileOutput: Sendable {
     private func wake(_ change: (inout State) -> Void) {
         let sleepers = state.withLock { s in
             change(&s)
-            defer { s.sleepers = 0 }
+            defer { s.sleepers = [] }
             return s.sleepers
         }
-        for _ in 0..<sleepers { room.signal() }
+        for room in sleepers { room.signal() }
     }
 
     /// Whether a write of this file failed: its pieces left need no formatting.

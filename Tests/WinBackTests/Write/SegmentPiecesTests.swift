@@ -193,6 +193,39 @@ struct SegmentPiecesTests {
         #expect(ends.first?.1 == (try ReadSupport.sha256sum(dir + "/f.csv")))
     }
 
+    /// Threads waiting for room are each woken: with one semaphore for every sleeper, a thread
+    /// about to sleep could take the signal meant for another, which then slept uncounted and,
+    /// once the one that woke it slept too, for ever (both threads waiting, nobody writing).
+    /// Many short rounds on two and three threads with one piece of room, each given twenty
+    /// seconds to end.
+    @Test("every thread waiting for room is woken: rounds of pieces with one piece of room end", arguments: [2, 3])
+    func everySleeperWakes(threads: Int) throws {
+        let dir = Paths.temporary()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        for round in 0..<300 {
+            let n = 48
+            let out = SegmentFileOutput(path: dir + "/f\(round).csv", pieces: n, sync: nil, ahead: 1)
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                try? parallelFor(count: n, threads: threads) { i in
+                    // Uneven work before the hand-over, so that threads meet at every step.
+                    var spin = UInt64(i)
+                    for _ in 0..<((i * 7 + round) % 5 * 300) { spin = spin &* 6_364_136_223_846_793_005 &+ 1 }
+                    let open: (SegmentFileOutput.Place) throws -> sending SegmentFileOutput.Sink = {
+                        .csv(try OutputFile(path: $0.path, sync: $0.sync))
+                    }
+                    _ = try? out.put(i, [UInt8(truncatingIfNeeded: spin | 1)], open: open)
+                }
+                done.signal()
+            }
+            guard done.wait(timeout: .now() + 20) == .success else {
+                Issue.record("round \(round) on \(threads) threads: a thread waiting for room was never woken")
+                return
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/f\(round).csv")).count == n)
+        }
+    }
+
     @Test("a file that cannot be written fails with its error; the pieces after it are dropped, not kept")
     func failedFile() throws {
         let dir = Paths.temporary()
