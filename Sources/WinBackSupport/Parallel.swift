@@ -119,3 +119,40 @@ public final class ResultSlots<T>: @unchecked Sendable {
         }
     }
 }
+
+/// `a` and `b`, each sorted by `before` (a strict order: no element of one equals one of the
+/// other), merged into one sorted array on at most `threads` threads: the output is cut into
+/// `threads * 4` pieces, each piece's start found in both inputs by a binary search (how many
+/// of the first k outputs come from `a`), and each piece merged on its own.
+public func parallelMerge<T: Sendable>(
+    _ a: [T], _ b: [T], threads: Int, before: @escaping @Sendable (T, T) -> Bool
+) -> [T] {
+    let n = a.count + b.count
+    guard !a.isEmpty, !b.isEmpty else { return a.isEmpty ? b : a }
+    /// How many of the first `k` outputs come from `a`: the least i whose a[i] is not before
+    /// b[k - i - 1], the last of `b` taken.
+    @Sendable func fromA(_ k: Int) -> Int {
+        var lo = Swift.max(0, k - b.count)
+        var hi = Swift.min(k, a.count)
+        while lo < hi {
+            let i = (lo + hi) / 2
+            if before(a[i], b[k - i - 1]) { lo = i + 1 } else { hi = i }
+        }
+        return lo
+    }
+    let pieces = chunks(n, pieces: Swift.max(1, threads) * 4)
+    return parallelFill(pieces: pieces, threads: threads) { p, emit in
+        let piece = pieces[p]
+        var i = fromA(piece.lowerBound)
+        var j = piece.lowerBound - i
+        for _ in piece {
+            if j == b.count || (i < a.count && before(a[i], b[j])) {
+                emit(a[i])
+                i += 1
+            } else {
+                emit(b[j])
+                j += 1
+            }
+        }
+    }
+}

@@ -353,7 +353,8 @@ package final class Merger: @unchecked Sendable {
         return slot
     }
 
-    /// Renumbers ids, then gathers the winning Production rows of every file, in path order.
+    /// Renumbers ids, then gathers the winning Production rows of every file, in no defined
+    /// order (``TransactionRows/compact(threads:tally:used:keep:)``): what follows groups them.
     /// With `capture` (an incremental run), every winner, of any environment, and every renewal
     /// info found among the transactions is handed to it first, by file, with the run's ids.
     package func finish(threads: Int, capture: WinnerCapture? = nil) -> TransactionSet {

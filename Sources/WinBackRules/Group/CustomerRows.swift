@@ -27,7 +27,7 @@ public struct CustomerRows: @unchecked Sendable {
     }
 
     /// A customer's place in output order: its group's rank, then its id's first 16 bytes.
-    private struct SortKey {
+    private struct SortKey: Sendable {
         var group: Int32
         var index: Int32
         var hi: UInt64
@@ -187,13 +187,22 @@ public struct CustomerRows: @unchecked Sendable {
         var all = later.removeFirst()
         // In part order: a customer met in an earlier part keeps the number it has there (looked
         // up on every thread), one met for the first time gets the next (in order, on this one).
+        // The last part's new customers only take the next numbers: no later part looks them up,
+        // so they do not enter the index (on two threads, no customer does).
         var ofPart: [[Int32]] = []
-        for part in later {
+        for (j, part) in later.enumerated() {
             var numbers = known(part, among: all, threads: threads)
+            let looked = j < later.count - 1
             for c in numbers.indices where numbers[c] < 0 {
                 let (group, original) = (part.groups[c], part.originals[c])
-                numbers[c] = Int32(
-                    all.number(folded(group: group, original: original), group: group, original: original))
+                if looked {
+                    numbers[c] = Int32(
+                        all.number(folded(group: group, original: original), group: group, original: original))
+                } else {
+                    numbers[c] = Int32(all.groups.count)
+                    all.groups.append(group)
+                    all.originals.append(original)
+                }
             }
             ofPart.append(numbers)
         }
@@ -272,23 +281,11 @@ public struct CustomerRows: @unchecked Sendable {
         }
         let sorted = sortedShares.all
         var merged: [SortKey] = sorted.first ?? []
+        // Each share merged in on every thread (customers are distinct: no two keys tie).
         for share in sorted.dropFirst() {
-            var next: [SortKey] = []
-            next.reserveCapacity(merged.count + share.count)
-            var i = 0
-            var j = 0
-            while i < merged.count && j < share.count {
-                if before(share[j], merged[i], originals: originals, strings: strings) {
-                    next.append(share[j])
-                    j += 1
-                } else {
-                    next.append(merged[i])
-                    i += 1
-                }
+            merged = parallelMerge(merged, share, threads: threads) {
+                before($0, $1, originals: originals, strings: strings)
             }
-            next += merged[i...]
-            next += share[j...]
-            merged = next
         }
         return merged.map { Int($0.index) }
     }

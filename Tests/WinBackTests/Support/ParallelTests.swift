@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WinBackTestSupport
+import WinBackTesting
 
 @testable import WinBackSupport
 
@@ -44,5 +45,33 @@ struct ParallelTests {
         #expect(taken.map(\.n) == [0, 1, 2])
         #expect((0..<3).allSatisfy { slots[$0] == nil })
         for i in taken.indices { #expect(isKnownUniquelyReferenced(&taken[i])) }
+    }
+
+    /// Two sorted arrays of distinct values merged on 1 to 8 threads give the sorted union:
+    /// random splits of random values (one side empty, one side wholly before the other, one
+    /// element, sides of very different sizes), and the pieces' starts found by binary search
+    /// wherever they fall.
+    @Test("two sorted arrays merged on threads give the sorted union", arguments: [1, 2, 3, 8])
+    func mergingOnThreadsGivesTheSortedUnion(threads: Int) {
+        var rng = SplitMix64(seed: UInt64(threads))
+        var cases: [([Int], [Int])] = [([], []), ([], [1, 2]), ([3], []), ([1], [2]), ([2], [1])]
+        cases.append((Array(0..<500), Array(500..<700)))
+        cases.append((Array(500..<700), Array(0..<500)))
+        for _ in 0..<40 {
+            let n = Int(rng.next() % 3_000)
+            let values = Array(Set((0..<n).map { _ in Int(rng.next() % 1_000_000) }))
+            let share = rng.next() % 100
+            var a: [Int] = []
+            var b: [Int] = []
+            for v in values { if rng.next() % 100 < share { a.append(v) } else { b.append(v) } }
+            cases.append((a.sorted(), b.sorted()))
+        }
+        for (a, b) in cases {
+            let merged = parallelMerge(a, b, threads: threads) { $0 < $1 }
+            #expect(merged == (a + b).sorted(), "\(a.count) and \(b.count) on \(threads) threads")
+        }
+        // A strict order other than the values': descending.
+        let desc = parallelMerge([9, 7, 3], [8, 4, 2, 1], threads: threads) { $0 > $1 }
+        #expect(desc == [9, 8, 7, 4, 3, 2, 1])
     }
 }
