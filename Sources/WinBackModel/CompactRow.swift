@@ -127,14 +127,19 @@ extension AppAccountToken: ColumnValue {
 }
 
 /// Distinct values, each numbered in order of first appearance, found again by an open-addressing
-/// index of their numbers.
+/// index of their numbers, each slot holding 32 bits of its value's hash beside the number: a
+/// probe passing another value's slot reads that value only when the bits agree (most of a file's
+/// tokens are new to it, and each slot passed had cost a read of a token elsewhere in memory).
 public struct ColumnTable<Value: ColumnValue>: Sendable {
     public private(set) var values: [Value] = []
-    /// Value numbers; -1: empty. Half used at most. None until the first value (a run reads
-    /// thousands of files of a few rows each, each with tables of its own).
-    private var slots: [Int32] = []
+    /// The low 32 bits of a value's hash, then its number; all ones: empty. Half used at most.
+    /// None until the first value (a run reads thousands of files of a few rows each, each with
+    /// tables of its own).
+    private var slots: [UInt64] = []
     /// Whether ``freeze()`` was called.
     private var frozen = false
+
+    private static var empty: UInt64 { UInt64.max }
 
     init() {}
 
@@ -145,7 +150,11 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
     }
 
     @inline(__always)
-    private static func home(_ v: Value, _ n: Int) -> Int { Int(truncatingIfNeeded: v.columnHash >> 24) & (n - 1) }
+    private static func home(_ h: UInt64, _ n: Int) -> Int { Int(truncatingIfNeeded: h >> 24) & (n - 1) }
+
+    /// A slot's hash bits, in its high half.
+    @inline(__always)
+    private static func tag(_ h: UInt64) -> UInt64 { h << 32 }
 
     public var count: Int { values.count }
 
@@ -157,7 +166,7 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
     @inline(__always)
     func prefetch(_ v: Value) {
         guard !slots.isEmpty else { return }
-        let i = ColumnTable.home(v, slots.count)
+        let i = ColumnTable.home(v.columnHash, slots.count)
         slots.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + i) }
     }
 
@@ -165,18 +174,23 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
     @inline(__always)
     mutating func intern(_ v: Value) -> Int32 {
         precondition(!frozen, "a frozen table takes no new value")
-        if slots.isEmpty { slots = Array(repeating: -1, count: 16) }
+        if slots.isEmpty { slots = Array(repeating: ColumnTable.empty, count: 16) }
         let mask = slots.count - 1
-        var i = ColumnTable.home(v, slots.count)
+        let h = v.columnHash
+        let tag = ColumnTable.tag(h)
+        var i = ColumnTable.home(h, slots.count)
         while true {
             let s = slots[i]
-            if s < 0 { break }
-            if values[Int(s)] == v { return s }
+            if s == ColumnTable.empty { break }
+            if s & 0xFFFF_FFFF_0000_0000 == tag {
+                let k = Int32(truncatingIfNeeded: s)
+                if values[Int(k)] == v { return k }
+            }
             i = (i + 1) & mask
         }
         precondition(values.count < Int(Int32.max), "fewer than two billion distinct values")
         let n = Int32(values.count)
-        slots[i] = n
+        slots[i] = tag | UInt64(UInt32(n))
         values.append(v)
         if values.count * 2 > slots.count { grow() }
         return n
@@ -184,11 +198,12 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
 
     private mutating func grow() {
         let n = slots.count * 2
-        slots = Array(repeating: -1, count: n)
+        slots = Array(repeating: ColumnTable.empty, count: n)
         for (k, v) in values.enumerated() {
-            var i = ColumnTable.home(v, n)
-            while slots[i] >= 0 { i = (i + 1) & (n - 1) }
-            slots[i] = Int32(k)
+            let h = v.columnHash
+            var i = ColumnTable.home(h, n)
+            while slots[i] != ColumnTable.empty { i = (i + 1) & (n - 1) }
+            slots[i] = ColumnTable.tag(h) | UInt64(UInt32(k))
         }
     }
 

@@ -167,6 +167,38 @@ extension ReadStageTests {
             }
         }
 
+        /// A table finds every value again whatever the bits of its hash: values whose hashes are
+        /// all equal (the same slot and the same bits kept in it), equal but in their low 32 bits
+        /// (the bits a slot keeps), or all different, entered in random order with repeats, past
+        /// several growths; each keeps the number of its first appearance.
+        @Test(arguments: [0, 1, 2])
+        func aColumnTableFindsValuesWhoseHashBitsAgree(spread: Int) {
+            struct Value: ColumnValue {
+                let n: Int
+                let spread: Int
+                var columnHash: UInt64 {
+                    switch spread {
+                    case 0: 0x1234_5678_9ABC_DEF0
+                    case 1: UInt64(n) << 32 | 0x9ABC_DEF0
+                    default: UInt64(n) &* 0x9E37_79B9_7F4A_7C15
+                    }
+                }
+                static func == (a: Value, b: Value) -> Bool { a.n == b.n }
+            }
+            var rng = SplitMix64(seed: UInt64(spread))
+            var table = ColumnTable<Value>()
+            var first: [Int: Int32] = [:]
+            for _ in 0..<3_000 {
+                let v = Value(n: Int(rng.next() % 700), spread: spread)
+                let k = table.intern(v)
+                if let known = first[v.n] { #expect(k == known) } else { #expect(Int(k) == first.count) }
+                first[v.n] = first[v.n] ?? k
+            }
+            #expect(table.count == first.count)
+            for (n, k) in first { #expect(table.intern(Value(n: n, spread: spread)) == k) }
+            #expect(table.count == first.count)
+        }
+
         /// A file's tokens are entered a chunk at a time (or when its rows are read, a section
         /// of a part file being settled midway through a chunk): every row reads back its own
         /// token, across chunk boundaries and settles at any row.
