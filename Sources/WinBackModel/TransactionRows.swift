@@ -6,8 +6,9 @@ import WinBackSupport
 /// never holds a second copy of its rows nor asks the system for fresh pages to make one.
 /// They are kept as ``CompactRow``s of ``columns`` and read as ``Transaction``s.
 ///
-/// Rows are in no particular order (the order their chunks were taken in, which depends on
-/// the threads); ``CustomerRows`` puts them in the run's order.
+/// Rows are in no particular order (their chunks are taken in an order that depends on the
+/// threads, and packing fills the slots freed below the kept count with rows from above it);
+/// ``CustomerRows`` puts them in the run's order.
 // Chunks are handed out under `lock`, each then written by one thread; packed once; then only read.
 public final class TransactionRows: RandomAccessCollection, @unchecked Sendable {
     public typealias Index = Int

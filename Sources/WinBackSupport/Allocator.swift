@@ -18,4 +18,10 @@ public enum Allocator {
     public static func keepFreedPages() {
         _ = winback_set_trim_threshold(64 << 20)
     }
+
+    /// Hands freed memory at a heap's top back once past 128 KiB, glibc's default: for a run
+    /// under a memory limit, in a process where a run in memory kept more (``keepFreedPages()``).
+    public static func handFreedPagesBack() {
+        _ = winback_set_trim_threshold(128 << 10)
+    }
 }

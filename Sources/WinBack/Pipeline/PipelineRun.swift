@@ -235,6 +235,7 @@ public enum PipelineRun {
                 "inflater": p.inflater.rawValue, "asked": options.inflater?.rawValue ?? p.config.inflater.rawValue,
             ])
         if let memory = options.memory ?? p.config.memoryLimit {
+            Allocator.handFreedPagesBack()
             let summary = try ShardedRun.bounded(
                 options, memory: memory, progress: progress, started: started, publisher: locked, resolved: p)
             // Each shard's memory was freed as the next began: nothing large is left to hold.

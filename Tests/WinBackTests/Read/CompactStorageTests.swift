@@ -168,8 +168,8 @@ extension ReadStageTests {
         }
 
         /// A table finds every value again whatever the bits of its hash: values whose hashes are
-        /// all equal (the same slot and the same bits kept in it), equal but in their low 32 bits
-        /// (the bits a slot keeps), or all different, entered in random order with repeats, past
+        /// all equal (the same slot and the same bits kept in it), equal in their low 32 bits (the
+        /// bits a slot keeps) but not above, or all different, entered in random order with repeats, past
         /// several growths; each keeps the number of its first appearance.
         @Test(arguments: [0, 1, 2])
         func aColumnTableFindsValuesWhoseHashBitsAgree(spread: Int) {
@@ -474,43 +474,50 @@ extension ReadStageTests {
         }
 
         /// Three files take chunks of one store in turn, some rows are dropped and some
-        /// rewritten: what is kept is packed into the first rows whatever the threads, a kept row
-        /// staying where it is when it falls among them and the free slots there (dropped rows,
-        /// chunks' unused ends) taking the kept rows above, both in ascending order. Dropped:
-        /// every third row; or every row of the first file (its chunks come first and free
-        /// slots run across chunks); or none.
-        @Test(arguments: [1, 2, 3, 8], [0, 1, 2])
+        /// rewritten (and a fourth file of 24 chunks after them, so that a part of the packing holds
+        /// several chunks on up to three threads): what is kept is packed into the first rows
+        /// whatever the threads, a kept row staying where it is when it falls among them and the
+        /// free slots there (dropped rows, chunks' unused ends) taking the kept rows above, both
+        /// in ascending order. Dropped: every third row; or every row of the first file (its
+        /// chunks come first); or none; or a run of the fourth file across five of its chunks
+        /// and the parts' bounds.
+        @Test(arguments: [1, 2, 3, 8], [0, 1, 2, 3])
         func compactingKeepsExactlyTheKeptRowsFillingTheFreeSlots(threads: Int, rule: Int) throws {
             let store = try TransactionRows(reservingForRead: ())
-            var files = (0..<3).map { _ in RowChunks(store: store) }
-            let sizes = [TransactionRows.chunkRows * 2 + 5, TransactionRows.chunkRows, 17]
+            var files = (0..<4).map { _ in RowChunks(store: store) }
+            let sizes = [
+                TransactionRows.chunkRows * 2 + 5, TransactionRows.chunkRows, 17, TransactionRows.chunkRows * 24 + 3,
+            ]
             func row(_ file: Int, _ i: Int) -> Transaction {
                 Transaction(
                     transactionId: TransactionKey(raw: Int64(file * 1_000_000 + i)),
                     originalTransactionId: TransactionKey(raw: Int64(i % 7)), subscriptionGroupId: Int32(file),
                     productId: 0, purchaseDate: Int64(i), expiresDate: Int64(i) + 1)
             }
-            // Interleaved: file 2's chunk lands between chunks of files 0 and 1.
-            var next = [0, 0, 0]
+            // Interleaved: file 2's chunk lands between chunks of files 0 and 1; file 3's last
+            // chunks follow one another.
+            var next = [0, 0, 0, 0]
             while next != sizes {
-                for f in 0..<3 {
+                for f in 0..<4 {
                     let end = min(sizes[f], next[f] + TransactionRows.chunkRows / 2 + 1)
                     for i in next[f]..<end { try files[f].append(row(f, i)) }
                     next[f] = end
                 }
             }
-            #expect(store.chunkCount == 3 + 1 + 1)
+            #expect(store.chunkCount == 3 + 1 + 1 + 25)
             var owner: [Int: (file: Int, seq: Int)] = [:]
             for (f, rows) in files.enumerated() {
                 for (seq, c) in rows.numbers.enumerated() { owner[c] = (f, seq) }
             }
             let owners = owner
             let fileSizes = sizes
+            let run = TransactionRows.chunkRows * 5 - 100..<TransactionRows.chunkRows * 10 + 50
             @Sendable func drops(_ file: Int, _ i: Int) -> Bool {
                 switch rule {
                 case 0: i % 3 == 0
                 case 1: file == 0
-                default: false
+                case 2: false
+                default: file == 3 && run.contains(i)
                 }
             }
             // Keep the rows `rule` does not drop; mark the kept ones.
