@@ -36,6 +36,8 @@ typedef struct winback_isal_api {
     void (*init)(struct inflate_state *);
     void (*reset)(struct inflate_state *);
     int (*inflate)(struct inflate_state *);
+    /// CRC-32 as gzip and zlib take it (crc32_gzip_refl), or NULL when the library lacks it.
+    uint32_t (*crc32)(uint32_t, const unsigned char *, uint64_t);
 } winback_isal_api;
 
 /// Loads libisal; 1 when it is usable. Call once (the caller keeps the answer).
@@ -46,7 +48,16 @@ static inline int winback_isal_load(winback_isal_api *api) {
     api->init = (void (*)(struct inflate_state *))dlsym(lib, "isal_inflate_init");
     api->reset = (void (*)(struct inflate_state *))dlsym(lib, "isal_inflate_reset");
     api->inflate = (int (*)(struct inflate_state *))dlsym(lib, "isal_inflate");
+    api->crc32 = (uint32_t (*)(uint32_t, const unsigned char *, uint64_t))dlsym(lib, "crc32_gzip_refl");
     return api->init && api->reset && api->inflate;
+}
+
+/// The CRC-32 of `n` bytes at `p` into `*out` (zlib's `crc32(0, p, n)`); 0 when the library
+/// has no such function.
+static inline int winback_isal_crc32(const winback_isal_api *api, const uint8_t *p, uint64_t n, uint32_t *out) {
+    if (!api->crc32) return 0;
+    *out = api->crc32(0, p, n);
+    return 1;
 }
 
 /// A new inflate state for gzip members (header parsed, CRC-32 checked), or NULL.
@@ -116,6 +127,10 @@ static inline void winback_isal_reset(const winback_isal_api *api, void *state) 
     (void)state;
 }
 static inline void winback_isal_free(void *state) { (void)state; }
+static inline int winback_isal_crc32(const winback_isal_api *api, const uint8_t *p, uint64_t n, uint32_t *out) {
+    (void)api; (void)p; (void)n; (void)out;
+    return 0;
+}
 static inline int winback_isal_inflate(
     const winback_isal_api *api, void *state, const uint8_t **in, uint32_t *avail_in, uint8_t **out,
     uint32_t *avail_out) {

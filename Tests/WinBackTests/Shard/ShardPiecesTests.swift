@@ -218,6 +218,21 @@ struct ShardPiecesTests {
         #expect((0..<state.rows.count).allSatisfy { state.rows[$0] == (rows + all)[$0] })
     }
 
+    /// The CRC-32 a part file's sections carry is zlib's, whichever library takes it (ISA-L's
+    /// where it loads, as on the machines the tests run on): the check value of "123456789",
+    /// and random buffers of lengths around the libraries' steps, against zlib's own.
+    @Test("a section's CRC-32 is zlib's, whichever library computes it")
+    func sectionChecksums() {
+        let check = Array("123456789".utf8).withUnsafeBytes { RowCodec.crc($0) }
+        #expect(check == 0xCBF4_3926)
+        #expect([UInt8]().withUnsafeBytes { RowCodec.crc($0) } == 0)
+        var rng = SplitMix64(seed: 7)
+        for n in [1, 7, 8, 15, 16, 63, 64, 65, 255, 256, 1_000, 4_096, 65_537, 1 << 20] {
+            let bytes = (0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            bytes.withUnsafeBytes { #expect(RowCodec.crc($0) == RowCodec.zlibCRC($0), "\(n) bytes") }
+        }
+    }
+
     @Test("a part file that is not one, is cut short or is damaged is bad data (65)")
     func badPartFiles() throws {
         let dir = Paths.temporary()
