@@ -197,8 +197,8 @@ struct SegmentPiecesTests {
     /// about to sleep could take the signal meant for another, which then slept uncounted and,
     /// once the one that woke it slept too, for ever (both threads waiting, nobody writing).
     /// Many short rounds on two to four threads with one piece of room, each given twenty
-    /// seconds to end. The race is a matter of timing: the build that had it hung in one of a
-    /// few hundred rounds here, so a pass says little of one run; the test runs in every suite.
+    /// seconds to end. The race is a matter of timing; against the build that had it, this test
+    /// failed in each of six runs (one round never ended).
     @Test("every thread waiting for room is woken: rounds of pieces with one piece of room end", arguments: [2, 3, 4])
     func everySleeperWakes(threads: Int) throws {
         let dir = Paths.temporary()
