@@ -115,8 +115,7 @@ package final class InMemoryStateKeeper {
             })
         collected = { gathered.value.withLock { ($0.renewals, $0.files, $0.kept) } }
         return IncrementalState(
-            absorbed: absorbedSet, slots: max(1, pieces.count), pieces: pieces.count, absorb: absorb, load: load,
-            capture: capture)
+            absorbed: absorbedSet, pieces: pieces.count, absorb: absorb, load: load, capture: capture)
     }
 
     /// What the capture gathered besides rows: renewal info, each file's ledger entry (by its

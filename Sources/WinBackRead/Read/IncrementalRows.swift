@@ -47,11 +47,12 @@ package struct StateRows {
 package struct IncrementalState {
     /// Indices, in sorted path order, of the files the state absorbed: they are not read.
     package var absorbed: Set<Int>
-    /// Slots of the merger the state's rows take, after those of the files: one a piece, at least one.
-    package var slots: Int
-    /// Pieces of the state's rows (at most ``slots``): each read on a thread of its own, alongside
-    /// the files read now (deduplication waits for every row: ``Merger/finish(threads:capture:)``).
+    /// Pieces of the state's rows: each read on a thread of its own, alongside the files read now
+    /// (deduplication waits for every row: ``Merger/finish(threads:capture:)``).
     package var pieces: Int
+    /// Slots of the merger the state's rows take, after those of the files: one a piece, and one
+    /// (left empty) when there is none.
+    package var slots: Int { Swift.max(1, pieces) }
     /// Adds to the merger an ``AbsorbedFile`` for every absorbed file at its index (no rows: its
     /// counts, rejects and renewal info).
     package var absorb: (_ merger: Merger) throws -> Void
@@ -61,12 +62,10 @@ package struct IncrementalState {
     package var capture: WinnerCapture?
 
     package init(
-        absorbed: Set<Int>, slots: Int, pieces: Int, absorb: @escaping (Merger) throws -> Void,
+        absorbed: Set<Int>, pieces: Int, absorb: @escaping (Merger) throws -> Void,
         load: @escaping @Sendable (Merger, Int, Int) throws -> Void, capture: WinnerCapture?
     ) {
-        precondition(pieces <= slots, "a slot for every piece")
         self.absorbed = absorbed
-        self.slots = slots
         self.pieces = pieces
         self.absorb = absorb
         self.load = load

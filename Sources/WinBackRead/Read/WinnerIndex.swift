@@ -41,9 +41,14 @@ struct WinnerIndex {
         UInt32(truncatingIfNeeded: (UInt64(bitPattern: key) &* 0x9E37_79B9_7F4A_7C15) >> 32)
     }
 
-    /// The first slot a hash is looked for in, among `n`: from its bits below the shared ones.
+    /// The first slot a hash is looked for in, among `n`: from its bits below the `shift` shared ones.
     @inline(__always)
-    private func home(_ h: UInt32, _ n: Int) -> Int { Int((UInt64(h &<< UInt32(shift)) &* UInt64(n)) >> 32) }
+    private static func home(_ h: UInt32, _ n: Int, shift: Int) -> Int {
+        Int((UInt64(h &<< UInt32(shift)) &* UInt64(n)) >> 32)
+    }
+
+    @inline(__always)
+    private func home(_ h: UInt32, _ n: Int) -> Int { WinnerIndex.home(h, n, shift: shift) }
 
     /// A hint to fetch the slot of a key whose hash is `h` before it is looked up: a batch of
     /// keys known ahead then waits on memory once, not per key.
@@ -101,11 +106,10 @@ struct WinnerIndex {
     private mutating func grow(to n: Int) {
         let old = slots
         slots = Array(repeating: WinnerIndex.empty, count: n)
-        let shift = UInt32(shift)
+        let shift = shift
         slots.withUnsafeMutableBufferPointer { s in
             for v in old where v != WinnerIndex.empty {
-                let h = UInt32(truncatingIfNeeded: v >> 32) &<< shift
-                var i = Int((UInt64(h) &* UInt64(n)) >> 32)
+                var i = WinnerIndex.home(UInt32(truncatingIfNeeded: v >> 32), n, shift: shift)
                 while s[i] != WinnerIndex.empty {
                     i += 1
                     if i == n { i = 0 }
