@@ -92,17 +92,50 @@ import WinBackTestSupport
                     "2025-0\(1 + rng.below(9))-\(day < 10 ? "0" : "")\(day)", "2025-12-01",
                     group: ["g1", "g2", "G"][rng.below(3)], customer: "c\(rng.below(2_000))"))
         }
-        func snapshot(_ c: CustomerRows) -> [String] {
-            (0..<c.count).map { k in
-                "\(w.strings.string(c.groups[k])) \(w.strings.string(c.originalTransactionIds[k])): "
-                    + c.rows(of: k).map { w.strings.string($0.transactionId) }.joined(separator: ",")
-            }
+        let expected = Self.grouped(rows, w)
+        #expect(expected.count > 5_000)
+        for threads in [1, 2, 3, 7] {
+            #expect(Self.snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads), w) == expected)
         }
-        // Customers bytewise by (group, id); a customer's rows by (purchaseDate, transactionId).
+    }
+
+    /// A bucket of more rows than are copied out to be placed (two customers', here, their rows
+    /// mixed) is placed by following its cycles, beside buckets that are copied: the same
+    /// grouping. On one thread the two customers share a bucket (of two customers, the region
+    /// holding 602); on two, each is a region's bucket of its own, larger than the copy too.
+    @Test(arguments: [1, 2])
+    func aBucketTooLargeToCopyIsPlacedAlongItsCycles(threads: Int) {
+        let w = TestWorld()
+        var rng = SplitMix64(seed: 5)
+        var rows: [Transaction] = []
+        let big = CustomerRows.copyLimit + 1_500
+        for k in 0..<(big + 3_000) {
+            let day = 1 + rng.below(28)
+            let customer = k < big ? "b\(k % 2)" : "c\(rng.below(600))"
+            rows.append(
+                w.tx(
+                    "2025-0\(1 + rng.below(9))-\(day < 10 ? "0" : "")\(day)", "2025-12-01", group: "g",
+                    customer: customer, id: "t\(k)"))
+        }
+        for i in rows.indices.reversed() { rows.swapAt(i, rng.below(i + 1)) }
+        let customers = CustomerRows.build(rows: rows, strings: w.strings, threads: threads)
+        #expect(customers.rows(of: 0).count + customers.rows(of: 1).count == big)
+        #expect(Self.snapshot(customers, w) == Self.grouped(rows, w))
+    }
+
+    private static func snapshot(_ c: CustomerRows, _ w: TestWorld) -> [String] {
+        (0..<c.count).map { k in
+            "\(w.strings.string(c.groups[k])) \(w.strings.string(c.originalTransactionIds[k])): "
+                + c.rows(of: k).map { w.strings.string($0.transactionId) }.joined(separator: ",")
+        }
+    }
+
+    /// Customers bytewise by (group, id); a customer's rows by (purchaseDate, transactionId).
+    private static func grouped(_ rows: [Transaction], _ w: TestWorld) -> [String] {
         let byCustomer = Dictionary(grouping: rows) {
             [w.strings.string($0.subscriptionGroupId), w.strings.string($0.originalTransactionId)]
         }
-        let expected = byCustomer.keys.sorted {
+        return byCustomer.keys.sorted {
             $0.lexicographicallyPrecedes($1) { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
         }
         .map { key in
@@ -110,10 +143,6 @@ import WinBackTestSupport
                 + byCustomer[key]!.map { ($0.purchaseDate, w.strings.string($0.transactionId)) }
                 .sorted { $0.0 != $1.0 ? $0.0 < $1.0 : Array($0.1.utf8).lexicographicallyPrecedes(Array($1.1.utf8)) }
                 .map(\.1).joined(separator: ",")
-        }
-        #expect(expected.count > 5_000)
-        for threads in [1, 2, 3, 7] {
-            #expect(snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads)) == expected)
         }
     }
 }
