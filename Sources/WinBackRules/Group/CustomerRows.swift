@@ -419,48 +419,84 @@ public struct CustomerRows: @unchecked Sendable {
         let buckets = customers.isEmpty ? 0 : (customers.count - 1) >> shift + 1
         var next = (0..<buckets).map { starts[first + $0 << shift] }
         let end = (0..<buckets).map { $0 + 1 < buckets ? starts[first + ($0 + 1) << shift] : hi }
-        // Room for a bucket's rows, so that each is copied out and then written to its place
-        // (stores that do not wait on each other) rather than carried along its cycle (a load
-        // that waits on the one before); a bucket larger than `copyLimit` rows is carried.
-        let largest = (0..<buckets).reduce(0) { max($0, end[$1] - next[$1]) }
-        let scratch = UnsafeMutableBufferPointer<CompactRow>.allocate(capacity: min(largest, copyLimit))
-        defer { scratch.deallocate() }
+        // Room for a bucket's rows and their order, so that each row is copied out, its
+        // customer's rows sorted as indexes, and each row written once to its sorted place
+        // (stores that do not wait on each other), rather than carried along its cycle (a load
+        // that waits on the one before) and then sorted where it lands (56 bytes a swap); a
+        // bucket larger than `copyLimit` rows is carried.
+        let room = min((0..<buckets).reduce(0) { max($0, end[$1] - next[$1]) }, copyLimit)
+        let copy = UnsafeMutableBufferPointer<CompactRow>.allocate(capacity: room)
+        let order = UnsafeMutableBufferPointer<Int32>.allocate(capacity: room)
+        defer {
+            copy.deallocate()
+            order.deallocate()
+        }
         distribute(
             rows, ranks, next: &next, end: end, bucket: { (Int($0) - first) >> shift },
             done: { b in
-                place(
-                    rows, ranks, range: starts[first + b << shift]..<end[b], first: first, fill: &fill,
-                    scratch: scratch)
-                sortByDate(
-                    rows, customers: (first + b << shift)..<min(first + (b + 1) << shift, customers.upperBound),
-                    starts: starts, strings: strings)
+                let those = (first + b << shift)..<min(first + (b + 1) << shift, customers.upperBound)
+                let range = starts[those.lowerBound]..<end[b]
+                if range.count <= room {
+                    placeSorted(
+                        rows, ranks, customers: those, first: first, fill: &fill, starts: starts, strings: strings,
+                        copy: copy, order: order)
+                } else {
+                    carry(rows, ranks, range: range, first: first, fill: &fill)
+                    sortByDate(rows, customers: those, starts: starts, strings: strings)
+                }
             })
     }
 
     /// The most rows of a bucket ``placeRegion`` copies out to place (3.5 MB).
     static let copyLimit = 1 << 16
 
+    /// The rows of `customers` (consecutive customers of a region whose first is `first`, their
+    /// rows among `starts[customers]`), each written to its place: copied out to `copy`, their
+    /// indexes there gathered by customer in `order` (at the offsets `fill`, the next free
+    /// place of each of the region's customers, gives) and sorted by (purchaseDate,
+    /// transactionId), then each row written from the copy in that order.
+    @inline(__always)
+    private static func placeSorted(
+        _ rows: UnsafeMutableBufferPointer<CompactRow>, _ ranks: UnsafeMutableBufferPointer<Int32>,
+        customers: Range<Int>, first: Int, fill: inout [Int], starts: [Int], strings: StringTable,
+        copy: UnsafeMutableBufferPointer<CompactRow>, order: UnsafeMutableBufferPointer<Int32>
+    ) {
+        let lo = starts[customers.lowerBound]
+        let n = starts[customers.upperBound] - lo
+        let base = rows.baseAddress!
+        let from = copy.baseAddress!
+        from.update(from: base + lo, count: n)
+        // Customer k's rows go to starts[k]...: their indexes in the copy, at the same offsets
+        // in `order`.
+        for i in 0..<n {
+            let c = Int(ranks[lo + i]) - first
+            order[fill[c] - lo] = Int32(i)
+            fill[c] += 1
+        }
+        for k in customers {
+            let a = starts[k] - lo
+            let z = starts[k + 1] - lo
+            if z - a > 1 {
+                var mine = UnsafeMutableBufferPointer(rebasing: order[a..<z])
+                mine.sort { i, j in
+                    let (x, y) = (from[Int(i)], from[Int(j)])
+                    return x.purchaseDate != y.purchaseDate
+                        ? x.purchaseDate < y.purchaseDate : strings.less(x.transactionId, y.transactionId)
+                }
+            }
+            for j in a..<z { base[lo + j] = from[Int(order[j])] }
+        }
+    }
+
     /// The rows of `range` (whole customers of a region whose first customer is `first`), each
-    /// moved to its place, the next free one of its customer (in `fill`): copied out to
-    /// `scratch` and written back in place when they fit there, otherwise by following the
+    /// moved to its place, the next free one of its customer (in `fill`), by following the
     /// cycles of that permutation, each row's destination kept in `ranks` (the rank is no
     /// longer needed once read).
     @inline(__always)
-    private static func place(
+    private static func carry(
         _ rows: UnsafeMutableBufferPointer<CompactRow>, _ ranks: UnsafeMutableBufferPointer<Int32>,
-        range: Range<Int>, first: Int, fill: inout [Int], scratch: UnsafeMutableBufferPointer<CompactRow>
+        range: Range<Int>, first: Int, fill: inout [Int]
     ) {
-        if range.count <= scratch.count {
-            let base = rows.baseAddress!
-            let copy = scratch.baseAddress!
-            copy.update(from: base + range.lowerBound, count: range.count)
-            for i in range {
-                let c = Int(ranks[i]) - first
-                (base + fill[c]).pointee = copy[i - range.lowerBound]
-                fill[c] += 1
-            }
-            return
-        }
         for i in range {
             let c = Int(ranks[i]) - first
             ranks[i] = Int32(fill[c])
