@@ -138,6 +138,8 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
     private var slots: [UInt64] = []
     /// Whether ``freeze()`` was called.
     private var frozen = false
+    /// Whether values were listed without an index (``list(_:)``): none is interned then.
+    private var listed = false
 
     private static var empty: UInt64 { UInt64.max }
 
@@ -173,7 +175,7 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
     /// The number of `v`: the next one if new.
     @inline(__always)
     mutating func intern(_ v: Value) -> Int32 {
-        precondition(!frozen, "a frozen table takes no new value")
+        precondition(!frozen && !listed, "a frozen or listed table interns no value")
         if slots.isEmpty { slots = Array(repeating: ColumnTable.empty, count: 16) }
         let mask = slots.count - 1
         let h = v.columnHash
@@ -194,6 +196,18 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
         values.append(v)
         if values.count * 2 > slots.count { grow() }
         return n
+    }
+
+    /// Appends `v` without looking for it (a table of values that repeat too rarely to be
+    /// worth an index): its number is the next one, even if an equal value has one. A listed
+    /// table interns nothing afterwards.
+    @inline(__always)
+    mutating func list(_ v: Value) -> Int32 {
+        precondition(!frozen && slots.isEmpty, "values listed only in a table without an index")
+        precondition(values.count < Int(Int32.max), "fewer than two billion values")
+        listed = true
+        values.append(v)
+        return Int32(values.count - 1)
     }
 
     private mutating func grow() {
@@ -248,7 +262,7 @@ public struct RowColumns: Sendable {
     }
 
     /// `t` as a compact row without its token (-1), its terms entered in the table: the
-    /// token is entered later (``intern(tokens:of:)``).
+    /// token is listed apart (``list(token:)``).
     @inline(__always)
     package mutating func compactTerms(_ t: Transaction) -> CompactRow {
         let terms = terms.intern(t.terms)
@@ -258,22 +272,11 @@ public struct RowColumns: Sendable {
             terms: terms, token: -1)
     }
 
-    /// Enters `pending` (tokens of rows, each row's ``CompactRow/token`` its index there) and
-    /// rewrites those rows' tokens to their numbers here: a batch whose slots are fetched
-    /// ahead, so that a table of a file's customers, larger than the caches, is waited on
-    /// once for several rows.
-    package mutating func intern(tokens pending: [AppAccountToken], of rows: UnsafeMutableBufferPointer<CompactRow>) {
-        let ahead = 8
-        var next = 0
-        for i in rows.indices where rows[i].token >= 0 {
-            let p = Int(rows[i].token)
-            while next < pending.count && next <= p + ahead {
-                tokens.prefetch(pending[next])
-                next += 1
-            }
-            rows[i].token = tokens.intern(pending[p])
-        }
-    }
+    /// The number of token `v`, listed without looking for it (a file's tokens: nearly every one
+    /// is new to its file, and the run's table finds those that repeat when the file is merged,
+    /// ``merge(_:strings:)``). Tokens listed, none is interned in these columns.
+    @inline(__always)
+    package mutating func list(token v: AppAccountToken) -> Int32 { tokens.list(v) }
 
     /// Row `r` (of these columns) as a transaction.
     @inlinable @inline(__always)

@@ -14,11 +14,6 @@ package struct RowChunks {
     /// The last chunk's first row: where the next rows go until it is full.
     private var last = UnsafeMutablePointer<CompactRow>(bitPattern: MemoryLayout<CompactRow>.alignment)!
     package private(set) var count = 0
-    /// The tokens of the last chunk's rows, not yet entered in ``columns``: a row's token is
-    /// its index here until its chunk is settled (``settle()``), all of its tokens at once.
-    private var pending: [AppAccountToken] = []
-    /// Rows whose tokens are entered: all but the last chunk's latest.
-    private var settled = 0
 
     init(store: TransactionRows) { self.store = store }
 
@@ -32,7 +27,6 @@ package struct RowChunks {
     private mutating func nextPlace() throws -> UnsafeMutablePointer<CompactRow> {
         let k = count & (TransactionRows.chunkRows - 1)
         if k == 0 {
-            settle()
             let c = try store.takeChunk()
             numbers.append(c.number)
             chunks.append(c.rows)
@@ -42,16 +36,16 @@ package struct RowChunks {
     }
 
     /// A value, so that appending through a class's stored property changes it in place and
-    /// takes no reference per row.
+    /// takes no reference per row. Its token is listed, not looked for (``RowColumns/list(token:)``):
+    /// a file's rows decoded thus take no token table, and the tokens of a part file's sections
+    /// (``enter(section:)``), many of them repeated from section to section, one (a file holds
+    /// one kind of rows or the other).
     @inline(__always)
     mutating func append(_ t: Transaction) throws {
         let place = try nextPlace()
         var r = columns.compactTerms(t)
         let token = t.appAccountToken
-        if !token.isNone {
-            r.token = Int32(pending.count)
-            pending.append(token)
-        }
+        if !token.isNone { r.token = columns.list(token: token) }
         place.initialize(to: r)
         count += 1
     }
@@ -59,7 +53,6 @@ package struct RowChunks {
     /// Enters the shared columns of a part file section (``RowCodec``) in ``columns``, each
     /// value once, for the section's rows that follow (``append(sectionRow:)``).
     package mutating func enter(section: RowColumns) {
-        settle()
         sectionTerms = section.terms.values.map { columns.enter(terms: $0) }
         sectionTokens = columns.enter(tokens: section.tokens.values)
     }
@@ -74,19 +67,6 @@ package struct RowChunks {
         if r.token >= 0 { r.token = sectionTokens[Int(r.token)] }
         place.initialize(to: r)
         count += 1
-        settled = count
-    }
-
-    /// Enters the tokens of the rows appended since the last time in ``columns`` (rows of
-    /// the last chunk: a new chunk settles the one before): rows are read only once settled.
-    mutating func settle() {
-        defer { settled = count }
-        guard !pending.isEmpty else { return }
-        let start = (count - 1) & ~(TransactionRows.chunkRows - 1)
-        precondition(settled >= start, "only the last chunk's rows wait")
-        columns.intern(
-            tokens: pending, of: UnsafeMutableBufferPointer(start: last + (settled - start), count: count - settled))
-        pending.removeAll(keepingCapacity: true)
     }
 
     @inline(__always)
@@ -95,15 +75,12 @@ package struct RowChunks {
     /// Row `i` as it is kept.
     @inline(__always)
     package func stored(_ i: Int) -> CompactRow {
-        precondition(pending.isEmpty, "rows read once settled")
-        return chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
+        chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
     }
 
     /// Hands the columns over (to the run's, ``Merger``), which the rows' indexes are then
     /// rewritten to: these rows are no longer read through ``subscript(_:)``.
     mutating func takeColumns() -> RowColumns {
-        precondition(pending.isEmpty, "rows read once settled")
-        pending = []
         defer { columns = RowColumns() }
         return columns
     }
@@ -112,7 +89,6 @@ package struct RowChunks {
     /// for loops over every row, which then hold no reference per row.
     @inline(__always)
     func withChunks<R>(_ body: (UnsafeBufferPointer<UnsafeMutablePointer<CompactRow>>) throws -> R) rethrows -> R {
-        precondition(pending.isEmpty, "rows read once settled")
-        return try chunks.withUnsafeBufferPointer(body)
+        try chunks.withUnsafeBufferPointer(body)
     }
 }

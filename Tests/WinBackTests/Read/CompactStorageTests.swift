@@ -199,11 +199,11 @@ extension ReadStageTests {
             #expect(table.count == first.count)
         }
 
-        /// A file's tokens are entered a chunk at a time (or when its rows are read, a section
-        /// of a part file being settled midway through a chunk): every row reads back its own
-        /// token, across chunk boundaries and settles at any row.
-        @Test(arguments: [[], [1], [5, 4_096, 4_097], [4_095, 4_096, 9_000, 9_001]])
-        func tokensEnteredLaterReadBackRowByRow(settleAt: [Int]) throws {
+        /// A file's tokens are listed row by row, not looked for (nearly all are new to their
+        /// file): every row reads back its own token, across chunk boundaries; merged into a
+        /// run's columns, a repeated token takes one number there, numbered in order of first
+        /// appearance, as when the file's table kept each token once.
+        @Test func aFilesTokensAreListedAndFoundOnceInTheRunsTable() throws {
             let store = try TransactionRows(reservingForRead: ())
             var chunks = RowChunks(store: store)
             var rng = SplitMix64(seed: 9)
@@ -214,13 +214,20 @@ extension ReadStageTests {
                     i % 5 == 0 ? .none : AppAccountToken(high: UInt64(i % 700), low: 1, kind: .lowercase)
                 return t
             }
-            for (i, t) in all.enumerated() {
-                if settleAt.contains(i) { chunks.settle() }
-                try chunks.append(t)
-            }
-            chunks.settle()
+            for t in all { try chunks.append(t) }
             #expect((0..<all.count).allSatisfy { chunks[$0] == all[$0] })
-            #expect(chunks.columns.tokens.count == 700 - 700 / 5)
+            let withToken = all.filter { !$0.appAccountToken.isNone }
+            #expect(chunks.columns.tokens.count == withToken.count)
+            let rows = (0..<all.count).map { chunks.stored($0) }
+            var run = RowColumns()
+            let (_, tokens) = run.merge(chunks.takeColumns(), strings: Array(Int32(0)..<8).span)
+            var firstSeen: [AppAccountToken] = []
+            for t in withToken where !firstSeen.contains(t.appAccountToken) { firstSeen.append(t.appAccountToken) }
+            #expect(firstSeen.count == 700 - 700 / 5)
+            #expect(run.tokens.values == firstSeen)
+            for (t, r) in zip(all, rows) where r.token >= 0 {
+                #expect(run.tokens[tokens[Int(r.token)]] == t.appAccountToken)
+            }
         }
 
         @Test func aRowTakesOneHundredFourBytesAndItsFlagsAreIndependent() {
