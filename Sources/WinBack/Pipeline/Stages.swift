@@ -66,8 +66,8 @@ public struct ReadOptions {
 
 extension Stage {
     /// The read stage: reads every transaction file and renewal-info file of the pipeline
-    /// (docs/rules.md §2, §3 rule 1). With several threads the renewal info is read alongside
-    /// the transactions.
+    /// (docs/rules.md §2, §3 rule 1). With several threads the renewal info is read by one of
+    /// the threads reading the transactions, first.
     ///
     /// With a state (``ReadOptions/incremental(_:)``, docs/rules.md §12) only the files its
     /// state did not absorb are read, and the next state is written as the rows are merged; a
@@ -109,16 +109,12 @@ extension Stage {
                     paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, limits: p.limits)
             }
         }
-        let renewing = DispatchGroup()
-        if p.threads > 1 { DispatchQueue.global().async(group: renewing, execute: readRenewals) }
-        let set: TransactionSet
-        do {
-            defer { renewing.wait() }
-            set = try TransactionReader.read(
-                inputs: p.inputs, format: p.config.format, products: p.config.products, threads: p.threads,
-                inflater: p.inflater, only: only, progress: progress, environment: p.config.environment,
-                signed: p.signed, limits: p.limits, state: state)
-        }
+        // Not on a thread of its own: three threads on two cores shared one of them for a while
+        // after the renewal info was read (docs/performance.md).
+        let set = try TransactionReader.read(
+            inputs: p.inputs, format: p.config.format, products: p.config.products, threads: p.threads,
+            inflater: p.inflater, only: only, progress: progress, environment: p.config.environment,
+            signed: p.signed, limits: p.limits, state: state, beside: p.threads > 1 ? readRenewals : nil)
         if p.threads == 1 { readRenewals() }
         let renewals = try renewalRead[0]!.get()
         // Renewal info found among signed transactions, then that of the renewal-info files.

@@ -320,11 +320,13 @@ public enum TransactionReader {
     ///   - signed: how `appstore-signed` files are verified (default: against Apple's root).
     ///   - state: of an incremental run (docs/rules.md §12): the files it absorbed are not read;
     ///     its rows and counts stand for them.
+    ///   - beside: work of the run's to be done on one of the threads that read the files, before
+    ///     any file (the renewal info): on a thread of its own it would take a core from them.
     package static func read(
         inputs: [Input], format name: InputFormat = .appstoreNDJSON, products: [String: String] = [:], threads: Int,
         inflater: Inflater = .zlib, only: [String]? = nil, progress: @escaping @Sendable (Int) -> Void = { _ in },
         environment: String = "Production", signed: SignedReading? = nil, limits: ReadLimits = .default,
-        state: IncrementalState? = nil
+        state: IncrementalState? = nil, beside: (@Sendable () -> Void)? = nil
     ) throws -> TransactionSet {
         let paths = inputs.map(\.path)
         let fmt = format(name, products: products, signed: signed)
@@ -338,8 +340,13 @@ public enum TransactionReader {
         try state?.absorb(merger)
         let pieces = state?.pieces ?? 0
         let load = state?.load
-        let schedule = bySize + Array(paths.count..<paths.count + pieces)
+        let besideAt = paths.count + pieces
+        let schedule = (beside == nil ? [] : [besideAt]) + bySize + Array(paths.count..<besideAt)
         try parallelFor(count: schedule.count, threads: threads, order: schedule) { i in
+            if i == besideAt {
+                beside!()
+                return
+            }
             if i >= paths.count {
                 try load!(merger, i - paths.count, i)
                 return

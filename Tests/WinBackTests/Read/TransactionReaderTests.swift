@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import WinBackTestSupport
 
@@ -47,6 +48,40 @@ extension ReadStageTests {
                 #expect(kept(set) == ["x": 1_001, "y": 1_002])
                 #expect(set.counters.duplicates == 3)
                 #expect(set.counters.rowsRead == 5)
+            }
+        }
+
+        /// Work given to be done beside the files (the renewal info) runs once, on one of the
+        /// threads reading them, taken before any file (on one thread, done before any file is
+        /// read): with files or none, and when a file fails; the rows read are the same.
+        @Test(arguments: [1, 2, 3])
+        func workBesideTheFilesRunsOnceBeforeAnyFile(threads: Int) throws {
+            try ReadSupport.withTempDir { dir in
+                let paths = try writeFiles(
+                    [
+                        ("a.jsonl.gz", [line("x", signed: 300, version: 1), line("y", signed: 100, version: 1)]),
+                        ("b.jsonl.gz", [line("x", signed: 200, version: 2)]),
+                    ], in: dir)
+                let seen = Mutex<[String]>([])
+                let progress: @Sendable (Int) -> Void = { _ in seen.withLock { $0.append("file") } }
+                let set = try TransactionReader.read(
+                    inputs: paths.map(InputStores.lookUp), threads: threads, progress: progress,
+                    beside: { seen.withLock { $0.append("beside") } })
+                #expect(kept(set) == ["x": 1_001, "y": 1_001])
+                let order = seen.withLock { $0 }
+                #expect(order.filter { $0 == "beside" }.count == 1 && order.count > 1)
+                if threads == 1 { #expect(order.first == "beside") }
+                let none = Mutex(0)
+                _ = try TransactionReader.read(inputs: [], threads: threads, beside: { none.withLock { $0 += 1 } })
+                #expect(none.withLock { $0 } == 1)
+                let broken = try ReadSupport.write("not gzip", to: dir.appendingPathComponent("c.jsonl.gz"))
+                let failing = Mutex(0)
+                #expect(throws: (any Error).self) {
+                    _ = try TransactionReader.read(
+                        inputs: (paths + [broken]).map(InputStores.lookUp), threads: threads,
+                        beside: { failing.withLock { $0 += 1 } })
+                }
+                #expect(failing.withLock { $0 } == 1)
             }
         }
 
