@@ -65,6 +65,12 @@ import CWinBackShims
             self.mask = mask
         }
 
+        /// A hint to fetch the slot of `key` before it is looked up.
+        @inlinable @inline(__always)
+        package func prefetch(_ key: Int64) {
+            winback_prefetch(slots.baseAddress! + Int64Map.slot(key, mask))
+        }
+
         /// The value of `key`, or nil.
         @inlinable @inline(__always)
         package func find(_ key: Int64) -> UInt32? {

@@ -72,6 +72,15 @@ public struct RenewalIndex: Sendable {
         return found
     }
 
+    /// A hint to fetch the slot ``known(at:originalTransactionId:)`` looks `originalTransactionId`
+    /// up in first: a loop over customers asks for the next ones' ahead, so that the index,
+    /// far larger than the caches, is not waited on for each customer.
+    @inline(__always)
+    public func prefetch(originalTransactionId: TransactionKey) {
+        guard finished, !entries.isEmpty else { return }
+        groups.withLookup { $0.prefetch(originalTransactionId.raw) }
+    }
+
     /// The renewal info of `originalTransactionId`, oldest first (for equal dates, in the
     /// order added); call once finished.
     package func infos(of originalTransactionId: TransactionKey) -> [RenewalInfo] {

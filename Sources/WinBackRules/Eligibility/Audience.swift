@@ -207,7 +207,11 @@ public struct Audience: Sendable {
             var funnel = [FunnelRow](repeating: FunnelRow(), count: book.offers.count)
             var state = piece()
             var winBacks = LatestWinBacks()
+            let ahead = 2
             for k in pieces[p] {
+                if k + ahead < pieces[p].upperBound {
+                    renewals?.prefetch(originalTransactionId: customers.originalTransactionIds[k + ahead])
+                }
                 let group = customers.groups[k]
                 let renewal = renewals?.known(at: t, originalTransactionId: customers.originalTransactionIds[k])
                 customers.rows(of: k, into: &rows)
