@@ -143,7 +143,7 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
 
     private static var empty: UInt64 { UInt64.max }
 
-    init() {}
+    package init() {}
 
     /// A frozen table of `values` (a part file section's, all distinct): read only.
     init(frozen values: [Value]) {
@@ -174,7 +174,7 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
 
     /// The number of `v`: the next one if new.
     @inline(__always)
-    mutating func intern(_ v: Value) -> Int32 {
+    package mutating func intern(_ v: Value) -> Int32 {
         precondition(!frozen && !listed, "a frozen or listed table interns no value")
         if slots.isEmpty { slots = Array(repeating: ColumnTable.empty, count: 16) }
         let mask = slots.count - 1

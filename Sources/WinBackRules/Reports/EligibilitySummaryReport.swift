@@ -46,7 +46,7 @@ public enum EligibilitySummaryReport {
     ]
 
     /// A summary key in interned ids.
-    struct Key: Hashable {
+    struct Key: Hashable, ColumnValue {
         var group: Int32
         var product: Int32
         var paidMonths: Int64
@@ -54,29 +54,54 @@ public enum EligibilitySummaryReport {
         var monthsSinceWinBack: Int64?
         var storefront: Int32
 
-        /// The fields folded into one word, hashed once: a churned customer's key is hashed for
-        /// every customer counted, and a field at a time cost six rounds of the hasher.
-        func hash(into hasher: inout Hasher) {
+        /// The fields folded into one word.
+        @inline(__always)
+        var columnHash: UInt64 {
             @inline(__always) func mix(_ h: UInt64, _ v: UInt64) -> UInt64 { (h ^ v) &* 0x9E37_79B9_7F4A_7C15 }
             var h = UInt64(UInt32(bitPattern: group)) | UInt64(UInt32(bitPattern: product)) << 32
             h = mix(h, UInt64(bitPattern: paidMonths))
             h = mix(h, UInt64(bitPattern: monthsSince))
             h = mix(h, monthsSinceWinBack.map { UInt64(bitPattern: $0) } ?? 0xFFFF_0000_FFFF_0000)
             h = mix(h, UInt64(UInt32(bitPattern: storefront)))
-            hasher.combine(h)
+            return h
         }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(columnHash) }
+    }
+
+    /// Churned customers per key: the keys numbered in a ``ColumnTable`` (found by their folded
+    /// word, not through the standard library's seeded hasher: a key is looked up for every
+    /// churned customer), their counts beside.
+    struct Tally {
+        private var keys = ColumnTable<Key>()
+        private var counts: [Int] = []
+
+        /// Adds `n` customers of `key`.
+        @inline(__always)
+        mutating func add(_ key: Key, _ n: Int = 1) {
+            let i = Int(keys.intern(key))
+            if i == counts.count { counts.append(n) } else { counts[i] += n }
+        }
+
+        /// Adds another tally's counts.
+        mutating func add(_ other: Tally) {
+            for (k, n) in zip(other.keys.values, other.counts) { add(k, n) }
+        }
+
+        /// Each key and its count, in the order the keys were first counted.
+        var pairs: [(key: Key, value: Int)] { zip(keys.values, counts).map { (key: $0, value: $1) } }
     }
 
     /// Counts a churned customer; `lastWinBackEnd` is the latest expiresDate of their PURCHASED
     /// win-back rows known at T, nil without one.
     static func count(
-        group: Int32, _ tl: CustomerTimeline, lastWinBackEnd: Int64?, asOf t: Int64, into tally: inout [Key: Int]
+        group: Int32, _ tl: CustomerTimeline, lastWinBackEnd: Int64?, asOf t: Int64, into tally: inout Tally
     ) {
         guard tl.state == .churned else { return }
         let key = Key(
             group: group, product: tl.productId, paidMonths: tl.paidMonths, monthsSince: tl.monthsSinceLastSubscribed,
             monthsSinceWinBack: lastWinBackEnd.map { MonthMath.wholeMonths($0, t) }, storefront: tl.storefront)
-        tally[key, default: 0] += 1
+        tally.add(key)
     }
 
     /// The latest expiresDate of the customer's PURCHASED win-back rows known at `t`, if any.
@@ -89,7 +114,13 @@ public enum EligibilitySummaryReport {
     }
 
     /// Rows sorted by the key columns: text bytewise, numbers as numbers, empty first.
-    static func rows(_ tally: [Key: Int], strings: StringTable) -> [EligibilitySummaryRow] {
+    static func rows(_ tally: Tally, strings: StringTable) -> [EligibilitySummaryRow] {
+        rows(tally.pairs, strings: strings)
+    }
+
+    /// The same, of keys and their counts in any order (each key once).
+    static func rows<Counts: Collection>(_ tally: Counts, strings: StringTable) -> [EligibilitySummaryRow]
+    where Counts.Element == (key: Key, value: Int) {
         // Keys that differ only in storefronts of one territory (or missing from the ISO
         // table) meet here: in the merged keys, `storefront` holds the number of the
         // storefront's territory, looked up once per storefront.

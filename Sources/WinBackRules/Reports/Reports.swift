@@ -64,7 +64,7 @@ public struct Reports: Sendable {
         var redemptions: [RedemptionReport.Key: RedemptionRow] = [:]
         /// Months × catalog offers, month-major.
         var rates: [RedemptionRateRow]
-        var summary: [EligibilitySummaryReport.Key: Int] = [:]
+        var summary = EligibilitySummaryReport.Tally()
         /// Window months × catalog offers, month-major; empty without an experiment.
         var uplift: [UpliftRow]
         var retention: [RetentionReport.Key: RetentionRow] = [:]
@@ -82,9 +82,7 @@ public struct Reports: Sendable {
         mutating func add(_ o: Tally) {
             redemptions.add(o.redemptions)
             for i in rates.indices { rates[i] = rates[i] + o.rates[i] }
-            // Room for every key of both at once: growing key by key moved every entry again.
-            summary.reserveCapacity(summary.count + o.summary.count)
-            for (k, n) in o.summary { summary[k, default: 0] += n }
+            summary.add(o.summary)
             for i in uplift.indices { uplift[i] = uplift[i] + o.uplift[i] }
             retention.add(o.retention)
             revenue.add(o.revenue)

@@ -276,6 +276,44 @@ struct WinBackReportsTests {
         #expect(rows.reduce(0) { $0 + $1.churned } == 3_000)
     }
 
+    @Test("a summary tally counts as a dictionary does: keys whose folded words are equal stay apart, tallies add")
+    func summaryTallyCountsLikeADictionary() throws {
+        var rng = SplitMix64(seed: 4)
+        let table = StringTable()
+        let groups = ["g1", "g2"].map { table.intern($0) }
+        let storefronts = ["USA", "FRA", "DEU"].map { table.intern($0) }
+        func key() -> EligibilitySummaryReport.Key {
+            EligibilitySummaryReport.Key(
+                group: groups[rng.below(2)], product: groups[rng.below(2)], paidMonths: Int64(rng.below(40)),
+                monthsSince: Int64(rng.below(30)), monthsSinceWinBack: rng.below(3) == 0 ? nil : Int64(rng.below(5)),
+                storefront: storefronts[rng.below(3)])
+        }
+        // Two keys with the same folded word: a win-back month equal to the word that stands for none.
+        var a = key()
+        a.monthsSinceWinBack = nil
+        var b = a
+        b.monthsSinceWinBack = Int64(bitPattern: 0xFFFF_0000_FFFF_0000)
+        try #require(a.columnHash == b.columnHash && a != b)
+        var expected: [EligibilitySummaryReport.Key: Int] = [a: 2, b: 1]
+        var first = EligibilitySummaryReport.Tally()
+        var second = EligibilitySummaryReport.Tally()
+        first.add(a)
+        second.add(b)
+        second.add(a)
+        for i in 0..<20_000 {
+            let k = key()
+            expected[k, default: 0] += 1
+            if i % 3 == 0 { first.add(k) } else { second.add(k) }
+        }
+        first.add(second)
+        let got = first.pairs
+        #expect(Set(got.map(\.key)).count == got.count)
+        #expect(Dictionary(uniqueKeysWithValues: got.map { ($0.key, $0.value) }) == expected)
+        #expect(
+            EligibilitySummaryReport.rows(first, strings: table).map { "\($0)" }
+                == EligibilitySummaryReport.rows(expected, strings: table).map { "\($0)" })
+    }
+
     @Test("summary keys that differ only in storefronts of no known territory are counted as one row")
     func summaryMergesUnknownTerritories() {
         let strings = StringTable()
