@@ -36,10 +36,10 @@ package struct RowChunks {
     }
 
     /// A value, so that appending through a class's stored property changes it in place and
-    /// takes no reference per row. Its token is listed, not looked for (``RowColumns/list(token:)``):
-    /// a file's rows decoded thus take no token table, and the tokens of a part file's sections
-    /// (``enter(section:)``), many of them repeated from section to section, one (a file holds
-    /// one kind of rows or the other).
+    /// takes no reference per row. Its token is listed, not looked for
+    /// (``RowColumns/list(token:)``): nearly every token of a file is new to it. The tokens of a
+    /// part file's sections, which repeat from section to section, are entered once each
+    /// instead (``enter(section:)``); a file holds rows of one kind or the other.
     @inline(__always)
     mutating func append(_ t: Transaction) throws {
         let place = try nextPlace()

@@ -465,7 +465,7 @@ public struct CustomerRows: @unchecked Sendable {
         let n = starts[customers.upperBound] - lo
         let base = rows.baseAddress!
         let from = copy.baseAddress!
-        from.update(from: base + lo, count: n)
+        from.initialize(from: base + lo, count: n)  // rows are trivial: written over bucket after bucket
         // Customer k's rows go to starts[k]...: their indexes in the copy, at the same offsets
         // in `order`.
         for i in 0..<n {
