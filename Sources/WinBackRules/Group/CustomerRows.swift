@@ -134,6 +134,16 @@ public struct CustomerRows: @unchecked Sendable {
         @inline(__always)
         mutating func prefetch(_ k: Int64) { index.prefetch(k) }
 
+        /// A hint to fetch the group and id of the customer whose folded key is `k`, if numbered
+        /// (its slot fetched some rows before, ``prefetch(_:)``): most rows are of a customer
+        /// met before, whose group and id are then compared.
+        @inline(__always)
+        mutating func prefetchCustomer(_ k: Int64) {
+            guard let c = index.find(k) else { return }
+            groups.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + Int(c)) }
+            originals.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + Int(c)) }
+        }
+
         /// The number of customer (group, original), whose folded key is `k`, if already
         /// numbered; read only, through `lookup` (this part's index's).
         @inline(__always)
@@ -171,6 +181,7 @@ public struct CustomerRows: @unchecked Sendable {
                 var customers = PartCustomers(capacity: part.count / 4)
                 for i in part {
                     if i + 8 < part.upperBound { customers.prefetch(key(rows[i + 8])) }
+                    if i + 4 < part.upperBound { customers.prefetchCustomer(key(rows[i + 4])) }
                     let c = customers.number(
                         key(rows[i]), group: columns.group(rows[i]), original: rows[i].originalTransactionId)
                     local[i] = Int32(c)
