@@ -135,7 +135,7 @@ struct ShardPiecesTests {
         var wide: [UInt8] = []
         RowCodec.varint(RowCodec.zigzag(Int64(Int32.max) + 1), &wide)
         encoded.replaceSubrange(5..<6, with: wide)
-        encoded.withUnsafeBytes { b in
+        _ = encoded.withUnsafeBytes { b in
             #expect(throws: RowCodec.Malformed.self) { try RowCodec.decode(b, count: 1, strings: 2) { _ in } }
         }
         var same = encoded
@@ -169,7 +169,7 @@ struct ShardPiecesTests {
         func refused(_ change: (inout [UInt8]) -> Void, _ what: String) {
             var b = encoded
             change(&b)
-            b.withUnsafeBytes { b in
+            _ = b.withUnsafeBytes { b in
                 #expect(throws: RowCodec.Malformed.self, "\(what)") {
                     try RowCodec.decode(b, count: 1, strings: 2) { _ in }
                 }
