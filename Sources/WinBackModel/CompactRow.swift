@@ -274,7 +274,7 @@ public struct RowColumns: Sendable {
     }
 
     /// `t` as a compact row without its token (-1), its terms entered in the table: the
-    /// token is listed apart (``list(token:)``).
+    /// token is listed apart (``list(token:)``) or entered later (``intern(tokens:of:)``).
     @inline(__always)
     package mutating func compactTerms(_ t: Transaction) -> CompactRow {
         let terms = terms.intern(t.terms)
@@ -286,9 +286,36 @@ public struct RowColumns: Sendable {
 
     /// The number of token `v`, listed without looking for it (a file's tokens: nearly every one
     /// is new to its file, and the run's table finds those that repeat when the file is merged,
-    /// ``merge(_:strings:)``). Tokens listed, none is interned in these columns.
+    /// ``merge(_:strings:)``). Tokens listed, none is interned in these columns until
+    /// ``internListedTokens()``.
     @inline(__always)
     package mutating func list(token v: AppAccountToken) -> Int32 { tokens.list(v) }
+
+    /// Keeps each listed token once, in a table that interns from now on; returns where each
+    /// listed token is now (a file with more tokens than are worth listing: those of a
+    /// customer's rows repeat).
+    package mutating func internListedTokens() -> [Int32] {
+        let listed = tokens.values
+        tokens = ColumnTable()
+        return enter(tokens: listed)
+    }
+
+    /// Enters `pending` (tokens of rows, each row's ``CompactRow/token`` its index there) and
+    /// rewrites those rows' tokens to their numbers here: a batch whose slots are fetched
+    /// ahead, so that a table of a file's customers, larger than the caches, is waited on
+    /// once for several rows.
+    package mutating func intern(tokens pending: [AppAccountToken], of rows: UnsafeMutableBufferPointer<CompactRow>) {
+        let ahead = 8
+        var next = 0
+        for i in rows.indices where rows[i].token >= 0 {
+            let p = Int(rows[i].token)
+            while next < pending.count && next <= p + ahead {
+                tokens.prefetch(pending[next])
+                next += 1
+            }
+            rows[i].token = tokens.intern(pending[p])
+        }
+    }
 
     /// Row `r` (of these columns) as a transaction.
     @inlinable @inline(__always)

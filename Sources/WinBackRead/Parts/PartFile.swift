@@ -229,6 +229,7 @@ package final class PartReader {
         }
         guard let (file, _) = try section(begin, columns: { out!.enter(section: $0) }, { try out!.add(sectionRow: $0) })
         else { return nil }
+        out!.rows.settle()
         return (file, out!)
     }
 
@@ -236,7 +237,8 @@ package final class PartReader {
     /// sections share one table); returns the index of the section's file, nil at the end of
     /// the part file, once its size and SHA-256 are checked.
     package func next(into rows: inout StateRows) throws -> Int? {
-        try section(
+        defer { rows.rows.settle() }
+        return try section(
             { _, _ in rows.table }, columns: { rows.rows.enter(section: $0) }, { try rows.rows.append(sectionRow: $0) }
         )?.file
     }

@@ -150,6 +150,7 @@ package final class Merger: @unchecked Sendable {
     /// of several files, each row's index in sorted path order given, in (file, line) order.
     package func add(_ f: FileRows, index: Int, ranks: [UInt32]? = nil) {
         precondition(ranks == nil || ranks!.count == f.rows.count, "a rank for every row")
+        f.rows.settle()
         let (slot, maps) = lock.withLock {
             let slot = Slot(
                 counts: f.counts, meeting: .entering, rows: f.rows, map: strings.merge(f.table), renewals: f.renewals,
@@ -181,6 +182,8 @@ package final class Merger: @unchecked Sendable {
     /// only look their keys up once every file's entered (``deduplicate(threads:)``).
     package func add(_ s: StateRows, index: Int) {
         precondition(s.ranks.count == s.rows.count, "a rank for every row")
+        var s = s
+        s.rows.settle()
         let (slot, maps) = lock.withLock {
             let slot = Slot(
                 counts: nil, meeting: .lookingUp, rows: s.rows, map: strings.merge(s.table), renewals: [],

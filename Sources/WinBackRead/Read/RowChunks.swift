@@ -14,6 +14,20 @@ package struct RowChunks {
     /// The last chunk's first row: where the next rows go until it is full.
     private var last = UnsafeMutablePointer<CompactRow>(bitPattern: MemoryLayout<CompactRow>.alignment)!
     package private(set) var count = 0
+    /// Whether the rows' tokens are listed (``RowColumns/list(token:)``): until the file has
+    /// ``listLimit`` of them, then they are interned a chunk at a time.
+    private var listing = true
+    /// The tokens of the last chunk's rows, not yet entered in ``columns`` once the file's
+    /// tokens are no longer listed: a row's token is its index here until its chunk is settled
+    /// (``settle()``), all of its tokens at once.
+    private var pending: [AppAccountToken] = []
+    /// Rows whose tokens are entered: all but the last chunk's latest.
+    private var settled = 0
+
+    /// The most tokens a file lists (3 MB of them): nearly every token of a month's export is new
+    /// to it, so a table of them finds little; a longer file (a single export of every month,
+    /// each customer's rows sharing a token) keeps each token once instead.
+    static let listLimit = 1 << 17
 
     init(store: TransactionRows) { self.store = store }
 
@@ -27,6 +41,7 @@ package struct RowChunks {
     private mutating func nextPlace() throws -> UnsafeMutablePointer<CompactRow> {
         let k = count & (TransactionRows.chunkRows - 1)
         if k == 0 {
+            settle()
             let c = try store.takeChunk()
             numbers.append(c.number)
             chunks.append(c.rows)
@@ -37,22 +52,47 @@ package struct RowChunks {
 
     /// A value, so that appending through a class's stored property changes it in place and
     /// takes no reference per row. Its token is listed, not looked for
-    /// (``RowColumns/list(token:)``): nearly every token of a file is new to it. The tokens of a
-    /// part file's sections, which repeat from section to section, are entered once each
-    /// instead (``enter(section:)``); a file holds rows of one kind or the other.
+    /// (``RowColumns/list(token:)``), while the file has fewer than ``listLimit``: nearly every
+    /// token of a month's file is new to it. Past that, and for the tokens of a part file's
+    /// sections, which repeat from section to section (``enter(section:)``), each token is
+    /// entered once.
     @inline(__always)
     mutating func append(_ t: Transaction) throws {
         let place = try nextPlace()
         var r = columns.compactTerms(t)
         let token = t.appAccountToken
-        if !token.isNone { r.token = columns.list(token: token) }
+        if !token.isNone {
+            if listing && columns.tokens.count < RowChunks.listLimit {
+                r.token = columns.list(token: token)
+            } else {
+                if listing { stopListing() }
+                r.token = Int32(pending.count)
+                pending.append(token)
+            }
+        }
         place.initialize(to: r)
         count += 1
+    }
+
+    /// Keeps each listed token once and rewrites the rows so far to their numbers then; the
+    /// tokens of the rows that follow are interned a chunk at a time.
+    private mutating func stopListing() {
+        listing = false
+        let numbers = columns.internListedTokens()
+        for (c, rows) in chunks.enumerated() {
+            for k in 0..<Swift.min(TransactionRows.chunkRows, count - c << TransactionRows.chunkShift)
+            where rows[k].token >= 0 {
+                rows[k].token = numbers[Int(rows[k].token)]
+            }
+        }
+        settled = count
     }
 
     /// Enters the shared columns of a part file section (``RowCodec``) in ``columns``, each
     /// value once, for the section's rows that follow (``append(sectionRow:)``).
     package mutating func enter(section: RowColumns) {
+        if listing { stopListing() }
+        settle()
         sectionTerms = section.terms.values.map { columns.enter(terms: $0) }
         sectionTokens = columns.enter(tokens: section.tokens.values)
     }
@@ -67,6 +107,20 @@ package struct RowChunks {
         if r.token >= 0 { r.token = sectionTokens[Int(r.token)] }
         place.initialize(to: r)
         count += 1
+        settled = count
+    }
+
+    /// Enters the tokens of the rows appended since the last time in ``columns`` (rows of
+    /// the last chunk: a new chunk settles the one before): rows are read only once settled.
+    /// Rows whose tokens are listed are always settled.
+    mutating func settle() {
+        defer { settled = count }
+        guard !pending.isEmpty else { return }
+        let start = (count - 1) & ~(TransactionRows.chunkRows - 1)
+        precondition(settled >= start, "only the last chunk's rows wait")
+        columns.intern(
+            tokens: pending, of: UnsafeMutableBufferPointer(start: last + (settled - start), count: count - settled))
+        pending.removeAll(keepingCapacity: true)
     }
 
     @inline(__always)
@@ -75,12 +129,15 @@ package struct RowChunks {
     /// Row `i` as it is kept.
     @inline(__always)
     package func stored(_ i: Int) -> CompactRow {
-        chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
+        precondition(pending.isEmpty, "rows read once settled")
+        return chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
     }
 
     /// Hands the columns over (to the run's, ``Merger``), which the rows' indexes are then
     /// rewritten to: these rows are no longer read through ``subscript(_:)``.
     mutating func takeColumns() -> RowColumns {
+        precondition(pending.isEmpty, "rows read once settled")
+        pending = []
         defer { columns = RowColumns() }
         return columns
     }
@@ -89,6 +146,7 @@ package struct RowChunks {
     /// for loops over every row, which then hold no reference per row.
     @inline(__always)
     func withChunks<R>(_ body: (UnsafeBufferPointer<UnsafeMutablePointer<CompactRow>>) throws -> R) rethrows -> R {
-        try chunks.withUnsafeBufferPointer(body)
+        precondition(pending.isEmpty, "rows read once settled")
+        return try chunks.withUnsafeBufferPointer(body)
     }
 }

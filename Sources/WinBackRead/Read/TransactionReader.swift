@@ -125,6 +125,7 @@ package final class FileRows: @unchecked Sendable {
 
     /// Records what the source says of the file once it is read.
     func finish(_ source: ByteSource) {
+        rows.settle()
         stats.bytes = source.fileBytesConsumed
         stats.uncompressedBytes = source.bytesProduced
         stats.sha256 = source.fileSHA256()
@@ -151,6 +152,7 @@ package final class FileRows: @unchecked Sendable {
         if let only, !only.keeps(t) { return }
         try rows.append(t)
         if rows.count == spillAt {
+            rows.settle()
             try spill?.write(self)
         }
     }

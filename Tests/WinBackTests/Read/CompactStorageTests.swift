@@ -200,34 +200,45 @@ extension ReadStageTests {
         }
 
         /// A file's tokens are listed row by row, not looked for (nearly all are new to their
-        /// file): every row reads back its own token, across chunk boundaries; merged into a
-        /// run's columns, a repeated token takes one number there, numbered in order of first
-        /// appearance, as when the file's table kept each token once.
-        @Test func aFilesTokensAreListedAndFoundOnceInTheRunsTable() throws {
+        /// file), up to ``RowChunks/listLimit`` of them; past it (a long file), each is kept once
+        /// and the rest entered a chunk at a time. Every row reads back its own token, across
+        /// chunk boundaries and settles at any row; merged into a run's columns, a repeated token
+        /// takes one number there, numbered in order of first appearance.
+        @Test(arguments: [
+            (TransactionRows.chunkRows * 2 + 1_000, [Int]()),
+            (RowChunks.listLimit * 5 / 4 + TransactionRows.chunkRows * 3 + 100, [5, 4_096, 4_097, 170_000]),
+        ])
+        func aFilesTokensAreListedThenKeptOnceAndFoundOnceInTheRunsTable(rows count: Int, settleAt: [Int]) throws {
             let store = try TransactionRows(reservingForRead: ())
             var chunks = RowChunks(store: store)
             var rng = SplitMix64(seed: 9)
-            let all = (0..<(TransactionRows.chunkRows * 2 + 1_000)).map { i in
+            let all = (0..<count).map { i in
                 var t = randomTransaction(&rng)
                 // Tokens repeat (a customer's rows), and some rows have none.
                 t.appAccountToken =
                     i % 5 == 0 ? .none : AppAccountToken(high: UInt64(i % 700), low: 1, kind: .lowercase)
                 return t
             }
-            for t in all { try chunks.append(t) }
+            for (i, t) in all.enumerated() {
+                if settleAt.contains(i) { chunks.settle() }
+                try chunks.append(t)
+            }
+            chunks.settle()
             #expect((0..<all.count).allSatisfy { chunks[$0] == all[$0] })
             let withToken = all.filter { !$0.appAccountToken.isNone }
-            #expect(chunks.columns.tokens.count == withToken.count)
+            var seen = Set<AppAccountToken>()
+            let firstSeen = withToken.map(\.appAccountToken).filter { seen.insert($0).inserted }
+            #expect(firstSeen.count == 700 - 700 / 5)
+            let long = withToken.count > RowChunks.listLimit
+            #expect(chunks.columns.tokens.count == (long ? firstSeen.count : withToken.count))
             let rows = (0..<all.count).map { chunks.stored($0) }
             var run = RowColumns()
             let (_, tokens) = run.merge(chunks.takeColumns(), strings: Array(Int32(0)..<8).span)
-            var firstSeen: [AppAccountToken] = []
-            for t in withToken where !firstSeen.contains(t.appAccountToken) { firstSeen.append(t.appAccountToken) }
-            #expect(firstSeen.count == 700 - 700 / 5)
             #expect(run.tokens.values == firstSeen)
-            for (t, r) in zip(all, rows) where r.token >= 0 {
-                #expect(run.tokens[tokens[Int(r.token)]] == t.appAccountToken)
-            }
+            #expect(
+                zip(all, rows).allSatisfy { t, r in
+                    r.token < 0 || run.tokens[tokens[Int(r.token)]] == t.appAccountToken
+                })
         }
 
         @Test func aRowTakesOneHundredFourBytesAndItsFlagsAreIndependent() {
