@@ -158,6 +158,11 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
     @inline(__always)
     private static func tag(_ h: UInt64) -> UInt64 { h << 32 }
 
+    /// Whether slot `s` holds a value whose hash bits are those of hash `h` (an empty slot's are
+    /// all ones: ask ``empty`` first).
+    @inline(__always)
+    private static func agrees(_ s: UInt64, _ h: UInt64) -> Bool { s & 0xFFFF_FFFF_0000_0000 == tag(h) }
+
     public var count: Int { values.count }
 
     @inlinable @inline(__always)
@@ -180,7 +185,7 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
         guard !slots.isEmpty else { return }
         let h = v.columnHash
         let s = slots[ColumnTable.home(h, slots.count)]
-        guard s != ColumnTable.empty && s & 0xFFFF_FFFF_0000_0000 == ColumnTable.tag(h) else { return }
+        guard s != ColumnTable.empty && ColumnTable.agrees(s, h) else { return }
         values.withUnsafeBufferPointer { winback_prefetch($0.baseAddress! + Int(UInt32(truncatingIfNeeded: s))) }
     }
 
@@ -191,12 +196,11 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
         if slots.isEmpty { slots = Array(repeating: ColumnTable.empty, count: 16) }
         let mask = slots.count - 1
         let h = v.columnHash
-        let tag = ColumnTable.tag(h)
         var i = ColumnTable.home(h, slots.count)
         while true {
             let s = slots[i]
             if s == ColumnTable.empty { break }
-            if s & 0xFFFF_FFFF_0000_0000 == tag {
+            if ColumnTable.agrees(s, h) {
                 let k = Int32(truncatingIfNeeded: s)
                 if values[Int(k)] == v { return k }
             }
@@ -204,7 +208,7 @@ public struct ColumnTable<Value: ColumnValue>: Sendable {
         }
         precondition(values.count < Int(Int32.max), "fewer than two billion distinct values")
         let n = Int32(values.count)
-        slots[i] = tag | UInt64(UInt32(n))
+        slots[i] = ColumnTable.tag(h) | UInt64(UInt32(n))
         values.append(v)
         if values.count * 2 > slots.count { grow() }
         return n
