@@ -78,7 +78,13 @@ public struct TransactionKey: Hashable, Sendable {
     /// it specialized for its `body`: a generic call of it costs more than the bytes it gives.
     @inlinable @inline(__always)
     public func withBytes<R>(in table: StringTable, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        if raw < 0 { return table.withBytes(Int32(-raw - 1), body) }
+        withBytes(in: table.reader, body)
+    }
+
+    /// ``withBytes(in:_:)`` through a table's reader (no reference to the table taken).
+    @inlinable @inline(__always)
+    public func withBytes<R>(in strings: StringTable.Reader, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        if raw < 0 { return body(strings.bytes(Int32(-raw - 1))) }
         return withUnsafeTemporaryAllocation(byteCount: 20, alignment: 1) { buf in
             var v = raw
             var i = 20
@@ -105,6 +111,12 @@ public struct TransactionKey: Hashable, Sendable {
     /// Bytewise order of the id strings (docs/rules.md §3 orders a customer's rows by it on a tie).
     @inlinable @inline(__always)
     public static func compare(_ a: TransactionKey, _ b: TransactionKey, in table: StringTable) -> Int {
+        compare(a, b, in: table.reader)
+    }
+
+    /// ``compare(_:_:in:)`` through a table's reader.
+    @inlinable @inline(__always)
+    public static func compare(_ a: TransactionKey, _ b: TransactionKey, in strings: StringTable.Reader) -> Int {
         if a.raw == b.raw { return 0 }
         if a.raw >= 0 && b.raw >= 0 {
             // Two decimals without leading zeros: of equal length they order as numbers.
@@ -112,7 +124,7 @@ public struct TransactionKey: Hashable, Sendable {
             let lb = digits(b.raw)
             if la == lb { return a.raw < b.raw ? -1 : 1 }
         }
-        return a.withBytes(in: table) { pa in b.withBytes(in: table) { pb in Bytes.compare(pa, pb) } }
+        return a.withBytes(in: strings) { pa in b.withBytes(in: strings) { pb in Bytes.compare(pa, pb) } }
     }
 
     @inlinable @inline(__always)
@@ -132,6 +144,14 @@ extension StringTable {
     public func string(_ key: TransactionKey) -> String { key.string(in: self) }
 
     /// Bytewise order of two transaction ids.
+    @inlinable @inline(__always)
+    public func less(_ a: TransactionKey, _ b: TransactionKey) -> Bool {
+        TransactionKey.compare(a, b, in: self) < 0
+    }
+}
+
+extension StringTable.Reader {
+    /// Bytewise order of two transaction ids, as their table orders them.
     @inlinable @inline(__always)
     public func less(_ a: TransactionKey, _ b: TransactionKey) -> Bool {
         TransactionKey.compare(a, b, in: self) < 0

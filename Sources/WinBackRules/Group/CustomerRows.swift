@@ -436,6 +436,7 @@ public struct CustomerRows: @unchecked Sendable {
         // that waits on the one before) and then sorted where it lands (56 bytes a swap); a
         // bucket larger than `copyLimit` rows is carried.
         let room = min((0..<buckets).reduce(0) { max($0, end[$1] - next[$1]) }, copyLimit)
+        let ids = strings.reader  // no reference taken per customer sorted
         let copy = UnsafeMutableBufferPointer<CompactRow>.allocate(capacity: room)
         let order = UnsafeMutableBufferPointer<Int32>.allocate(capacity: room)
         defer {
@@ -449,11 +450,11 @@ public struct CustomerRows: @unchecked Sendable {
                 let range = starts[those.lowerBound]..<end[b]
                 if range.count <= room {
                     placeSorted(
-                        rows, ranks, customers: those, first: first, fill: &fill, starts: starts, strings: strings,
+                        rows, ranks, customers: those, first: first, fill: &fill, starts: starts, strings: ids,
                         copy: copy, order: order)
                 } else {
                     carry(rows, ranks, range: range, first: first, fill: &fill)
-                    sortByDate(rows, customers: those, starts: starts, strings: strings)
+                    sortByDate(rows, customers: those, starts: starts, strings: ids)
                 }
             })
     }
@@ -469,7 +470,7 @@ public struct CustomerRows: @unchecked Sendable {
     @inline(__always)
     private static func placeSorted(
         _ rows: UnsafeMutableBufferPointer<CompactRow>, _ ranks: UnsafeMutableBufferPointer<Int32>,
-        customers: Range<Int>, first: Int, fill: inout [Int], starts: [Int], strings: StringTable,
+        customers: Range<Int>, first: Int, fill: inout [Int], starts: [Int], strings: StringTable.Reader,
         copy: UnsafeMutableBufferPointer<CompactRow>, order: UnsafeMutableBufferPointer<Int32>
     ) {
         let lo = starts[customers.lowerBound]
@@ -530,7 +531,8 @@ public struct CustomerRows: @unchecked Sendable {
     /// Each of `customers`' rows, once placed, by (purchaseDate, transactionId).
     @inline(__always)
     private static func sortByDate(
-        _ rows: UnsafeMutableBufferPointer<CompactRow>, customers: Range<Int>, starts: [Int], strings: StringTable
+        _ rows: UnsafeMutableBufferPointer<CompactRow>, customers: Range<Int>, starts: [Int],
+        strings: StringTable.Reader
     ) {
         for k in customers {
             let lo = starts[k]
