@@ -42,7 +42,7 @@ package struct RowChunks {
         let k = count & (TransactionRows.chunkRows - 1)
         if k == 0 {
             settle()
-            let c = try store.takeChunk()
+            let c = try store.takeChunk(populate: !numbers.isEmpty)
             numbers.append(c.number)
             chunks.append(c.rows)
             last = c.rows
