@@ -171,11 +171,13 @@ public struct SegmentWriter: Sendable {
     package func write(to directory: String, threads: Int, sync: DiskSync?) throws -> [OutputStats] {
         try OutputFile.makeFolder(directory + "/segments")
         let files = lists.flatMap { list in formats.map { (list: list, xml: $0 == "xml") } }
+        // As many buffers as pieces can be formatted or waiting at once.
+        let buffers = PieceBuffers(most: 3 * Swift.max(1, threads))
         let outputs = files.map { file in
             SegmentFileOutput(
                 path: directory + "/segments/\(file.list.name).\(file.xml ? "xml" : "csv")",
                 pieces: Swift.max(1, (file.list.entries.count + pieceRows - 1) / pieceRows), sync: sync,
-                ahead: 2 * Swift.max(1, threads))
+                ahead: 2 * Swift.max(1, threads), buffers: buffers)
         }
         // Every file's pieces in order, largest files first (XML before CSV), so the pieces of a
         // file are taken one after another and few wait to be written.
@@ -193,11 +195,11 @@ public struct SegmentWriter: Sendable {
             let rows = list.entries[
                 Swift.min(
                     list.entries.count, piece * pieceRows)..<Swift.min(list.entries.count, (piece + 1) * pieceRows)]
-            // About what a line takes, so that the piece is not copied as it grows.
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(rows.count * (xml ? 512 : 256))
+            // About what a line takes, so that the piece is not copied as it grows; every
+            // buffer as large as an XML piece's, so that any buffer handed back fits any piece.
+            var bytes = buffers.take(capacity: Swift.max(pieceRows * 512, rows.count * (xml ? 512 : 256)))
             if xml { appendXML(rows, offer: list.offer, to: &bytes) } else { appendCSV(rows, to: &bytes) }
-            let finished = try outputs[f].put(piece, bytes) { place in
+            let finished = try outputs[f].put(piece, consume bytes) { place in
                 xml ? .xml(try xmlHead(list, place)) : .csv(try csvHead(place))
             }
             if let (bytesWritten, sha) = finished {

@@ -173,17 +173,25 @@ struct SegmentPiecesTests {
         let parts = (0..<n).map { i in
             (0..<Int(g.next() % 5_000)).map { k in UInt8(truncatingIfNeeded: i &* 31 &+ k) }
         }
-        let out = SegmentFileOutput(path: dir + "/f.csv", pieces: n, sync: nil, ahead: ahead)
+        // Each piece formatted into a buffer handed back by a piece written before: one handed
+        // out again while its piece still waited would be overwritten before it is written.
+        let buffers = PieceBuffers(most: 2)
+        let out = SegmentFileOutput(path: dir + "/f.csv", pieces: n, sync: nil, ahead: ahead, buffers: buffers)
         let finished = ResultSlots<(Int, String)>(count: n)
         let spun = ResultSlots<UInt64>(count: n)
         try parallelFor(count: n, threads: threads) { i in
+            var bytes = buffers.take(capacity: 5_000)
             // Uneven work before the hand-over, as formatting a piece takes.
             var spin = UInt64(i)
-            for _ in 0..<(parts[i].count * (i % 3)) { spin = spin &* 6_364_136_223_846_793_005 &+ 1 }
-            spun[i] = spin
-            if let stats = try out.put(i, parts[i], open: { .csv(try OutputFile(path: $0.path, sync: $0.sync)) }) {
-                finished[i] = stats
+            for k in 0..<(parts[i].count * (i % 3 + 1)) {
+                spin = spin &* 6_364_136_223_846_793_005 &+ 1
+                if k < parts[i].count { bytes.append(parts[i][k]) }
             }
+            spun[i] = spin
+            let open: (SegmentFileOutput.Place) throws -> sending SegmentFileOutput.Sink = {
+                .csv(try OutputFile(path: $0.path, sync: $0.sync))
+            }
+            if let stats = try out.put(i, consume bytes, open: open) { finished[i] = stats }
         }
         let all = parts.flatMap { $0 }
         let ends = (0..<n).compactMap { finished[$0] }
@@ -191,6 +199,28 @@ struct SegmentPiecesTests {
         #expect(ends.first?.0 == all.count)
         #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/f.csv")) == Data(all))
         #expect(ends.first?.1 == (try ReadSupport.sha256sum(dir + "/f.csv")))
+    }
+
+    @Test("a piece's buffer handed back is handed out again emptied, its memory kept; no more than the most are kept")
+    func pieceBuffersAreReused() {
+        let buffers = PieceBuffers(most: 2)
+        var a = buffers.take(capacity: 100)
+        #expect(a.isEmpty && a.capacity >= 100)
+        a.append(contentsOf: [1, 2, 3])
+        let storage = a.withUnsafeBufferPointer { $0.baseAddress }
+        buffers.give(consume a)
+        let again = buffers.take(capacity: 50)
+        #expect(again.isEmpty && again.capacity >= 100)
+        #expect(again.withUnsafeBufferPointer { $0.baseAddress } == storage, "the same memory")
+        // A larger buffer than one kept is made larger; three handed back keep two.
+        let larger = buffers.take(capacity: 10_000)
+        #expect(larger.capacity >= 10_000)
+        buffers.give(again)
+        buffers.give(larger)
+        buffers.give([UInt8](repeating: 9, count: 7))
+        let kept = (0..<3).map { _ in buffers.take(capacity: 1) }
+        #expect(kept.allSatisfy { $0.isEmpty })
+        #expect(kept.filter { $0.capacity >= 100 }.count == 2, "two kept, the third made anew")
     }
 
     /// Threads waiting for room are each woken: with one semaphore for every sleeper, a thread
