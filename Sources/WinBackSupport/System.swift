@@ -585,7 +585,7 @@ package enum System {
     /// be written (madvise(2) MADV_POPULATE_WRITE), rather than one fault per page as each is
     /// first written. A system without it (before Linux 5.14) faults them in as before.
     package static func populate(_ p: UnsafeMutableRawPointer, _ bytes: Int) {
-        _ = madvise(p, bytes, 23)  // MADV_POPULATE_WRITE
+        _ = madvise(p, bytes, MADV_POPULATE_WRITE)
     }
 
     /// Hands the pages of `bytes` at `p` back to the system (they read as zero if touched again).

@@ -144,6 +144,28 @@ extension ReadStageTests {
             #expect(table.compare(a, table.intern(larger)) == 0)
         }
 
+        /// A reader gives the table's bytes, and orders transaction ids as the table does:
+        /// decimals of one length by value, of different lengths and interned ids bytewise.
+        @Test func aReaderGivesTheTablesBytesAndOrder() {
+            let table = StringTable(capacity: 1)
+            let ids = ["b", "", "a-long-id-past-sixteen-bytes", "a"].map { table.intern($0) }
+            let reader = table.reader
+            for id in ids { #expect(Array(reader.bytes(id)) == Array(table.string(id).utf8)) }
+            let keys = ["9", "10", "123", "0", "Z-1", "z", "1000000000000000000", "099"].map {
+                TransactionKey($0, table: table)
+            }
+            // Ids interned since the first reader was taken: a reader is valid only while its
+            // table adds nothing, so a new one is taken.
+            let after = table.reader
+            for a in keys {
+                for b in keys {
+                    #expect(after.less(a, b) == table.less(a, b))
+                    let (x, y) = (a.string(in: table).utf8, b.string(in: table).utf8)
+                    #expect(after.less(a, b) == x.lexicographicallyPrecedes(y))
+                }
+            }
+        }
+
         @Test func mergingMapsEveryIdToTheSameString() {
             let run = StringTable()
             _ = run.intern("shared")
