@@ -120,7 +120,11 @@ package final class Merger: @unchecked Sendable {
 
     @exclusivity(unchecked) private var files: [Slot?]
     private let lock = NSLock()
-    private let strings = StringTable(capacity: 1 << 16)
+    /// The run's strings: groups, products, offers, storefronts and the like, and only the
+    /// transaction ids and tokens that are not canonical (most are kept as numbers), so a
+    /// table that grows as it must (a table made for 65,536 cleared 1 MB of slots before the
+    /// first file was read, on one thread).
+    private let strings = StringTable()
     /// The run's shared columns of the rows (with the string ids of ``strings`` until ``finish``
     /// renumbers them): every file's are entered here as it is merged, and its rows' terms and
     /// tokens rewritten to these.
