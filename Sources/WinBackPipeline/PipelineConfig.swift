@@ -240,7 +240,9 @@ public struct PipelineConfig: Sendable {
         if let name = p.string(
             root, "name", required: true,
             where: {
-                $0.utf8.count <= maxNameBytes && $0.range(of: "^[a-z0-9-]+$", options: .regularExpression) != nil
+                // [a-z0-9-]+, byte by byte (a regular expression is compiled on every run).
+                $0.utf8.count <= maxNameBytes && !$0.isEmpty
+                    && $0.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
             },
             else: {
                 $0.utf8.count > maxNameBytes

@@ -50,6 +50,25 @@ struct PipelineConfigTests {
         #expect(try InputStores.contents(dir + "/missing.json") == nil)
     }
 
+    @Test(
+        "a name is 1 to 100 bytes of [a-z0-9-]: it names the output folder",
+        arguments: [
+            ("nightly-2", true), ("0", true), ("-", true), (String(repeating: "a", count: 100), true),
+            (String(repeating: "a", count: 101), false), ("Nightly", false), ("night ly", false),
+            ("night_ly", false), ("nuit-\u{E9}t\u{E9}", false), ("a/b", false), ("", false), ("a.b", false),
+        ])
+    func name(name: String, valid: Bool) {
+        let text = Self.minimal.replacingOccurrences(of: "name: nightly", with: "name: \"\(name)\"")
+        let (c, problems) = PipelineConfig.parse(text, path: "/p.yaml")
+        if valid {
+            #expect(problems == [])
+            #expect(c?.name == name)
+        } else {
+            #expect(problems.count == 1)
+            #expect(problems.first?.contains("name") == true, "\(problems)")
+        }
+    }
+
     @Test("defaults fill every optional key")
     func defaults() throws {
         let (c, problems) = PipelineConfig.parse(Self.minimal, path: "/srv/p/nightly.yaml")
