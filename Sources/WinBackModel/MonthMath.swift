@@ -135,6 +135,9 @@ public enum MonthMath {
             return daysFromCivil(year: y, month: month, day: min(ca.day, daysInMonth(year: y, month: month))) * day + ta
         }
         let lo = shifted(k)
+        // Most periods are whole months (a renewal ends where the next month begins): no
+        // fraction to divide for, and k + 0.0 is k.
+        if b == lo { return Double(k) }
         let hi = shifted(k + 1)
         return Double(k) + Double(b - lo) / Double(hi - lo)
     }

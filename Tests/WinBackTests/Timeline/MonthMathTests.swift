@@ -65,6 +65,27 @@ struct MonthMathTests {
         #expect(abs(MonthMath.calendarMonths(ms(a), ms(b)) - expected) < 1e-12)
     }
 
+    /// The definition (docs/rules.md §3, notation): k whole months plus the elapsed fraction of
+    /// the next, each month's edges by ``MonthMath/addMonths(_:_:)``. A period of whole months
+    /// (most renewals) is k exactly, with no division made for it.
+    @Test("calendarMonths is k plus the fraction of the next month, exactly, whole months or not")
+    func calendarMonthsByDefinition() {
+        var rng = SplitMix64(seed: 29)
+        let start = ms("2000-01-01T00:00:00Z")
+        for i in 0..<20_000 {
+            let a = start + Int64(rng.next() % UInt64(30 * 365 * MonthMath.day))
+            let k = Int64(rng.next() % 40)
+            // Every other period ends on a month's edge from a; the rest anywhere in the month.
+            let b = i % 2 == 0 ? MonthMath.addMonths(a, k) : a + Int64(rng.next() % UInt64(40 * 31 * MonthMath.day))
+            let whole = MonthMath.wholeMonths(a, b)
+            let lo = MonthMath.addMonths(a, whole)
+            let hi = MonthMath.addMonths(a, whole + 1)
+            let expected = Double(whole) + Double(b - lo) / Double(hi - lo)
+            #expect(MonthMath.calendarMonths(a, b) == expected, "\(a) \(b)")
+            if i % 2 == 0 { #expect(MonthMath.calendarMonths(a, b) == Double(whole)) }
+        }
+    }
+
     @Test("ISO timestamps are written with fixed widths, at the edges of days, years and the format")
     func isoTimestamps() {
         let day = MonthMath.day
