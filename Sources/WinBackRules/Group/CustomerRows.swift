@@ -101,6 +101,8 @@ public struct CustomerRows: @unchecked Sendable {
         var parts: [Range<Int>]
         /// Per part after the first, its customers' numbers among all of them.
         var ofPart: [[Int32]]
+        /// Per part, how many of its rows each of its customers has (numbered within the part).
+        var rowCounts: [[Int32]]
         /// Customer c's group and originalTransactionId.
         var groups: [Int32]
         var originals: [TransactionKey]
@@ -113,6 +115,8 @@ public struct CustomerRows: @unchecked Sendable {
         var originals: [TransactionKey] = []
         /// Customers whose folded key (``folded(group:original:)``) another one of the part has.
         var collided: [Customer: Int] = [:]
+        /// How many of the part's rows each of its customers has.
+        var rowCounts: [Int32] = []
 
         init(capacity: Int) { index = Int64Map(capacity: capacity) }
 
@@ -179,13 +183,16 @@ public struct CustomerRows: @unchecked Sendable {
                 let part = parts[p]
                 // A part of a run's rows meets about one customer per four of them.
                 var customers = PartCustomers(capacity: part.count / 4)
+                var counts: [Int32] = []
                 for i in part {
                     if i + 8 < part.upperBound { customers.prefetch(key(rows[i + 8])) }
                     if i + 4 < part.upperBound { customers.prefetchCustomer(key(rows[i + 4])) }
                     let c = customers.number(
                         key(rows[i]), group: columns.group(rows[i]), original: rows[i].originalTransactionId)
                     local[i] = Int32(c)
+                    if c == counts.count { counts.append(1) } else { counts[c] &+= 1 }
                 }
+                customers.rowCounts = counts
                 found[p] = customers
             }
         }
@@ -193,8 +200,10 @@ public struct CustomerRows: @unchecked Sendable {
         // index must not copy it.
         var later = found.takeAll()
         guard !later.isEmpty else {
-            return Numbering(customerOfRow: [], parts: [], ofPart: [], groups: [], originals: [])
+            return Numbering(customerOfRow: [], parts: [], ofPart: [], rowCounts: [], groups: [], originals: [])
         }
+        let rowCounts = later.indices.map { p in later[p].rowCounts }
+        for p in later.indices { later[p].rowCounts = [] }
         var all = later.removeFirst()
         // In part order: a customer met in an earlier part keeps the number it has there (looked
         // up on every thread), one met for the first time gets the next (in order, on this one).
@@ -217,7 +226,9 @@ public struct CustomerRows: @unchecked Sendable {
             }
             ofPart.append(numbers)
         }
-        return Numbering(customerOfRow: of, parts: parts, ofPart: ofPart, groups: all.groups, originals: all.originals)
+        return Numbering(
+            customerOfRow: of, parts: parts, ofPart: ofPart, rowCounts: rowCounts, groups: all.groups,
+            originals: all.originals)
     }
 
     /// The numbers `all` has for `part`'s customers, -1 for those it has not; looked up on
@@ -249,7 +260,7 @@ public struct CustomerRows: @unchecked Sendable {
         _ groups: [Int32], _ originals: [TransactionKey], strings: StringTable, threads: Int
     ) -> [SortKey] {
         let n = groups.count
-        let groupIds = Array(Set(groups)).sorted { strings.less($0, $1) }
+        let groupIds = distinct(groups).sorted { strings.less($0, $1) }
         var groupRank: [Int32: Int32] = [:]
         for (r, g) in groupIds.enumerated() { groupRank[g] = Int32(r) }
         var keys = [SortKey](unsafeUninitializedCapacity: n) { _, count in count = n }  // all written below
@@ -265,6 +276,22 @@ public struct CustomerRows: @unchecked Sendable {
             }
         }
         return keys
+    }
+
+    /// The distinct values of `groups`, in no particular order. A run has a handful of
+    /// subscription groups: each customer's is looked for among those found so far (a set of
+    /// every customer's, on one thread, cost as much as sorting the keys on two); past
+    /// sixteen, a set of them all.
+    static func distinct(_ groups: [Int32]) -> [Int32] {
+        var found: [Int32] = []
+        var last: Int32?
+        for g in groups where g != last {
+            last = g
+            if found.contains(g) { continue }
+            if found.count == 16 { return Array(Set(groups)) }
+            found.append(g)
+        }
+        return found
     }
 
     /// Output order of two customers' keys.
@@ -327,9 +354,19 @@ public struct CustomerRows: @unchecked Sendable {
                 }
             }
         }
-        numbering.ofPart = []
+        // Each customer's rows, from the parts' counts: a pass over the customers of each part,
+        // not over every row on one thread.
         var starts = [Int](repeating: 0, count: n + 1)
-        for c in numbering.customerOfRow { starts[Int(c) + 1] += 1 }
+        for (p, counts) in numbering.rowCounts.enumerated() {
+            if p == 0 {
+                for (c, rows) in counts.enumerated() { starts[Int(rank[c]) + 1] += Int(rows) }
+            } else {
+                let of = ofPart[p - 1]
+                for (c, rows) in counts.enumerated() { starts[Int(rank[Int(of[c])]) + 1] += Int(rows) }
+            }
+        }
+        numbering.ofPart = []
+        numbering.rowCounts = []
         for k in 0..<n { starts[k + 1] += starts[k] }
         return starts
     }

@@ -99,6 +99,39 @@ import WinBackTestSupport
         }
     }
 
+    /// The groups a grouping orders by are found without a set while there are at most
+    /// sixteen, with one past that: either way each once, whatever their order and repeats.
+    @Test(arguments: [0, 1, 2, 15, 16, 17, 40])
+    func theDistinctGroupsAreEachOnce(count: Int) {
+        var rng = SplitMix64(seed: UInt64(count) + 3)
+        let values = (0..<count).map { Int32($0 * 7 + 1) }
+        var groups = values + values.reversed()
+        for _ in 0..<3_000 where count > 0 { groups.append(values[rng.below(count)]) }
+        for i in groups.indices.reversed() { groups.swapAt(i, rng.below(i + 1)) }
+        let found = CustomerRows.distinct(groups)
+        #expect(found.count == count)
+        #expect(Set(found) == Set(values))
+    }
+
+    /// Customers of more groups than are looked for without a set: the same grouping on any
+    /// number of threads.
+    @Test func customersOfManyGroupsAreGroupedTheSameOnAnyThreads() {
+        let w = TestWorld()
+        var rng = SplitMix64(seed: 17)
+        var rows: [Transaction] = []
+        for _ in 0..<6_000 {
+            let day = 1 + rng.below(28)
+            rows.append(
+                w.tx(
+                    "2025-0\(1 + rng.below(9))-\(day < 10 ? "0" : "")\(day)", "2025-12-01",
+                    group: "group-\(rng.below(40))", customer: "c\(rng.below(300))"))
+        }
+        let expected = Self.grouped(rows, w)
+        for threads in [1, 2, 3] {
+            #expect(Self.snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads), w) == expected)
+        }
+    }
+
     /// A bucket of more rows than are copied out to be placed (two customers', here, their rows
     /// mixed) is placed by following its cycles, beside buckets that are copied: the same
     /// grouping. On one thread the two customers share a bucket (of two customers, the region
