@@ -81,19 +81,27 @@ import WinBackTestSupport
 
     /// Sharded numbering and region-by-region placement (buckets of customers, then rows)
     /// give the grouping worked out directly, whatever the thread count.
-    @Test func theGroupingIsTheSameForAnyThreadCount() {
+    /// The same grouping on any number of threads: customers of three groups (one ordered
+    /// before the others only by its bytes), and of forty, more than are looked for without a
+    /// set (``CustomerRows/distinct(_:)``).
+    @Test(arguments: [
+        (groups: 3, customers: 2_000, rows: 12_000, atLeast: 5_000),
+        (groups: 40, customers: 300, rows: 6_000, atLeast: 4_000),
+    ])
+    func theGroupingIsTheSameForAnyThreadCount(of world: (groups: Int, customers: Int, rows: Int, atLeast: Int)) {
         let w = TestWorld()
-        var rng = SplitMix64(seed: 11)
+        let names = world.groups == 3 ? ["g1", "g2", "G"] : (0..<world.groups).map { "group-\($0)" }
+        var rng = SplitMix64(seed: world.groups == 3 ? 11 : 17)
         var rows: [Transaction] = []
-        for _ in 0..<12_000 {
+        for _ in 0..<world.rows {
             let day = 1 + rng.below(28)
             rows.append(
                 w.tx(
                     "2025-0\(1 + rng.below(9))-\(day < 10 ? "0" : "")\(day)", "2025-12-01",
-                    group: ["g1", "g2", "G"][rng.below(3)], customer: "c\(rng.below(2_000))"))
+                    group: names[rng.below(names.count)], customer: "c\(rng.below(world.customers))"))
         }
         let expected = Self.grouped(rows, w)
-        #expect(expected.count > 5_000)
+        #expect(expected.count > world.atLeast)
         for threads in [1, 2, 3, 7] {
             #expect(Self.snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads), w) == expected)
         }
@@ -111,25 +119,6 @@ import WinBackTestSupport
         let found = CustomerRows.distinct(groups)
         #expect(found.count == count)
         #expect(Set(found) == Set(values))
-    }
-
-    /// Customers of more groups than are looked for without a set: the same grouping on any
-    /// number of threads.
-    @Test func customersOfManyGroupsAreGroupedTheSameOnAnyThreads() {
-        let w = TestWorld()
-        var rng = SplitMix64(seed: 17)
-        var rows: [Transaction] = []
-        for _ in 0..<6_000 {
-            let day = 1 + rng.below(28)
-            rows.append(
-                w.tx(
-                    "2025-0\(1 + rng.below(9))-\(day < 10 ? "0" : "")\(day)", "2025-12-01",
-                    group: "group-\(rng.below(40))", customer: "c\(rng.below(300))"))
-        }
-        let expected = Self.grouped(rows, w)
-        for threads in [1, 2, 3] {
-            #expect(Self.snapshot(CustomerRows.build(rows: rows, strings: w.strings, threads: threads), w) == expected)
-        }
     }
 
     /// A bucket of more rows than are copied out to be placed (two customers', here, their rows
