@@ -410,6 +410,8 @@ public struct CustomerRows: @unchecked Sendable {
         bounds: [Int], threads: Int
     ) {
         let parts = bounds.count - 1
+        // One region holds every row already (one thread): nothing to look at.
+        guard parts > 1 else { return }
         let total = rows.count
         nonisolated(unsafe) let rowsAll = rows
         nonisolated(unsafe) let ranksAll = ranks
