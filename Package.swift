@@ -137,8 +137,8 @@ let package = Package(
         .testTarget(
             name: "WinBackTests",
             dependencies: [
-                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackDelivery", "WinBackIncremental",
-                "WinBackPipeline", "WinBackWrite",
+                "WinBackTestSupport", "WinBack", "WinBackTesting", "WinBackDelivery", "WinBackHistory",
+                "WinBackIncremental", "WinBackPipeline", "WinBackWrite",
                 "WinBackRules", "WinBackRead", "WinBackS3", "WinBackPostgres", "WinBackModel", "WinBackSupport",
                 "CZlib",
                 .product(name: "X509", package: "swift-certificates"),
