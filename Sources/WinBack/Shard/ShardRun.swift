@@ -151,32 +151,14 @@ public enum ShardRun {
         guard sections.allSatisfy({ $0.file < p.transactionFiles.count }) else {
             throw WinBackError(.badData, "part file names an input this task did not read", path: path)
         }
+        if state == nil && p.threads > 1 && sections.count > 1 {
+            return try readInFileOrder(sections, path: path, part: part, threads: p.threads)
+        }
         let reader = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256)
         let merger = try Merger(count: state == nil ? 1 : StateSlot.allCases.count)
         let all = FileRows(path: "", store: merger.store)
         var ranks: [UInt32] = []
-        for (file, offsets) in sections {
-            // The file's own ids, and the ids of the same strings in the shard's table.
-            let local = StringTable()
-            var map: [Int32] = []
-            for offset in offsets {
-                // The section's columns and rows kept compact, their ids rewritten to the shard's.
-                _ = try reader.section(
-                    at: offset, into: local,
-                    columns: { section in
-                        while map.count < local.count {
-                            map.append(local.withBytes(Int32(map.count)) { all.table.intern($0) })
-                        }
-                        var section = section
-                        section.renumber(map)
-                        all.enter(section: section)
-                    },
-                    { r in
-                        var r = r
-                        r.remap(strings: map.span)
-                        try all.add(sectionRow: r)
-                    })
-            }
+        try decode(sections[...], from: reader, into: all) { file in
             // Only a state's rows need them: without one, the row order is the (file, line) order.
             if state != nil { ranks += repeatElement(UInt32(file), count: all.rows.count - ranks.count) }
         }
@@ -199,6 +181,75 @@ public enum ShardRun {
             renewal: { _, _, _, _ in }, file: { _, _ in })
         let set = merger.finish(threads: p.threads, capture: capture)
         return set
+    }
+
+    /// A shard's rows without a state, on `threads` threads: the input files cut into as many runs
+    /// of consecutive files as threads, of about equal bytes of sections, each run's sections
+    /// decoded on its own thread into one ``FileRows`` (its small files' rows sharing its pages),
+    /// the runs merged in file order. Their rows are then in the (file, line) order of the one
+    /// ``FileRows`` of ``readInFileOrder(_:work:shard:part:state:next:)``, and deduplicate alike.
+    private static func readInFileOrder(
+        _ sections: [(file: Int, offsets: [Int])], path: String, part: PartitionMarker.Part, threads: Int
+    ) throws -> TransactionSet {
+        let starts = sections.flatMap(\.offsets).sorted()
+        var sizeAt: [Int: Int] = [:]
+        for (k, o) in starts.enumerated() { sizeAt[o] = (k + 1 < starts.count ? starts[k + 1] : part.bytes) - o }
+        let sizes = sections.map { $0.offsets.reduce(0) { $0 + sizeAt[$1, default: 0] } }
+        let total = max(1, sizes.reduce(0, +))
+        let runs = min(threads, sections.count)
+        var bounds = [0]
+        var sum = 0
+        for (i, size) in sizes.enumerated() {
+            sum += size
+            let left = sections.count - (i + 1)
+            if bounds.count < runs && left >= runs - bounds.count
+                && (sum * runs >= total * bounds.count || left == runs - bounds.count)
+            {
+                bounds.append(i + 1)
+            }
+        }
+        bounds.append(sections.count)
+        let runBounds = bounds
+        let merger = try Merger(count: runs)
+        try parallelFor(count: runs, threads: threads) { r in
+            let reader = try PartReader(path: path, bytes: part.bytes, sha256: part.sha256)
+            let rows = FileRows(path: "", store: merger.store)
+            try decode(sections[runBounds[r]..<runBounds[r + 1]], from: reader, into: rows) { _ in }
+            rows.stats.bytes = rows.rows.count
+            merger.add(rows, index: r)
+        }
+        return merger.finish(threads: threads)
+    }
+
+    /// The sections of `files`, file after file, into `rows`: each section's columns and rows
+    /// kept compact, their ids rewritten to `rows`' table; `fileDone` after each file's.
+    private static func decode(
+        _ files: ArraySlice<(file: Int, offsets: [Int])>, from reader: PartReader, into rows: FileRows,
+        fileDone: (Int) -> Void
+    ) throws {
+        for (file, offsets) in files {
+            // The file's own ids, and the ids of the same strings in the shard's table.
+            let local = StringTable()
+            var map: [Int32] = []
+            for offset in offsets {
+                _ = try reader.section(
+                    at: offset, into: local,
+                    columns: { section in
+                        while map.count < local.count {
+                            map.append(local.withBytes(Int32(map.count)) { rows.table.intern($0) })
+                        }
+                        var section = section
+                        section.renumber(map)
+                        rows.enter(section: section)
+                    },
+                    { r in
+                        var r = r
+                        r.remap(strings: map.span)
+                        try rows.add(sectionRow: r)
+                    })
+            }
+            fileDone(file)
+        }
     }
 
     /// The slots of a shard's merger when it merges an incremental state (docs/rules.md §12),
