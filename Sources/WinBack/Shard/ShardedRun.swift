@@ -193,11 +193,18 @@ public enum ShardedRun {
             }
             _ = try partition()
         }
+        // A shard's part file, once read, is removed while the next shard works: freeing its
+        // pages takes the kernel a while, and a shard leaves one core idle at times. Every
+        // removal is done before this returns (or throws), so a partition again never meets one.
+        let removing = DispatchGroup()
+        defer { removing.wait() }
         for k in 0..<shards {
             progress.begin("shard \(k) of \(shards)")
             let r = try ShardRun.run(
                 p, work: work, shard: k, shards: shards, maxRows: maxRows(memory), state: keeper?.shard(k))
             if let keeper, let kept = r.state { keeper.shard(k, wrote: kept) }
+            let part = work.part(task: 0, shard: k)
+            DispatchQueue.global(qos: .utility).async(group: removing) { System.removeTreeQuietly(part) }
             ResidentMemory.releaseUnused()
             _ = progress.end("\(r.customers) customers")
         }
