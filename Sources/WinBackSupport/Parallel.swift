@@ -120,6 +120,24 @@ public final class ResultSlots<T>: @unchecked Sendable {
     }
 }
 
+/// Work started on another thread now, its result taken later (``get()`` waits for it): the
+/// next piece read while this one is used.
+public final class Ahead<T>: Sendable {
+    private let slot = ResultSlots<Result<T, Error>>(count: 1)
+    private let done = DispatchGroup()
+
+    public init(_ body: @escaping @Sendable () throws -> T) {
+        let slot = slot
+        DispatchQueue.global().async(group: done) { slot[0] = Result { try body() } }
+    }
+
+    /// The result, once the work is done; what it threw, thrown again.
+    public func get() throws -> T {
+        done.wait()
+        return try slot[0]!.get()
+    }
+}
+
 /// `a` and `b`, each sorted by `before` (a strict order: no element of one equals one of the
 /// other), merged into one sorted array on at most `threads` threads: the output is cut into
 /// `threads * 4` pieces, each piece's start found in both inputs by a binary search (how many

@@ -182,12 +182,22 @@ public enum Merge {
     ///
     /// Also the segment rows the experiment held out, per catalog offer, then best-offer.
     static func sum(_ p: ResolvedPipeline, work: WorkFolder, shards: Int) throws -> (Reports, [Int], [Int]) {
-        var total: ShardReports?
-        for k in 0..<shards {
+        @Sendable func read(_ k: Int) throws -> ShardReports {
             let path = work.shard(k) + "/" + reports
             guard let (r, _) = try IntermediateFile.readJSON(ShardReports.self, from: path) else {
                 throw WinBackError(.noInput, "shard \(k) has no reports", path: path)
             }
+            return r
+        }
+        // With threads to spare, the next shard's reports are read and decoded while this
+        // one's are added: two shards' reports held at once, not more.
+        let ahead = p.threads > 1
+        var next = ahead && shards > 0 ? Ahead { try read(0) } : nil
+        var total: ShardReports?
+        for k in 0..<shards {
+            let r = try next?.get() ?? read(k)
+            next = ahead && k + 1 < shards ? Ahead { try read(k + 1) } : nil
+            let path = work.shard(k) + "/" + reports
             if total == nil {
                 total = r
             } else if total?.add(r) != true {

@@ -33,6 +33,26 @@ struct ParallelTests {
         #expect(ran.all.allSatisfy { $0 })
     }
 
+    /// Work started ahead runs on another thread while the caller goes on: here it waits until
+    /// the caller has gone on (a semaphore the caller signals), which it could not do on the
+    /// caller's thread; its result, or what it threw, comes out of `get()`.
+    @Test("work started ahead runs beside the caller, and gives its result or its error")
+    func aheadRunsBesideTheCaller() throws {
+        struct Failure: Error, Equatable { let n: Int }
+        let started = DispatchSemaphore(value: 0)
+        let ahead = Ahead { () -> [Int] in
+            started.wait()
+            return [1, 2, 3]
+        }
+        started.signal()
+        #expect(try ahead.get() == [1, 2, 3])
+        #expect(try ahead.get() == [1, 2, 3])
+        let failing = Ahead { () throws -> Int in throw Failure(n: 7) }
+        #expect(throws: Failure(n: 7)) { try failing.get() }
+        let many = (0..<50).map { i in Ahead { i * i } }
+        #expect(try many.map { try $0.get() } == (0..<50).map { $0 * $0 })
+    }
+
     @Test("results taken out of their slots are the only references to what they hold")
     func takenResultsAreUnique() throws {
         final class Box: Sendable {
