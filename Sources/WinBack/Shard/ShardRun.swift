@@ -54,23 +54,31 @@ public enum ShardRun {
         let final = work.shard(shard)
         try work.secure(making: "shards")
         let staged = try WorkFolder.staging(for: final)
+        let dropped = audience.droppedByApple(p.config.requireApple, offers: p.catalog.offers.count)
+        let held = audience.heldOut(p.config.requireApple, offers: p.catalog.offers.count)
+        let droppedRows = dropped.perOffer + [dropped.best]
+        let heldRows = held.perOffer + [held.best]
+        // The reports in their summable form and the disagreements (sorted by customer like the
+        // segments: the merge merges them alike), written on one thread while the segments are
+        // written on the others: otherwise one thread's work after theirs.
+        let reportFiles = { @Sendable () throws -> [OutputStats] in
+            let summable = ShardReports(reports, droppedByApple: droppedRows, heldOut: heldRows)
+            let json = try IntermediateFile.writeJSON(summable, to: staged + "/" + Merge.reports)
+            try OutputFile.makeFolder(staged + "/reports")
+            let disagreements = try OutputFile(path: staged + "/" + Merge.disagreements)
+            try disagreements.write(AppleAgreementReport.disagreementsCSV(reports.apple))
+            let (bytes, sha) = try disagreements.finish()
+            return [
+                OutputStats(path: Merge.reports, bytes: json.bytes, rows: 0, sha256: json.sha256),
+                OutputStats(path: Merge.disagreements, bytes: bytes, rows: 0, sha256: sha),
+            ]
+        }
+        let beside = p.threads > 1 ? Ahead(reportFiles) : nil
         var outputs = try SegmentWriter(
             customers: customers, audience: audience, book: book, formats: p.config.formats,
             requireApple: p.config.requireApple, threads: p.threads
         ).write(to: staged, threads: p.threads)
-        let dropped = audience.droppedByApple(p.config.requireApple, offers: p.catalog.offers.count)
-        let held = audience.heldOut(p.config.requireApple, offers: p.catalog.offers.count)
-        let json = try IntermediateFile.writeJSON(
-            ShardReports(
-                reports, droppedByApple: dropped.perOffer + [dropped.best], heldOut: held.perOffer + [held.best]),
-            to: staged + "/" + Merge.reports)
-        outputs.append(OutputStats(path: Merge.reports, bytes: json.bytes, rows: 0, sha256: json.sha256))
-        // The disagreements, sorted by customer like the segments: the merge merges them alike.
-        try OutputFile.makeFolder(staged + "/reports")
-        let disagreements = try OutputFile(path: staged + "/" + Merge.disagreements)
-        try disagreements.write(AppleAgreementReport.disagreementsCSV(reports.apple))
-        let (bytes, sha) = try disagreements.finish()
-        outputs.append(OutputStats(path: Merge.disagreements, bytes: bytes, rows: 0, sha256: sha))
+        outputs += try beside?.get() ?? reportFiles()
         // The reasons of its customers who left a segment since the baseline (docs/rules.md §10.5).
         outputs.append(
             try ShardReasons.write(
