@@ -74,11 +74,16 @@ public enum ShardRun {
             ]
         }
         let beside = p.threads > 1 ? Ahead(reportFiles) : nil
-        var outputs = try SegmentWriter(
-            customers: customers, audience: audience, book: book, formats: p.config.formats,
-            requireApple: p.config.requireApple, threads: p.threads
-        ).write(to: staged, threads: p.threads)
-        outputs += try beside?.get() ?? reportFiles()
+        let segments = Result {
+            try SegmentWriter(
+                customers: customers, audience: audience, book: book, formats: p.config.formats,
+                requireApple: p.config.requireApple, threads: p.threads
+            ).write(to: staged, threads: p.threads)
+        }
+        // Waited for whatever the segments did: nothing writes in the staging folder afterwards.
+        let besideFiles = beside.map { b in Result { try b.get() } }
+        var outputs = try segments.get()
+        outputs += try besideFiles?.get() ?? reportFiles()
         // The reasons of its customers who left a segment since the baseline (docs/rules.md §10.5).
         outputs.append(
             try ShardReasons.write(
