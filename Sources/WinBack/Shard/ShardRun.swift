@@ -42,11 +42,24 @@ public enum ShardRun {
                 (s.next as NSString).lastPathComponent
             }
         }
-        let inputs = try read(
+        let rows = try readRows(
             p, work: work, shard: shard, shards: shards, partitions: partitions.map(\.0), state: state, next: next)
+        // The renewal info of the shard's customers, read on another thread while the rows are
+        // grouped (it only looks the customers up; it joins the string table after).
+        let keep = rows.keep
+        let renewalRead = { @Sendable () throws -> RenewalRead in
+            try RenewalReader.read(
+                paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: { keep.contains($0) },
+                limits: p.limits)
+        }
+        let renewalsAhead = p.threads > 1 ? Ahead(renewalRead) : nil
+        var inputs = Inputs(
+            transactions: rows.set, renewals: rows.found, renewalStats: [],
+            renewalRejects: RejectList(limit: p.limits.maxRejectsListed))
         // A shard with no rows writes an empty rows file all the same.
         let kept = try next?.finish(atLeastOne: true).first
         let customers = Stage.group(inputs, threads: p.threads)
+        try inputs.join(renewalsAhead?.get() ?? renewalRead())
         let book = Stage.offers(p, strings: inputs.strings)
         let (audience, counted) = Stage.evaluate(customers, book: book, renewals: inputs.renewals, p)
         let reports = counted.reports()
@@ -103,16 +116,17 @@ public enum ShardRun {
         return Summary(customers: audience.counts.customers, rows: inputs.transactions.rows.count, state: kept)
     }
 
-    /// The read stage of a shard: every task's part file of the shard, merged file by file in
-    /// sorted path order as ``TransactionReader`` merges input files, and the renewal info of
-    /// the shard's customers.
+    /// The read stage of a shard but for the renewal files (read beside the grouping, then
+    /// joined with ``Inputs/join(_:)``): every task's part file of the shard, merged file by file
+    /// in sorted path order as ``TransactionReader`` merges input files; the shard's customers;
+    /// and the renewal info found among the rows (signed files).
     ///
     /// With `state` (an incremental memory-bounded run, docs/rules.md §12) the shard's rows of
     /// the state are merged after those of the part file, and the winners written to `next`.
-    static func read(
+    static func readRows(
         _ p: ResolvedPipeline, work: WorkFolder, shard: Int, shards: Int, partitions: [PartitionMarker],
         state: ShardState? = nil, next: StateRowsWriter? = nil
-    ) throws -> Inputs {
+    ) throws -> (set: TransactionSet, keep: SetCustomers, found: RenewalIndex) {
         guard state == nil || partitions.count == 1 else {
             throw WinBackError(.software, "an incremental state is kept by runs of one partition task")
         }
@@ -136,12 +150,7 @@ public enum ShardRun {
         }
         index.finish()
         set.renewals = index
-        let renewals = try RenewalReader.read(
-            paths: p.renewalFiles, inflater: p.inflater, signed: p.signed, keep: { keep.contains($0) }, limits: p.limits
-        )
-        index.merge(renewals.index(in: set.strings))
-        return Inputs(
-            transactions: set, renewals: index, renewalStats: renewals.stats, renewalRejects: renewals.rejects)
+        return (set, keep, index)
     }
 
     /// The rows of a shard whose inputs one partition task read: every section of its part
@@ -347,5 +356,15 @@ public enum ShardRun {
             .badData,
             "a shard holds \(rows) rows, more than fit in the memory limit; \(culprit), and all of them "
                 + "belong to one shard")
+    }
+}
+
+extension Inputs {
+    /// The renewal files' info joined to the rows: its ids entered in the run's string table,
+    /// merged after the renewal info found among the transactions; its stats and rejects kept.
+    mutating func join(_ read: RenewalRead) {
+        renewals.merge(read.index(in: strings))
+        renewalStats = read.stats
+        renewalRejects = read.rejects
     }
 }
