@@ -219,11 +219,8 @@ extension Stage {
         _ p: ResolvedPipeline, _ steps: OutputSteps, baseline: Baseline?, rejects: inout RejectList,
         manifest: inout Manifest, to directory: String, sync: DiskSync
     ) throws -> [OutputStats] {
-        let reportFiles = ResultSlots<Result<(Reports, [OutputStats]), Error>>(count: 1)
         let report = steps.reports
-        let writeReports: @Sendable () -> Void = { reportFiles[0] = Result { try report() } }
-        let reporting = DispatchGroup()
-        if steps.reportsBeside { DispatchQueue.global().async(group: reporting, execute: writeReports) }
+        let beside = steps.reportsBeside ? Ahead(report) : nil
         let segments = Result { try steps.segments() }
         // What changed since the last published run: while the reports are still being counted.
         let changed = Result {
@@ -231,12 +228,13 @@ extension Stage {
             steps.between()
             return try steps.changes(baseline)
         }
-        if steps.reportsBeside { reporting.wait() } else { writeReports() }
+        // Waited for beside, or written now, whatever the segments and changes did.
+        let reportFiles = Result { try beside?.get() ?? report() }
         var outputs = try segments.get()
         let changes = try changed.get()
         manifest.changes = changes.summary
         outputs += changes.outputs
-        let (reports, reportOutputs) = try reportFiles[0]!.get()
+        let (reports, reportOutputs) = try reportFiles.get()
         manifest.record(amountsOf: reports)
         outputs += reportOutputs
         let page = outputs.count
