@@ -115,8 +115,6 @@ public struct CustomerRows: @unchecked Sendable {
         var originals: [TransactionKey] = []
         /// Customers whose folded key (``folded(group:original:)``) another one of the part has.
         var collided: [Customer: Int] = [:]
-        /// How many of the part's rows each of its customers has.
-        var rowCounts: [Int32] = []
 
         init(capacity: Int) { index = Int64Map(capacity: capacity) }
 
@@ -175,6 +173,8 @@ public struct CustomerRows: @unchecked Sendable {
         // first touched by the threads, not zeroed on this one).
         var of = [Int32](unsafeUninitializedCapacity: total) { _, n in n = total }
         let found = ResultSlots<PartCustomers>(count: parts.count)
+        // How many of its part's rows each of the part's customers has.
+        let counted = ResultSlots<[Int32]>(count: parts.count)
         let r = UnsafeBufferPointer(input)
         of.withUnsafeMutableBufferPointer { o in
             nonisolated(unsafe) let rows = r
@@ -192,8 +192,8 @@ public struct CustomerRows: @unchecked Sendable {
                     local[i] = Int32(c)
                     if c == counts.count { counts.append(1) } else { counts[c] &+= 1 }
                 }
-                customers.rowCounts = counts
                 found[p] = customers
+                counted[p] = counts
             }
         }
         // Moved out of their slots: numbering the later parts' customers into the first part's
@@ -202,8 +202,7 @@ public struct CustomerRows: @unchecked Sendable {
         guard !later.isEmpty else {
             return Numbering(customerOfRow: [], parts: [], ofPart: [], rowCounts: [], groups: [], originals: [])
         }
-        let rowCounts = later.indices.map { p in later[p].rowCounts }
-        for p in later.indices { later[p].rowCounts = [] }
+        let rowCounts = counted.takeAll()
         var all = later.removeFirst()
         // In part order: a customer met in an earlier part keeps the number it has there (looked
         // up on every thread), one met for the first time gets the next (in order, on this one).
