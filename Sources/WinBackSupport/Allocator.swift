@@ -7,8 +7,11 @@ public enum Allocator {
     /// read stage's temporary tables would stay in the heap and count against peak memory for
     /// the rest of the run. Does nothing where the C library has no such setting.
     public static func configureForBatch() {
-        _ = winback_set_mmap_threshold(1 << 20)
+        _ = winback_set_mmap_threshold(batchMmapThreshold)
     }
+
+    /// The size from which a block is the system's own (``configureForBatch()``): 1 MiB.
+    static let batchMmapThreshold: Int32 = 1 << 20
 
     /// Keeps up to 64 MiB of freed memory at the top of each heap instead of handing it back
     /// at once, and serves blocks of up to 4 MiB from the heaps: a run in memory frees and
@@ -27,6 +30,6 @@ public enum Allocator {
     /// in memory kept more (``keepFreedPages()``).
     public static func handFreedPagesBack() {
         _ = winback_set_trim_threshold(128 << 10)
-        _ = winback_set_mmap_threshold(1 << 20)
+        _ = winback_set_mmap_threshold(batchMmapThreshold)
     }
 }
