@@ -370,23 +370,23 @@ public enum TransactionReader {
 /// The customers of a set of rows, by originalTransactionId (bytes as read): the renewal info a
 /// shard keeps is theirs.
 package struct SetCustomers: Sendable {
-    private var decimals = Set<Int64>()
-    private var interned = Set<Int64>()
+    /// Each customer's ``TransactionKey/raw`` (a decimal id itself, an interned one below zero):
+    /// one open-addressing map, as the grouping numbers customers, where two sets hashed every
+    /// row of a shard with SipHash on one thread.
+    private var keys = Int64Map(capacity: 1024)
     private let strings: StringTable
 
     package init(_ set: TransactionSet) {
-        for r in set.rows {
-            let k = r.originalTransactionId.raw
-            if k >= 0 { decimals.insert(k) } else { interned.insert(k) }
-        }
+        // The compact rows themselves: iterating the set would make each row's Transaction.
+        for r in set.rows.buffer { _ = keys.insert(r.originalTransactionId.raw, 0) }
         strings = set.strings
     }
 
     /// Whether `bytes` are the originalTransactionId of one of the set's customers.
     package func contains(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if let v = TransactionKey.decimal(bytes) { return decimals.contains(v) }
+        if let v = TransactionKey.decimal(bytes) { return keys.find(v) != nil }
         guard let id = strings.find(bytes) else { return false }
-        return interned.contains(-(Int64(id) + 1))
+        return keys.find(-(Int64(id) + 1)) != nil
     }
 
     package func contains(_ id: String) -> Bool {

@@ -35,6 +35,34 @@ extension ReadStageTests {
                 .with("environment", "\"\(env)\"").json
         }
 
+        /// A set's customer filter (the renewal info a shard keeps is that of its customers)
+        /// accepts every originalTransactionId among its rows, decimal or kept as a string
+        /// (a leading zero, too many digits, letters), and no other: thousands of customers, so
+        /// that its index grows several times.
+        @Test func theCustomerFilterHoldsEveryCustomerOfTheSetAndNoOther() throws {
+            try ReadSupport.withTempDir { dir in
+                let odd = ["0", "0123", "1234567890123456789", "o-7", "123456789012345678"]
+                let originals =
+                    (0..<3_000).map { $0 % 3 == 0 ? "c-\($0)" : String(1_000_000_000_000_000 + $0 * 7) } + odd
+                // Each customer with two transactions, one in each file.
+                let lines = originals.enumerated().map { k, o in
+                    TxLine(id: "t\(k)", original: o, signed: 100, purchase: 1_000, expires: 2_000).json
+                }
+                let later = originals.enumerated().map { k, o in
+                    TxLine(id: "r\(k)", original: o, signed: 200, purchase: 1_000, expires: 3_000).json
+                }
+                let paths = try writeFiles([("a.jsonl.gz", lines), ("b.jsonl.gz", later)], in: dir)
+                let set = try TransactionReader.read(inputs: paths.map(InputStores.lookUp), threads: 2)
+                let filter = set.customerFilter()
+                #expect(originals.filter { !filter.contains($0) } == [])
+                let absent = [
+                    "1", "01234", "1234567890123456780", "o-8", "c-1", "c-3000", "1000000000000000001",
+                    "12345678901234567890", "", "t0",
+                ]
+                #expect(absent.filter(filter.contains) == [])
+            }
+        }
+
         @Test(arguments: [1, 4])
         func theNewestSignedDateWinsAcrossFiles(threads: Int) throws {
             try ReadSupport.withTempDir { dir in
