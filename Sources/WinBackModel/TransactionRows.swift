@@ -193,9 +193,12 @@ public final class TransactionRows: RandomAccessCollection, @unchecked Sendable 
                 let start = c << shift
                 let u = used(c)
                 for k in 0..<u {
-                    var r = rows[start + k]
+                    let read = rows[start + k]
+                    var r = read
                     if keep(&counted, c, k, &r) {
-                        rows[start + k] = r
+                        // Written back only when rewritten: most rows' ids are decimal and
+                        // stay as they are, and a row not written is a cache line not dirtied.
+                        if r != read { rows[start + k] = r }
                         kept += 1
                         if freeFrom >= 0 {
                             free.append(freeFrom..<(start + k))
