@@ -268,6 +268,10 @@ public struct RowColumns: Sendable {
     @inline(__always)
     package mutating func enter(terms v: RowTerms) -> Int32 { terms.intern(v) }
 
+    /// The number of token `v` here: the next one if new.
+    @inline(__always)
+    package mutating func enter(token v: AppAccountToken) -> Int32 { tokens.intern(v) }
+
     /// `t` as a compact row, its terms and token entered in the tables.
     @inline(__always)
     public mutating func compact(_ t: Transaction) -> CompactRow {

@@ -52,16 +52,19 @@ public enum Partition {
                 // them (a reference taken per array of theirs).
                 let spilled = out.rows
                 let table = out.table
+                let columns = spilled.columns
                 rows += spilled.count
-                // Each shard's rows by number: they stay compact until encoded, one at a time.
+                // Each shard's rows by number: they stay compact, encoded as they are (none
+                // made into a transaction), their columns entered once a section.
                 var byShard = [[Int32]](repeating: [], count: shards)
                 for i in 0..<spilled.count {
-                    byShard[ShardKey.shard(of: spilled[i], table: table, shards: shards)].append(Int32(i))
+                    let shard = ShardKey.shard(of: spilled.stored(i), columns: columns, table: table, shards: shards)
+                    byShard[shard].append(Int32(i))
                 }
                 for (k, numbers) in byShard.enumerated() where !numbers.isEmpty {
-                    try writers[k].append(file: fi, table: table, from: sent[k], count: numbers.count) {
-                        spilled[Int(numbers[$0])]
-                    }
+                    try writers[k].append(
+                        file: fi, table: table, from: sent[k], count: numbers.count, columns: columns
+                    ) { spilled.stored(Int(numbers[$0])) }
                     sent[k] = table.count
                 }
                 try out.dropRows()

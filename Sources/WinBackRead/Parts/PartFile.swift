@@ -78,6 +78,27 @@ package final class PartWriter: @unchecked Sendable {
     package func append(file: Int, table: StringTable, from first: Int = 0, count: Int, row: (Int) -> Transaction)
         throws
     {
+        try append(file: file, table: table, from: first, count: count) {
+            RowCodec.encode(count: count, row: row, into: &$0)
+        }
+    }
+
+    /// ``append(file:table:from:rows:)`` of `count` compact rows, row i being `row(i)` (called
+    /// twice for each), their terms and tokens places in `columns` (the file's): the same bytes
+    /// as the rows made into transactions, without making them.
+    package func append(
+        file: Int, table: StringTable, from first: Int = 0, count: Int, columns: RowColumns,
+        compact row: (Int) -> CompactRow
+    ) throws {
+        try append(file: file, table: table, from: first, count: count) {
+            RowCodec.encode(count: count, compact: row, columns: columns, into: &$0)
+        }
+    }
+
+    /// A section of `count` rows, which `encode` appends.
+    private func append(
+        file: Int, table: StringTable, from first: Int, count: Int, encode: (inout [UInt8]) -> Void
+    ) throws {
         var out: [UInt8] = []
         out.reserveCapacity(64 + count * 40)
         PartWriter.append(UInt32(file), to: &out)
@@ -94,7 +115,7 @@ package final class PartWriter: @unchecked Sendable {
         PartWriter.append(UInt64(0), to: &out)
         PartWriter.append(UInt32(0), to: &out)
         let start = out.count
-        RowCodec.encode(count: count, row: row, into: &out)
+        encode(&out)
         let n = out.count - start
         let crc = out.withUnsafeBytes { RowCodec.crc(UnsafeRawBufferPointer(rebasing: $0[start...])) }
         withUnsafeBytes(of: UInt64(n).littleEndian) { for (i, b) in $0.enumerated() { out[sizeAt + i] = b } }

@@ -84,6 +84,61 @@ package enum RowCodec {
             }
             n = count * 2
         }
+        encode(columns: columns, places: places, into: &out) { i in
+            let t = row(i)
+            return CompactRow(
+                purchaseDate: t.purchaseDate, expiresDate: t.expiresDate, revocationDate: t.revocationDate,
+                signedDate: t.signedDate, transactionId: t.transactionId,
+                originalTransactionId: t.originalTransactionId, terms: 0, token: -1)
+        }
+    }
+
+    /// Appends the encoding of `count` compact rows to `out`, row i being `row(i)` (called twice
+    /// for each), its terms and token places in `source` (a file's columns, whose tokens may be
+    /// listed more than once): the same bytes as the rows made into transactions
+    /// (``encode(count:row:into:)``), without making them. Each of `source`'s terms and tokens is
+    /// entered in the section's columns where its first row is, as ``RowColumns/compact(_:)``
+    /// enters them, then found again by its place in `source`.
+    package static func encode(
+        count: Int, compact row: (Int) -> CompactRow, columns source: RowColumns, into out: inout [UInt8]
+    ) {
+        var columns = RowColumns()
+        var termsAt = [Int32](repeating: -1, count: source.terms.count)
+        var tokensAt = [Int32](repeating: -1, count: source.tokens.count)
+        let places = [Int32](unsafeUninitializedCapacity: count * 2) { p, n in
+            for i in 0..<count {
+                let r = row(i)
+                var terms = termsAt[Int(r.terms)]
+                if terms < 0 {
+                    terms = columns.enter(terms: source.terms[r.terms])
+                    termsAt[Int(r.terms)] = terms
+                }
+                var token: Int32 = -1
+                if r.token >= 0 {
+                    token = tokensAt[Int(r.token)]
+                    if token < 0 {
+                        let v = source.tokens[r.token]
+                        // A row's token is none in its transaction: no place, as compact(_:) gives.
+                        if !v.isNone {
+                            token = columns.enter(token: v)
+                            tokensAt[Int(r.token)] = token
+                        }
+                    }
+                }
+                p.initializeElement(at: 2 * i, to: terms)
+                p.initializeElement(at: 2 * i + 1, to: token)
+            }
+            n = count * 2
+        }
+        encode(columns: columns, places: places, into: &out, row)
+    }
+
+    /// Appends a section's `columns`, then its rows: row i's instants and ids from `row(i)`, its
+    /// terms and token places `places[2i]` and `places[2i + 1]`.
+    private static func encode(
+        columns: RowColumns, places: [Int32], into out: inout [UInt8], _ row: (Int) -> CompactRow
+    ) {
+        let count = places.count / 2
         varint(UInt64(columns.terms.count), &out)
         var r = carrier()
         for c in columns.terms.values {

@@ -28,6 +28,14 @@ public enum ShardKey {
         shard(group: group[...], original: original[...], shards: shards)
     }
 
+    /// The shard of a compact row of `columns`, whose ids are in `table`.
+    @inline(__always)
+    package static func shard(of r: CompactRow, columns: RowColumns, table: StringTable, shards: Int) -> Int {
+        table.withBytes(columns.group(r)) { g in
+            r.originalTransactionId.withBytes(in: table) { o in shard(group: g, original: o, shards: shards) }
+        }
+    }
+
     /// The shard of a row, whose ids are in `table`.
     @inline(__always)
     package static func shard(of r: Transaction, table: StringTable, shards: Int) -> Int {

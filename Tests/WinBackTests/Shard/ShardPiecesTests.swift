@@ -104,6 +104,42 @@ struct ShardPiecesTests {
         return one
     }
 
+    @Test(
+        "a section of compact rows, their terms and tokens places in a file's columns, is the same bytes as of their transactions",
+        arguments: [false, true])
+    func compactRowsEncodeAsTheirTransactions(listed: Bool) throws {
+        let rows = Self.randomRows(5000, strings: 10, seed: 7)
+        // A file's columns: its tokens listed (one a row, repeated values in several places)
+        // as a file read keeps them, or entered once each.
+        var file = RowColumns()
+        var compact: [CompactRow] = []
+        for t in rows {
+            if listed {
+                var c = file.compactTerms(t)
+                if !t.appAccountToken.isNone { c.token = file.list(token: t.appAccountToken) }
+                compact.append(c)
+            } else {
+                compact.append(file.compact(t))
+            }
+        }
+        #expect(listed == (file.tokens.count > Set(file.tokens.values.map { [$0.high, $0.low] }).count))
+        // A shard's rows of the file: some of them, in the file's order.
+        let picked = rows.indices.filter { $0 % 3 != 1 }
+        var fromTransactions: [UInt8] = []
+        RowCodec.encode(count: picked.count, row: { file.transaction(compact[picked[$0]]) }, into: &fromTransactions)
+        var fromCompact: [UInt8] = []
+        RowCodec.encode(count: picked.count, compact: { compact[picked[$0]] }, columns: file, into: &fromCompact)
+        #expect(fromCompact == fromTransactions)
+        var fromRows: [UInt8] = []
+        picked.map { rows[$0] }.withUnsafeBufferPointer { RowCodec.encode($0, into: &fromRows) }
+        #expect(fromCompact == fromRows)
+        var back: [Transaction] = []
+        try fromCompact.withUnsafeBytes {
+            try RowCodec.decode($0, count: picked.count, strings: 10) { back.append($0) }
+        }
+        #expect(back == picked.map { rows[$0] })
+    }
+
     @Test("part rows come back exactly, every field, from their compact encoding")
     func rowCodecRoundTrip() throws {
         let rows = Self.randomRows(5000, strings: 10, seed: 42)
