@@ -96,15 +96,16 @@ package enum RowCodec {
     /// Appends the encoding of `count` compact rows to `out`, row i being `row(i)` (called twice
     /// for each), its terms and token places in `source` (a file's columns, whose tokens may be
     /// listed more than once): the same bytes as the rows made into transactions
-    /// (``encode(count:row:into:)``), without making them. Each of `source`'s terms and tokens is
-    /// entered in the section's columns where its first row is, as ``RowColumns/compact(_:)``
-    /// enters them, then found again by its place in `source`.
+    /// (``encode(count:row:into:)``), without making them. Each of `source`'s terms is entered in
+    /// the section's columns where its first row is, as ``RowColumns/compact(_:)`` enters it,
+    /// then found again by its place in `source` (a file has a few hundred); each row's token is
+    /// entered as it comes (a file lists nearly one a row: a map of their places would seldom
+    /// find one entered already).
     package static func encode(
         count: Int, compact row: (Int) -> CompactRow, columns source: RowColumns, into out: inout [UInt8]
     ) {
         var columns = RowColumns()
         var termsAt = [Int32](repeating: -1, count: source.terms.count)
-        var tokensAt = [Int32](repeating: -1, count: source.tokens.count)
         let places = [Int32](unsafeUninitializedCapacity: count * 2) { p, n in
             for i in 0..<count {
                 let r = row(i)
@@ -114,17 +115,8 @@ package enum RowCodec {
                     termsAt[Int(r.terms)] = terms
                 }
                 var token: Int32 = -1
-                if r.token >= 0 {
-                    token = tokensAt[Int(r.token)]
-                    if token < 0 {
-                        let v = source.tokens[r.token]
-                        // A row's token is none in its transaction: no place, as compact(_:) gives.
-                        if !v.isNone {
-                            token = columns.enter(token: v)
-                            tokensAt[Int(r.token)] = token
-                        }
-                    }
-                }
+                // A token that is none in the row's transaction takes no place, as compact(_:) gives.
+                if r.token >= 0, case let v = source.tokens[r.token], !v.isNone { token = columns.enter(token: v) }
                 p.initializeElement(at: 2 * i, to: terms)
                 p.initializeElement(at: 2 * i + 1, to: token)
             }
