@@ -98,9 +98,9 @@ package enum RowCodec {
     /// listed more than once): the same bytes as the rows made into transactions
     /// (``encode(count:row:into:)``), without making them. Each of `source`'s terms is entered in
     /// the section's columns where its first row is, as ``RowColumns/compact(_:)`` enters it,
-    /// then found again by its place in `source` (a file has a few hundred); each row's token is
-    /// entered as it comes (a file lists nearly one a row: a map of their places would seldom
-    /// find one entered already).
+    /// then found again by its place in `source` (a file has a few hundred, at most one a row);
+    /// each row's token is entered as it comes (a file lists nearly one a row: a map of their
+    /// places would seldom find one entered already).
     package static func encode(
         count: Int, compact row: (Int) -> CompactRow, columns source: RowColumns, into out: inout [UInt8]
     ) {
