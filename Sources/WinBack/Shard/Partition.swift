@@ -57,15 +57,20 @@ public enum Partition {
                 // Each shard's rows by number: they stay compact, encoded as they are (none
                 // made into a transaction), their columns entered once a section.
                 var byShard = [[Int32]](repeating: [], count: shards)
-                for i in 0..<spilled.count {
-                    let shard = ShardKey.shard(of: spilled.stored(i), columns: columns, table: table, shards: shards)
-                    byShard[shard].append(Int32(i))
-                }
-                for (k, numbers) in byShard.enumerated() where !numbers.isEmpty {
-                    try writers[k].append(
-                        file: fi, table: table, from: sent[k], count: numbers.count, columns: columns
-                    ) { spilled.stored(Int(numbers[$0])) }
-                    sent[k] = table.count
+                try spilled.withChunks { chunks in
+                    @inline(__always) func row(_ i: Int) -> CompactRow {
+                        chunks[i >> TransactionRows.chunkShift][i & (TransactionRows.chunkRows - 1)]
+                    }
+                    for i in 0..<spilled.count {
+                        byShard[ShardKey.shard(of: row(i), columns: columns, table: table, shards: shards)]
+                            .append(Int32(i))
+                    }
+                    for (k, numbers) in byShard.enumerated() where !numbers.isEmpty {
+                        try writers[k].append(
+                            file: fi, table: table, from: sent[k], count: numbers.count, columns: columns
+                        ) { row(Int(numbers[$0])) }
+                        sent[k] = table.count
+                    }
                 }
                 try out.dropRows()
             }

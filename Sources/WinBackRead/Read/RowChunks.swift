@@ -145,7 +145,9 @@ package struct RowChunks {
     /// Calls `body` with the chunks' rows, row i at `chunks[i >> chunkShift][i & (chunkRows - 1)]`:
     /// for loops over every row, which then hold no reference per row.
     @inline(__always)
-    func withChunks<R>(_ body: (UnsafeBufferPointer<UnsafeMutablePointer<CompactRow>>) throws -> R) rethrows -> R {
+    package func withChunks<R>(
+        _ body: (UnsafeBufferPointer<UnsafeMutablePointer<CompactRow>>) throws -> R
+    ) rethrows -> R {
         precondition(pending.isEmpty, "rows read once settled")
         return try chunks.withUnsafeBufferPointer(body)
     }
